@@ -1,0 +1,376 @@
+"""The :class:`Array`: a chunked, compressed N-dimensional array in a store."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from chunkflow.codecs import v2_pipeline, v3_pipeline
+from chunkflow.errors import ReadOnlyError
+from chunkflow.grid import ChunkKeyEncoding, RegularChunkGrid
+from chunkflow.indexing import (
+    BasicIndexer,
+    CoordinateIndexer,
+    MaskIndexer,
+    OrthogonalIndexer,
+    is_basic_selection,
+    is_mask_selection,
+)
+from chunkflow.metadata import ArrayMetadataV2
+from chunkflow.storage import Store, make_store
+
+from chunkflow.array.attrs import Attributes
+from chunkflow.array.chunk_io import ChunkIO
+from chunkflow.array.nodes import (
+    ArrayMetadata,
+    load_array_metadata,
+    normalize_path,
+    store_array_metadata,
+)
+from chunkflow.array.properties import ArrayProperties
+from chunkflow.array.values import copy_from_source, is_chunked_source, prepare_value
+
+__all__ = ["Array"]
+
+
+class Array(ArrayProperties):
+    """A chunked, compressed N-dimensional array stored in Zarr v2 or v3 format.
+
+    Open an existing array from its store (``Array(store, path)``) or create one with
+    :func:`chunkflow.create`, :func:`chunkflow.zeros`, :func:`chunkflow.open`...
+
+    Parameters
+    ----------
+    store : str, os.PathLike, Store or MutableMapping
+        Where the array lives (a folder, a URL, a mapping...).
+    path : str, optional
+        The array's path inside the store.
+    read_only : bool, optional
+        Refuse writes.
+    storage_options : dict, optional
+        Passed to fsspec for URLs.
+    write_empty_chunks : bool, optional
+        Store chunks equal to ``fill_value`` everywhere (default ``False``: delete them).
+    allow_pickle : bool, optional
+        Allow the pickle codec (only for trusted stores: decoding runs code).
+
+    Examples
+    --------
+    >>> import chunkflow
+    >>> z = chunkflow.zeros((4, 6), chunks=(2, 3), dtype="i4")
+    >>> z[1:3, 2:5] = 7
+    >>> z[1]
+    array([0, 0, 7, 7, 7, 0], dtype=int32)
+    >>> z.nchunks_initialized
+    4
+    >>> again = chunkflow.Array(z.store)
+    >>> int(again[:].sum())
+    42
+    """
+
+    def __init__(
+        self,
+        store: Any,
+        path: str | None = "",
+        *,
+        read_only: bool = False,
+        storage_options: dict[str, Any] | None = None,
+        write_empty_chunks: bool = False,
+        allow_pickle: bool = False,
+    ) -> None:
+        resolved = make_store(
+            store, mode="r" if read_only else "a", storage_options=storage_options
+        )
+        node_path = normalize_path(path)
+        metadata, attributes = load_array_metadata(resolved, node_path)
+        self._setup(resolved, node_path, metadata, attributes, read_only, write_empty_chunks,
+                    allow_pickle)
+
+    @classmethod
+    def _from_metadata(
+        cls,
+        store: Store,
+        path: str,
+        metadata: ArrayMetadata,
+        attributes: dict[str, Any],
+        *,
+        read_only: bool = False,
+        write_empty_chunks: bool = False,
+        allow_pickle: bool = False,
+    ) -> Array:
+        """An Array over already-parsed metadata (no store read)."""
+        array = cls.__new__(cls)
+        array._setup(store, path, metadata, attributes, read_only, write_empty_chunks,
+                     allow_pickle)
+        return array
+
+    def _setup(
+        self,
+        store: Store,
+        path: str,
+        metadata: ArrayMetadata,
+        attributes: dict[str, Any],
+        read_only: bool,
+        write_empty_chunks: bool,
+        allow_pickle: bool,
+    ) -> None:
+        self._store = store
+        self._path = path
+        self._read_only = bool(read_only or store.read_only)
+        self._write_empty_chunks = bool(write_empty_chunks)
+        self._allow_pickle = allow_pickle
+        self._attrs = Attributes(attributes, self._persist_attributes, path,
+                                 read_only=self._read_only)
+        self._set_metadata(metadata)
+
+    def _set_metadata(self, metadata: ArrayMetadata) -> None:
+        self._metadata = metadata
+        grid = RegularChunkGrid(metadata.shape, metadata.chunks)
+        name, separator = metadata.chunk_key_encoding
+        if isinstance(metadata, ArrayMetadataV2):
+            pipeline = v2_pipeline(metadata.dtype, metadata.chunks, metadata.order,
+                                   metadata.filters, metadata.compressor,
+                                   allow_pickle=self._allow_pickle)
+        else:
+            pipeline = v3_pipeline(metadata.dtype, metadata.chunks, metadata.codecs,
+                                   allow_pickle=self._allow_pickle)
+        self._io = ChunkIO(
+            store=self._store,
+            path=self._path,
+            grid=grid,
+            key_encoding=ChunkKeyEncoding(name, separator),
+            pipeline=pipeline,
+            fill_value=self._concrete_fill_value(metadata),
+            write_empty_chunks=self._write_empty_chunks,
+        )
+
+    @staticmethod
+    def _concrete_fill_value(metadata: ArrayMetadata) -> Any:
+        # v2 "fill_value": null means undefined: missing chunks read as zeros ("" for
+        # strings), the choice zarr-python makes.
+        if metadata.fill_value is not None:
+            return metadata.fill_value
+        if metadata.dtype.kind == "O":
+            return ""
+        return np.zeros((), dtype=metadata.dtype)[()]
+
+    def _persist_attributes(self, attributes: dict[str, Any]) -> None:
+        self._metadata = store_array_metadata(self._store, self._path, self._metadata, attributes)
+
+    # -- pickling: (store, path, options), never data ---------------------------
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {
+            "store": self._store,
+            "path": self._path,
+            "read_only": self._read_only,
+            "write_empty_chunks": self._write_empty_chunks,
+            "allow_pickle": self._allow_pickle,
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        metadata, attributes = load_array_metadata(state["store"], state["path"])
+        self._setup(state["store"], state["path"], metadata, attributes, state["read_only"],
+                    state["write_empty_chunks"], state["allow_pickle"])
+
+    # -- reading ---------------------------------------------------------------
+
+    def __getitem__(self, selection: Any) -> Any:
+        kind = _selection_kind(selection, self.ndim)
+        if kind == "basic":
+            return self.get_basic_selection(selection)
+        if kind == "mask":
+            return self.get_mask_selection(selection)
+        if kind == "coordinate":
+            return self.get_coordinate_selection(selection)
+        return self.get_orthogonal_selection(selection)
+
+    def get_basic_selection(self, selection: Any = Ellipsis) -> Any:
+        """Read integers, slices (any step) and Ellipsis, like numpy basic indexing."""
+        result = self._read(BasicIndexer(selection, self._io.grid))
+        if result.ndim == 0 and not _has_ellipsis(selection):
+            return result[()]
+        return result
+
+    def get_orthogonal_selection(self, selection: Any) -> np.ndarray:
+        """Read the outer product of per-dimension selections (``z.oindex[...]``)."""
+        return self._read(OrthogonalIndexer(selection, self._io.grid))
+
+    def get_coordinate_selection(self, selection: Any) -> np.ndarray:
+        """Read points given by integer coordinate arrays (``z.vindex[...]``)."""
+        return self._read(CoordinateIndexer(selection, self._io.grid))
+
+    def get_mask_selection(self, mask: Any) -> np.ndarray:
+        """Read the elements where a boolean mask of the array's shape is true."""
+        return self._read(MaskIndexer(mask, self._io.grid))
+
+    def _read(self, indexer: Any) -> np.ndarray:
+        out = np.empty(indexer.shape, dtype=self.dtype)
+        self._io.read(list(indexer), out)
+        return out.reshape(indexer.sel_shape)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        data = self[...]
+        return data if dtype is None else data.astype(dtype, copy=False)
+
+    def __len__(self) -> int:
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d array")
+        return self.shape[0]
+
+    def __iter__(self) -> Any:
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d array")
+        step = self.chunks[0]
+        for start in range(0, self.shape[0], step):
+            yield from self[start:start + step]
+
+    @property
+    def oindex(self) -> _SelectionAccessor:
+        """Orthogonal selection: ``z.oindex[[0, 2], 1:5]``."""
+        return _SelectionAccessor(self, self.get_orthogonal_selection,
+                                  self.set_orthogonal_selection)
+
+    @property
+    def vindex(self) -> _SelectionAccessor:
+        """Coordinate or mask selection: ``z.vindex[[0, 2], [1, 5]]``."""
+        return _SelectionAccessor(self, self._get_vindex, self._set_vindex)
+
+    def _get_vindex(self, selection: Any) -> np.ndarray:
+        if is_mask_selection(selection, self.ndim):
+            return self.get_mask_selection(selection)
+        return self.get_coordinate_selection(selection)
+
+    def _set_vindex(self, selection: Any, value: Any) -> None:
+        if is_mask_selection(selection, self.ndim):
+            self.set_mask_selection(selection, value)
+        else:
+            self.set_coordinate_selection(selection, value)
+
+    # -- writing ---------------------------------------------------------------
+
+    def __setitem__(self, selection: Any, value: Any) -> None:
+        kind = _selection_kind(selection, self.ndim)
+        if kind == "basic":
+            self.set_basic_selection(selection, value)
+        elif kind == "mask":
+            self.set_mask_selection(selection, value)
+        elif kind == "coordinate":
+            self.set_coordinate_selection(selection, value)
+        else:
+            self.set_orthogonal_selection(selection, value)
+
+    def set_basic_selection(self, selection: Any, value: Any) -> None:
+        """Write to integers, slices and Ellipsis; ``value`` broadcasts like numpy."""
+        self._check_writable()
+        indexer = BasicIndexer(selection, self._io.grid)
+        if is_chunked_source(value):
+            copy_from_source(self, indexer, value)
+        else:
+            self._write(indexer, value)
+
+    def set_orthogonal_selection(self, selection: Any, value: Any) -> None:
+        """Write to the outer product of per-dimension selections."""
+        self._check_writable()
+        self._write(OrthogonalIndexer(selection, self._io.grid), value)
+
+    def set_coordinate_selection(self, selection: Any, value: Any) -> None:
+        """Write to points given by integer coordinate arrays."""
+        self._check_writable()
+        self._write(CoordinateIndexer(selection, self._io.grid), value)
+
+    def set_mask_selection(self, mask: Any, value: Any) -> None:
+        """Write where a boolean mask of the array's shape is true."""
+        self._check_writable()
+        self._write(MaskIndexer(mask, self._io.grid), value)
+
+    def _write(self, indexer: Any, value: Any) -> None:
+        prepared = prepare_value(value, self.dtype, indexer, self._path)
+        self._io.write(list(indexer), prepared)
+
+    def _check_writable(self) -> None:
+        if self._read_only:
+            raise ReadOnlyError(f"array {self._path or '/'!r} is read-only: writes are refused")
+
+    # -- shape changes ---------------------------------------------------------
+
+    def resize(self, *shape: Any) -> None:
+        """Change the shape; chunks wholly outside the new shape are deleted.
+
+        Chunks cut by the new boundary get ``fill_value`` beyond it, so growing the
+        array again shows ``fill_value`` there, never stale data.
+
+        Examples
+        --------
+        >>> import chunkflow
+        >>> z = chunkflow.zeros((4, 4), chunks=(2, 2), dtype="u1")
+        >>> z[:] = 1
+        >>> z.resize(3, 3); z.resize(4, 4)
+        >>> z[:, 3]
+        array([0, 0, 0, 0], dtype=uint8)
+        """
+        from chunkflow.array.reshape import resize_array
+
+        self._check_writable()
+        resize_array(self, shape)
+
+    def append(self, data: Any, axis: int = 0) -> tuple[int, ...]:
+        """Append ``data`` along ``axis``; returns the new shape.
+
+        Examples
+        --------
+        >>> import chunkflow
+        >>> z = chunkflow.array(np.arange(6).reshape(2, 3), chunks=(1, 3))
+        >>> z.append(np.ones((1, 3), dtype=z.dtype))
+        (3, 3)
+        """
+        from chunkflow.array.reshape import append_to_array
+
+        self._check_writable()
+        return append_to_array(self, data, axis)
+
+    def _write_metadata(self, metadata: ArrayMetadata) -> None:
+        self._metadata = store_array_metadata(self._store, self._path, metadata,
+                                              self._attrs.asdict())
+        self._set_metadata(self._metadata)
+
+
+class _SelectionAccessor:
+    """``z.oindex[...]`` / ``z.vindex[...]``: item access routed to one selection kind."""
+
+    def __init__(self, array: Array, getter: Any, setter: Any) -> None:
+        self._array = array
+        self._getter = getter
+        self._setter = setter
+
+    def __getitem__(self, selection: Any) -> np.ndarray:
+        return self._getter(selection)
+
+    def __setitem__(self, selection: Any, value: Any) -> None:
+        self._setter(selection, value)
+
+
+def _has_ellipsis(selection: Any) -> bool:
+    if selection is Ellipsis:
+        return True
+    return isinstance(selection, tuple) and any(s is Ellipsis for s in selection)
+
+
+def _selection_kind(selection: Any, ndim: int) -> str:
+    """How ``z[selection]`` is interpreted, following zarr-python 3.
+
+    Basic selections are basic; a boolean array of the array's shape is a mask;
+    integer arrays for every dimension are coordinates; anything else is orthogonal.
+    """
+    if is_basic_selection(selection):
+        return "basic"
+    if is_mask_selection(selection, ndim):
+        return "mask"
+    parts = selection if isinstance(selection, tuple) else (selection,)
+    arrays = [np.asarray(p) for p in parts if isinstance(p, (list, np.ndarray))]
+    if len(parts) == ndim and len(arrays) == ndim > 1 and all(
+        a.dtype.kind in "iu" for a in arrays
+    ):
+        return "coordinate"
+    return "orthogonal"

@@ -1,0 +1,176 @@
+"""Where node documents live in a store, and reading/writing them.
+
+A node at ``path`` is described by ``zarr.json`` (v3) or by ``.zarray``/``.zgroup``
+plus an optional ``.zattrs`` (v2). These helpers fetch the candidate documents in one
+batch, so opening an array costs one store round trip and one metadata parse.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from chunkflow.errors import ArrayNotFoundError, MetadataError
+from chunkflow.metadata import (
+    ArrayMetadataV2,
+    ArrayMetadataV3,
+    GroupMetadataV3,
+    dump_json_document,
+    load_json_document,
+    parse_zarr_json,
+)
+from chunkflow.storage import Store, normalize_key
+
+__all__ = [
+    "ZARR_JSON",
+    "ZARRAY",
+    "ZATTRS",
+    "ZGROUP",
+    "ArrayMetadata",
+    "join_path",
+    "normalize_path",
+    "node_kind",
+    "load_array_metadata",
+    "store_array_metadata",
+    "normalize_attributes",
+]
+
+ZARR_JSON = "zarr.json"
+ZARRAY = ".zarray"
+ZATTRS = ".zattrs"
+ZGROUP = ".zgroup"
+
+ArrayMetadata = ArrayMetadataV2 | ArrayMetadataV3
+NodeKind = Literal["array", "group"]
+
+
+def join_path(path: str, key: str) -> str:
+    """Join a node path and a key below it.
+
+    Examples
+    --------
+    >>> join_path("", "zarr.json"), join_path("a/b", ".zarray")
+    ('zarr.json', 'a/b/.zarray')
+    """
+    return f"{path}/{key}" if path else key
+
+
+def normalize_path(path: str | None) -> str:
+    """Normalize a node path: no leading/trailing slash, ``""`` for the root.
+
+    Examples
+    --------
+    >>> normalize_path("/a/b/"), normalize_path(None)
+    ('a/b', '')
+    """
+    if path is None:
+        return ""
+    if not isinstance(path, str):
+        raise TypeError(f"node path must be a str, got {path!r}")
+    stripped = path.strip("/")
+    return normalize_key(stripped) if stripped else ""
+
+
+def node_kind(store: Store, path: str) -> NodeKind | None:
+    """``"array"``, ``"group"`` or ``None`` for what ``store`` holds at ``path``."""
+    keys = [join_path(path, name) for name in (ZARR_JSON, ZARRAY, ZGROUP)]
+    found = store.get_many(keys)
+    if keys[0] in found:
+        node = parse_zarr_json(bytes(found[keys[0]]), path)
+        return "group" if isinstance(node, GroupMetadataV3) else "array"
+    if keys[1] in found:
+        return "array"
+    if keys[2] in found:
+        return "group"
+    return None
+
+
+def load_array_metadata(store: Store, path: str) -> tuple[ArrayMetadata, dict[str, Any]]:
+    """Read the metadata and attributes of the array at ``path`` (one batched read).
+
+    Raises
+    ------
+    ArrayNotFoundError
+        When ``path`` holds a group or nothing.
+    MetadataError
+        When a document is malformed.
+    """
+    json_key, zarray_key, zattrs_key, zgroup_key = (
+        join_path(path, name) for name in (ZARR_JSON, ZARRAY, ZATTRS, ZGROUP)
+    )
+    found = store.get_many([json_key, zarray_key, zattrs_key, zgroup_key])
+    where = f"array {path or '/'!r} in {store!r}"
+    if json_key in found:
+        node = parse_zarr_json(bytes(found[json_key]), path)
+        if isinstance(node, GroupMetadataV3):
+            raise ArrayNotFoundError(f"{where}: {json_key!r} describes a group, not an array")
+        return node, dict(node.attributes)
+    if zarray_key in found:
+        metadata = ArrayMetadataV2.from_bytes(bytes(found[zarray_key]), path)
+        attributes: dict[str, Any] = {}
+        if zattrs_key in found:
+            attributes = load_json_document(bytes(found[zattrs_key]), path, ZATTRS)
+        return metadata, attributes
+    if zgroup_key in found:
+        raise ArrayNotFoundError(f"{where}: {zgroup_key!r} describes a group, not an array")
+    raise ArrayNotFoundError(f"{where}: found neither {json_key!r} nor {zarray_key!r}")
+
+
+def store_array_metadata(
+    store: Store, path: str, metadata: ArrayMetadata, attributes: dict[str, Any]
+) -> ArrayMetadata:
+    """Write the documents of an array; returns the metadata as stored.
+
+    For v3 the attributes are part of ``zarr.json``; for v2 they go to ``.zattrs``
+    (written only when non-empty, deleted when emptied).
+    """
+    attributes = normalize_attributes(attributes, path)
+    if isinstance(metadata, ArrayMetadataV3):
+        metadata = metadata.with_attributes(dict(attributes))
+        store[join_path(path, ZARR_JSON)] = metadata.to_bytes()
+        return metadata
+    docs = {join_path(path, ZARRAY): metadata.to_bytes()}
+    if attributes:
+        docs[join_path(path, ZATTRS)] = dump_json_document(dict(attributes))
+    zattrs = join_path(path, ZATTRS)
+    if not attributes and zattrs in store and not getattr(store, "supports_deletes", True):
+        docs[zattrs] = dump_json_document({})
+    store.set_many(docs)
+    if not attributes and zattrs not in docs:
+        store.delete_many([zattrs])
+    return metadata
+
+
+def normalize_attributes(attributes: dict[str, Any], path: str) -> dict[str, Any]:
+    """Plain-JSON copy of ``attributes``; refuses what is not JSON, before any write.
+
+    numpy scalars become Python numbers; tuples become lists.
+
+    Examples
+    --------
+    >>> normalize_attributes({"a": (1, 2.5, "x", None)}, "p")
+    {'a': [1, 2.5, 'x', None]}
+    >>> normalize_attributes({"a": {1, 2}}, "p")
+    Traceback (most recent call last):
+    ...
+    chunkflow.errors.MetadataError: node 'p': attributes must be JSON-serializable: ...
+    """
+    for key in attributes:
+        if not isinstance(key, str):
+            raise MetadataError(f"node {path or '/'!r}: attribute names must be str, got {key!r}")
+    try:
+        return json.loads(json.dumps(attributes, allow_nan=True, default=_refuse))
+    except (TypeError, ValueError) as err:
+        raise MetadataError(
+            f"node {path or '/'!r}: attributes must be JSON-serializable: {err}"
+        ) from None
+
+
+def _refuse(value: Any) -> Any:
+    # numpy scalars are common in attributes; accept them as their Python values.
+    item = getattr(value, "item", None)
+    if item is not None and getattr(value, "ndim", None) == 0:
+        result = item()
+        if isinstance(result, (int, float, str, bool)) or result is None:
+            return result
+    raise TypeError(f"{value!r} of type {type(value).__name__} is not JSON-serializable")

@@ -1,0 +1,100 @@
+"""The thread pool that fetches, decodes and encodes chunks.
+
+numcodecs compressors and file reads release the GIL, so a small pool of threads
+turns a multi-chunk read into parallel work. The pool steps aside when the call
+already runs in a worker thread (a dask task, a user's own pool): nesting pools only
+adds contention, and dask already supplies the parallelism there.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Sequence, TypeVar
+
+__all__ = ["io_threads", "map_groups", "split_groups"]
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def io_threads() -> int:
+    """Number of threads used for chunk I/O (``CHUNKFLOW_IO_THREADS`` or the core count).
+
+    Examples
+    --------
+    >>> io_threads() >= 1
+    True
+    """
+    configured = os.environ.get("CHUNKFLOW_IO_THREADS")
+    if configured:
+        return max(1, int(configured))
+    return max(1, os.cpu_count() or 1)
+
+
+def _get_pool() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(io_threads(), thread_name_prefix="chunkflow-io")
+        return _pool
+
+
+def _forget_pool() -> None:
+    # A forked child inherits the pool object but not its threads.
+    global _pool, _pool_lock
+    _pool = None
+    _pool_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
+def split_groups(items: Sequence[T], max_groups: int) -> list[Sequence[T]]:
+    """Split ``items`` into at most ``max_groups`` contiguous, near-equal groups.
+
+    Examples
+    --------
+    >>> [list(g) for g in split_groups(range(5), 2)]
+    [[0, 1, 2], [3, 4]]
+    >>> split_groups([], 4)
+    []
+    """
+    n = len(items)
+    if n == 0:
+        return []
+    count = max(1, min(max_groups, n))
+    size, extra = divmod(n, count)
+    groups = []
+    start = 0
+    for i in range(count):
+        stop = start + size + (1 if i < extra else 0)
+        groups.append(items[start:stop])
+        start = stop
+    return groups
+
+
+def map_groups(func: Callable[[Sequence[T]], R], items: Sequence[T]) -> list[R]:
+    """Apply ``func`` to groups of ``items``, in parallel when that helps.
+
+    Work runs inline when there is a single item or when the caller is not the main
+    thread (already inside a worker). Otherwise the items are split into a few groups
+    per thread, so that batch store calls stay large while the load stays balanced.
+
+    Examples
+    --------
+    >>> sum(map_groups(sum, list(range(100))))
+    4950
+    """
+    if len(items) <= 1 or threading.current_thread() is not threading.main_thread():
+        return [func(items)] if items else []
+    threads = io_threads()
+    if threads == 1:
+        return [func(items)]
+    groups = split_groups(items, threads * 4)
+    return list(_get_pool().map(func, groups))

@@ -1,0 +1,220 @@
+"""Read-only properties of an array: shape, codecs, storage statistics, ``.info``."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numcodecs
+
+from chunkflow.codecs import compressor_of
+from chunkflow.metadata import ArrayMetadataV2
+
+from chunkflow.array.info import InfoReport, format_bytes
+
+if TYPE_CHECKING:
+    from chunkflow.array.attrs import Attributes
+    from chunkflow.array.chunk_io import ChunkIO
+    from chunkflow.array.nodes import ArrayMetadata
+    from chunkflow.storage import Store
+
+__all__ = ["ArrayProperties"]
+
+
+class ArrayProperties:
+    """Mixin of :class:`chunkflow.Array` with everything that only describes it."""
+
+    _metadata: ArrayMetadata
+    _io: ChunkIO
+    _store: Store
+    _path: str
+    _read_only: bool
+    _attrs: Attributes
+    _write_empty_chunks: bool
+
+    @property
+    def metadata(self) -> ArrayMetadata:
+        """The parsed metadata document (``.zarray`` or ``zarr.json``)."""
+        return self._metadata
+
+    @property
+    def zarr_format(self) -> int:
+        """2 or 3."""
+        return self._metadata.zarr_format
+
+    @property
+    def store(self) -> Store:
+        """The store holding the array."""
+        return self._store
+
+    @property
+    def path(self) -> str:
+        """The array's path inside the store (``""`` for the root)."""
+        return self._path
+
+    @property
+    def name(self) -> str:
+        """The array's absolute name, like ``/a/b``."""
+        return "/" + self._path
+
+    @property
+    def basename(self) -> str:
+        """The last component of the name."""
+        return self._path.rsplit("/", 1)[-1]
+
+    @property
+    def read_only(self) -> bool:
+        """Whether writes are refused."""
+        return self._read_only
+
+    @property
+    def write_empty_chunks(self) -> bool:
+        """Whether chunks equal to ``fill_value`` everywhere are stored."""
+        return self._write_empty_chunks
+
+    @property
+    def attrs(self) -> Attributes:
+        """User attributes, persisted as JSON on every change."""
+        return self._attrs
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._metadata.shape
+
+    @property
+    def chunks(self) -> tuple[int, ...]:
+        return self._metadata.chunks
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._metadata.dtype
+
+    @property
+    def fill_value(self) -> Any:
+        """The value of missing chunks and of edge-chunk padding."""
+        return self._metadata.fill_value
+
+    @property
+    def order(self) -> str:
+        """Memory layout inside a chunk: ``"C"`` or ``"F"``."""
+        if isinstance(self._metadata, ArrayMetadataV2):
+            return self._metadata.order
+        for codec in self._metadata.codecs:
+            if codec.get("name") == "transpose":
+                order = list(codec.get("configuration", {}).get("order", []))
+                if order == list(range(self.ndim))[::-1] and self.ndim > 1:
+                    return "F"
+        return "C"
+
+    @property
+    def dimension_names(self) -> tuple[str | None, ...] | None:
+        return self._metadata.dimension_names
+
+    @property
+    def ndim(self) -> int:
+        return len(self._metadata.shape)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self._metadata.shape)
+
+    @property
+    def itemsize(self) -> int:
+        return self._metadata.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the whole array decoded (``size * itemsize``)."""
+        return self.size * self.itemsize
+
+    @property
+    def cdata_shape(self) -> tuple[int, ...]:
+        """Number of chunks along each dimension."""
+        return self._io.grid.grid_shape
+
+    @property
+    def nchunks(self) -> int:
+        """Total number of chunks of the grid."""
+        return self._io.grid.nchunks
+
+    @property
+    def nchunks_initialized(self) -> int:
+        """Number of chunks present in the store."""
+        return len(self._io.stored_chunks())
+
+    @property
+    def nbytes_stored(self) -> int:
+        """Bytes the array occupies in the store (metadata and chunks)."""
+        return self._store.getsize_prefix(self._path)
+
+    @property
+    def compressor(self) -> numcodecs.abc.Codec | None:
+        """The (first) compressor as a numcodecs codec, or ``None``."""
+        if isinstance(self._metadata, ArrayMetadataV2):
+            return compressor_of(2, self._metadata.compressor)
+        return compressor_of(3, self._metadata.codecs)
+
+    @property
+    def filters(self) -> tuple[Any, ...] | None:
+        """v2: numcodecs filter codecs; v3: the array->array codec documents."""
+        if isinstance(self._metadata, ArrayMetadataV2):
+            if not self._metadata.filters:
+                return None
+            return tuple(numcodecs.get_codec(dict(doc)) for doc in self._metadata.filters)
+        names = [codec.get("name") for codec in self._metadata.codecs]
+        cut = next((i for i, n in enumerate(names) if n in ("bytes", "vlen-utf8")), 0)
+        return tuple(self._metadata.codecs[:cut]) or None
+
+    @property
+    def codecs(self) -> tuple[dict[str, Any], ...]:
+        """The codec documents: v3 ``codecs``; v2 filters then compressor configs."""
+        if isinstance(self._metadata, ArrayMetadataV2):
+            docs = list(self._metadata.filters or ())
+            if self._metadata.compressor is not None:
+                docs.append(self._metadata.compressor)
+            return tuple(docs)
+        return tuple(self._metadata.codecs)
+
+    @property
+    def info(self) -> InfoReport:
+        """A report of type, shape, codecs and storage statistics."""
+        stored = self.nbytes_stored
+        rows = [
+            ("Type", type(self).__name__),
+            ("Name", self.name),
+            ("Zarr format", str(self.zarr_format)),
+            ("Data type", str(self.dtype)),
+            ("Shape", str(self.shape)),
+            ("Chunk shape", str(self.chunks)),
+            ("Order", self.order),
+            ("Read-only", str(self.read_only)),
+            ("Codecs", _describe_codecs(self.codecs)),
+            ("Store type", type(self._store).__name__),
+            ("No. bytes", format_bytes(self.nbytes)),
+            ("No. bytes stored", format_bytes(stored)),
+            ("Storage ratio", f"{self.nbytes / stored:.1f}" if stored else "-"),
+            ("Chunks initialized", f"{self.nchunks_initialized}/{self.nchunks}"),
+        ]
+        return InfoReport(rows)
+
+    def __repr__(self) -> str:
+        return (
+            f"<chunkflow.Array {self.name} shape={self.shape} chunks={self.chunks} "
+            f"dtype={self.dtype} zarr_format={self.zarr_format}>"
+        )
+
+
+def _describe_codecs(docs: tuple[dict[str, Any], ...]) -> str:
+    parts = []
+    for doc in docs:
+        if "id" in doc:
+            config = {k: v for k, v in doc.items() if k != "id"}
+            parts.append(f"{doc['id']}({_kwargs(config)})")
+        else:
+            parts.append(f"{doc.get('name')}({_kwargs(doc.get('configuration') or {})})")
+    return ", ".join(parts) or "none"
+
+
+def _kwargs(config: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in config.items())

@@ -1,0 +1,201 @@
+"""Turn the keyword arguments of array creation into a metadata document."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from chunkflow.codecs import (
+    normalize_v2_compressor,
+    normalize_v2_filters,
+    normalize_v3_codecs,
+)
+from chunkflow.errors import MetadataError
+from chunkflow.grid import normalize_chunks, normalize_shape
+from chunkflow.metadata import ArrayMetadataV2, ArrayMetadataV3, normalize_fill_value
+
+from chunkflow.array.nodes import ArrayMetadata
+
+__all__ = ["DEFAULT", "build_metadata", "normalize_dtype", "default_fill_value"]
+
+
+class _Default:
+    """Marks an argument the caller left out (``None`` can be meaningful)."""
+
+    def __repr__(self) -> str:
+        return "DEFAULT"
+
+
+DEFAULT: Any = _Default()
+
+_STRING_DTYPES = (str, "str", "string", "vlen-utf8")
+
+
+def normalize_dtype(dtype: Any) -> tuple[np.dtype, bool]:
+    """The numpy dtype to store and whether it holds variable-length strings.
+
+    Examples
+    --------
+    >>> normalize_dtype("uint16")
+    (dtype('uint16'), False)
+    >>> normalize_dtype(str)
+    (dtype('O'), True)
+    """
+    if isinstance(dtype, (str, type)) and dtype in _STRING_DTYPES:
+        return np.dtype(object), True
+    try:
+        resolved = np.dtype(dtype)
+    except TypeError as err:
+        raise MetadataError(f"dtype {dtype!r} is not a numpy dtype: {err}") from None
+    if resolved.kind == "T":  # numpy's StringDType is stored as variable-length strings
+        return np.dtype(object), True
+    return resolved, False
+
+
+def default_fill_value(dtype: np.dtype, is_string: bool) -> Any:
+    """Zero of ``dtype`` (``""`` for strings), as zarr-python and tensorstore use.
+
+    Examples
+    --------
+    >>> default_fill_value(np.dtype("f4"), False)
+    np.float32(0.0)
+    """
+    if is_string:
+        return ""
+    if dtype.kind == "O":
+        return None
+    return np.zeros((), dtype=dtype)[()]
+
+
+def build_metadata(
+    *,
+    shape: Any,
+    chunks: Any,
+    dtype: Any,
+    fill_value: Any,
+    order: str,
+    compressor: Any,
+    filters: Any,
+    codecs: Any,
+    dimension_separator: str | None,
+    chunk_key_encoding: Any,
+    dimension_names: Sequence[str | None] | None,
+    zarr_format: int,
+    attributes: dict[str, Any] | None,
+    path: str,
+) -> ArrayMetadata:
+    """Validate creation arguments and build the array's metadata document."""
+    where = f"array {path or '/'!r}"
+    shape_t = normalize_shape(shape)
+    np_dtype, is_string = normalize_dtype(dtype)
+    chunks_t = normalize_chunks(chunks, shape_t, max(np_dtype.itemsize, 1))
+    if order not in ("C", "F"):
+        raise MetadataError(f"{where}: order must be 'C' or 'F', got {order!r}")
+    if fill_value is DEFAULT:
+        fill_value = default_fill_value(np_dtype, is_string)
+    if zarr_format == 2:
+        return _build_v2(
+            shape_t, chunks_t, np_dtype, is_string, fill_value, order, compressor, filters,
+            codecs, dimension_separator, chunk_key_encoding, dimension_names, where,
+        )
+    if zarr_format == 3:
+        if fill_value is None:
+            fill_value = default_fill_value(np_dtype, is_string)
+        codec_docs = normalize_v3_codecs(
+            codecs,
+            dtype=np_dtype,
+            order=order,
+            compressor="default" if compressor is DEFAULT else compressor,
+            filters=filters,
+        )
+        names = None if dimension_names is None else tuple(dimension_names)
+        if names is not None and len(names) != len(shape_t):
+            raise MetadataError(
+                f"{where}: dimension_names {list(names)} must have one entry per "
+                f"dimension of shape {shape_t}"
+            )
+        return ArrayMetadataV3(
+            shape=shape_t,
+            chunks=chunks_t,
+            dtype=np_dtype,
+            fill_value=normalize_fill_value(fill_value, np_dtype),
+            codecs=tuple(codec_docs),
+            chunk_key_encoding=_v3_key_encoding(chunk_key_encoding, dimension_separator, where),
+            attributes=dict(attributes or {}),
+            dimension_names=names,
+        )
+    raise MetadataError(f"{where}: zarr_format must be 2 or 3, got {zarr_format!r}")
+
+
+def _build_v2(
+    shape: tuple[int, ...],
+    chunks: tuple[int, ...],
+    dtype: np.dtype,
+    is_string: bool,
+    fill_value: Any,
+    order: str,
+    compressor: Any,
+    filters: Any,
+    codecs: Any,
+    dimension_separator: str | None,
+    chunk_key_encoding: Any,
+    dimension_names: Any,
+    where: str,
+) -> ArrayMetadataV2:
+    if codecs is not None:
+        raise MetadataError(
+            f"{where}: codecs= describes a Zarr v3 pipeline; for zarr_format=2 pass "
+            f"compressor= and filters= instead"
+        )
+    if dimension_names is not None:
+        raise MetadataError(f"{where}: dimension_names needs zarr_format=3")
+    filter_docs = normalize_v2_filters(filters)
+    if is_string and not any(doc.get("id") == "vlen-utf8" for doc in filter_docs or ()):
+        filter_docs = ({"id": "vlen-utf8"},) + tuple(filter_docs or ())
+    separator = dimension_separator
+    if separator is None and chunk_key_encoding is not None:
+        name, separator = _key_encoding_pair(chunk_key_encoding, where)
+        if name != "v2":
+            raise MetadataError(
+                f"{where}: zarr_format=2 uses chunk_key_encoding 'v2', got {name!r}"
+            )
+    separator = separator or "."
+    if separator not in (".", "/"):
+        raise MetadataError(f"{where}: dimension_separator must be '.' or '/', got {separator!r}")
+    return ArrayMetadataV2(
+        shape=shape,
+        chunks=chunks,
+        dtype=dtype,
+        compressor=normalize_v2_compressor("default" if compressor is DEFAULT else compressor),
+        filters=filter_docs or None,
+        fill_value=normalize_fill_value(fill_value, dtype),
+        order=order,
+        dimension_separator=separator,
+    )
+
+
+def _v3_key_encoding(encoding: Any, separator: str | None, where: str) -> tuple[str, str]:
+    if encoding is None:
+        name, sep = "default", separator or "/"
+    else:
+        name, sep = _key_encoding_pair(encoding, where)
+    if name not in ("default", "v2") or sep not in ("/", "."):
+        raise MetadataError(
+            f"{where}: chunk_key_encoding must be 'default' or 'v2' with separator '/' or "
+            f"'.', got {encoding!r}"
+        )
+    return name, sep
+
+
+def _key_encoding_pair(encoding: Any, where: str) -> tuple[str, str]:
+    """Accept "default"/"v2", (name, separator) or the v3 JSON document."""
+    if isinstance(encoding, str):
+        return encoding, "/" if encoding == "default" else "."
+    if isinstance(encoding, dict):
+        name = encoding.get("name")
+        config = encoding.get("configuration") or {}
+        return str(name), config.get("separator", "/" if name == "default" else ".")
+    if isinstance(encoding, (tuple, list)) and len(encoding) == 2:
+        return str(encoding[0]), str(encoding[1])
+    raise MetadataError(f"{where}: cannot read chunk_key_encoding {encoding!r}")

@@ -1,0 +1,313 @@
+"""Turn user codec input into the documents chunkflow stores.
+
+Users may pass v3 documents, :mod:`chunkflow.codecs` codec objects, numcodecs
+codecs or their config dicts, zarr-python codec objects (anything with
+``to_dict()``), or the v2-style ``compressor=`` / ``filters=`` arguments. These
+helpers produce what zarr-python 3.1 would write for the same request, with plain
+JSON types only.
+
+Examples
+--------
+>>> import numcodecs
+>>> normalize_v2_compressor(numcodecs.Zstd(level=3))
+{'id': 'zstd', 'level': 3, 'checksum': False}
+>>> [c["name"] for c in normalize_v3_codecs(None, dtype="float32", compressor=numcodecs.Zstd())]
+['bytes', 'zstd']
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+from numcodecs.abc import Codec
+
+from chunkflow.codecs.array_stages import filter_out_spec, has_endianness
+from chunkflow.codecs.pipeline_v3 import split_codecs
+from chunkflow.codecs.registry import NumcodecsCodec, V3Codec, codec_from_json
+from chunkflow.codecs.stages import build_numcodec
+from chunkflow.codecs.v3_codecs import (
+    ARRAY_TO_ARRAY,
+    ARRAY_TO_BYTES,
+    BYTES_TO_BYTES,
+    BloscCodec,
+    BytesCodec,
+    Crc32cCodec,
+    GzipCodec,
+    TransposeCodec,
+    VLenBytesCodec,
+    VLenUTF8Codec,
+    ZstdCodec,
+)
+from chunkflow.errors import UnsupportedCodecError
+
+__all__ = [
+    "compressor_of",
+    "default_v2_compressor",
+    "normalize_v2_compressor",
+    "normalize_v2_filters",
+    "normalize_v3_codecs",
+    "to_v3_codec",
+]
+
+_CHECKSUM_IDS = frozenset({"crc32", "crc32c", "adler32", "fletcher32", "jenkins_lookup3"})
+
+
+def _plain_json(config: dict[str, Any]) -> dict[str, Any]:
+    """Round-trip through JSON: tuples become lists, numpy scalars Python numbers."""
+
+    def convert(value: Any) -> Any:
+        if isinstance(value, np.generic):
+            return value.item()
+        if isinstance(value, np.ndarray):
+            return value.tolist()
+        raise UnsupportedCodecError(f"codec config value {value!r} is not JSON-serializable")
+
+    return json.loads(json.dumps(config, default=convert))
+
+
+def default_v2_compressor() -> dict[str, Any]:
+    """The compressor chunkflow writes for new v2 arrays.
+
+    Examples
+    --------
+    >>> default_v2_compressor()
+    {'id': 'blosc', 'cname': 'lz4', 'clevel': 5, 'shuffle': 1, 'blocksize': 0}
+    """
+    return {"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 1, "blocksize": 0}
+
+
+def _from_numcodecs_config(config: dict[str, Any], itemsize: int) -> V3Codec:
+    codec_id = config["id"]
+    rest = {k: v for k, v in config.items() if k != "id"}
+    if codec_id == "blosc":
+        shuffle = rest.get("shuffle", 1)
+        if shuffle == -1:  # AUTOSHUFFLE, as numcodecs resolves it
+            shuffle = 2 if itemsize == 1 else 1
+        return BloscCodec(rest.get("cname", "lz4"), rest.get("clevel", 5), shuffle,
+                          rest.get("typesize"), rest.get("blocksize", 0))
+    if codec_id == "zstd":
+        return ZstdCodec(rest.get("level", 0), bool(rest.get("checksum", False)))
+    if codec_id == "gzip":
+        return GzipCodec(rest.get("level", 5))
+    if codec_id == "crc32c" and rest.get("location", "end") == "end":
+        return Crc32cCodec()
+    if codec_id == "vlen-utf8":
+        return VLenUTF8Codec()
+    if codec_id == "vlen-bytes":
+        return VLenBytesCodec()
+    return NumcodecsCodec(codec_id, _plain_json(rest))
+
+
+def to_v3_codec(obj: Any, itemsize: int = 1) -> V3Codec:
+    """Convert one user codec (any accepted form) to a v3 codec object.
+
+    Examples
+    --------
+    >>> import numcodecs
+    >>> to_v3_codec(numcodecs.Blosc(shuffle=-1), itemsize=1)
+    BloscCodec(cname='lz4', clevel=5, shuffle='bitshuffle', typesize=None, blocksize=0)
+    >>> to_v3_codec(numcodecs.BZ2(level=1)).to_json()
+    {'name': 'numcodecs.bz2', 'configuration': {'level': 1}}
+    """
+    if hasattr(obj, "kind") and hasattr(obj, "to_json"):
+        return obj
+    if isinstance(obj, Codec):
+        return _from_numcodecs_config(obj.get_config(), itemsize)
+    if isinstance(obj, dict) and "id" in obj and "name" not in obj:
+        return _from_numcodecs_config(obj, itemsize)
+    if isinstance(obj, (dict, str)):
+        return codec_from_json(obj)
+    if callable(getattr(obj, "to_dict", None)):  # zarr-python codec objects
+        return codec_from_json(obj.to_dict())
+    raise UnsupportedCodecError(f"cannot use {obj!r} as a codec")
+
+
+def _to_v2_config(obj: Any) -> dict[str, Any]:
+    if isinstance(obj, Codec):
+        config = obj.get_config()
+    elif isinstance(obj, dict) and "id" in obj and "name" not in obj:
+        config = dict(obj)
+    else:
+        codec = to_v3_codec(obj)
+        config = codec.numcodecs_config()
+        if config["id"] == "blosc":
+            # .zarray never carries typesize (zarr-python 2 and numcodecs < 0.16 refuse it).
+            config.pop("typesize", None)
+    # Refuse unknown ids and bad configs now rather than at the first write.
+    build_numcodec(config, allow_pickle=True)
+    return _plain_json(config)
+
+
+def normalize_v2_compressor(compressor: Any) -> dict[str, Any] | None:
+    """The ``.zarray`` ``compressor`` for `compressor`.
+
+    Parameters
+    ----------
+    compressor : numcodecs codec, config dict, v3 codec, None or "default"
+        None stores uncompressed chunks; "default" is :func:`default_v2_compressor`.
+
+    Examples
+    --------
+    >>> from chunkflow.codecs.v3_codecs import BloscCodec
+    >>> normalize_v2_compressor(BloscCodec(cname="zstd", typesize=4))
+    {'id': 'blosc', 'cname': 'zstd', 'clevel': 5, 'shuffle': 1, 'blocksize': 0}
+    >>> normalize_v2_compressor(None) is None
+    True
+    """
+    if compressor is None:
+        return None
+    if isinstance(compressor, str) and compressor == "default":
+        return default_v2_compressor()
+    return _to_v2_config(compressor)
+
+
+def normalize_v2_filters(filters: Any) -> tuple[dict[str, Any], ...] | None:
+    """The ``.zarray`` ``filters``: a tuple of configs, or None (never empty).
+
+    Examples
+    --------
+    >>> import numcodecs
+    >>> normalize_v2_filters([numcodecs.Delta(dtype="<i4")])
+    ({'id': 'delta', 'dtype': '<i4', 'astype': '<i4'},)
+    >>> normalize_v2_filters([]) is None
+    True
+    """
+    if filters is None:
+        return None
+    if not isinstance(filters, (list, tuple)):
+        filters = [filters]
+    configs = tuple(_to_v2_config(f) for f in filters)
+    return configs or None
+
+
+def _as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def _default_codecs(dtype: np.dtype, order: str, ndim: int | None,
+                    compressor: Any, filters: Any) -> list[V3Codec]:
+    itemsize = 1 if dtype.hasobject else dtype.itemsize
+    codecs: list[V3Codec] = []
+    if order == "F":
+        if ndim is None:
+            raise ValueError("order='F' needs ndim to build the transpose codec")
+        if ndim > 1:  # a transpose of 0 or 1 axes changes nothing
+            codecs.append(TransposeCodec(tuple(range(ndim - 1, -1, -1))))
+    elif order != "C":
+        raise ValueError(f"order must be 'C' or 'F', got {order!r}")
+    for f in _as_list(filters):
+        codec = to_v3_codec(f, itemsize)
+        if codec.kind != ARRAY_TO_ARRAY:
+            raise UnsupportedCodecError(f"filter {codec.name!r} is not an array->array codec")
+        codecs.append(codec)
+    if isinstance(compressor, str) and compressor == "default":
+        compressor = BloscCodec("lz4", 5, "shuffle", itemsize, 0)
+    for c in _as_list(compressor):
+        codec = to_v3_codec(c, itemsize)
+        if codec.kind != BYTES_TO_BYTES:
+            raise UnsupportedCodecError(f"compressor {codec.name!r} is not a bytes->bytes codec")
+        codecs.append(codec)
+    return codecs
+
+
+def _complete(codecs: list[V3Codec], dtype: np.dtype, ndim: int | None) -> list[V3Codec]:
+    """Insert the serializer if missing, fill endian and blosc typesize."""
+    if not any(c.kind == ARRAY_TO_BYTES for c in codecs):
+        at = next((i for i, c in enumerate(codecs) if c.kind == BYTES_TO_BYTES), len(codecs))
+        variable = dtype.hasobject or dtype.kind == "T"
+        codecs.insert(at, VLenUTF8Codec() if variable else BytesCodec("little"))
+    shape: tuple[int, ...] = (1,) * (ndim or 0)  # sizes do not matter for dtype resolution
+    out: list[V3Codec] = []
+    for codec in codecs:
+        if isinstance(codec, TransposeCodec) and isinstance(codec.order, str) and ndim is not None:
+            codec = TransposeCodec(codec.permutation(ndim))
+        elif isinstance(codec, NumcodecsCodec) and codec.kind == ARRAY_TO_ARRAY:
+            shape, dtype = filter_out_spec(codec.codec_id, codec.configuration, (shape, dtype))
+        elif isinstance(codec, BytesCodec):
+            # zarr-python 3.1 writes {"name": "bytes"} for types without endianness.
+            codec = BytesCodec((codec.endian or "little") if has_endianness(dtype) else None)
+        elif isinstance(codec, BloscCodec) and codec.typesize is None:
+            typesize = 1 if dtype.hasobject else dtype.itemsize
+            codec = BloscCodec(codec.cname, codec.clevel, codec.shuffle, typesize, codec.blocksize)
+        out.append(codec)
+    split_codecs(out)
+    return out
+
+
+def normalize_v3_codecs(
+    codecs: Any,
+    *,
+    dtype: np.dtype[Any] | str | type,
+    order: str = "C",
+    compressor: Any = "default",
+    filters: Any = None,
+    ndim: int | None = None,
+) -> tuple[dict[str, Any], ...]:
+    """The ``zarr.json`` ``codecs`` for a new v3 array.
+
+    Parameters
+    ----------
+    codecs : sequence or None
+        Full codec list in any accepted form; None builds it from the other arguments.
+    dtype : numpy.dtype
+        The array dtype (object/``StringDType`` -> ``vlen-utf8`` serializer).
+    order : {"C", "F"}
+        "F" starts the list with a transpose reversing the axes (needs `ndim`).
+    compressor : codec, sequence of codecs, None or "default"
+        bytes->bytes codecs used when `codecs` is None; "default" is blosc lz4
+        clevel 5 with byte shuffle of the item size.
+    filters : sequence of codecs or None
+        array->array codecs used when `codecs` is None.
+    ndim : int, optional
+        Rank of the array; needed for ``order="F"`` and "C"/"F" transpose orders.
+
+    Returns
+    -------
+    tuple of dict
+
+    Examples
+    --------
+    >>> normalize_v3_codecs(None, dtype="uint8", compressor=None)
+    ({'name': 'bytes'},)
+    >>> [c["name"] for c in normalize_v3_codecs(None, dtype="<i4", order="F", ndim=2)]
+    ['transpose', 'bytes', 'blosc']
+    >>> normalize_v3_codecs([{"name": "crc32c"}], dtype="int16")
+    ({'name': 'bytes', 'configuration': {'endian': 'little'}}, {'name': 'crc32c'})
+    """
+    dtype = np.dtype(dtype)
+    if codecs is None:
+        items = _default_codecs(dtype, order, ndim, compressor, filters)
+    else:
+        if filters is not None or not (compressor is None or compressor == "default"):
+            raise ValueError("pass either codecs= or compressor=/filters=, not both")
+        itemsize = 1 if dtype.hasobject else dtype.itemsize
+        items = [to_v3_codec(c, itemsize) for c in _as_list(codecs)]
+    return tuple(_plain_json(c.to_json()) for c in _complete(items, dtype, ndim))
+
+
+def compressor_of(zarr_format: int, doc: Any) -> Codec | None:
+    """The numcodecs compressor of an array, for ``Array.compressor``.
+
+    For v3 this is the first bytes->bytes codec that is not a checksum.
+
+    Examples
+    --------
+    >>> compressor_of(3, [{"name": "bytes"}, {"name": "zstd", "configuration": {"level": 1, "checksum": False}}])
+    Zstd(level=1)
+    >>> compressor_of(2, None) is None
+    True
+    """
+    if zarr_format == 2:
+        return None if doc is None else build_numcodec(doc, allow_pickle=True)
+    for item in doc or ():
+        codec = to_v3_codec(item)
+        if codec.kind == BYTES_TO_BYTES:
+            config = codec.numcodecs_config()
+            if config["id"] not in _CHECKSUM_IDS:
+                return build_numcodec(config)
+    return None
+

@@ -1,0 +1,132 @@
+"""The chunkflow exception family.
+
+Every error derives from :class:`ChunkflowError` and from the builtin exception a
+user would catch for the same mistake (``ValueError``, ``KeyError``, ``IndexError``,
+``PermissionError``...), so ``except ValueError`` keeps working for code written
+against numpy or zarr-python.
+
+Messages name what was wrong (the array path, the chunk key, the bad value) and
+what was expected.
+
+Examples
+--------
+>>> from chunkflow.errors import MetadataError
+>>> try:
+...     raise MetadataError("array 'x': .zarray key 'chunks' must be positive, got [0]")
+... except ValueError as err:
+...     print(err)
+array 'x': .zarray key 'chunks' must be positive, got [0]
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ChunkflowError",
+    "MetadataError",
+    "UnsupportedFormatError",
+    "UnsupportedCodecError",
+    "UnsafeCodecError",
+    "UnsupportedDtypeError",
+    "NodeNotFoundError",
+    "ArrayNotFoundError",
+    "GroupNotFoundError",
+    "ContainsArrayError",
+    "ContainsGroupError",
+    "ReadOnlyError",
+    "BoundsCheckError",
+    "InvalidSelectionError",
+    "InvalidKeyError",
+    "ChunkDecodeError",
+    "ChunkEncodeError",
+    "ShapeMismatchError",
+    "DtypeMismatchError",
+    "LockTimeoutError",
+]
+
+
+class ChunkflowError(Exception):
+    """Base class of every error chunkflow raises on purpose."""
+
+
+class MetadataError(ChunkflowError, ValueError):
+    """A metadata document is malformed, truncated or inconsistent."""
+
+
+class UnsupportedFormatError(MetadataError):
+    """The metadata asks for something chunkflow does not understand.
+
+    Raised for v3 extension points that must be understood (unknown keys without
+    ``"must_understand": false``, unknown chunk grids, storage transformers) and for
+    ``zarr_format`` values other than 2 and 3.
+    """
+
+
+class UnsupportedCodecError(MetadataError):
+    """A codec id or name is unknown, or its configuration is invalid."""
+
+
+class UnsafeCodecError(UnsupportedCodecError):
+    """A codec that could run code on decode (pickle) was refused.
+
+    Pass ``allow_pickle=True`` only for stores you trust.
+    """
+
+
+class UnsupportedDtypeError(MetadataError, TypeError):
+    """A dtype cannot be stored in the requested Zarr format."""
+
+
+class NodeNotFoundError(ChunkflowError, FileNotFoundError):
+    """No array or group at the requested path."""
+
+
+class ArrayNotFoundError(NodeNotFoundError):
+    """No array at the requested path."""
+
+
+class GroupNotFoundError(NodeNotFoundError):
+    """No group at the requested path."""
+
+
+class ContainsArrayError(ChunkflowError, FileExistsError):
+    """An array already exists where a new node was to be created."""
+
+
+class ContainsGroupError(ChunkflowError, FileExistsError):
+    """A group already exists where a new node was to be created."""
+
+
+class ReadOnlyError(ChunkflowError, PermissionError):
+    """A write was attempted on a read-only array, group or store."""
+
+
+class BoundsCheckError(ChunkflowError, IndexError):
+    """An index lies outside the array."""
+
+
+class InvalidSelectionError(ChunkflowError, IndexError):
+    """A selection has a form chunkflow cannot apply (wrong type, rank, step...)."""
+
+
+class InvalidKeyError(ChunkflowError, ValueError):
+    """A store key is unsafe or malformed (``..``, absolute, empty segments)."""
+
+
+class ChunkDecodeError(ChunkflowError, ValueError):
+    """Stored chunk bytes could not be decoded (corrupt, truncated, wrong codec)."""
+
+
+class ChunkEncodeError(ChunkflowError, ValueError):
+    """A chunk could not be encoded with the array's codecs."""
+
+
+class ShapeMismatchError(ChunkflowError, ValueError):
+    """A value's shape does not broadcast to the selection it is written to."""
+
+
+class DtypeMismatchError(ChunkflowError, TypeError, ValueError):
+    """A value cannot be converted to the dtype of the array it is written to."""
+
+
+class LockTimeoutError(ChunkflowError, TimeoutError):
+    """A synchronizer lock could not be acquired within the timeout."""

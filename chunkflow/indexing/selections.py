@@ -1,0 +1,376 @@
+"""N-d indexers: a selection on the whole array -> one projection per chunk touched.
+
+Reading::
+
+    out = np.empty(indexer.shape, dtype)
+    for p in indexer:
+        out[p.out_selection] = chunk(p.chunk_coords)[p.chunk_selection]
+    result = out.reshape(indexer.sel_shape)
+
+Writing (``value`` broadcast to ``indexer.sel_shape``, reshaped to ``indexer.shape``)::
+
+    for p in indexer:
+        chunk(p.chunk_coords)[p.chunk_selection] = value[p.out_selection]
+
+Chunks are full chunk-shaped arrays, also at the edges of the array.
+
+Examples
+--------
+>>> import numpy as np
+>>> from chunkflow.grid import RegularChunkGrid
+>>> grid = RegularChunkGrid((6, 5), (4, 4))
+>>> for p in BasicIndexer((slice(2, 6), 1), grid):
+...     print(p.chunk_coords, p.chunk_selection, p.out_selection)
+(0, 0) (slice(2, 4, None), 1) (slice(0, 2, None),)
+(1, 0) (slice(0, 2, None), 1) (slice(2, 4, None),)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from functools import partial
+from itertools import product
+from typing import Any, NamedTuple, Protocol
+
+import numpy as np
+
+from chunkflow.errors import InvalidSelectionError
+from chunkflow.grid import RegularChunkGrid
+from chunkflow.indexing.dims import (
+    DimProjection,
+    as_int,
+    bool_array_dim,
+    expand_selection,
+    int_array_dim,
+    int_dim,
+    normalize_int_array,
+    slice_dim,
+)
+
+__all__ = [
+    "BasicIndexer",
+    "ChunkProjection",
+    "CoordinateIndexer",
+    "Indexer",
+    "MaskIndexer",
+    "OrthogonalIndexer",
+]
+
+
+class ChunkProjection(NamedTuple):
+    """What one chunk contributes to a selection.
+
+    Attributes
+    ----------
+    chunk_coords : tuple of int
+        Grid coordinates of the chunk.
+    chunk_selection : tuple
+        Applies to the full chunk-shaped array (also for edge chunks).
+    out_selection : tuple
+        Applies to the output buffer of shape ``indexer.shape``.
+    is_complete_chunk : bool
+        The selection covers every in-bounds element of the chunk, in order, with unit
+        positive steps and no dropped axes, and both selections are plain slices: the
+        caller may decode straight into ``out[out_selection]`` or encode
+        ``value[out_selection]`` as the whole chunk without reading it first.
+    """
+
+    chunk_coords: tuple[int, ...]
+    chunk_selection: tuple[Any, ...]
+    out_selection: tuple[Any, ...]
+    is_complete_chunk: bool
+
+
+class Indexer(Protocol):
+    """What the array layer needs from an indexer."""
+
+    shape: tuple[int, ...]
+    sel_shape: tuple[int, ...]
+    drop_axes: tuple[int, ...]
+    nchunks: int
+
+    def __iter__(self) -> Iterator[ChunkProjection]: ...
+
+
+# tuple.__new__ builds the NamedTuple in C; the Python-level __new__ would dominate the
+# per-chunk cost of large aligned reads.
+_make_projection = partial(tuple.__new__, ChunkProjection)
+
+
+class _ProductIndexer:
+    """Shared machinery: the projection is the product of per-dimension projections."""
+
+    def __init__(self, dims: list[DimProjection], grid: RegularChunkGrid) -> None:
+        self.grid = grid
+        self._dims = dims
+        self.shape: tuple[int, ...] = tuple(d.length for d in dims if not d.dropped)
+        self.sel_shape: tuple[int, ...] = self.shape
+        self.drop_axes: tuple[int, ...] = tuple(i for i, d in enumerate(dims) if d.dropped)
+        self.nchunks: int = math.prod(len(d.chunk_indices) for d in dims)
+        nfancy = sum(d.fancy for d in dims)
+        # Several array indices (or one plus an integer, which numpy also treats as an
+        # advanced index) would broadcast together instead of acting per axis.
+        self._needs_ix = nfancy > 1 or (nfancy == 1 and bool(self.drop_axes))
+
+    def __iter__(self) -> Iterator[ChunkProjection]:
+        dims = self._dims
+        coords = product(*[d.chunk_indices for d in dims])
+        chunk_sels = product(*[d.chunk_selections for d in dims])
+        out_sels = product(*[d.out_selections for d in dims if not d.dropped])
+        complete = map(all, product(*[d.complete for d in dims]))
+        if self._needs_ix:
+            chunk_sels = map(partial(_ix, lengths=self.grid.chunks), chunk_sels)
+            out_sels = map(partial(_ix, lengths=self.shape), out_sels)
+        return map(_make_projection, zip(coords, chunk_sels, out_sels, complete))
+
+    def __len__(self) -> int:
+        return self.nchunks
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(shape={self.shape}, nchunks={self.nchunks}, "
+                f"grid={self.grid})")
+
+
+def _ix(selection: tuple[Any, ...], lengths: Sequence[int]) -> tuple[Any, ...]:
+    """Make array entries act per axis (like ``np.ix_``), converting slices to ranges.
+
+    Integers stay: numpy broadcasts them with the arrays, which drops their axes.
+    """
+    narrays = sum(isinstance(s, np.ndarray) for s in selection)
+    nints = sum(isinstance(s, int) for s in selection)
+    if narrays == 0 or (narrays == 1 and nints == 0):
+        return selection  # a single array index already acts on its own axis
+    kept = [i for i, s in enumerate(selection) if not isinstance(s, int)]
+    result = list(selection)
+    for j, i in enumerate(kept):
+        s = selection[i]
+        arr = np.arange(*s.indices(lengths[i])) if isinstance(s, slice) else s
+        result[i] = arr.reshape((1,) * j + (-1,) + (1,) * (len(kept) - j - 1))
+    return tuple(result)
+
+
+class BasicIndexer(_ProductIndexer):
+    """Integers, slices (any non-zero step) and ``...``; missing trailing axes are full.
+
+    Examples
+    --------
+    >>> from chunkflow.grid import RegularChunkGrid
+    >>> idx = BasicIndexer((slice(None, None, -2), -1), RegularChunkGrid((5, 3), (2, 2)))
+    >>> idx.shape, idx.drop_axes, idx.nchunks
+    ((3,), (1,), 3)
+    >>> [p.chunk_coords for p in idx]
+    [(2, 1), (1, 1), (0, 1)]
+    """
+
+    def __init__(self, selection: Any, grid: RegularChunkGrid) -> None:
+        sel = expand_selection(selection, grid.shape)
+        dims = []
+        for dim, (entry, size, chunk) in enumerate(zip(sel, grid.shape, grid.chunks)):
+            if isinstance(entry, slice):
+                dims.append(slice_dim(entry, dim, size, chunk, grid.shape))
+                continue
+            index = as_int(entry)
+            if index is None:
+                raise InvalidSelectionError(
+                    f"basic selection entries must be integers, slices or '...', got "
+                    f"{entry!r} for dimension {dim} of shape {grid.shape}; use oindex / "
+                    "vindex for array selections"
+                )
+            dims.append(int_dim(index, dim, size, chunk, grid.shape))
+        super().__init__(dims, grid)
+
+
+class OrthogonalIndexer(_ProductIndexer):
+    """Per-axis selections: integers, slices, integer arrays and boolean arrays.
+
+    Each array picks along its own axis (``oindex`` semantics, like ``np.ix_``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from chunkflow.grid import RegularChunkGrid
+    >>> idx = OrthogonalIndexer(([3, 0], slice(1, 3)), RegularChunkGrid((4, 4), (2, 2)))
+    >>> idx.shape
+    (2, 2)
+    >>> [(p.chunk_coords, p.out_selection) for p in idx]
+    [((0, 0), (slice(1, 2, None), slice(0, 1, None))), ((0, 1), (slice(1, 2, None), \
+slice(1, 2, None))), ((1, 0), (slice(0, 1, None), slice(0, 1, None))), ((1, 1), \
+(slice(0, 1, None), slice(1, 2, None)))]
+    """
+
+    def __init__(self, selection: Any, grid: RegularChunkGrid) -> None:
+        sel = expand_selection(selection, grid.shape)
+        dims = [
+            _orthogonal_dim(entry, dim, size, chunk, grid.shape)
+            for dim, (entry, size, chunk) in enumerate(zip(sel, grid.shape, grid.chunks))
+        ]
+        super().__init__(dims, grid)
+
+
+def _orthogonal_dim(
+    entry: Any, dim: int, size: int, chunk: int, shape: tuple[int, ...]
+) -> DimProjection:
+    if isinstance(entry, slice):
+        return slice_dim(entry, dim, size, chunk, shape)
+    index = as_int(entry)
+    if index is not None:
+        return int_dim(index, dim, size, chunk, shape)
+    if isinstance(entry, (np.ndarray, list)):
+        arr = np.asarray(entry)
+        if arr.dtype == bool:
+            return bool_array_dim(arr, dim, size, chunk, shape)
+        if arr.dtype.kind in "iu" or arr.size == 0:
+            return int_array_dim(arr, dim, size, chunk, shape)
+        raise InvalidSelectionError(
+            f"index array for dimension {dim} must hold integers or booleans, got dtype "
+            f"{arr.dtype} (array shape {shape})"
+        )
+    raise InvalidSelectionError(
+        f"orthogonal selection entries must be integers, slices, or 1-d integer or boolean "
+        f"arrays, got {entry!r} for dimension {dim} of shape {shape}"
+    )
+
+
+class CoordinateIndexer:
+    """Point selection (``vindex``): integer arrays broadcast together, one point each.
+
+    ``shape`` is ``(npoints,)`` (the buffer to allocate) and ``sel_shape`` the broadcast
+    shape the user sees. Points are grouped by chunk so each chunk is visited once.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from chunkflow.grid import RegularChunkGrid
+    >>> idx = CoordinateIndexer(([[3, 0], [1, 2]], 1), RegularChunkGrid((4, 2), (2, 2)))
+    >>> idx.shape, idx.sel_shape, idx.nchunks
+    ((4,), (2, 2), 2)
+    >>> for p in idx:
+    ...     print(p.chunk_coords, [a.tolist() for a in p.chunk_selection], p.out_selection)
+    (0, 0) [[0, 1], [1, 1]] (array([1, 2]),)
+    (1, 0) [[1, 0], [1, 1]] (array([0, 3]),)
+    """
+
+    def __init__(self, selection: Any, grid: RegularChunkGrid) -> None:
+        sel = selection if isinstance(selection, tuple) else (selection,)
+        if len(sel) != len(grid.shape):
+            raise InvalidSelectionError(
+                f"coordinate selection {selection!r} needs one integer array per dimension "
+                f"of shape {grid.shape} ({len(grid.shape)}), got {len(sel)}"
+            )
+        arrays = [_coordinate_array(e, d, grid.shape) for d, e in enumerate(sel)]
+        try:
+            sel_shape = np.broadcast_shapes(*(a.shape for a in arrays))
+        except ValueError as err:
+            raise InvalidSelectionError(
+                f"coordinate arrays of shapes {[a.shape for a in arrays]} do not broadcast "
+                "together"
+            ) from err
+        points = [np.broadcast_to(a, sel_shape).reshape(-1) for a in arrays]
+        self._setup(points, math.prod(sel_shape), tuple(sel_shape), grid)
+
+    def _setup(
+        self, points: list[np.ndarray], npoints: int, sel_shape: tuple[int, ...],
+        grid: RegularChunkGrid,
+    ) -> None:
+        self.grid = grid
+        self.shape: tuple[int, ...] = (npoints,)
+        self.sel_shape: tuple[int, ...] = sel_shape
+        self.drop_axes: tuple[int, ...] = ()
+        self._order: np.ndarray | None = None
+        if npoints == 0:
+            self._starts: list[int] = []
+            self._stops: list[int] = []
+            self._coords: list[tuple[int, ...]] = []
+            self._local: list[np.ndarray] = []
+        elif not points:  # a 0-d array: its one chunk holds the point
+            self._starts, self._stops, self._coords, self._local = [0], [npoints], [()], []
+        else:
+            self._group(points, grid)
+        self.nchunks: int = len(self._coords)
+
+    def _group(self, points: list[np.ndarray], grid: RegularChunkGrid) -> None:
+        chunk_coords = [p // c for p, c in zip(points, grid.chunks)]
+        ids = _chunk_ids(chunk_coords, grid.grid_shape)
+        if ids.size > 1 and not bool((ids[1:] >= ids[:-1]).all()):
+            self._order = order = np.argsort(ids, kind="stable")
+            ids = ids[order]
+            points = [p[order] for p in points]
+            chunk_coords = [c[order] for c in chunk_coords]
+        change = (np.flatnonzero(ids[1:] != ids[:-1]) + 1).tolist()
+        self._starts, self._stops = [0, *change], [*change, ids.size]
+        self._coords = list(zip(*(c[self._starts].tolist() for c in chunk_coords)))
+        self._local = [p - c * n for p, c, n in zip(points, chunk_coords, grid.chunks)]
+
+    def __iter__(self) -> Iterator[ChunkProjection]:
+        order, local = self._order, self._local
+        for coords, a, b in zip(self._coords, self._starts, self._stops):
+            # (None,) views a 0-d chunk as shape (1,), matching out[a:b] both ways.
+            chunk_sel = tuple(x[a:b] for x in local) if local else (None,)
+            out_sel = (slice(a, b),) if order is None else (order[a:b],)
+            yield ChunkProjection(coords, chunk_sel, out_sel, False)
+
+    def __len__(self) -> int:
+        return self.nchunks
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(shape={self.shape}, sel_shape={self.sel_shape}, "
+                f"nchunks={self.nchunks}, grid={self.grid})")
+
+
+def _coordinate_array(entry: Any, dim: int, shape: tuple[int, ...]) -> np.ndarray:
+    index = as_int(entry)
+    if index is not None:
+        entry = np.asarray(index)
+    elif not isinstance(entry, (np.ndarray, list)):
+        raise InvalidSelectionError(
+            f"coordinate selection entries must be integers or integer arrays, got {entry!r} "
+            f"for dimension {dim} of shape {shape}"
+        )
+    arr = np.asarray(entry)
+    if arr.dtype == bool:
+        raise InvalidSelectionError(
+            f"boolean array for dimension {dim} in a coordinate selection; pass a single "
+            f"boolean mask of the array's shape {shape} instead"
+        )
+    return normalize_int_array(arr, dim, shape[dim], shape)
+
+
+def _chunk_ids(chunk_coords: list[np.ndarray], grid_shape: tuple[int, ...]) -> np.ndarray:
+    """One sortable id per point: C-order rank of its chunk in the grid."""
+    if math.prod(grid_shape) < 2**62:
+        ids = np.zeros(chunk_coords[0].shape, dtype=np.int64)
+        for c, g in zip(chunk_coords, grid_shape):
+            ids *= g
+            ids += c
+        return ids
+    # Astronomically large grids overflow int64 ranks: rank the distinct chunks instead.
+    _, inverse = np.unique(np.stack(chunk_coords, axis=1), axis=0, return_inverse=True)
+    return inverse.reshape(-1)
+
+
+class MaskIndexer(CoordinateIndexer):
+    """A boolean array of the array's shape; the selected points in C order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from chunkflow.grid import RegularChunkGrid
+    >>> mask = np.eye(3, dtype=bool)
+    >>> idx = MaskIndexer(mask, RegularChunkGrid((3, 3), (2, 2)))
+    >>> idx.shape, idx.sel_shape, [p.chunk_coords for p in idx]
+    ((3,), (3,), [(0, 0), (1, 1)])
+    """
+
+    def __init__(self, selection: Any, grid: RegularChunkGrid) -> None:
+        sel = selection if isinstance(selection, tuple) else (selection,)
+        mask = np.asarray(sel[0]) if len(sel) == 1 else None
+        if mask is None or mask.dtype != bool or mask.shape != grid.shape:
+            raise InvalidSelectionError(
+                f"mask selection must be one boolean array of the array's shape {grid.shape}, "
+                f"got {selection!r}"
+            )
+        # np.nonzero refuses 0-d input; a 0-d mask selects its one element or nothing.
+        points = list(np.nonzero(mask)) if mask.ndim else []
+        npoints = int(mask.sum())
+        self._setup(points, npoints, (npoints,), grid)

@@ -1,0 +1,102 @@
+"""Validation helpers shared by the v2 and v3 document parsers.
+
+Every check raises :class:`~chunkflow.errors.MetadataError` with the same message
+shape: ``"<node> '<path>': <document> key '<key>' must be <expected>, got <value>"``.
+
+Examples
+--------
+>>> where = Where("array", "a/b", ".zarray")
+>>> where.error("chunks", "a list of positive ints", [0])
+MetadataError("array 'a/b': .zarray key 'chunks' must be a list of positive ints, got [0]")
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+from chunkflow.errors import MetadataError, UnsupportedFormatError
+from chunkflow.metadata.json import describe
+
+__all__ = ["Where", "is_int"]
+
+
+def is_int(value: object) -> bool:
+    """True for JSON integers (``bool`` is not one)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True)
+class Where:
+    """The document being validated, for error messages."""
+
+    kind: str  # "array" or "group"
+    path: str | None  # None: checking a metadata object built in memory, not a stored node
+    document: str  # ".zarray", "zarr.json", ...
+
+    @property
+    def node(self) -> str:
+        if self.path is None:
+            return f"{self.kind} metadata"
+        return describe(self.kind, self.path)
+
+    def error(
+        self, key: str, expected: str, value: Any, cls: type = MetadataError, part: str = ""
+    ) -> Exception:
+        """An error for a key (or a ``part`` inside its value) that is not what it must be."""
+        inside = f" ({part})" if part else ""
+        return cls(
+            f"{self.node}: {self.document} key '{key}'{inside} must be {expected}, "
+            f"got {_short(value)}"
+        )
+
+    def wrap(self, key: str, err: MetadataError) -> NoReturn:
+        """Re-raise a lower-level error with the node, document and key in front."""
+        raise type(err)(f"{self.node}: {self.document} key '{key}': {err}") from err
+
+    def require(self, doc: dict[str, Any], key: str) -> Any:
+        if key not in doc:
+            raise MetadataError(f"{self.node}: {self.document} lacks the required key '{key}'")
+        return doc[key]
+
+    def zarr_format(self, doc: dict[str, Any], expected: int) -> None:
+        value = self.require(doc, "zarr_format")
+        if value != expected or not is_int(value):
+            raise self.error("zarr_format", str(expected), value, UnsupportedFormatError)
+
+    def shape(self, doc: dict[str, Any], key: str = "shape") -> tuple[int, ...]:
+        value = self.require(doc, key)
+        if not (isinstance(value, list) and all(is_int(n) and n >= 0 for n in value)):
+            raise self.error(key, "a list of non-negative ints", value)
+        return tuple(value)
+
+    def chunks(self, value: Any, key: str, ndim: int, part: str = "") -> tuple[int, ...]:
+        if not (isinstance(value, list) and all(is_int(n) and n >= 1 for n in value)):
+            raise self.error(key, "a list of positive ints", value, part=part)
+        if len(value) != ndim:
+            expected = f"a list of {ndim} ints (one per dimension of shape)"
+            raise self.error(key, expected, value, part=part)
+        return tuple(value)
+
+    def codec_list(self, value: Any, key: str, id_key: str) -> tuple[dict[str, Any], ...]:
+        if not isinstance(value, list):
+            raise self.error(key, "a list of codec objects", value)
+        for item in value:
+            self.codec(item, key, id_key)
+        return tuple(value)
+
+    def codec(self, value: Any, key: str, id_key: str) -> dict[str, Any]:
+        if not (isinstance(value, dict) and isinstance(value.get(id_key), str)):
+            raise self.error(key, f"a codec object with a string {id_key!r}", value)
+        return value
+
+    def attributes(self, doc: dict[str, Any], key: str = "attributes") -> dict[str, Any]:
+        value = doc.get(key, {})
+        if not isinstance(value, dict):
+            raise self.error(key, "an object", value)
+        return value
+
+
+def _short(value: object, limit: int = 120) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

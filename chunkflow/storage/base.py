@@ -1,0 +1,282 @@
+"""The :class:`Store` base class: bytes by key, plus batch and prefix operations.
+
+The public methods validate keys (once), refuse writes to read-only stores and
+coerce values to buffers; backends implement the ``_``-prefixed hooks, which
+receive keys that are already normalized.  Backends translate their own
+"not found" errors to ``KeyError`` in one place each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, MutableMapping
+from typing import Any, ClassVar
+
+from chunkflow.errors import ReadOnlyError
+from chunkflow.storage.keys import (
+    as_buffer,
+    check_range,
+    normalize_key,
+    normalize_prefix,
+    slice_bounds,
+)
+
+__all__ = ["Store", "Buffer"]
+
+#: A value the store accepts: anything supporting the buffer protocol.
+Buffer = Any
+
+
+class Store(MutableMapping[str, bytes]):
+    """Abstract base of every chunkflow store: a mutable mapping of ``str`` to bytes.
+
+    Keys are ``/``-separated relative paths (see
+    :func:`~chunkflow.storage.normalize_key`).  Values may be given as any
+    bytes-like object (``bytes``, ``bytearray``, ``memoryview``, numpy arrays)
+    and are returned as ``bytes``.  Reading a missing key raises ``KeyError``;
+    writing to a read-only store raises :class:`~chunkflow.errors.ReadOnlyError`
+    and changes nothing.
+
+    Stores compare equal (and hash) by :attr:`identity`, never by contents, so
+    ``==`` does not read the data.
+
+    Attributes
+    ----------
+    read_only : bool
+        Writes raise ``ReadOnlyError`` when true.
+    supports_deletes : bool
+        False for backends that cannot delete (zip files).
+
+    Examples
+    --------
+    >>> from chunkflow.storage import MemoryStore
+    >>> store = MemoryStore()
+    >>> store["a/b"] = b"xyz"
+    >>> store.get_range("a/b", 1, None)
+    b'yz'
+    >>> sorted(store.list_prefix("a"))
+    ['a/b']
+    """
+
+    read_only: bool = False
+    supports_deletes: ClassVar[bool] = True
+    _read_only_reason: str = ""
+
+    # ------------------------------------------------------------------ hooks
+    # Backends override these; keys arrive normalized, values as buffers.
+
+    def _get(self, key: str) -> bytes:
+        raise NotImplementedError
+
+    def _set(self, key: str, value: bytes | memoryview) -> None:
+        raise NotImplementedError
+
+    def _delete(self, key: str) -> None:
+        raise NotImplementedError
+
+    def _contains(self, key: str) -> bool:
+        try:
+            self._get(key)
+        except KeyError:
+            return False
+        return True
+
+    def _list_prefix(self, prefix: str) -> Iterator[str]:
+        raise NotImplementedError
+
+    def _get_many(self, keys: list[str]) -> dict[str, bytes]:
+        out: dict[str, bytes] = {}
+        for key in keys:
+            try:
+                out[key] = self._get(key)
+            except KeyError:
+                pass
+        return out
+
+    def _set_many(self, items: dict[str, bytes | memoryview]) -> None:
+        for key, value in items.items():
+            self._set(key, value)
+
+    def _delete_many(self, keys: list[str]) -> None:
+        for key in keys:
+            try:
+                self._delete(key)
+            except KeyError:
+                pass
+
+    def _get_range(self, key: str, start: int, length: int | None) -> bytes:
+        data = self._get(key)
+        begin, end = slice_bounds(len(data), start, length)
+        return bytes(data[begin:end])
+
+    def _list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
+        cut = len(prefix) + 1 if prefix else 0
+        keys: set[str] = set()
+        dirs: set[str] = set()
+        for key in self._list_prefix(prefix):
+            rest = key[cut:]
+            head, sep, _ = rest.partition("/")
+            (dirs if sep else keys).add(head)
+        return sorted(keys), sorted(dirs)
+
+    def _delete_prefix(self, prefix: str) -> None:
+        self._delete_many(list(self._list_prefix(prefix)))
+
+    def _getsize(self, key: str) -> int:
+        return len(self._get(key))
+
+    def _getsize_prefix(self, prefix: str) -> int:
+        return sum(self._getsize(key) for key in self._list_prefix(prefix))
+
+    @property
+    def identity(self) -> str:
+        """A stable token naming where the data lives (used as a cache key part).
+
+        Two stores over the same location have the same identity; two
+        independent in-memory stores never do.
+        """
+        raise NotImplementedError
+
+    # -------------------------------------------------------- mapping protocol
+
+    def __getitem__(self, key: str) -> bytes:
+        return self._get(normalize_key(key))
+
+    def __setitem__(self, key: str, value: Buffer) -> None:
+        key = normalize_key(key)
+        self._check_writable(key)
+        self._set(key, as_buffer(value, key))
+
+    def __delitem__(self, key: str) -> None:
+        key = normalize_key(key)
+        self._check_writable(key)
+        self._delete(key)
+
+    def __contains__(self, key: object) -> bool:
+        return self._contains(normalize_key(key))  # type: ignore[arg-type]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._list_prefix(""))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self._list_prefix(""))
+
+    def __eq__(self, other: object) -> bool:
+        # Mapping.__eq__ would read every value; stores are equal when they
+        # name the same data.
+        if not isinstance(other, Store):
+            return NotImplemented
+        return type(self) is type(other) and self.identity == other.identity
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self.identity))
+
+    def __dask_tokenize__(self) -> tuple[str, str, bool]:
+        # Deterministic dask tokens without hashing the contents.
+        return (type(self).__name__, self.identity, self.read_only)
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------ batch and prefix
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, bytes]:
+        """Read several keys at once; missing keys are left out of the result.
+
+        Examples
+        --------
+        >>> from chunkflow.storage import MemoryStore
+        >>> store = MemoryStore()
+        >>> store.set_many({"a": b"1", "b": b"2"})
+        >>> store.get_many(["a", "b", "missing"])
+        {'a': b'1', 'b': b'2'}
+        """
+        return self._get_many([normalize_key(k) for k in keys])
+
+    def set_many(self, items: Mapping[str, Buffer]) -> None:
+        """Write several keys; every key and value is checked before any write."""
+        checked = {}
+        for key, value in items.items():
+            key = normalize_key(key)
+            checked[key] = as_buffer(value, key)
+        if checked:
+            self._check_writable(next(iter(checked)))
+            self._set_many(checked)
+
+    def delete_many(self, keys: Iterable[str]) -> None:
+        """Delete several keys; missing keys are ignored."""
+        checked = [normalize_key(k) for k in keys]
+        if checked:
+            self._check_writable(checked[0])
+            self._delete_many(checked)
+
+    def get_range(self, key: str, start: int, length: int | None = None) -> bytes:
+        """Read ``value[start:][:length]``; negative `start` counts from the end.
+
+        Examples
+        --------
+        >>> from chunkflow.storage import MemoryStore
+        >>> store = MemoryStore()
+        >>> store["k"] = b"0123456789"
+        >>> store.get_range("k", 2, 3), store.get_range("k", -2, None)
+        (b'234', b'89')
+        """
+        key = normalize_key(key)
+        check_range(key, start, length)
+        return self._get_range(key, start, length)
+
+    def list_prefix(self, prefix: str) -> Iterator[str]:
+        """Iterate over the full keys below the folder-like `prefix` (``""``: all).
+
+        ``"a/b"`` lists ``"a/b/..."``, neither ``"a/b"`` itself nor ``"a/bc"``.
+        The order is unspecified.
+        """
+        return iter(self._list_prefix(normalize_prefix(prefix)))
+
+    def list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
+        """Names directly below `prefix`: ``(keys, sub_prefixes)``, each sorted.
+
+        The names are relative to `prefix` (as ``os.listdir``).
+
+        Examples
+        --------
+        >>> from chunkflow.storage import MemoryStore
+        >>> store = MemoryStore()
+        >>> store.set_many({"g/.zgroup": b"{}", "g/x/.zarray": b"{}", "g/x/0": b""})
+        >>> store.list_dir("g")
+        (['.zgroup'], ['x'])
+        """
+        return self._list_dir(normalize_prefix(prefix))
+
+    def delete_prefix(self, prefix: str) -> None:
+        """Delete every key below `prefix` (``""`` empties the store)."""
+        prefix = normalize_prefix(prefix)
+        self._check_writable(prefix)
+        self._delete_prefix(prefix)
+
+    def getsize(self, key: str) -> int:
+        """Size in bytes of the value at `key` (``KeyError`` if missing)."""
+        return self._getsize(normalize_key(key))
+
+    def getsize_prefix(self, prefix: str) -> int:
+        """Total size in bytes of the values below `prefix`."""
+        return self._getsize_prefix(normalize_prefix(prefix))
+
+    def clear(self) -> None:
+        """Delete every key (one :meth:`delete_prefix` call, not a pop per key)."""
+        self.delete_prefix("")
+
+    def close(self) -> None:
+        """Release resources (files, handles). The default does nothing."""
+
+    # ---------------------------------------------------------------- helpers
+
+    def _check_writable(self, key: str) -> None:
+        if self.read_only:
+            reason = f" ({self._read_only_reason})" if self._read_only_reason else ""
+            raise ReadOnlyError(
+                f"cannot write key {key!r}: {self!r} is read-only{reason}; "
+                f"open it with mode 'a' or read_only=False to write"
+            )

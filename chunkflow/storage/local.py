@@ -1,0 +1,222 @@
+"""A store over a local folder: one file per key, atomic writes."""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import stat
+from collections.abc import Callable, Iterator
+from typing import TypeVar
+
+from chunkflow.storage.base import Store
+from chunkflow.storage.keys import slice_bounds
+
+__all__ = ["LocalStore"]
+
+# A file that is not there, a folder where a file was expected, or a file where
+# a folder was expected: all mean "no such key".
+_MISSING = (FileNotFoundError, IsADirectoryError, NotADirectoryError)
+
+# Temporary files live next to their target (os.replace is only atomic within
+# one file system) and carry this suffix so listings can skip them.
+TMP_SUFFIX = ".chunkflow-tmp"
+
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0)
+_WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+
+_T = TypeVar("_T")
+
+
+def _missing_to_key_error(method: Callable[..., _T]) -> Callable[..., _T]:
+    """The one place where LocalStore turns OS "not found" errors into KeyError."""
+
+    @functools.wraps(method)
+    def translated(self: LocalStore, key: str, *args: object) -> _T:
+        try:
+            return method(self, key, *args)
+        except _MISSING:
+            raise KeyError(key) from None
+
+    return translated
+
+
+def _read_all(fd: int, size: int) -> bytes:
+    data = os.read(fd, size)
+    if len(data) == size:
+        return data
+    # Short reads only happen for huge files (> 2 GiB per read on Linux) or a
+    # file truncated by a foreign, non-atomic writer: keep reading to EOF.
+    parts = [data]
+    while chunk := os.read(fd, max(size - len(data), 1 << 20)):
+        parts.append(chunk)
+    return b"".join(parts)
+
+
+class LocalStore(Store):
+    """Keys as files below a root folder (``"a/b"`` is ``<root>/a/b``).
+
+    Writes go to a temporary file in the target's folder that then replaces the
+    target with ``os.replace``, so a reader sees the old or the new value, never
+    a torn one.  Missing parent folders are created on write.  The data is not
+    ``fsync``-ed: atomicity towards readers is promised, durability across a
+    power loss is not (zarr-python makes the same choice).  Deleting a key
+    leaves its (possibly empty) folder in place, as zarr-python does.  Files
+    whose names end in ``.chunkflow-tmp`` are in-flight writes and are not
+    listed.
+
+    Parameters
+    ----------
+    root : str or os.PathLike
+        The folder; created on first write if missing.
+    read_only : bool
+        Refuse writes.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> store = LocalStore(tempfile.mkdtemp())
+    >>> store["c/0/0"] = b"chunk"
+    >>> store["c/0/0"], store.list_dir("c")
+    (b'chunk', ([], ['0']))
+    >>> store.identity.startswith("file://")
+    True
+    """
+
+    def __init__(self, root: str | os.PathLike[str], read_only: bool = False) -> None:
+        self.root = os.path.abspath(os.fspath(root))
+        self.read_only = read_only
+        self._prefix = os.path.join(self.root, "")  # root + separator, for fast joins
+
+    @property
+    def identity(self) -> str:
+        # realpath: two stores reaching one folder through a symlink share a cache.
+        return "file://" + os.path.realpath(self.root)
+
+    def __repr__(self) -> str:
+        return f"LocalStore({self.root!r}, read_only={self.read_only})"
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (LocalStore, (self.root, self.read_only))
+
+    # -------------------------------------------------------------- reading
+
+    @_missing_to_key_error
+    def _get(self, key: str) -> bytes:
+        # os.open + fstat + one os.read skips the buffered-file machinery of
+        # open(); this is the hot path of every chunk read.
+        fd = os.open(self._prefix + key, _READ_FLAGS)
+        try:
+            return _read_all(fd, os.fstat(fd).st_size)
+        finally:
+            os.close(fd)
+
+    @_missing_to_key_error
+    def _get_range(self, key: str, start: int, length: int | None) -> bytes:
+        fd = os.open(self._prefix + key, _READ_FLAGS)
+        try:
+            begin, end = slice_bounds(os.fstat(fd).st_size, start, length)
+            os.lseek(fd, begin, os.SEEK_SET)
+            return _read_all(fd, end - begin)
+        finally:
+            os.close(fd)
+
+    @_missing_to_key_error
+    def _getsize(self, key: str) -> int:
+        st = os.stat(self._prefix + key)
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError(key)
+        return st.st_size
+
+    def _contains(self, key: str) -> bool:
+        return os.path.isfile(self._prefix + key)
+
+    # -------------------------------------------------------------- writing
+
+    def _set(self, key: str, value: bytes | memoryview) -> None:
+        path = self._prefix + key
+        # A random token keeps temp names unique across threads, processes and
+        # hosts sharing a network file system.
+        tmp = f"{path}.{os.urandom(6).hex()}{TMP_SUFFIX}"
+        try:
+            fd = os.open(tmp, _WRITE_FLAGS, 0o666)
+        except FileNotFoundError:
+            # Parent folders are created lazily: one failed open is cheaper
+            # than a makedirs call on every write.
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            fd = os.open(tmp, _WRITE_FLAGS, 0o666)
+        try:
+            try:
+                view = memoryview(value)
+                while view:
+                    view = view[os.write(fd, view) :]
+            finally:
+                os.close(fd)
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+
+    @_missing_to_key_error
+    def _delete(self, key: str) -> None:
+        path = self._prefix + key
+        if os.path.isdir(path):  # unlink() on a folder is EPERM on macOS
+            raise IsADirectoryError(key)
+        os.unlink(path)
+
+    def _delete_prefix(self, prefix: str) -> None:
+        if prefix:
+            try:
+                shutil.rmtree(self._prefix + prefix)
+            except (FileNotFoundError, NotADirectoryError):
+                pass  # nothing below this prefix (or it is a key, not a folder)
+            return
+        # Empty the root but keep the folder itself.
+        for entry in self._scandir(self.root):
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path)
+            else:
+                os.unlink(entry.path)
+
+    # -------------------------------------------------------------- listing
+
+    @staticmethod
+    def _scandir(path: str) -> list[os.DirEntry[str]]:
+        try:
+            with os.scandir(path) as it:
+                return list(it)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+
+    def _walk(self, path: str, prefix: str) -> Iterator[tuple[str, os.DirEntry[str]]]:
+        """Yield ``(key, entry)`` for every file below `path`."""
+        for entry in self._scandir(path):
+            if entry.is_dir():
+                yield from self._walk(entry.path, prefix + entry.name + "/")
+            elif entry.is_file() and not entry.name.endswith(TMP_SUFFIX):
+                yield prefix + entry.name, entry
+
+    def _list_prefix(self, prefix: str) -> Iterator[str]:
+        base = prefix + "/" if prefix else ""
+        return (key for key, _ in self._walk(self._prefix + prefix, base))
+
+    def _list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
+        keys: list[str] = []
+        dirs: list[str] = []
+        for entry in self._scandir(self._prefix + prefix):
+            if entry.is_dir():
+                dirs.append(entry.name)
+            elif entry.is_file() and not entry.name.endswith(TMP_SUFFIX):
+                keys.append(entry.name)
+        return sorted(keys), sorted(dirs)
+
+    def _getsize_prefix(self, prefix: str) -> int:
+        base = prefix + "/" if prefix else ""
+        walk = self._walk(self._prefix + prefix, base)
+        return sum(entry.stat().st_size for _, entry in walk)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self._walk(self.root, ""))

@@ -1,0 +1,181 @@
+"""A store over any ``MutableMapping``: a dict, ``zict.Zip``, an fsspec ``FSMap``."""
+
+from __future__ import annotations
+
+import os
+import threading
+import uuid
+import weakref
+from collections.abc import Iterator, Mapping, MutableMapping
+from typing import Any
+
+from chunkflow.storage.base import Store
+from chunkflow.storage.fsspec_store import GLOB
+
+__all__ = ["MappingStore"]
+
+# id(mapping) -> (weak reference, token): one identity per live mapping object,
+# dropped when the mapping dies so a new object reusing its id() gets a new one.
+_TOKENS: dict[int, tuple[weakref.ref[Any], str]] = {}
+_TOKENS_LOCK = threading.Lock()
+
+
+def _token(mapping: object) -> str:
+    with _TOKENS_LOCK:
+        entry = _TOKENS.get(id(mapping))
+        if entry is not None and entry[0]() is mapping:
+            return entry[1]
+        try:
+            ref = weakref.ref(mapping, _forget(id(mapping)))
+        except TypeError:
+            # dict and other non-weakref-able mappings: a token per store, so a
+            # cache can never serve a dead mapping's data for a new one.
+            return uuid.uuid4().hex
+        token = uuid.uuid4().hex
+        _TOKENS[id(mapping)] = (ref, token)
+        return token
+
+
+def _forget(ident: int) -> Any:
+    def callback(ref: weakref.ref[Any]) -> None:
+        with _TOKENS_LOCK:
+            entry = _TOKENS.get(ident)
+            if entry is not None and entry[0] is ref:
+                del _TOKENS[ident]
+
+    return callback
+
+
+class MappingStore(Store):
+    """Wrap a ``MutableMapping`` of ``str`` to bytes as a store.
+
+    Values are copied to ``bytes`` on write.  A mapping with ``getitems`` /
+    ``setitems`` (fsspec's ``FSMap``) gets batched :meth:`get_many` /
+    :meth:`set_many`; listing iterates over all keys of the mapping.  A mapping
+    that is not mutable is wrapped read-only.  Calls into the mapping are serialized
+    with a lock, because most mappings (``zict.Zip`` among them) are not thread-safe
+    and chunkflow reads and writes chunks from a thread pool.
+
+    The identity follows the data where it can: an ``FSMap`` and a ``zict.Zip``
+    are named by their location; other mappings by the object (for a plain
+    ``dict``, which cannot be tracked weakly, by the store).
+
+    Parameters
+    ----------
+    mapping : MutableMapping
+        The mapping to wrap.
+    read_only : bool
+        Refuse writes.
+
+    Examples
+    --------
+    >>> backing = {}
+    >>> store = MappingStore(backing)
+    >>> store["a/b"] = memoryview(b"xy")
+    >>> backing, list(store.list_prefix("a"))
+    ({'a/b': b'xy'}, ['a/b'])
+    """
+
+    def __init__(self, mapping: Mapping[str, Any], read_only: bool = False) -> None:
+        if not isinstance(mapping, Mapping):
+            raise TypeError(
+                f"MappingStore needs a collections.abc.Mapping, got {type(mapping).__name__}"
+            )
+        self.mapping = mapping
+        self.read_only = read_only or not isinstance(mapping, MutableMapping)
+        if not isinstance(mapping, MutableMapping):
+            self._read_only_reason = "the wrapped mapping is not mutable"
+        self._identity = _identity_of(mapping)
+        self._lock = threading.RLock()
+
+    @property
+    def identity(self) -> str:
+        return self._identity
+
+    def __repr__(self) -> str:
+        return f"MappingStore({type(self.mapping).__name__}, read_only={self.read_only})"
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (MappingStore, (self.mapping, self.read_only))
+
+    @property
+    def _mutable(self) -> MutableMapping[str, Any]:
+        return self.mapping  # type: ignore[return-value]
+
+    def _get(self, key: str) -> bytes:
+        try:
+            with self._lock:
+                value = self.mapping[key]
+        except KeyError:
+            # The one place for missing keys; some mappings (zict.Zip) put a
+            # message rather than the key in their KeyError.
+            raise KeyError(key) from None
+        return value if type(value) is bytes else bytes(value)
+
+    def _set(self, key: str, value: bytes | memoryview) -> None:
+        data = bytes(value)
+        with self._lock:
+            self._mutable[key] = data
+
+    def _delete(self, key: str) -> None:
+        with self._lock:
+            del self._mutable[key]
+
+    def _contains(self, key: str) -> bool:
+        with self._lock:
+            return key in self.mapping
+
+    def _list_prefix(self, prefix: str) -> Iterator[str]:
+        with self._lock:
+            keys = list(self.mapping)
+        if not prefix:
+            return iter(keys)
+        start = prefix + "/"
+        return (k for k in keys if k.startswith(start))
+
+    def _get_many(self, keys: list[str]) -> dict[str, bytes]:
+        getitems = getattr(self.mapping, "getitems", None)
+        if getitems is None:
+            return super()._get_many(keys)
+        # FSMap expands glob characters and fails on an empty list: those keys
+        # go one by one.
+        batch = [k for k in keys if not GLOB.search(k)]
+        out = super()._get_many([k for k in keys if GLOB.search(k)])
+        if not batch:
+            return out
+        # "return" keeps errors visible: only KeyError (missing) is dropped.
+        with self._lock:
+            fetched = getitems(batch, on_error="return")
+        for key, value in fetched.items():
+            if isinstance(value, KeyError):
+                continue
+            if isinstance(value, BaseException):
+                raise value
+            out[key] = bytes(value)
+        return out
+
+    def _set_many(self, items: dict[str, bytes | memoryview]) -> None:
+        setitems = getattr(self.mapping, "setitems", None)
+        if setitems is None:
+            super()._set_many(items)
+        else:
+            data = {k: bytes(v) for k, v in items.items()}
+            with self._lock:
+                setitems(data)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self.mapping)
+
+
+def _identity_of(mapping: Mapping[str, Any]) -> str:
+    fs, root = getattr(mapping, "fs", None), getattr(mapping, "root", None)
+    if fs is not None and isinstance(root, str):  # fsspec FSMap
+        protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+        if protocol in ("file", "local"):
+            return "file://" + os.path.realpath(root)
+        return fs.unstrip_protocol(root.rstrip("/"))
+    filename = getattr(mapping, "filename", None)
+    if type(mapping).__name__ == "Zip" and isinstance(filename, str):  # zict.Zip
+        return "zip:" + os.path.realpath(filename)
+    return f"mapping:{type(mapping).__name__}:{_token(mapping)}"

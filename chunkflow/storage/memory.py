@@ -1,0 +1,111 @@
+"""An in-memory store backed by a ``dict``."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Iterator
+
+from chunkflow.storage.base import Store
+
+__all__ = ["MemoryStore"]
+
+
+class MemoryStore(Store):
+    """Keys and values in a ``dict`` of this process.
+
+    Values are copied to immutable ``bytes`` on write, so later changes to a
+    caller's ``bytearray`` or numpy array do not leak into the store.  Single-key
+    reads and writes are atomic under the GIL; multi-key operations take a lock,
+    so threads may share one store.
+
+    Pickling keeps the contents: the unpickled store is an independent copy with
+    its own :attr:`identity` (writes to one are not seen by the other).
+
+    Parameters
+    ----------
+    name : str, optional
+        A label shown in ``repr`` and in the identity; it does not make two
+        stores share data.
+    read_only : bool
+        Refuse writes.
+
+    Examples
+    --------
+    >>> import pickle
+    >>> store = MemoryStore()
+    >>> store["a"] = bytearray(b"12")
+    >>> store["a"]
+    b'12'
+    >>> copy = pickle.loads(pickle.dumps(store))
+    >>> dict(copy), copy.identity == store.identity
+    ({'a': b'12'}, False)
+    """
+
+    def __init__(self, name: str | None = None, *, read_only: bool = False) -> None:
+        self.name = name
+        self.read_only = read_only
+        self._data: dict[str, bytes] = {}
+        self._lock = threading.Lock()
+        label = f"{name}:" if name else ""
+        self._identity = f"memory:{label}{uuid.uuid4().hex}"
+
+    @property
+    def identity(self) -> str:
+        return self._identity
+
+    def __repr__(self) -> str:
+        return f"MemoryStore(name={self.name!r}, read_only={self.read_only})"
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_restore, (self.name, dict(self._data), self.read_only))
+
+    def _get(self, key: str) -> bytes:
+        return self._data[key]  # the one place a missing key raises KeyError
+
+    def _set(self, key: str, value: bytes | memoryview) -> None:
+        self._data[key] = bytes(value)
+
+    def _delete(self, key: str) -> None:
+        with self._lock:
+            del self._data[key]
+
+    def _contains(self, key: str) -> bool:
+        return key in self._data
+
+    def _snapshot(self) -> list[str]:
+        with self._lock:
+            return list(self._data)
+
+    def _list_prefix(self, prefix: str) -> Iterator[str]:
+        if not prefix:
+            return iter(self._snapshot())
+        start = prefix + "/"
+        return (k for k in self._snapshot() if k.startswith(start))
+
+    def _set_many(self, items: dict[str, bytes | memoryview]) -> None:
+        copied = {key: bytes(value) for key, value in items.items()}
+        with self._lock:
+            self._data.update(copied)
+
+    def _delete_many(self, keys: list[str]) -> None:
+        with self._lock:
+            for key in keys:
+                self._data.pop(key, None)
+
+    def _delete_prefix(self, prefix: str) -> None:
+        start = prefix + "/" if prefix else ""
+        with self._lock:
+            # list() copies the keys in one C call, so an unlocked concurrent
+            # __setitem__ cannot change the dict while we filter it.
+            for key in [k for k in list(self._data) if k.startswith(start)]:
+                self._data.pop(key, None)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+def _restore(name: str | None, data: dict[str, bytes], read_only: bool) -> MemoryStore:
+    store = MemoryStore(name, read_only=read_only)
+    store._data.update(data)
+    return store

@@ -1,0 +1,186 @@
+"""A store inside a single zip file (stdlib ``zipfile``)."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import warnings
+import zipfile
+from collections.abc import Iterator
+
+from chunkflow.storage.base import Store
+from chunkflow.storage.keys import slice_bounds
+
+__all__ = ["ZipStore"]
+
+
+class ZipStore(Store):
+    """Keys as members of one zip file, like zarr-python's ``ZipStore``.
+
+    A zip file cannot delete or rewrite members in place: writing an existing
+    key appends a newer member (a ``UserWarning`` is emitted once per store,
+    since the file keeps growing) and reads return the newest member; listings
+    are de-duplicated.  Deleting raises ``NotImplementedError``
+    (:attr:`supports_deletes` is False).  All access goes through one lock, so
+    threads may share a store.  :meth:`close` writes the central directory;
+    until then a file opened in ``"w"`` or ``"a"`` mode is not a valid zip for
+    other readers.  Members are stored uncompressed by default, since chunks are
+    usually compressed already.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The zip file.
+    mode : {"r", "w", "a"}
+        Read only, create (truncating an existing file), or append (creating
+        the file if missing).
+    compression : int
+        A ``zipfile`` compression constant for new members.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "data.zip")
+    >>> with ZipStore(path, mode="w") as store:
+    ...     store["a/0"] = b"chunk"
+    >>> with ZipStore(path) as store:
+    ...     store["a/0"], store.read_only
+    (b'chunk', True)
+    """
+
+    supports_deletes = False
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        mode: str = "r",
+        *,
+        compression: int = zipfile.ZIP_STORED,
+    ) -> None:
+        if mode not in ("r", "w", "a"):
+            raise ValueError(f"ZipStore mode must be 'r', 'w' or 'a', got {mode!r}")
+        self.path = os.path.abspath(os.fspath(path))
+        self.mode = mode
+        self.read_only = mode == "r"
+        self.compression = compression
+        self._lock = threading.RLock()
+        self._warned = False
+        if mode != "r":
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        self._zf: zipfile.ZipFile | None = zipfile.ZipFile(
+            self.path, mode, compression=compression, allowZip64=True
+        )
+
+    @property
+    def identity(self) -> str:
+        return "zip:" + os.path.realpath(self.path)
+
+    def __repr__(self) -> str:
+        return f"ZipStore({self.path!r}, mode={self.mode!r})"
+
+    def __reduce__(self) -> tuple[object, ...]:
+        if self.mode != "r":
+            # Two processes appending to one zip file corrupt it; "w" would
+            # even truncate it on unpickling.
+            raise TypeError(
+                f"{self!r} cannot be pickled: only read-only zip stores pickle; "
+                "close it and reopen it with mode='r'"
+            )
+        return (ZipStore, (self.path, "r"))
+
+    def close(self) -> None:
+        """Write the central directory and close the file (idempotent)."""
+        with self._lock:
+            if self._zf is not None:
+                self._zf.close()
+                self._zf = None
+
+    # -------------------------------------------------------------- helpers
+
+    def _file(self) -> zipfile.ZipFile:
+        if self._zf is None:
+            raise ValueError(f"{self!r} is closed")
+        return self._zf
+
+    def _info(self, key: str) -> zipfile.ZipInfo:
+        # NameToInfo maps each name to its newest member; this is the one
+        # place where a missing key becomes KeyError.
+        info = self._file().NameToInfo.get(key)
+        if info is None:
+            raise KeyError(key)
+        return info
+
+    def _names(self) -> list[str]:
+        with self._lock:
+            # Folder entries ("a/") written by other zip tools are not keys.
+            return [n for n in self._file().NameToInfo if not n.endswith("/")]
+
+    # ------------------------------------------------------------ hooks
+
+    def _get(self, key: str) -> bytes:
+        with self._lock:
+            zf = self._file()
+            return zf.read(self._info(key))
+
+    def _get_range(self, key: str, start: int, length: int | None) -> bytes:
+        with self._lock:
+            info = self._info(key)
+            begin, end = slice_bounds(info.file_size, start, length)
+            with self._file().open(info) as member:
+                member.seek(begin)
+                return member.read(end - begin)
+
+    def _getsize(self, key: str) -> int:
+        with self._lock:
+            return self._info(key).file_size
+
+    def _contains(self, key: str) -> bool:
+        with self._lock:
+            return key in self._file().NameToInfo
+
+    def _set(self, key: str, value: bytes | memoryview) -> None:
+        info = zipfile.ZipInfo(key, date_time=time.localtime(time.time())[:6])
+        info.compress_type = self.compression
+        info.external_attr = 0o644 << 16  # rw-r--r-- when extracted, as zarr-python
+        with self._lock:
+            zf = self._file()
+            old = zf.NameToInfo.pop(key, None)
+            if old is not None and not self._warned:
+                self._warned = True
+                warnings.warn(
+                    f"{self!r}: overwriting key {key!r} appends a newer member; the "
+                    "older bytes stay in the file (it only grows). Reads return the "
+                    "newest member.",
+                    UserWarning,
+                    stacklevel=4,
+                )
+            # Removing the old name first keeps zipfile from warning
+            # "Duplicate name" on every overwrite; writestr registers the new one.
+            try:
+                zf.writestr(info, value)
+            except BaseException:
+                if old is not None:
+                    zf.NameToInfo[key] = old
+                raise
+
+    def _delete(self, key: str) -> None:
+        self._info(key)  # a missing key is still a KeyError
+        raise NotImplementedError(
+            f"{self!r} cannot delete key {key!r}: zip files do not support deletion; "
+            "write a new zip file without it"
+        )
+
+    def _delete_many(self, keys: list[str]) -> None:
+        for key in keys:
+            if self._contains(key):
+                self._delete(key)
+
+    def _list_prefix(self, prefix: str) -> Iterator[str]:
+        if not prefix:
+            return iter(self._names())
+        start = prefix + "/"
+        return (n for n in self._names() if n.startswith(start))
+
+    def __len__(self) -> int:
+        return len(self._names())

@@ -1,0 +1,480 @@
+"""Tests of chunkflow.storage: the conformance mixin per backend, then specifics."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import socket
+import threading
+import uuid
+import warnings
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import fsspec
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from store_conformance import StoreConformance
+
+from chunkflow.errors import InvalidKeyError, ReadOnlyError
+from chunkflow.storage import (
+    FsspecStore,
+    LocalStore,
+    MappingStore,
+    MemoryStore,
+    Store,
+    ZipStore,
+    make_store,
+    normalize_key,
+)
+from chunkflow.storage.local import TMP_SUFFIX
+
+# ------------------------------------------------------------------ backends
+
+
+class TestMemoryStore(StoreConformance):
+    @pytest.fixture
+    def store(self) -> MemoryStore:
+        return MemoryStore()
+
+    def test_pickle_copies_contents_with_new_identity(self) -> None:
+        store = MemoryStore("named")
+        store["k"] = b"v"
+        clone = pickle.loads(pickle.dumps(store))
+        clone["k"] = b"changed"
+        assert store["k"] == b"v"
+        assert clone.identity != store.identity and "named" in clone.identity
+
+    def test_distinct_identities(self) -> None:
+        assert MemoryStore().identity != MemoryStore().identity
+        assert MemoryStore() != MemoryStore()
+
+    def test_threads(self) -> None:
+        store = MemoryStore()
+
+        def work(t: int) -> None:
+            for i in range(200):
+                store[f"t{t}/{i}"] = b"x"
+                store.get_many([f"t{t}/{i}", "missing"])
+                list(store.list_prefix(""))
+
+        threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        assert len(store) == 800
+
+
+class TestLocalStore(StoreConformance):
+    @pytest.fixture
+    def store(self, tmp_path: Path) -> LocalStore:
+        return LocalStore(tmp_path / "root")
+
+    def test_layout_on_disk(self, tmp_path: Path) -> None:
+        store = LocalStore(tmp_path)
+        store["a/b/c"] = b"1"
+        assert (tmp_path / "a" / "b" / "c").read_bytes() == b"1"
+        del store["a/b/c"]
+        assert (tmp_path / "a" / "b").is_dir()  # folders stay, as in zarr-python
+
+    def test_same_folder_same_identity(self, tmp_path: Path) -> None:
+        real = tmp_path / "real"
+        real.mkdir()
+        (tmp_path / "link").symlink_to(real)
+        assert LocalStore(real).identity == LocalStore(str(real)).identity
+        assert LocalStore(tmp_path / "link").identity == LocalStore(real).identity
+        assert LocalStore(real) == LocalStore(real, read_only=True)
+        assert hash(LocalStore(real)) == hash(LocalStore(real))
+        assert FsspecStore(real.as_uri()).identity == LocalStore(real).identity
+        assert LocalStore(tmp_path).identity != LocalStore(real).identity
+
+    def test_read_only_reopen(self, tmp_path: Path) -> None:
+        LocalStore(tmp_path)["k"] = b"1"
+        ro = LocalStore(tmp_path, read_only=True)
+        with pytest.raises(ReadOnlyError, match="'k'"):
+            ro["k"] = b"2"
+        assert ro["k"] == b"1"
+        assert pickle.loads(pickle.dumps(ro)).read_only
+
+    def test_missing_root_reads_as_empty(self, tmp_path: Path) -> None:
+        store = LocalStore(tmp_path / "nope", read_only=True)
+        assert list(store) == [] and store.list_dir("") == ([], [])
+        with pytest.raises(KeyError):
+            store["x"]
+        assert not (tmp_path / "nope").exists()
+
+    def test_failed_write_leaves_no_temp_file(self, tmp_path: Path) -> None:
+        store = LocalStore(tmp_path)
+        store["a/b"] = b"1"
+        with pytest.raises(OSError):
+            store["a"] = b"a folder is in the way"
+        assert sorted(os.listdir(tmp_path)) == ["a"]
+        assert os.listdir(tmp_path / "a") == ["b"]
+
+    def test_temp_files_hidden_from_listings(self, tmp_path: Path) -> None:
+        store = LocalStore(tmp_path)
+        store["a/b"] = b"1"
+        (tmp_path / "a" / f"b.123{TMP_SUFFIX}").write_bytes(b"partial")
+        assert list(store) == ["a/b"] and store.list_dir("a") == (["b"], [])
+        assert store.getsize_prefix("") == 1
+
+    def test_no_torn_reads(self, tmp_path: Path) -> None:
+        store = LocalStore(tmp_path)
+        values = [b"a" * 300_000, b"b" * 200_000 + b"c" * 100_000]
+        store["k"] = values[0]
+        stop = threading.Event()
+        seen: list[bytes] = []
+
+        def writer() -> None:
+            i = 0
+            while not stop.is_set():
+                store["k"] = values[i % 2]
+                i += 1
+
+        def reader() -> None:
+            for _ in range(400):
+                seen.append(store["k"])
+
+        w = threading.Thread(target=writer)
+        w.start()
+        try:
+            reader()
+        finally:
+            stop.set()
+            w.join()
+        assert all(v in values for v in seen)
+        assert not [n for n in os.listdir(tmp_path) if n.endswith(TMP_SUFFIX)]
+
+    def test_concurrent_writers_distinct_keys(self, tmp_path: Path) -> None:
+        store = LocalStore(tmp_path)
+
+        def work(t: int) -> None:
+            store.set_many({f"c/{t}/{i}": bytes([t]) * 100 for i in range(50)})
+
+        threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        assert len(store) == 200
+
+
+class TestZipStore(StoreConformance):
+    supports_deletes = False
+    supports_pickle = False
+    reason = "zip files cannot delete members; only read-only zip stores pickle"
+
+    @pytest.fixture
+    def store(self, tmp_path: Path) -> Iterator[ZipStore]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # overwrite warning, tested below
+            with ZipStore(tmp_path / "data.zip", mode="w") as store:
+                yield store
+
+    def test_overwrite_appends_newest_wins(self, tmp_path: Path) -> None:
+        path = tmp_path / "o.zip"
+        with ZipStore(path, mode="w") as store:
+            store["k"] = b"old"
+            with pytest.warns(UserWarning, match="appends a newer member"):
+                store["k"] = b"new"
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")  # warned once per store only
+                store["k"] = b"newest"
+            assert list(store) == ["k"] and store["k"] == b"newest"
+        assert zipfile.ZipFile(path).namelist() == ["k", "k", "k"]
+        with ZipStore(path) as ro:
+            assert ro["k"] == b"newest" and list(ro) == ["k"] and len(ro) == 1
+
+    def test_modes_and_pickle(self, tmp_path: Path) -> None:
+        path = tmp_path / "sub" / "m.zip"
+        with ZipStore(path, mode="a") as store:
+            store["a/0"] = b"1"
+            with pytest.raises(TypeError, match="mode='r'"):
+                pickle.dumps(store)
+        with ZipStore(path, mode="a") as store:
+            store["a/1"] = b"2"
+        with ZipStore(path, mode="r") as ro:
+            assert sorted(ro) == ["a/0", "a/1"]
+            with pytest.raises(ReadOnlyError, match="'a/2'"):
+                ro["a/2"] = b"3"
+            clone = pickle.loads(pickle.dumps(ro))
+            assert dict(clone.items()) == {"a/0": b"1", "a/1": b"2"}
+            assert clone.identity == ro.identity
+            clone.close()
+        with ZipStore(path, mode="w") as store:
+            assert list(store) == []
+        with pytest.raises(ValueError, match="mode"):
+            ZipStore(path, mode="x")
+
+    def test_delete_refused_clearly(self, store: ZipStore) -> None:
+        store["k"] = b"1"
+        with pytest.raises(NotImplementedError, match="'k'"):
+            del store["k"]
+        with pytest.raises(KeyError):
+            del store["missing"]
+        store.delete_many(["missing"])  # nothing to delete: fine
+
+    def test_closed_store(self, tmp_path: Path) -> None:
+        store = ZipStore(tmp_path / "c.zip", mode="w")
+        store.close()
+        store.close()
+        with pytest.raises(ValueError, match="closed"):
+            store["k"]
+
+    def test_threads(self, store: ZipStore) -> None:
+        def work(t: int) -> None:
+            for i in range(50):
+                store[f"t{t}/{i}"] = bytes([t]) * 1000
+                assert store[f"t{t}/{i}"] == bytes([t]) * 1000
+
+        threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        assert len(store) == 200
+
+    def test_readable_by_zipfile_and_fsspec(self, tmp_path: Path) -> None:
+        path = tmp_path / "x.zip"
+        with ZipStore(path, mode="w") as store:
+            store.set_many({"g/.zgroup": b"{}", "g/a/0": b"abc"})
+        store = FsspecStore(f"zip::file://{path}")
+        assert store["g/a/0"] == b"abc" and sorted(store) == ["g/.zgroup", "g/a/0"]
+
+
+class TestFsspecMemory(StoreConformance):
+    @pytest.fixture
+    def store(self) -> FsspecStore:
+        return FsspecStore(f"memory://chunkflow-tests/{uuid.uuid4().hex}")
+
+    def test_pickle_shares_memory_fs(self, store: FsspecStore) -> None:
+        clone = pickle.loads(pickle.dumps(store))
+        clone["k"] = b"1"
+        assert store["k"] == b"1" and clone.identity == store.identity
+
+    def test_glob_characters_in_keys(self, store: FsspecStore) -> None:
+        store.set_many({"a*b": b"1", "c[0]": b"2", "d?": b"3", "plain": b"4"})
+        assert store.get_many(["a*b", "c[0]", "d?", "plain", "e*"]) == {
+            "a*b": b"1", "c[0]": b"2", "d?": b"3", "plain": b"4"
+        }
+        store.delete_many(["a*b", "plain"])
+        assert sorted(store) == ["c[0]", "d?"]
+
+
+class TestFsspecLocal(StoreConformance):
+    @pytest.fixture
+    def store(self, tmp_path: Path) -> FsspecStore:
+        return FsspecStore((tmp_path / "root").as_uri())
+
+
+class TestFsspecZipRead:
+    def test_zip_url_reads_and_refuses_writes(self, tmp_path: Path) -> None:
+        path = tmp_path / "r.zip"
+        with zipfile.ZipFile(path, "w") as zf:
+            zf.writestr("a/0", b"zero")
+            zf.writestr("a/1", b"one")
+        store = make_store(f"zip::file://{path}")
+        assert isinstance(store, FsspecStore) and store.read_only
+        assert store.get_many(["a/0", "a/1", "a/2"]) == {"a/0": b"zero", "a/1": b"one"}
+        assert store.get_range("a/0", 1, 2) == b"er" and store.list_dir("a") == (["0", "1"], [])
+        with pytest.raises(ReadOnlyError, match="ZipStore"):
+            store["a/2"] = b"x"
+        assert pickle.loads(pickle.dumps(store))["a/1"] == b"one"
+
+
+def test_fsspec_zip_write_mode(tmp_path: Path) -> None:
+    path = tmp_path / "w.zip"
+    store = FsspecStore(f"zip::file://{path}", storage_options={"zip": {"mode": "w"}})
+    assert not store.read_only
+    store.set_many({"a/0": b"x", "a/1": b"y"})
+    store["b"] = b"z"
+    assert sorted(store) == ["a/0", "a/1", "b"]
+    store.close()
+    with ZipStore(path) as zs:
+        assert dict(zs.items()) == {"a/0": b"x", "a/1": b"y", "b": b"z"}
+    assert FsspecStore(f"zip::file://{path}")["b"] == b"z"  # not the closed instance
+
+
+class TestMappingDict(StoreConformance):
+    @pytest.fixture
+    def store(self) -> MappingStore:
+        return MappingStore({})
+
+    def test_writes_reach_the_dict(self) -> None:
+        backing: dict[str, bytes] = {}
+        MappingStore(backing).set_many({"a": bytearray(b"1")})
+        assert backing == {"a": b"1"} and type(backing["a"]) is bytes
+
+    def test_identity_per_store_for_dicts(self) -> None:
+        backing: dict[str, bytes] = {}
+        assert MappingStore(backing).identity != MappingStore(backing).identity
+
+    def test_read_only_mapping(self) -> None:
+        from types import MappingProxyType
+
+        store = MappingStore(MappingProxyType({"a": b"1"}))
+        assert store.read_only and store["a"] == b"1"
+        with pytest.raises(ReadOnlyError, match="not mutable"):
+            store["b"] = b"2"
+
+
+class TestMappingFSMap(StoreConformance):
+    @pytest.fixture
+    def store(self) -> MappingStore:
+        return MappingStore(fsspec.get_mapper(f"memory://chunkflow-map/{uuid.uuid4().hex}"))
+
+    def test_identity_follows_location(self) -> None:
+        url = f"memory://chunkflow-map/{uuid.uuid4().hex}"
+        assert MappingStore(fsspec.get_mapper(url)).identity == FsspecStore(url).identity
+
+
+class TestMappingZictZip(StoreConformance):
+    supports_deletes = False
+    supports_overwrite = False
+    supports_pickle = False
+    reason = "zict.Zip cannot delete or overwrite members, and does not pickle"
+
+    @pytest.fixture
+    def store(self, tmp_path: Path) -> Iterator[MappingStore]:
+        zict = pytest.importorskip("zict")
+        mapping = zict.Zip(str(tmp_path / "z.zip"), mode="a")
+        yield MappingStore(mapping)
+        mapping.close()
+
+    def test_identity_matches_zip_store(self, tmp_path: Path) -> None:
+        zict = pytest.importorskip("zict")
+        path = tmp_path / "id.zip"
+        with ZipStore(path, mode="w") as zs:
+            zs["k"] = b"1"
+        assert MappingStore(zict.Zip(str(path), mode="r")).identity == zs.identity
+
+
+# ---------------------------------------------------------------------- S3
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def s3_server() -> Iterator[dict[str, Any]]:
+    """A moto S3 server on loopback with a bucket; yields the storage options."""
+    pytest.importorskip("s3fs")
+    server_mod = pytest.importorskip("moto.server")
+    port = _free_port()
+    server = server_mod.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    try:
+        options = {
+            "endpoint_url": f"http://127.0.0.1:{port}",
+            "key": "testing",
+            "secret": "testing",
+            "client_kwargs": {"region_name": "us-west-2"},
+        }
+        fs = fsspec.filesystem("s3", skip_instance_cache=True, **options)
+        fs.mkdir("chunkflow-test")
+        yield options
+    finally:
+        server.stop()
+
+
+@pytest.mark.s3
+class TestFsspecS3(StoreConformance):
+    @pytest.fixture
+    def store(self, s3_server: dict[str, Any]) -> FsspecStore:
+        return FsspecStore(f"s3://chunkflow-test/{uuid.uuid4().hex}", storage_options=s3_server)
+
+    def test_identity_names_the_endpoint(self, store: FsspecStore, s3_server: dict[str, Any]) -> None:
+        assert store.identity.startswith("s3://chunkflow-test/")
+        assert s3_server["endpoint_url"] in store.identity
+
+    def test_make_store_s3(self, s3_server: dict[str, Any]) -> None:
+        url = f"s3://chunkflow-test/{uuid.uuid4().hex}"
+        make_store(url, storage_options=s3_server)["k"] = b"1"
+        ro = make_store(url, mode="r", storage_options=s3_server)
+        assert ro["k"] == b"1" and ro.read_only
+
+
+# ---------------------------------------------------------- keys and factory
+
+
+@pytest.mark.parametrize("key", ["a", "c/0/0", "0.0", ".zarray", "a/.zattrs", "a..b", "ab:c", "é/ü"])
+def test_normalize_key_accepts(key: str) -> None:
+    assert normalize_key(key) == key
+
+
+def test_normalize_key_str_subclass() -> None:
+    class Key(str):
+        pass
+
+    out = normalize_key(Key("a/b"))
+    assert out == "a/b" and type(out) is str
+
+
+@pytest.mark.parametrize("key", ["..", "a/..", "/a", "a//b", "a/", "", "a\\b", "C:\\x", "\x00", 1])
+def test_normalize_key_refuses(key: object) -> None:
+    with pytest.raises(InvalidKeyError, match="expected"):
+        normalize_key(key)  # type: ignore[arg-type]
+
+
+def test_make_store_dispatch(tmp_path: Path) -> None:
+    mem = make_store(None)
+    assert isinstance(mem, MemoryStore) and make_store(mem) is mem
+    assert isinstance(make_store({}), MappingStore)
+    assert isinstance(make_store(f"memory://mk/{uuid.uuid4().hex}"), FsspecStore)
+    local = make_store(tmp_path / "a.zarr")
+    assert isinstance(local, LocalStore) and not local.read_only
+    from_url = make_store((tmp_path / "b.zarr").as_uri(), mode="r")
+    assert isinstance(from_url, LocalStore) and from_url.read_only
+    assert from_url.root == str(tmp_path / "b.zarr")
+    zs = make_store(str(tmp_path / "c.zip"))
+    assert isinstance(zs, ZipStore) and zs.mode == "a"
+    zs.close()
+    with make_store(tmp_path / "c.zip", mode="r") as ro:
+        assert ro.read_only
+    with make_store(tmp_path / "c.zip", mode="w") as truncating:
+        assert truncating.mode == "w"  # type: ignore[attr-defined]
+    assert make_store(None, mode="r").read_only
+
+
+def test_make_store_refusals(tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match="int"):
+        make_store(3)
+    with pytest.raises(ValueError, match="mode"):
+        make_store(None, mode="rw")
+    with pytest.raises(ValueError, match="storage_options"):
+        make_store(tmp_path, storage_options={"anon": True})
+
+
+def test_store_is_abstract_mapping() -> None:
+    class Minimal(Store):
+        pass
+
+    with pytest.raises(NotImplementedError):
+        Minimal()["k"]
+
+
+def _reference_is_safe(key: str) -> bool:
+    segments = key.split("/")
+    drive = len(key) > 1 and key[0].isascii() and key[0].isalpha() and key[1] == ":"
+    return (
+        bool(key)
+        and not drive
+        and all(s and s not in (".", "..") and "\\" not in s and "\x00" not in s for s in segments)
+    )
+
+
+@given(st.text(alphabet=st.sampled_from(list("ab.:/\\\x00\nCé")), max_size=12))
+@settings(max_examples=400, deadline=None)
+def test_normalize_key_matches_reference(key: str) -> None:
+    if _reference_is_safe(key):
+        assert normalize_key(key) == key
+    else:
+        with pytest.raises(InvalidKeyError):
+            normalize_key(key)
