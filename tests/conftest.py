@@ -5,10 +5,13 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
+import socket
 import tempfile
+import uuid
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
+import fsspec
 import pytest
 
 from chunkflow.storage import FsspecStore, LocalStore, MappingStore, MemoryStore, Store, ZipStore
@@ -54,15 +57,49 @@ STORE_FACTORIES: dict[str, Callable[[Path], Store]] = {
 }
 
 
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[dict[str, Any]]:
+    """A moto S3 server on loopback with a bucket; yields fsspec storage options."""
+    from moto.server import ThreadedMotoServer
+
+    port = _free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    try:
+        options = {
+            "endpoint_url": f"http://127.0.0.1:{port}",
+            "key": "testing",
+            "secret": "testing",
+            "client_kwargs": {"region_name": "us-west-2"},
+        }
+        fs = fsspec.filesystem("s3", skip_instance_cache=True, **options)
+        fs.mkdir("chunkflow-test")
+        yield options
+    finally:
+        server.stop()
+
+
 class StoreMaker:
     """Makes fresh stores of one backend, and cleans up their folders afterwards."""
 
-    def __init__(self, backend: str) -> None:
+    def __init__(self, backend: str, s3_options: dict[str, Any] | None = None) -> None:
         self.backend = backend
+        self._s3_options = s3_options
         self._folders: list[Path] = []
         self._stores: list[Store] = []
 
     def __call__(self) -> Store:
+        if self.backend == "s3":
+            store: Store = FsspecStore(f"s3://chunkflow-test/{uuid.uuid4().hex}",
+                                       storage_options=self._s3_options)
+            self._stores.append(store)
+            return store
         folder = _scratch()
         self._folders.append(folder)
         store = STORE_FACTORIES[self.backend](folder)
@@ -76,9 +113,10 @@ class StoreMaker:
             shutil.rmtree(folder, ignore_errors=True)
 
 
-@pytest.fixture(params=sorted(STORE_FACTORIES))
+@pytest.fixture(params=[*sorted(STORE_FACTORIES), pytest.param("s3", marks=pytest.mark.s3)])
 def make_store(request: pytest.FixtureRequest) -> Iterator[StoreMaker]:
-    """A callable returning a new, empty store of each backend in turn."""
-    maker = StoreMaker(request.param)
+    """A callable returning a new, empty store of each backend in turn (S3: moto)."""
+    options = request.getfixturevalue("s3_server") if request.param == "s3" else None
+    maker = StoreMaker(request.param, options)
     yield maker
     maker.close()

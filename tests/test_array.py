@@ -209,3 +209,37 @@ def test_strings_and_structured_dtypes() -> None:
     assert list(u[:]) == ["x", "yz"]
     t = chunkflow.array(np.array(["2020-01-01", "NaT"], dtype="M8[ns]"), zarr_format=2)
     np.testing.assert_array_equal(t[:], np.array(["2020-01-01", "NaT"], dtype="M8[ns]"))
+
+
+def test_copy_memory_stays_bounded_by_a_few_chunks(tmp_path) -> None:
+    import tracemalloc
+
+    data = np.random.default_rng(0).integers(0, 1000, size=(2048, 2048), dtype=np.uint16)
+    src = chunkflow.array(data, chunks=(256, 256), store=str(tmp_path / "src.zarr"))
+    # 8 MiB in 128 KiB chunks; a folder store, so stored bytes are not counted as memory
+    dst = chunkflow.zeros(data.shape, chunks=(200, 300), dtype="u2",
+                          store=str(tmp_path / "dst.zarr"))
+    budget = 32 * 256 * 256 * 2  # 32 chunks: 4 MiB, half the array
+    tracemalloc.start()
+    try:
+        dst[:] = src
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < budget, f"copy peaked at {peak} bytes, budget {budget}"
+    np.testing.assert_array_equal(dst[:], data)
+
+
+def test_v3_takes_numcodecs_and_v3_codec_documents() -> None:
+    z = chunkflow.zeros((8, 8), chunks=4, dtype="f4", compressor=numcodecs.Zstd(level=3))
+    assert [c["name"] for c in z.metadata.codecs] == ["bytes", "zstd"]
+    z = chunkflow.zeros((8, 8), chunks=4, dtype="f4",
+                        codecs=[{"name": "bytes", "configuration": {"endian": "big"}},
+                                {"name": "gzip", "configuration": {"level": 1}}])
+    z[:] = 1.5
+    assert (chunkflow.Array(z.store)[:] == 1.5).all()
+    z = chunkflow.zeros((8, 8), chunks=4, dtype="i2", zarr_format=2,
+                        compressor=numcodecs.Zlib(level=1), filters=[numcodecs.Delta("i2")])
+    z[:] = np.arange(64).reshape(8, 8)
+    assert z.filters == (numcodecs.Delta("i2"),) and z.compressor == numcodecs.Zlib(level=1)
+    np.testing.assert_array_equal(chunkflow.Array(z.store)[:], np.arange(64).reshape(8, 8))

@@ -161,7 +161,8 @@ def test_v2_compressor():
         "id": "blosc", "cname": "zstd", "clevel": 3, "shuffle": 2, "blocksize": 0}
     assert normalize_v2_compressor({"name": "gzip", "configuration": {"level": 1}}) == {"id": "gzip", "level": 1}
     assert normalize_v2_compressor({"id": "zlib", "level": 1}) == {"id": "zlib", "level": 1}
-    assert normalize_v2_compressor(ZstdCodec(2)) == {"id": "zstd", "level": 2, "checksum": False}
+    assert normalize_v2_compressor(ZstdCodec(2)) == {"id": "zstd", "level": 2}
+    assert normalize_v2_compressor(ZstdCodec(2, True)) == {"id": "zstd", "level": 2, "checksum": True}
     with pytest.raises(UnsupportedCodecError, match="'nope'"):
         normalize_v2_compressor({"id": "nope"})
     with pytest.raises(UnsupportedCodecError, match=r"no numcodecs \(Zarr v2\) equivalent"):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import socket
 import threading
 import uuid
 import warnings
@@ -356,32 +355,7 @@ class TestMappingZictZip(StoreConformance):
 # ---------------------------------------------------------------------- S3
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@pytest.fixture(scope="module")
-def s3_server() -> Iterator[dict[str, Any]]:
-    """A moto S3 server on loopback with a bucket; yields the storage options."""
-    pytest.importorskip("s3fs")
-    server_mod = pytest.importorskip("moto.server")
-    port = _free_port()
-    server = server_mod.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    try:
-        options = {
-            "endpoint_url": f"http://127.0.0.1:{port}",
-            "key": "testing",
-            "secret": "testing",
-            "client_kwargs": {"region_name": "us-west-2"},
-        }
-        fs = fsspec.filesystem("s3", skip_instance_cache=True, **options)
-        fs.mkdir("chunkflow-test")
-        yield options
-    finally:
-        server.stop()
+# The s3_server fixture (a moto server on loopback) lives in conftest.py.
 
 
 @pytest.mark.s3

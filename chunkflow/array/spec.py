@@ -13,7 +13,13 @@ from chunkflow.codecs import (
 )
 from chunkflow.errors import MetadataError
 from chunkflow.grid import normalize_chunks, normalize_shape
-from chunkflow.metadata import ArrayMetadataV2, ArrayMetadataV3, normalize_fill_value
+from chunkflow.metadata import (
+    ArrayMetadataV2,
+    ArrayMetadataV3,
+    encode_data_type_v3,
+    normalize_fill_value,
+    parse_data_type_v3,
+)
 
 from chunkflow.array.nodes import ArrayMetadata
 
@@ -100,6 +106,11 @@ def build_metadata(
             codecs, dimension_separator, chunk_key_encoding, dimension_names, where,
         )
     if zarr_format == 3:
+        if np_dtype.fields is not None:
+            # v3 data types carry no byte order and structured items go through a bare
+            # `bytes` codec: keep the fields in the order every reader parses (native),
+            # or a big-endian field would be stored as is and read back byte-swapped.
+            np_dtype = parse_data_type_v3(encode_data_type_v3(np_dtype))
         if fill_value is None:
             fill_value = default_fill_value(np_dtype, is_string)
         codec_docs = normalize_v3_codecs(
@@ -108,6 +119,8 @@ def build_metadata(
             order=order,
             compressor="default" if compressor is DEFAULT else compressor,
             filters=filters,
+            # order="F" (and "C"/"F" transpose orders) need the rank to build a permutation.
+            ndim=len(shape_t),
         )
         names = None if dimension_names is None else tuple(dimension_names)
         if names is not None and len(names) != len(shape_t):

@@ -10,7 +10,7 @@ Examples
 --------
 >>> import numcodecs
 >>> normalize_v2_compressor(numcodecs.Zstd(level=3))
-{'id': 'zstd', 'level': 3, 'checksum': False}
+{'id': 'zstd', 'level': 3}
 >>> [c["name"] for c in normalize_v3_codecs(None, dtype="float32", compressor=numcodecs.Zstd())]
 ['bytes', 'zstd']
 """
@@ -135,6 +135,10 @@ def _to_v2_config(obj: Any) -> dict[str, Any]:
         if config["id"] == "blosc":
             # .zarray never carries typesize (zarr-python 2 and numcodecs < 0.16 refuse it).
             config.pop("typesize", None)
+    if config["id"] == "zstd" and not config.get("checksum", False):
+        # numcodecs >= 0.13 adds "checksum": false, which tensorstore and zarr-python 2
+        # refuse in .zarray; zarr-python 3 drops it too (zarr-python issue 2647).
+        config.pop("checksum", None)
     # Refuse unknown ids and bad configs now rather than at the first write.
     build_numcodec(config, allow_pickle=True)
     return _plain_json(config)

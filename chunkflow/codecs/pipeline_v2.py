@@ -30,6 +30,7 @@ from chunkflow.codecs.stages import (
     copy_exact,
     detach,
     make_bytes_stage,
+    scratch_buffer,
 )
 from chunkflow.errors import ChunkDecodeError, ChunkEncodeError, UnsupportedCodecError
 
@@ -118,6 +119,15 @@ class V2Pipeline:
                 f"chunk has shape {chunk.shape}, expected the chunk shape {self.chunk_shape}"
             )
         # One conversion at most: cast and lay out in the stored order together.
+        if self._fast and self._compressor is not None and not _is_stored_layout(
+            chunk, self.dtype, self.order
+        ):
+            # Compressors need contiguous input; a reused per-thread buffer avoids
+            # page-faulting a fresh copy of every chunk view (the result is new bytes).
+            stored_shape = self.chunk_shape if self.order == "C" else self.chunk_shape[::-1]
+            scratch = scratch_buffer(stored_shape, self.dtype)
+            np.copyto(scratch if self.order == "C" else scratch.T, chunk, casting="unsafe")
+            chunk = scratch if self.order == "C" else scratch.T
         arr = np.asarray(chunk, dtype=self.dtype, order=self.order)
         # numcodecs compressors flatten contiguous arrays in memory order themselves;
         # filters and the raw-bytes case need the explicit stored-order flattening.
@@ -178,6 +188,12 @@ class V2Pipeline:
             and (out.flags.c_contiguous if self.order == "C" else out.flags.f_contiguous)
         ):
             self._decode_flat(data, out if self.order == "C" else out.T)
+            return
+        if self._fast and out.dtype == self.dtype:
+            stored_shape = self.chunk_shape if self.order == "C" else self.chunk_shape[::-1]
+            scratch = scratch_buffer(stored_shape, self.dtype)
+            self._decode_flat(data, scratch)
+            np.copyto(out, scratch if self.order == "C" else scratch.T)
             return
         np.copyto(out, self._decode_array(data))
 
@@ -263,3 +279,8 @@ def v2_pipeline(
     ['a', 'bc']
     """
     return V2Pipeline(dtype, chunk_shape, order, filters, compressor, allow_pickle=allow_pickle)
+
+
+def _is_stored_layout(chunk: np.ndarray, dtype: np.dtype, order: str) -> bool:
+    contiguous = chunk.flags.c_contiguous if order == "C" else chunk.flags.f_contiguous
+    return contiguous and chunk.dtype == dtype

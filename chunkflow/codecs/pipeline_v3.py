@@ -34,7 +34,15 @@ from chunkflow.codecs.array_stages import (
     has_endianness,
 )
 from chunkflow.codecs.registry import V3Codec, codec_from_json
-from chunkflow.codecs.stages import BufferLike, BytesStage, as_u8, copy_exact, detach, make_bytes_stage
+from chunkflow.codecs.stages import (
+    BufferLike,
+    BytesStage,
+    as_u8,
+    copy_exact,
+    detach,
+    make_bytes_stage,
+    scratch_buffer,
+)
 from chunkflow.codecs.v3_codecs import ARRAY_TO_ARRAY, ARRAY_TO_BYTES, BloscCodec, BytesCodec, TransposeCodec
 from chunkflow.errors import ChunkEncodeError, UnsupportedCodecError
 
@@ -162,7 +170,7 @@ class V3Pipeline:
             raise ChunkEncodeError(
                 f"chunk has shape {chunk.shape}, expected the chunk shape {self.chunk_shape}"
             )
-        arr = chunk
+        arr = self._staged(chunk) if self._fast and self._inner is not None else chunk
         for stage in self._a2a:
             arr = stage.encode(arr)
         buf = self._a2b.encode(arr)
@@ -222,7 +230,26 @@ class V3Pipeline:
                     if swap:
                         target.byteswap(inplace=True)
                     return
+        if self._fast:
+            stored_shape = self.chunk_shape
+            if self._perm is not None:
+                stored_shape = tuple(self.chunk_shape[i] for i in self._perm)
+            scratch = scratch_buffer(stored_shape, self._stored_dtype)
+            self._decode_flat(data, scratch)
+            np.copyto(out, scratch if self._perm is None else scratch.transpose(self._inverse))
+            return
         np.copyto(out, self._decode_array(data))
+
+    def _staged(self, chunk: np.ndarray) -> np.ndarray:
+        """`chunk`, copied into this thread's scratch buffer if not already laid out
+        as stored (a view into a larger array, another byte order): compressors need
+        contiguous input, and a reused buffer avoids page-faulting a fresh copy."""
+        stored = chunk if self._perm is None else chunk.transpose(self._perm)
+        if stored.flags.c_contiguous and stored.dtype == self._stored_dtype:
+            return chunk
+        scratch = scratch_buffer(stored.shape, self._stored_dtype)
+        np.copyto(scratch, stored, casting="unsafe")
+        return scratch if self._perm is None else scratch.transpose(self._inverse)
 
     def _decode_flat(self, data: BufferLike, out: np.ndarray) -> None:
         buf = data

@@ -1,0 +1,1 @@
+"""Synchronizers for unaligned concurrent writes (thread, process, distributed): issue 3."""
