@@ -106,39 +106,61 @@ def build_metadata(
             codecs, dimension_separator, chunk_key_encoding, dimension_names, where,
         )
     if zarr_format == 3:
-        if np_dtype.fields is not None:
-            # v3 data types carry no byte order and structured items go through a bare
-            # `bytes` codec: keep the fields in the order every reader parses (native),
-            # or a big-endian field would be stored as is and read back byte-swapped.
-            np_dtype = parse_data_type_v3(encode_data_type_v3(np_dtype))
-        if fill_value is None:
-            fill_value = default_fill_value(np_dtype, is_string)
-        codec_docs = normalize_v3_codecs(
-            codecs,
-            dtype=np_dtype,
-            order=order,
-            compressor="default" if compressor is DEFAULT else compressor,
-            filters=filters,
-            # order="F" (and "C"/"F" transpose orders) need the rank to build a permutation.
-            ndim=len(shape_t),
-        )
-        names = None if dimension_names is None else tuple(dimension_names)
-        if names is not None and len(names) != len(shape_t):
-            raise MetadataError(
-                f"{where}: dimension_names {list(names)} must have one entry per "
-                f"dimension of shape {shape_t}"
-            )
-        return ArrayMetadataV3(
-            shape=shape_t,
-            chunks=chunks_t,
-            dtype=np_dtype,
-            fill_value=normalize_fill_value(fill_value, np_dtype),
-            codecs=tuple(codec_docs),
-            chunk_key_encoding=_v3_key_encoding(chunk_key_encoding, dimension_separator, where),
-            attributes=dict(attributes or {}),
-            dimension_names=names,
+        return _build_v3(
+            shape_t, chunks_t, np_dtype, is_string, fill_value, order, compressor, filters,
+            codecs, dimension_separator, chunk_key_encoding, dimension_names, attributes, where,
         )
     raise MetadataError(f"{where}: zarr_format must be 2 or 3, got {zarr_format!r}")
+
+
+def _build_v3(
+    shape: tuple[int, ...],
+    chunks: tuple[int, ...],
+    dtype: np.dtype,
+    is_string: bool,
+    fill_value: Any,
+    order: str,
+    compressor: Any,
+    filters: Any,
+    codecs: Any,
+    dimension_separator: str | None,
+    chunk_key_encoding: Any,
+    dimension_names: Sequence[str | None] | None,
+    attributes: dict[str, Any] | None,
+    where: str,
+) -> ArrayMetadataV3:
+    if dtype.fields is not None:
+        # v3 data types carry no byte order and structured items go through a bare
+        # `bytes` codec: keep the fields in the order every reader parses (native),
+        # or a big-endian field would be stored as is and read back byte-swapped.
+        dtype = parse_data_type_v3(encode_data_type_v3(dtype))
+    if fill_value is None:
+        fill_value = default_fill_value(dtype, is_string)
+    codec_docs = normalize_v3_codecs(
+        codecs,
+        dtype=dtype,
+        order=order,
+        compressor="default" if compressor is DEFAULT else compressor,
+        filters=filters,
+        # order="F" (and "C"/"F" transpose orders) need the rank to build a permutation.
+        ndim=len(shape),
+    )
+    names = None if dimension_names is None else tuple(dimension_names)
+    if names is not None and len(names) != len(shape):
+        raise MetadataError(
+            f"{where}: dimension_names {list(names)} must have one entry per "
+            f"dimension of shape {shape}"
+        )
+    return ArrayMetadataV3(
+        shape=shape,
+        chunks=chunks,
+        dtype=dtype,
+        fill_value=normalize_fill_value(fill_value, dtype),
+        codecs=tuple(codec_docs),
+        chunk_key_encoding=_v3_key_encoding(chunk_key_encoding, dimension_separator, where),
+        attributes=dict(attributes or {}),
+        dimension_names=names,
+    )
 
 
 def _build_v2(
