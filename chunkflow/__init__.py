@@ -25,6 +25,7 @@ from chunkflow.array import (
     zeros,
     zeros_like,
 )
+from chunkflow.cache import ChunkCache, cache_info, config, get_cache
 from chunkflow.storage import (
     FsspecStore,
     LocalStore,
@@ -33,6 +34,8 @@ from chunkflow.storage import (
     Store,
     ZipStore,
 )
+
+from chunkflow.sync import DistributedSynchronizer, ProcessSynchronizer, ThreadSynchronizer
 
 __version__ = "0.1.0"
 
@@ -61,6 +64,13 @@ def open(store=None, mode: str = "a", **kwargs):  # noqa: A001 - zarr-python's n
 
 __all__ = [
     "Array",
+    "ChunkCache",
+    "DistributedSynchronizer",
+    "ProcessSynchronizer",
+    "ThreadSynchronizer",
+    "cache_info",
+    "config",
+    "get_cache",
     "FsspecStore",
     "LocalStore",
     "MappingStore",

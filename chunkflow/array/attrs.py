@@ -23,7 +23,10 @@ class Attributes(MutableMapping[str, Any]):
     initial : dict
         The attributes as read when the node was opened.
     persist : callable
-        Writes a complete attribute dictionary to the store.
+        Takes a change (a function from the current attributes to new ones), writes
+        its result to the store and returns it. The owner applies the change to the
+        stored attributes under its lock, so concurrent updates of different keys
+        from several processes all land.
     path : str
         The node's path, for error messages.
     read_only : bool
@@ -32,7 +35,10 @@ class Attributes(MutableMapping[str, Any]):
     Examples
     --------
     >>> saved = []
-    >>> attrs = Attributes({}, saved.append, "x", read_only=False)
+    >>> def persist(change):
+    ...     saved.append(change(saved[-1] if saved else {}))
+    ...     return saved[-1]
+    >>> attrs = Attributes({}, persist, "x", read_only=False)
     >>> attrs["unit"] = "nm"
     >>> attrs.update(scale=[1.5, 2.0], axes="yx")
     >>> dict(attrs), len(saved)
@@ -42,7 +48,7 @@ class Attributes(MutableMapping[str, Any]):
     def __init__(
         self,
         initial: dict[str, Any],
-        persist: Callable[[dict[str, Any]], None],
+        persist: Callable[[Callable[[dict[str, Any]], dict[str, Any]]], dict[str, Any]],
         path: str,
         *,
         read_only: bool,
@@ -67,30 +73,31 @@ class Attributes(MutableMapping[str, Any]):
     def __delitem__(self, key: str) -> None:
         if key not in self._data:
             raise KeyError(f"node {self._path or '/'!r} has no attribute {key!r}")
-        new = dict(self._data)
-        del new[key]
-        self._replace(new)
+        self._apply(lambda current: {k: v for k, v in current.items() if k != key})
 
     def update(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
         """Set many attributes with a single write."""
-        new = dict(self._data)
-        new.update(*args, **kwargs)
-        self._replace(new)
+        changes = dict(*args, **kwargs)
+        normalize_attributes(changes, self._path)  # refuse non-JSON before any write
+        self._apply(lambda current: {**current, **changes})
 
     def put(self, attributes: dict[str, Any]) -> None:
         """Replace all attributes with ``attributes`` in one write."""
-        self._replace(dict(attributes))
+        replacement = normalize_attributes(dict(attributes), self._path)
+        self._apply(lambda current: replacement)
 
     def asdict(self) -> dict[str, Any]:
         """A plain copy of the attributes."""
         return dict(self._data)
 
-    def _replace(self, new: dict[str, Any]) -> None:
+    def refresh(self, attributes: dict[str, Any]) -> None:
+        """Take ``attributes`` as the current ones (after the owner re-read them)."""
+        self._data = dict(attributes)
+
+    def _apply(self, change: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
         if self._read_only:
             raise ReadOnlyError(f"node {self._path or '/'!r} is read-only: attributes cannot change")
-        normalized = normalize_attributes(new, self._path)
-        self._persist(normalized)
-        self._data = normalized
+        self._data = dict(self._persist(change))
 
     def __repr__(self) -> str:
         return f"Attributes({self._data!r})"

@@ -1,30 +1,36 @@
 """Reading and writing the chunks a selection touches.
 
-:class:`ChunkIO` joins one array's chunk grid, key encoding, codec pipeline and store.
-It receives chunk projections from the indexing layer and moves data between the
-store and an output (or input) buffer:
+:class:`ChunkIO` joins one array's chunk grid, key encoding, codec pipeline, store,
+decoded-chunk cache and synchronizer. It receives chunk projections from the indexing
+layer and moves data between the store and an output (or input) buffer:
 
-- reads fetch chunks in batches (``Store.get_many``) and decode chunks the selection
-  covers wholly straight into the output buffer;
-- writes encode wholly overwritten chunks without reading them, and read-modify-write
-  the others;
+- reads serve chunks from the cache, fetch the others in batches
+  (``Store.get_many``) and decode chunks the selection covers wholly straight into
+  the output buffer (when the cache does not keep them);
+- writes take the locks of every chunk they touch (sorted, so writers never
+  deadlock), encode wholly overwritten chunks without reading them, and
+  read-modify-write the others — re-reading from the store, never the cache, when a
+  synchronizer is set;
 - chunks equal to the fill value everywhere are deleted instead of stored unless
   ``write_empty_chunks`` is set.
 """
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import ContextManager, Sequence
 
 import numpy as np
 
+from chunkflow.cache import ChunkCache
 from chunkflow.codecs import CodecPipeline
 from chunkflow.errors import ChunkDecodeError, ChunkEncodeError
 from chunkflow.grid import ChunkKeyEncoding, RegularChunkGrid
 from chunkflow.indexing import ChunkProjection
 from chunkflow.storage import Store
 
+from chunkflow.array.options import ArrayOptions
 from chunkflow.array.parallel import PARALLEL_MIN_CHUNK_BYTES, map_groups
 
 __all__ = ["BATCH_BYTES", "ChunkIO", "is_all_fill"]
@@ -75,8 +81,8 @@ class ChunkIO:
         Encodes and decodes one chunk.
     fill_value : numpy scalar
         The value of missing chunks and of the padding of edge chunks.
-    write_empty_chunks : bool
-        Store chunks that equal ``fill_value`` everywhere (``False`` deletes them).
+    options : ArrayOptions
+        Empty-chunk policy, synchronizer, cache and lock timeout.
     """
 
     store: Store
@@ -85,10 +91,10 @@ class ChunkIO:
     key_encoding: ChunkKeyEncoding
     pipeline: CodecPipeline
     fill_value: np.generic
-    write_empty_chunks: bool = False
+    options: ArrayOptions = field(default_factory=ArrayOptions)
     _prefix: str = field(init=False, repr=False)
     _full_chunks: tuple[int, ...] = field(init=False, repr=False)
-    _parallel: bool = field(init=False, repr=False)
+    _chunk_bytes: int = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._prefix = f"{self.path}/" if self.path else ""
@@ -98,12 +104,20 @@ class ChunkIO:
         chunk_bytes = self.pipeline.dtype.itemsize
         for size in self.grid.chunks:
             chunk_bytes *= size
+        self._chunk_bytes = chunk_bytes
         self._parallel = chunk_bytes >= PARALLEL_MIN_CHUNK_BYTES
         # Fetch a few MiB per store call: enough keys per call for remote stores to
         # batch requests, few enough that fetched buffers are decoded and freed before
         # the next call (memory that is reused stays mapped; fresh memory page-faults:
         # holding 64 fetched 1 MiB chunks at once made reading 8x slower).
         self._batch = max(1, BATCH_BYTES // max(chunk_bytes, 1))
+        self._cache_prefix = (self.store.identity, self.path)
+
+    # -- keys and single chunks --------------------------------------------------
+
+    def key(self, coords: tuple[int, ...]) -> str:
+        """The store key of the chunk at ``coords``."""
+        return self._prefix + self.key_encoding.encode(coords)
 
     def is_interior(self, coords: tuple[int, ...]) -> bool:
         """Whether the chunk lies wholly inside the array (not an edge chunk)."""
@@ -111,10 +125,6 @@ class ChunkIO:
             if c >= full:
                 return False
         return True
-
-    def key(self, coords: tuple[int, ...]) -> str:
-        """The store key of the chunk at ``coords``."""
-        return self._prefix + self.key_encoding.encode(coords)
 
     def empty_chunk(self) -> np.ndarray:
         """A new chunk-shaped array filled with the fill value."""
@@ -127,6 +137,24 @@ class ChunkIO:
         except Exception as err:
             raise self._decode_error(key, err) from err
 
+    def encode(self, key: str, chunk: np.ndarray) -> bytes:
+        """Encode one chunk, naming the array and chunk key on failure."""
+        try:
+            return self.pipeline.encode(chunk)
+        except Exception as err:
+            raise ChunkEncodeError(
+                f"array {self.path or '/'!r}: chunk {key!r} could not be encoded: {err}"
+            ) from err
+
+    def read_chunk(self, coords: tuple[int, ...]) -> np.ndarray:
+        """The decoded chunk at ``coords``, fresh from the store (fill value if absent)."""
+        key = self.key(coords)
+        try:
+            data = self.store[key]
+        except KeyError:
+            return self.empty_chunk()
+        return self.decode(key, data)
+
     def stored_chunks(self) -> list[tuple[tuple[int, ...], str]]:
         """``(coords, key)`` of every chunk of the grid present in the store."""
         ndim = len(self.grid.shape)
@@ -138,34 +166,76 @@ class ChunkIO:
                 found.append((coords, key))
         return found
 
-    def read_chunk(self, coords: tuple[int, ...]) -> np.ndarray:
-        """The decoded chunk at ``coords`` (fill value when it is not stored)."""
-        key = self.key(coords)
-        try:
-            data = self.store[key]
-        except KeyError:
-            return self.empty_chunk()
-        return self.decode(key, data)
+    def forget_cached(self) -> None:
+        """Drop every cached chunk of this array (after resize, overwrite...)."""
+        cache = self.options.resolve_cache()
+        if cache is not None:
+            cache.discard_array(*self._cache_prefix)
+
+    # -- locks -----------------------------------------------------------------
+
+    def locked(self, projections: Sequence[ChunkProjection]) -> ContextManager[None]:
+        """Hold the synchronizer's locks of every chunk in ``projections``."""
+        if self.options.synchronizer is None:
+            return contextlib.nullcontext()
+        return self.lock_keys([self.key(p.chunk_coords) for p in projections])
+
+    def lock_keys(self, keys: Sequence[str]) -> ContextManager[None]:
+        """Hold the synchronizer's locks of the chunks ``keys`` (sorted, deduplicated)."""
+        synchronizer = self.options.synchronizer
+        if synchronizer is None:
+            return contextlib.nullcontext()
+        return synchronizer.locks(sorted(set(keys)), timeout=self.options.lock_timeout)
 
     # -- reads -----------------------------------------------------------------
 
-    def read(self, projections: Sequence[ChunkProjection], out: np.ndarray) -> None:
-        """Fill ``out`` from the chunks named by ``projections``."""
-        map_groups(lambda group: self._read_group(group, out), projections,
+    def read(
+        self, projections: Sequence[ChunkProjection], out: np.ndarray, *, fresh: bool = False
+    ) -> None:
+        """Fill ``out`` from the chunks named by ``projections``.
+
+        ``fresh`` bypasses the cache (a locked read-modify-write must see the store).
+        """
+        cache = None if fresh else self.options.resolve_cache()
+        keep: ChunkCache | None = None
+        if cache is not None:
+            projections = self._read_cached(cache, projections, out)
+            # A read larger than half the budget would only churn the cache.
+            if len(projections) * self._chunk_bytes <= cache.stats.max_bytes // 2:
+                keep = cache
+        map_groups(lambda group: self._read_group(group, out, keep), projections,
                    parallel=self._parallel)
 
-    def _read_group(self, group: Sequence[ChunkProjection], out: np.ndarray) -> None:
-        for start in range(0, len(group), self._batch):
-            self._read_batch(group[start:start + self._batch], out)
+    def _read_cached(
+        self, cache: ChunkCache, projections: Sequence[ChunkProjection], out: np.ndarray
+    ) -> list[ChunkProjection]:
+        """Serve cache hits into ``out``; return the projections still to read."""
+        identity, path = self._cache_prefix
+        misses = []
+        for proj in projections:
+            chunk = cache.get((identity, path, self.key(proj.chunk_coords)))
+            if chunk is None:
+                misses.append(proj)
+            else:
+                out[proj.out_selection] = chunk[proj.chunk_selection]
+        return misses
 
-    def _read_batch(self, group: Sequence[ChunkProjection], out: np.ndarray) -> None:
+    def _read_group(
+        self, group: Sequence[ChunkProjection], out: np.ndarray, keep: ChunkCache | None
+    ) -> None:
+        for start in range(0, len(group), self._batch):
+            self._read_batch(group[start:start + self._batch], out, keep)
+
+    def _read_batch(
+        self, group: Sequence[ChunkProjection], out: np.ndarray, keep: ChunkCache | None
+    ) -> None:
         keys = [self.key(p.chunk_coords) for p in group]
         found = self.store.get_many(keys)
         for proj, key in zip(group, keys):
             data = found.get(key)
             if data is None:
                 out[proj.out_selection] = self.fill_value
-            elif proj.is_complete_chunk and self.is_interior(proj.chunk_coords):
+            elif keep is None and proj.is_complete_chunk and self.is_interior(proj.chunk_coords):
                 # A whole interior chunk decodes straight into the output (its region
                 # is a view: the indexer makes complete chunks' out_selection slices).
                 try:
@@ -175,7 +245,10 @@ class ChunkIO:
                 except Exception as err:
                     raise self._decode_error(key, err) from err
             else:
-                out[proj.out_selection] = self.decode(key, data)[proj.chunk_selection]
+                chunk = self.decode(key, data)
+                out[proj.out_selection] = chunk[proj.chunk_selection]
+                if keep is not None:
+                    keep.put((*self._cache_prefix, key), chunk)
 
     def _decode_error(self, key: str, err: Exception) -> ChunkDecodeError:
         return ChunkDecodeError(
@@ -184,32 +257,53 @@ class ChunkIO:
 
     # -- writes ----------------------------------------------------------------
 
-    def write(self, projections: Sequence[ChunkProjection], value: np.ndarray) -> None:
-        """Write ``value`` (shaped like the indexer's buffer, or 0-d) to the chunks."""
+    def write(
+        self, projections: Sequence[ChunkProjection], value: np.ndarray, *, locked: bool = False
+    ) -> None:
+        """Write ``value`` (shaped like the indexer's buffer, or 0-d) to the chunks.
+
+        Takes the locks of every touched chunk first, unless the caller holds them
+        (``locked=True``); a lock timeout therefore writes nothing.
+        """
         scalar = _ScalarChunk(self, value) if value.ndim == 0 else None
-        map_groups(lambda group: self._write_group(group, value, scalar), projections,
-                   parallel=self._parallel)
+        cache = self.options.resolve_cache()
+        # Under a synchronizer another process may have changed a chunk since this
+        # process cached it: read-modify-write re-reads from the store.
+        rmw_cache = None if self.options.synchronizer is not None else cache
+        context = contextlib.nullcontext() if locked else self.locked(projections)
+        with context:
+            map_groups(
+                lambda group: self._write_group(group, value, scalar, cache, rmw_cache),
+                projections,
+                parallel=self._parallel,
+            )
 
     def _write_group(
         self,
         group: Sequence[ChunkProjection],
         value: np.ndarray,
         scalar: _ScalarChunk | None,
+        cache: ChunkCache | None,
+        rmw_cache: ChunkCache | None,
     ) -> None:
         for start in range(0, len(group), self._batch):
-            self._write_batch(group[start:start + self._batch], value, scalar)
+            self._write_batch(group[start:start + self._batch], value, scalar, cache, rmw_cache)
 
     def _write_batch(
         self,
         group: Sequence[ChunkProjection],
         value: np.ndarray,
         scalar: _ScalarChunk | None,
+        cache: ChunkCache | None,
+        rmw_cache: ChunkCache | None,
     ) -> None:
         keys = [self.key(p.chunk_coords) for p in group]
-        partial = [k for p, k in zip(group, keys) if not p.is_complete_chunk]
-        existing = self.store.get_many(partial) if partial else {}
+        existing = self._existing_chunks(
+            [k for p, k in zip(group, keys) if not p.is_complete_chunk], rmw_cache
+        )
         to_store: dict[str, bytes] = {}
         to_delete: list[str] = []
+        owned: dict[str, np.ndarray] = {}
         for proj, key in zip(group, keys):
             interior = proj.is_complete_chunk and self.is_interior(proj.chunk_coords)
             if interior and scalar is not None:
@@ -221,19 +315,50 @@ class ChunkIO:
                 continue
             part = value if scalar is not None else value[proj.out_selection]
             if interior:
-                chunk = part
+                chunk = part  # a view of the caller's data: never cached
             else:
-                data = existing.get(key)
-                chunk = self.empty_chunk() if data is None else self.decode(key, data)
+                chunk = existing.get(key)
+                chunk = self.empty_chunk() if chunk is None else chunk
                 chunk[proj.chunk_selection] = part
-            if not self.write_empty_chunks and is_all_fill(chunk, self.fill_value):
+                owned[key] = chunk
+            if not self.options.write_empty_chunks and is_all_fill(chunk, self.fill_value):
                 to_delete.append(key)
+                owned.pop(key, None)
             else:
                 to_store[key] = self.encode(key, chunk)
         if to_store:
             self.store.set_many(to_store)
         if to_delete:
             self.discard(to_delete)
+        if cache is not None:
+            self._update_cache(cache, keys, owned)
+
+    def _existing_chunks(
+        self, keys: list[str], cache: ChunkCache | None
+    ) -> dict[str, np.ndarray]:
+        """Writable decoded copies of the stored chunks ``keys`` (absent ones left out)."""
+        chunks: dict[str, np.ndarray] = {}
+        if cache is not None:
+            for key in keys:
+                cached = cache.get((*self._cache_prefix, key))
+                if cached is not None:
+                    chunks[key] = cached.copy()  # cached chunks are read-only
+        missing = [key for key in keys if key not in chunks]
+        if missing:
+            for key, data in self.store.get_many(missing).items():
+                chunks[key] = self.decode(key, data)
+        return chunks
+
+    def _update_cache(self, cache: ChunkCache, keys: list[str], owned: dict[str, np.ndarray]) -> None:
+        # Chunks this write built itself are the new truth: keep them (write-through);
+        # the rest (views of the caller's data, deleted chunks) are dropped.
+        identity, path = self._cache_prefix
+        for key in keys:
+            chunk = owned.get(key)
+            if chunk is None:
+                cache.discard((identity, path, key))
+            else:
+                cache.put((identity, path, key), chunk)
 
     def discard(self, keys: Sequence[str]) -> None:
         """Remove chunks; where the store cannot delete (zip), store fill chunks instead."""
@@ -244,15 +369,6 @@ class ChunkIO:
         if present:
             encoded = bytes(self.encode(present[0], self.empty_chunk()))
             self.store.set_many({key: encoded for key in present})
-
-    def encode(self, key: str, chunk: np.ndarray) -> bytes:
-        """Encode one chunk, naming the array and chunk key on failure."""
-        try:
-            return self.pipeline.encode(chunk)
-        except Exception as err:
-            raise ChunkEncodeError(
-                f"array {self.path or '/'!r}: chunk {key!r} could not be encoded: {err}"
-            ) from err
 
 
 class _ScalarChunk:
@@ -268,7 +384,8 @@ class _ScalarChunk:
         """The encoded chunk, or ``None`` when it equals the fill value and is skipped."""
         if not self._done:
             chunk = np.full(self._io.grid.chunks, self._value, dtype=self._io.pipeline.dtype)
-            if self._io.write_empty_chunks or not is_all_fill(chunk, self._io.fill_value):
+            keep = self._io.options.write_empty_chunks
+            if keep or not is_all_fill(chunk, self._io.fill_value):
                 self._encoded = bytes(self._io.encode("<all chunks>", chunk))
             self._done = True
         return self._encoded

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+from typing import Any, Callable
 
 import numpy as np
 
@@ -23,11 +24,16 @@ from chunkflow.storage import Store, make_store
 from chunkflow.array.attrs import Attributes
 from chunkflow.array.chunk_io import ChunkIO
 from chunkflow.array.nodes import (
+    ZARR_JSON,
+    ZARRAY,
     ArrayMetadata,
+    join_path,
     load_array_metadata,
+    normalize_attributes,
     normalize_path,
     store_array_metadata,
 )
+from chunkflow.array.options import ArrayOptions
 from chunkflow.array.properties import ArrayProperties
 from chunkflow.array.values import copy_from_source, is_chunked_source, prepare_value
 
@@ -78,14 +84,21 @@ class Array(ArrayProperties):
         storage_options: dict[str, Any] | None = None,
         write_empty_chunks: bool = False,
         allow_pickle: bool = False,
+        synchronizer: Any = None,
+        cache: Any = None,
+        lock_timeout: float | None = None,
     ) -> None:
+        options = ArrayOptions.from_kwargs(
+            read_only=read_only, write_empty_chunks=write_empty_chunks,
+            allow_pickle=allow_pickle, synchronizer=synchronizer, cache=cache,
+            lock_timeout=lock_timeout,
+        )
         resolved = make_store(
             store, mode="r" if read_only else "a", storage_options=storage_options
         )
         node_path = normalize_path(path)
         metadata, attributes = load_array_metadata(resolved, node_path)
-        self._setup(resolved, node_path, metadata, attributes, read_only, write_empty_chunks,
-                    allow_pickle)
+        self._setup(resolved, node_path, metadata, attributes, options)
 
     @classmethod
     def _from_metadata(
@@ -94,15 +107,11 @@ class Array(ArrayProperties):
         path: str,
         metadata: ArrayMetadata,
         attributes: dict[str, Any],
-        *,
-        read_only: bool = False,
-        write_empty_chunks: bool = False,
-        allow_pickle: bool = False,
+        options: ArrayOptions,
     ) -> Array:
         """An Array over already-parsed metadata (no store read)."""
         array = cls.__new__(cls)
-        array._setup(store, path, metadata, attributes, read_only, write_empty_chunks,
-                     allow_pickle)
+        array._setup(store, path, metadata, attributes, options)
         return array
 
     def _setup(
@@ -111,30 +120,27 @@ class Array(ArrayProperties):
         path: str,
         metadata: ArrayMetadata,
         attributes: dict[str, Any],
-        read_only: bool,
-        write_empty_chunks: bool,
-        allow_pickle: bool,
+        options: ArrayOptions,
     ) -> None:
         self._store = store
         self._path = path
-        self._read_only = bool(read_only or store.read_only)
-        self._write_empty_chunks = bool(write_empty_chunks)
-        self._allow_pickle = allow_pickle
+        self._options = options.with_read_only(options.read_only or store.read_only)
         self._attrs = Attributes(attributes, self._persist_attributes, path,
-                                 read_only=self._read_only)
+                                 read_only=self._options.read_only)
         self._set_metadata(metadata)
 
     def _set_metadata(self, metadata: ArrayMetadata) -> None:
         self._metadata = metadata
         grid = RegularChunkGrid(metadata.shape, metadata.chunks)
         name, separator = metadata.chunk_key_encoding
+        allow_pickle = self._options.allow_pickle
         if isinstance(metadata, ArrayMetadataV2):
             pipeline = v2_pipeline(metadata.dtype, metadata.chunks, metadata.order,
                                    metadata.filters, metadata.compressor,
-                                   allow_pickle=self._allow_pickle)
+                                   allow_pickle=allow_pickle)
         else:
             pipeline = v3_pipeline(metadata.dtype, metadata.chunks, metadata.codecs,
-                                   allow_pickle=self._allow_pickle)
+                                   allow_pickle=allow_pickle)
         self._io = ChunkIO(
             store=self._store,
             path=self._path,
@@ -142,7 +148,7 @@ class Array(ArrayProperties):
             key_encoding=ChunkKeyEncoding(name, separator),
             pipeline=pipeline,
             fill_value=self._concrete_fill_value(metadata),
-            write_empty_chunks=self._write_empty_chunks,
+            options=self._options,
         )
 
     @staticmethod
@@ -155,24 +161,39 @@ class Array(ArrayProperties):
             return ""
         return np.zeros((), dtype=metadata.dtype)[()]
 
-    def _persist_attributes(self, attributes: dict[str, Any]) -> None:
-        self._metadata = store_array_metadata(self._store, self._path, self._metadata, attributes)
+    def _persist_attributes(self, change: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
+        """Apply ``change`` to the stored attributes and write them (under the array lock)."""
+        with self._metadata_lock():
+            self._refresh_if_shared()
+            new = normalize_attributes(change(self._attrs.asdict()), self._path)
+            self._metadata = store_array_metadata(self._store, self._path, self._metadata, new)
+        return new
+
+    def _refresh_if_shared(self) -> None:
+        """Under a synchronizer, re-read metadata and attributes: another process may
+        have resized the array or changed attributes since this handle read them."""
+        if self._options.synchronizer is None:
+            return
+        metadata, attributes = load_array_metadata(self._store, self._path)
+        self._set_metadata(metadata)
+        self._attrs.refresh(attributes)
+
+    def _metadata_lock(self) -> Any:
+        """The array-level lock of resize, append and attribute updates."""
+        synchronizer = self._options.synchronizer
+        if synchronizer is None:
+            return contextlib.nullcontext()
+        key = join_path(self._path, ZARR_JSON if self.zarr_format == 3 else ZARRAY)
+        return synchronizer.lock(key, timeout=self._options.lock_timeout)
 
     # -- pickling: (store, path, options), never data ---------------------------
 
     def __getstate__(self) -> dict[str, Any]:
-        return {
-            "store": self._store,
-            "path": self._path,
-            "read_only": self._read_only,
-            "write_empty_chunks": self._write_empty_chunks,
-            "allow_pickle": self._allow_pickle,
-        }
+        return {"store": self._store, "path": self._path, "options": self._options}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         metadata, attributes = load_array_metadata(state["store"], state["path"])
-        self._setup(state["store"], state["path"], metadata, attributes, state["read_only"],
-                    state["write_empty_chunks"], state["allow_pickle"])
+        self._setup(state["store"], state["path"], metadata, attributes, state["options"])
 
     # -- reading ---------------------------------------------------------------
 
@@ -209,6 +230,31 @@ class Array(ArrayProperties):
         out = np.empty(indexer.shape, dtype=self.dtype)
         self._io.read(list(indexer), out)
         return out.reshape(indexer.sel_shape)
+
+    def modify(self, selection: Any, func: Callable[[np.ndarray], Any]) -> None:
+        """Replace the values at ``selection`` by ``func(values)``, as one locked update.
+
+        With a synchronizer, the chunks are locked before the values are read (fresh
+        from the store) and released after the result is written, so concurrent
+        ``modify`` calls on overlapping regions never lose an update.
+
+        Examples
+        --------
+        >>> import chunkflow
+        >>> z = chunkflow.zeros(6, chunks=4, dtype="i4", synchronizer="thread")
+        >>> z.modify(slice(2, 5), lambda block: block + 1)
+        >>> z[:]
+        array([0, 0, 1, 1, 1, 0], dtype=int32)
+        """
+        self._check_writable()
+        indexer = BasicIndexer(selection, self._io.grid)
+        projections = list(indexer)
+        with self._io.locked(projections):
+            current = np.empty(indexer.shape, dtype=self.dtype)
+            self._io.read(projections, current, fresh=True)
+            result = func(current.reshape(indexer.sel_shape))
+            value = prepare_value(result, self.dtype, indexer, self._path)
+            self._io.write(projections, value, locked=True)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         data = self[...]
@@ -290,7 +336,7 @@ class Array(ArrayProperties):
         self._io.write(list(indexer), prepared)
 
     def _check_writable(self) -> None:
-        if self._read_only:
+        if self._options.read_only:
             raise ReadOnlyError(f"array {self._path or '/'!r} is read-only: writes are refused")
 
     # -- shape changes ---------------------------------------------------------
@@ -313,7 +359,9 @@ class Array(ArrayProperties):
         from chunkflow.array.reshape import resize_array
 
         self._check_writable()
-        resize_array(self, shape)
+        with self._metadata_lock():
+            self._refresh_if_shared()
+            resize_array(self, shape)
 
     def append(self, data: Any, axis: int = 0) -> tuple[int, ...]:
         """Append ``data`` along ``axis``; returns the new shape.
@@ -328,12 +376,18 @@ class Array(ArrayProperties):
         from chunkflow.array.reshape import append_to_array
 
         self._check_writable()
-        return append_to_array(self, data, axis)
+        # The whole append holds the array lock: concurrent appends from several
+        # processes each extend the shape they find and write their own rows.
+        with self._metadata_lock():
+            self._refresh_if_shared()
+            return append_to_array(self, data, axis)
 
     def _write_metadata(self, metadata: ArrayMetadata) -> None:
         self._metadata = store_array_metadata(self._store, self._path, metadata,
                                               self._attrs.asdict())
         self._set_metadata(self._metadata)
+
+
 
 
 class _SelectionAccessor:

@@ -16,6 +16,7 @@ from chunkflow.storage import make_store
 
 from chunkflow.array.core import Array
 from chunkflow.array.nodes import node_kind, normalize_path, store_array_metadata
+from chunkflow.array.options import ArrayOptions
 from chunkflow.array.spec import DEFAULT, build_metadata
 from chunkflow.array.values import is_chunked_source
 
@@ -25,7 +26,7 @@ __all__ = [
 ]
 
 MODES = ("r", "r+", "a", "w", "w-")
-_OPEN_OPTIONS = ("write_empty_chunks", "allow_pickle")
+_OPEN_OPTIONS = ("write_empty_chunks", "allow_pickle", "synchronizer", "cache", "lock_timeout")
 
 
 def create(
@@ -50,6 +51,9 @@ def create(
     storage_options: dict[str, Any] | None = None,
     attributes: dict[str, Any] | None = None,
     allow_pickle: bool = False,
+    synchronizer: Any = None,
+    cache: Any = None,
+    lock_timeout: float | None = None,
 ) -> Array:
     """Create a new array.
 
@@ -92,6 +96,13 @@ def create(
         Initial user attributes.
     allow_pickle : bool
         Allow the pickle codec.
+    synchronizer : Synchronizer, "thread" or None
+        Locks chunks so that writes from several threads, processes or dask workers
+        whose regions overlap never lose data (see :mod:`chunkflow.sync`).
+    cache : ChunkCache, bool or None
+        Decoded-chunk cache: ``None`` the process-wide one, ``False`` none.
+    lock_timeout : float, optional
+        Seconds to wait for a lock before raising (nothing is written then).
 
     Examples
     --------
@@ -99,6 +110,10 @@ def create(
     >>> z.shape, z.chunks, z.zarr_format
     ((100, 100), (10, 10), 2)
     """
+    options = ArrayOptions.from_kwargs(
+        read_only=read_only, write_empty_chunks=write_empty_chunks, allow_pickle=allow_pickle,
+        synchronizer=synchronizer, cache=cache, lock_timeout=lock_timeout,
+    )
     resolved = make_store(store, mode="w" if overwrite else "a", storage_options=storage_options)
     node_path = normalize_path(path)
     metadata = build_metadata(
@@ -118,10 +133,10 @@ def create(
     if overwrite:
         resolved.delete_prefix(node_path)
     stored = store_array_metadata(resolved, node_path, metadata, dict(attributes or {}))
-    return Array._from_metadata(
-        resolved, node_path, stored, dict(attributes or {}), read_only=read_only,
-        write_empty_chunks=write_empty_chunks, allow_pickle=allow_pickle,
-    )
+    array = Array._from_metadata(resolved, node_path, stored, dict(attributes or {}), options)
+    if overwrite:
+        array._io.forget_cached()  # chunks of the array this one replaced
+    return array
 
 
 def open_array(

@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from chunkflow.array.attrs import Attributes
     from chunkflow.array.chunk_io import ChunkIO
     from chunkflow.array.nodes import ArrayMetadata
+    from chunkflow.array.options import ArrayOptions
+    from chunkflow.sync import Synchronizer
     from chunkflow.storage import Store
 
 __all__ = ["ArrayProperties"]
@@ -29,9 +31,8 @@ class ArrayProperties:
     _io: ChunkIO
     _store: Store
     _path: str
-    _read_only: bool
+    _options: ArrayOptions
     _attrs: Attributes
-    _write_empty_chunks: bool
 
     @property
     def metadata(self) -> ArrayMetadata:
@@ -66,12 +67,22 @@ class ArrayProperties:
     @property
     def read_only(self) -> bool:
         """Whether writes are refused."""
-        return self._read_only
+        return self._options.read_only
 
     @property
     def write_empty_chunks(self) -> bool:
         """Whether chunks equal to ``fill_value`` everywhere are stored."""
-        return self._write_empty_chunks
+        return self._options.write_empty_chunks
+
+    @property
+    def synchronizer(self) -> Synchronizer | None:
+        """The synchronizer that locks chunks for writes, if any."""
+        return self._options.synchronizer
+
+    @property
+    def options(self) -> ArrayOptions:
+        """Per-handle options (read-only, empty chunks, pickle, locks, cache)."""
+        return self._options
 
     @property
     def attrs(self) -> Attributes:

@@ -18,7 +18,10 @@ __all__ = ["resize_array", "append_to_array"]
 
 
 def resize_array(array: Array, shape_args: tuple[Any, ...]) -> None:
-    """Give ``array`` a new shape (same rank); see :meth:`chunkflow.Array.resize`."""
+    """Give ``array`` a new shape (same rank); see :meth:`chunkflow.Array.resize`.
+
+    The caller holds the array-level lock when a synchronizer is set.
+    """
     if len(shape_args) == 1 and not isinstance(shape_args[0], (int, np.integer)):
         shape_args = tuple(shape_args[0])
     new_shape = normalize_shape(shape_args)
@@ -32,6 +35,7 @@ def resize_array(array: Array, shape_args: tuple[Any, ...]) -> None:
     # The shape is authoritative: write it first, then drop what lies outside.
     array._write_metadata(array.metadata.with_shape(new_shape))
     _trim_chunks(array, old_io, old_shape, new_shape)
+    old_io.forget_cached()
 
 
 def _trim_chunks(
@@ -52,8 +56,9 @@ def _trim_chunks(
         ):
             cut.append((coords, key))
     array._io.discard(outside)
-    for coords, key in cut:
-        _clear_beyond(array, coords, key, new_shape)
+    with array._io.lock_keys([key for _, key in cut]):
+        for coords, key in cut:
+            _clear_beyond(array, coords, key, new_shape)
 
 
 def _clear_beyond(
@@ -95,7 +100,7 @@ def append_to_array(array: Array, data: Any, axis: int) -> tuple[int, ...]:
     new_shape = tuple(
         s + d if i == axis else s for i, (s, d) in enumerate(zip(old_shape, data_shape))
     )
-    array.resize(new_shape)
+    resize_array(array, (new_shape,))
     region = tuple(
         slice(old_shape[i], new_shape[i]) if i == axis else slice(None) for i in range(ndim)
     )

@@ -1,0 +1,133 @@
+"""Chunk cache and synchronized writes: chunkflow vs zarr-python 3's best cache.
+
+Run by hand (not part of the test suite)::
+
+    python benchmarks/bench_cache_sync.py [--repeat 3]
+
+Cases (issue 3):
+
+1. 300 random 256x256 windows of an 8192x8192 uint16 array (1024x1024 chunks, blosc
+   lz4 + shuffle, local folder), read twice. Prints chunkflow's first and second pass,
+   the ratio between them, and zarr-python 3 reading the same windows through its
+   ``CacheStore`` (an in-memory cache of encoded chunks; the second pass is its best).
+2. The same 8192x8192 data written from dask (threaded scheduler, ``lock=False``) in
+   blocks of 1500x1500 into 1024x1024 chunks with a ``ThreadSynchronizer``, against the
+   same data written in aligned 1024x1024 blocks. Prints both times and the ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import dask
+import dask.array as da
+import numpy as np
+
+import chunkflow
+from chunkflow.cache import ChunkCache
+from chunkflow.sync import ThreadSynchronizer
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_array_io import make_data  # noqa: E402
+
+try:
+    import zarr
+    from zarr.codecs import BloscCodec
+    from zarr.experimental.cache_store import CacheStore
+    from zarr.storage import LocalStore as ZarrLocalStore
+    from zarr.storage import MemoryStore as ZarrMemoryStore
+except ImportError:
+    zarr = None
+
+SHAPE = (8192, 8192)
+CHUNKS = (1024, 1024)
+WINDOW = 256
+
+
+def windows(count: int, seed: int = 0) -> list[tuple[slice, slice]]:
+    rng = np.random.default_rng(seed)
+    starts = rng.integers(0, SHAPE[0] - WINDOW, size=(count, 2))
+    return [(slice(int(r), int(r) + WINDOW), slice(int(c), int(c) + WINDOW)) for r, c in starts]
+
+
+def timed(func) -> float:
+    start = time.perf_counter()
+    func()
+    return time.perf_counter() - start
+
+
+def read_all(array, regions) -> None:
+    for region in regions:
+        array[region]
+
+
+def bench_windows(folder: Path, data: np.ndarray, repeat: int) -> None:
+    regions = windows(300)
+    path = folder / "windows.zarr"
+    chunkflow.array(data, chunks=CHUNKS, store=str(path), overwrite=True)
+    first, second = [], []
+    for _ in range(repeat):
+        z = chunkflow.open(str(path), mode="r", cache=ChunkCache(max_bytes=1 << 30))
+        first.append(timed(lambda: read_all(z, regions)))
+        second.append(timed(lambda: read_all(z, regions)))
+    ours_first, ours_second = min(first), min(second)
+    stats = z.options.resolve_cache().stats
+    print(f"300 windows, chunkflow first pass   {ours_first * 1000:8.1f} ms")
+    print(f"300 windows, chunkflow second pass  {ours_second * 1000:8.1f} ms   "
+          f"x{ours_first / ours_second:.1f} faster than its first pass   ({stats!r})")
+    if zarr is None:
+        return
+    zpath = folder / "windows-zarr.zarr"
+    zarr.create_array(store=str(zpath), shape=SHAPE, chunks=CHUNKS, dtype="uint16",
+                      compressors=BloscCodec(cname="lz4", clevel=5, shuffle="shuffle"),
+                      overwrite=True, fill_value=0)[:] = data
+    best = []
+    for _ in range(repeat):
+        cached = CacheStore(ZarrLocalStore(str(zpath), read_only=True),
+                            cache_store=ZarrMemoryStore(), max_size=1 << 30)
+        zc = zarr.open_array(cached, mode="r")
+        read_all(zc, regions)  # fill its cache
+        best.append(timed(lambda: read_all(zc, regions)))
+    peer = min(best)
+    print(f"300 windows, zarr-python CacheStore {peer * 1000:8.1f} ms (second pass)   "
+          f"chunkflow second pass x{peer / ours_second:.1f} faster")
+
+
+def bench_synchronized_writes(folder: Path, data: np.ndarray, repeat: int) -> None:
+    def write(blocks: int, synchronizer) -> float:
+        z = chunkflow.zeros(SHAPE, chunks=CHUNKS, dtype="uint16", overwrite=True,
+                            store=str(folder / "sync.zarr"), synchronizer=synchronizer,
+                            cache=False)
+        source = da.from_array(data, chunks=(blocks, blocks))
+        with dask.config.set(scheduler="threads"):
+            seconds = timed(lambda: da.store(source, z, lock=False))
+        assert np.array_equal(z[:], data)
+        return seconds
+
+    aligned = min(write(1024, None) for _ in range(repeat))
+    unaligned = min(write(1500, ThreadSynchronizer()) for _ in range(repeat))
+    print(f"dask write, aligned 1024 blocks       {aligned * 1000:8.1f} ms")
+    print(f"dask write, 1500 blocks + synchronizer {unaligned * 1000:7.1f} ms   "
+          f"x{unaligned / aligned:.2f} the aligned time")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    folder = Path(tempfile.mkdtemp(prefix="chunkflow-bench-"))
+    try:
+        data = make_data(SHAPE)
+        bench_windows(folder, data, args.repeat)
+        bench_synchronized_writes(folder, data, args.repeat)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,79 @@
+"""How an array handle behaves: read-only, empty chunks, pickle, locks and cache."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from chunkflow.cache import ChunkCache, config, get_cache
+from chunkflow.sync import Synchronizer, as_synchronizer
+
+__all__ = ["ArrayOptions"]
+
+
+@dataclass(frozen=True)
+class ArrayOptions:
+    """Per-handle options of an :class:`~chunkflow.Array` (not stored in the metadata).
+
+    Parameters
+    ----------
+    read_only : bool
+        Refuse writes.
+    write_empty_chunks : bool
+        Store chunks equal to the fill value everywhere (``False`` deletes them).
+    allow_pickle : bool
+        Allow the pickle codec (decoding it runs code: trusted stores only).
+    synchronizer : Synchronizer or None
+        Locks chunks for writes that other writers may overlap.
+    cache : ChunkCache, bool or None
+        ``None`` uses the process-wide cache (if ``config`` enables it), ``False`` none,
+        a :class:`~chunkflow.cache.ChunkCache` that one.
+    lock_timeout : float or None
+        Seconds to wait for locks before :class:`~chunkflow.errors.LockTimeoutError`.
+
+    Examples
+    --------
+    >>> ArrayOptions(cache=False).resolve_cache() is None
+    True
+    """
+
+    read_only: bool = False
+    write_empty_chunks: bool = False
+    allow_pickle: bool = False
+    synchronizer: Synchronizer | None = None
+    cache: ChunkCache | bool | None = None
+    lock_timeout: float | None = None
+
+    @classmethod
+    def from_kwargs(cls, **kwargs: Any) -> ArrayOptions:
+        """Options from keyword arguments, validating the synchronizer and cache."""
+        options = cls(**kwargs)
+        return replace(options, synchronizer=as_synchronizer(options.synchronizer))
+
+    def resolve_cache(self) -> ChunkCache | None:
+        """The cache to use now (the process-wide one follows ``chunkflow.config``)."""
+        if self.cache is False:
+            return None
+        if isinstance(self.cache, ChunkCache):
+            return self.cache
+        if self.cache not in (None, True):
+            raise TypeError(f"cache must be None, True, False or a ChunkCache, got {self.cache!r}")
+        return get_cache() if config.get("cache_enabled") else None
+
+    def with_read_only(self, read_only: bool) -> ArrayOptions:
+        """A copy with ``read_only`` replaced."""
+        return replace(self, read_only=read_only)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # A private ChunkCache stays in its process; elsewhere the default cache serves.
+        state = dict(self.__dict__)
+        if isinstance(state["cache"], ChunkCache):
+            state["cache"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
+
+
+OPTION_NAMES = tuple(ArrayOptions.__dataclass_fields__)
