@@ -200,8 +200,10 @@ class ChunkIO:
         keep: ChunkCache | None = None
         if cache is not None:
             projections = self._read_cached(cache, projections, out)
+            if not projections:
+                return
             # A read larger than half the budget would only churn the cache.
-            if len(projections) * self._chunk_bytes <= cache.stats.max_bytes // 2:
+            if len(projections) * self._chunk_bytes <= cache.max_bytes // 2:
                 keep = cache
         map_groups(lambda group: self._read_group(group, out, keep), projections,
                    parallel=self._parallel)
