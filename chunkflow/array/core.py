@@ -15,7 +15,6 @@ from chunkflow.indexing import (
     CoordinateIndexer,
     MaskIndexer,
     OrthogonalIndexer,
-    is_basic_selection,
     is_mask_selection,
 )
 from chunkflow.metadata import ArrayMetadataV2
@@ -35,6 +34,7 @@ from chunkflow.array.nodes import (
 )
 from chunkflow.array.options import ArrayOptions
 from chunkflow.array.properties import ArrayProperties
+from chunkflow.array.selection import SelectionAccessor, has_ellipsis, selection_kind
 from chunkflow.array.values import copy_from_source, is_chunked_source, prepare_value
 
 __all__ = ["Array"]
@@ -198,7 +198,7 @@ class Array(ArrayProperties):
     # -- reading ---------------------------------------------------------------
 
     def __getitem__(self, selection: Any) -> Any:
-        kind = _selection_kind(selection, self.ndim)
+        kind = selection_kind(selection, self.ndim)
         if kind == "basic":
             return self.get_basic_selection(selection)
         if kind == "mask":
@@ -210,7 +210,7 @@ class Array(ArrayProperties):
     def get_basic_selection(self, selection: Any = Ellipsis) -> Any:
         """Read integers, slices (any step) and Ellipsis, like numpy basic indexing."""
         result = self._read(BasicIndexer(selection, self._io.grid))
-        if result.ndim == 0 and not _has_ellipsis(selection):
+        if result.ndim == 0 and not has_ellipsis(selection):
             return result[()]
         return result
 
@@ -273,15 +273,15 @@ class Array(ArrayProperties):
             yield from self[start:start + step]
 
     @property
-    def oindex(self) -> _SelectionAccessor:
+    def oindex(self) -> SelectionAccessor:
         """Orthogonal selection: ``z.oindex[[0, 2], 1:5]``."""
-        return _SelectionAccessor(self, self.get_orthogonal_selection,
-                                  self.set_orthogonal_selection)
+        return SelectionAccessor(self.get_orthogonal_selection,
+                                 self.set_orthogonal_selection)
 
     @property
-    def vindex(self) -> _SelectionAccessor:
+    def vindex(self) -> SelectionAccessor:
         """Coordinate or mask selection: ``z.vindex[[0, 2], [1, 5]]``."""
-        return _SelectionAccessor(self, self._get_vindex, self._set_vindex)
+        return SelectionAccessor(self._get_vindex, self._set_vindex)
 
     def _get_vindex(self, selection: Any) -> np.ndarray:
         if is_mask_selection(selection, self.ndim):
@@ -297,7 +297,7 @@ class Array(ArrayProperties):
     # -- writing ---------------------------------------------------------------
 
     def __setitem__(self, selection: Any, value: Any) -> None:
-        kind = _selection_kind(selection, self.ndim)
+        kind = selection_kind(selection, self.ndim)
         if kind == "basic":
             self.set_basic_selection(selection, value)
         elif kind == "mask":
@@ -386,45 +386,3 @@ class Array(ArrayProperties):
         self._metadata = store_array_metadata(self._store, self._path, metadata,
                                               self._attrs.asdict())
         self._set_metadata(self._metadata)
-
-
-
-
-class _SelectionAccessor:
-    """``z.oindex[...]`` / ``z.vindex[...]``: item access routed to one selection kind."""
-
-    def __init__(self, array: Array, getter: Any, setter: Any) -> None:
-        self._array = array
-        self._getter = getter
-        self._setter = setter
-
-    def __getitem__(self, selection: Any) -> np.ndarray:
-        return self._getter(selection)
-
-    def __setitem__(self, selection: Any, value: Any) -> None:
-        self._setter(selection, value)
-
-
-def _has_ellipsis(selection: Any) -> bool:
-    if selection is Ellipsis:
-        return True
-    return isinstance(selection, tuple) and any(s is Ellipsis for s in selection)
-
-
-def _selection_kind(selection: Any, ndim: int) -> str:
-    """How ``z[selection]`` is interpreted, following zarr-python 3.
-
-    Basic selections are basic; a boolean array of the array's shape is a mask;
-    integer arrays for every dimension are coordinates; anything else is orthogonal.
-    """
-    if is_basic_selection(selection):
-        return "basic"
-    if is_mask_selection(selection, ndim):
-        return "mask"
-    parts = selection if isinstance(selection, tuple) else (selection,)
-    arrays = [np.asarray(p) for p in parts if isinstance(p, (list, np.ndarray))]
-    if len(parts) == ndim and len(arrays) == ndim > 1 and all(
-        a.dtype.kind in "iu" for a in arrays
-    ):
-        return "coordinate"
-    return "orthogonal"
