@@ -35,35 +35,44 @@ from chunkflow.storage import (
     ZipStore,
 )
 
+from chunkflow.group import (
+    Group,
+    Tree,
+    consolidate_metadata,
+    group,
+    open_consolidated,
+    open_group,
+)
+from chunkflow.group import open_node as open  # noqa: A001 - zarr-python's name
+from chunkflow.group.convenience import (
+    copy,
+    copy_all,
+    copy_store,
+    load,
+    save,
+    save_array,
+    save_group,
+)
 from chunkflow.sync import DistributedSynchronizer, ProcessSynchronizer, ThreadSynchronizer
 
 __version__ = "0.1.0"
 
 
-def open(store=None, mode: str = "a", **kwargs):  # noqa: A001 - zarr-python's name
-    """Open an array (or, for now, create one when ``shape`` is given).
-
-    Parameters
-    ----------
-    store : str, os.PathLike, Store, MutableMapping or None
-        Where the array lives.
-    mode : {"r", "r+", "a", "w", "w-"}
-        As in zarr-python.
-    **kwargs
-        ``path``, ``storage_options`` and creation arguments (``shape``, ``dtype``...).
-
-    Examples
-    --------
-    >>> z = open(mode="w", shape=(3,), dtype="i1")
-    >>> z[:] = 5
-    >>> z[:]
-    array([5, 5, 5], dtype=int8)
-    """
-    return open_array(store, mode=mode, **kwargs)
-
-
 __all__ = [
     "Array",
+    "Group",
+    "Tree",
+    "consolidate_metadata",
+    "copy",
+    "copy_all",
+    "copy_store",
+    "group",
+    "load",
+    "open_consolidated",
+    "open_group",
+    "save",
+    "save_array",
+    "save_group",
     "ChunkCache",
     "DistributedSynchronizer",
     "ProcessSynchronizer",

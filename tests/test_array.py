@@ -12,6 +12,7 @@ import zict
 import chunkflow
 from chunkflow.errors import (
     ArrayNotFoundError,
+    NodeNotFoundError,
     ContainsArrayError,
     ReadOnlyError,
 )
@@ -47,10 +48,10 @@ def test_open_like_and_default_chunks(tmp_path) -> None:
 
 def test_modes(tmp_path) -> None:
     path = str(tmp_path / "a.zarr")
-    with pytest.raises(ArrayNotFoundError):
+    with pytest.raises(NodeNotFoundError):  # open() looks for an array or a group
         chunkflow.open(path, mode="r")
     with pytest.raises(ArrayNotFoundError):
-        chunkflow.open(path, mode="r+")
+        chunkflow.open_array(path, mode="r+")
     z = chunkflow.open(path, mode="w-", shape=(4,), chunks=(2,), dtype="i2")
     z[:] = [1, 2, 3, 4]
     with pytest.raises(ContainsArrayError):

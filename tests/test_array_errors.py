@@ -146,4 +146,4 @@ def test_unsafe_keys_refused() -> None:
 
 def test_missing_array() -> None:
     with pytest.raises(ArrayNotFoundError, match="nothing"):
-        chunkflow.open(MemoryStore(), mode="r", path="nothing")
+        chunkflow.open_array(MemoryStore(), mode="r", path="nothing")

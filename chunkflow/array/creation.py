@@ -15,7 +15,12 @@ from chunkflow.errors import ArrayNotFoundError, ContainsArrayError, ContainsGro
 from chunkflow.storage import make_store
 
 from chunkflow.array.core import Array
-from chunkflow.array.nodes import node_kind, normalize_path, store_array_metadata
+from chunkflow.array.nodes import (
+    ensure_ancestor_groups,
+    node_kind,
+    normalize_path,
+    store_array_metadata,
+)
 from chunkflow.array.options import ArrayOptions
 from chunkflow.array.spec import DEFAULT, build_metadata
 from chunkflow.array.values import is_chunked_source
@@ -132,6 +137,7 @@ def create(
         )
     if overwrite:
         resolved.delete_prefix(node_path)
+    ensure_ancestor_groups(resolved, node_path, metadata.zarr_format)
     stored = store_array_metadata(resolved, node_path, metadata, dict(attributes or {}))
     array = Array._from_metadata(resolved, node_path, stored, dict(attributes or {}), options)
     if overwrite:

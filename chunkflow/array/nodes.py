@@ -10,12 +10,12 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from chunkflow.errors import ArrayNotFoundError, MetadataError
+from chunkflow.errors import ArrayNotFoundError, ContainsArrayError, MetadataError
 from chunkflow.metadata import (
     ArrayMetadataV2,
     ArrayMetadataV3,
+    GroupMetadataV2,
     GroupMetadataV3,
-    dump_json_document,
     load_json_document,
     parse_zarr_json,
 )
@@ -33,6 +33,8 @@ __all__ = [
     "load_array_metadata",
     "store_array_metadata",
     "normalize_attributes",
+    "dump_node_document",
+    "ensure_ancestor_groups",
 ]
 
 ZARR_JSON = "zarr.json"
@@ -127,14 +129,14 @@ def store_array_metadata(
     attributes = normalize_attributes(attributes, path)
     if isinstance(metadata, ArrayMetadataV3):
         metadata = metadata.with_attributes(dict(attributes))
-        store[join_path(path, ZARR_JSON)] = metadata.to_bytes()
+        store[join_path(path, ZARR_JSON)] = dump_node_document(metadata.to_dict())
         return metadata
     docs = {join_path(path, ZARRAY): metadata.to_bytes()}
     if attributes:
-        docs[join_path(path, ZATTRS)] = dump_json_document(dict(attributes))
+        docs[join_path(path, ZATTRS)] = dump_node_document(dict(attributes))
     zattrs = join_path(path, ZATTRS)
     if not attributes and zattrs in store and not getattr(store, "supports_deletes", True):
-        docs[zattrs] = dump_json_document({})
+        docs[zattrs] = dump_node_document({})
     store.set_many(docs)
     if not attributes and zattrs not in docs:
         store.delete_many([zattrs])
@@ -164,6 +166,84 @@ def normalize_attributes(attributes: dict[str, Any], path: str) -> dict[str, Any
         raise MetadataError(
             f"node {path or '/'!r}: attributes must be JSON-serializable: {err}"
         ) from None
+
+
+def dump_node_document(doc: dict[str, Any]) -> bytes:
+    """Serialize a node document whose user attributes may hold NaN or infinities.
+
+    zarr-python 3 writes such attribute values as the bare JSON tokens ``NaN``,
+    ``Infinity`` and ``-Infinity`` (in ``.zattrs`` and in ``zarr.json``) and reads
+    them back as floats; doing the same keeps both directions round-tripping.
+    Metadata fields never hold them: fill values are encoded as strings before.
+
+    Examples
+    --------
+    >>> dump_node_document({"a": float("nan"), "b": [float("-inf")]})
+    b'{\\n    "a": NaN,\\n    "b": [\\n        -Infinity\\n    ]\\n}'
+    """
+    try:
+        text = json.dumps(doc, indent=4, ensure_ascii=False, allow_nan=True, default=_plain)
+    except (TypeError, ValueError) as err:
+        raise MetadataError(f"cannot serialize metadata document: {err}") from err
+    return text.encode("utf-8")
+
+
+def ensure_ancestor_groups(store: Store, path: str, zarr_format: int) -> None:
+    """Write a group document in every ancestor of ``path`` that holds no node.
+
+    Ancestors are the root and every prefix of ``path`` (not ``path`` itself); an
+    existing group of either format is kept as it is. All candidate documents are
+    read in one batch and the missing ones written in one batch.
+
+    Raises
+    ------
+    ContainsArrayError
+        When an ancestor is an array (an array cannot hold children).
+
+    Examples
+    --------
+    >>> from chunkflow.storage import MemoryStore
+    >>> store = MemoryStore()
+    >>> ensure_ancestor_groups(store, "a/b/c", 2)
+    >>> sorted(store)
+    ['.zgroup', 'a/.zgroup', 'a/b/.zgroup']
+    """
+    if not path:
+        return
+    parts = path.split("/")
+    ancestors = ["/".join(parts[:i]) for i in range(len(parts))]
+    names = (ZARR_JSON, ZARRAY, ZGROUP)
+    found = store.get_many([join_path(a, n) for a in ancestors for n in names])
+    missing: dict[str, bytes] = {}
+    for ancestor in ancestors:
+        json_key, zarray_key, zgroup_key = (join_path(ancestor, n) for n in names)
+        is_array = zarray_key in found or (
+            json_key in found
+            and not isinstance(parse_zarr_json(bytes(found[json_key]), ancestor), GroupMetadataV3)
+        )
+        if is_array:
+            raise ContainsArrayError(
+                f"cannot create node {path!r} in {store!r}: its ancestor {ancestor or '/'!r} "
+                f"is an array, expected a group or nothing"
+            )
+        if json_key in found or zgroup_key in found:
+            continue
+        if zarr_format == 2:
+            missing[zgroup_key] = GroupMetadataV2().to_bytes()
+        else:
+            missing[json_key] = GroupMetadataV3().to_bytes()
+    if missing:
+        store.set_many(missing)
+
+
+def _plain(value: Any) -> Any:
+    # numcodecs configs and attributes may carry numpy values and tuples.
+    if isinstance(value, (tuple, set, frozenset)):
+        return list(value)
+    tolist = getattr(value, "tolist", None)
+    if tolist is not None:
+        return tolist()
+    raise TypeError(f"{value!r} of type {type(value).__name__} is not JSON-serializable")
 
 
 def _refuse(value: Any) -> Any:

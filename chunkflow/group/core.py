@@ -1,0 +1,495 @@
+"""The :class:`Group`: a node holding arrays and groups, with attributes."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any, Callable
+
+import numpy as np
+
+from chunkflow.errors import (
+    ContainsArrayError,
+    ContainsGroupError,
+    DtypeMismatchError,
+    GroupNotFoundError,
+    ReadOnlyError,
+    ShapeMismatchError,
+)
+from chunkflow.storage import Store, make_store
+
+from chunkflow.array import Array
+from chunkflow.array import creation
+from chunkflow.array.attrs import Attributes
+from chunkflow.array.info import InfoReport
+from chunkflow.array.nodes import (
+    ZARR_JSON,
+    ZGROUP,
+    ensure_ancestor_groups,
+    join_path,
+    normalize_attributes,
+    normalize_path,
+)
+from chunkflow.array.options import ArrayOptions
+from chunkflow.group.documents import (
+    NodeRecord,
+    fetch_nodes,
+    forget_cached_under,
+    parse_node,
+    write_group,
+)
+from chunkflow.group.index import ConsolidatedIndex
+from chunkflow.group.tree import Tree
+
+__all__ = ["Group"]
+
+
+class Group:
+    """A group of a Zarr hierarchy: a mapping of names to arrays and groups.
+
+    Open one with :func:`chunkflow.open_group` or :func:`chunkflow.group`, or
+    directly as ``Group(store, path)``.
+
+    Parameters
+    ----------
+    store : str, os.PathLike, Store or MutableMapping
+        Where the hierarchy lives.
+    path : str, optional
+        The group's path inside the store (``""``: the root).
+    read_only : bool
+        Refuse every change to the group and to the nodes opened through it.
+    storage_options : dict, optional
+        fsspec options, for URLs.
+    synchronizer, cache : optional
+        Passed to every array opened or created through the group.
+
+    Examples
+    --------
+    >>> from chunkflow import group as cg_group
+    >>> root = cg_group()
+    >>> sub = root.create_group("images", attributes={"kind": "raw"})
+    >>> z = sub.zeros("frame", shape=(4, 4), chunks=(2, 2), dtype="u1")
+    >>> sorted(root), root["images/frame"].shape, dict(root["images"].attrs)
+    (['images'], (4, 4), {'kind': 'raw'})
+    """
+
+    def __init__(
+        self,
+        store: Any,
+        path: str | None = "",
+        *,
+        read_only: bool = False,
+        storage_options: dict[str, Any] | None = None,
+        synchronizer: Any = None,
+        cache: Any = None,
+    ) -> None:
+        resolved = make_store(store, mode="r" if read_only else "a",
+                              storage_options=storage_options)
+        node_path = normalize_path(path)
+        record = parse_node(fetch_nodes(resolved, [node_path]), node_path)
+        if record is None or record.kind != "group":
+            found = "an array" if record is not None else "nothing"
+            raise GroupNotFoundError(
+                f"no group at path {node_path or '/'!r} in {resolved!r}: found {found}, "
+                f"expected a zarr.json group or a .zgroup"
+            )
+        self._setup(resolved, record, read_only, synchronizer, cache, None)
+
+    @classmethod
+    def _from_record(
+        cls, store: Store, record: NodeRecord, read_only: bool, synchronizer: Any, cache: Any,
+        index: ConsolidatedIndex | None = None,
+    ) -> Group:
+        """A Group over an already-read record (no store read)."""
+        group = cls.__new__(cls)
+        group._setup(store, record, read_only, synchronizer, cache, index)
+        return group
+
+    def _setup(
+        self, store: Store, record: NodeRecord, read_only: bool, synchronizer: Any, cache: Any,
+        index: ConsolidatedIndex | None,
+    ) -> None:
+        self._store = store
+        self._path = record.path
+        self._zarr_format = record.zarr_format
+        self._metadata = record.metadata
+        self._read_only = bool(read_only or store.read_only)
+        self._synchronizer = synchronizer
+        self._cache = cache
+        self._index = index
+        self._attrs = Attributes(record.attributes, self._persist_attributes, self._path,
+                                 read_only=self._read_only)
+
+    # -- properties --------------------------------------------------------------
+
+    @property
+    def store(self) -> Store:
+        """The store holding the hierarchy."""
+        return self._store
+
+    @property
+    def path(self) -> str:
+        """Path of the group inside the store (``""`` for the root)."""
+        return self._path
+
+    @property
+    def name(self) -> str:
+        """Absolute name of the group, ``"/"`` for the root, ``"/a/b"`` below."""
+        return "/" + self._path
+
+    @property
+    def basename(self) -> str:
+        """Last component of :attr:`name` (``""`` for the root)."""
+        return self._path.rpartition("/")[2]
+
+    @property
+    def zarr_format(self) -> int:
+        """2 or 3."""
+        return self._zarr_format
+
+    @property
+    def read_only(self) -> bool:
+        """Whether changes are refused."""
+        return self._read_only
+
+    @property
+    def attrs(self) -> Attributes:
+        """User attributes, persisted on every change."""
+        return self._attrs
+
+    @property
+    def info(self) -> InfoReport:
+        """A report of name, format, store and members."""
+        members = dict(self.members())
+        arrays = [name for name, node in members.items() if isinstance(node, Array)]
+        groups = [name for name in members if name not in arrays]
+        rows = [
+            ("Type", "Group"),
+            ("Name", self.name),
+            ("Zarr format", str(self.zarr_format)),
+            ("Read-only", str(self.read_only)),
+            ("Store type", type(self._store).__name__),
+            ("No. members", str(len(members))),
+            ("No. arrays", str(len(arrays))),
+            ("No. groups", str(len(groups))),
+        ]
+        if arrays:
+            rows.append(("Arrays", ", ".join(arrays)))
+        if groups:
+            rows.append(("Groups", ", ".join(groups)))
+        return InfoReport(rows)
+
+    # -- reading members ---------------------------------------------------------
+
+    def _child_path(self, name: str) -> str:
+        relative = normalize_path(name)
+        if not relative:
+            raise KeyError(f"group {self.name!r}: a member name must not be empty, got {name!r}")
+        return join_path(self._path, relative)
+
+    def _live_index(self) -> ConsolidatedIndex | None:
+        return self._index if self._index is not None and not self._index.stale else None
+
+    def _node(self, record: NodeRecord) -> Array | Group:
+        if record.kind == "group":
+            return Group._from_record(self._store, record, self._read_only, self._synchronizer,
+                                      self._cache, self._live_index())
+        options = ArrayOptions.from_kwargs(read_only=self._read_only,
+                                           synchronizer=self._synchronizer, cache=self._cache)
+        return Array._from_metadata(self._store, record.path, record.metadata,  # type: ignore[arg-type]
+                                    dict(record.attributes), options)
+
+    def _record(self, path: str) -> NodeRecord | None:
+        index = self._live_index()
+        if index is not None:
+            return index.get(path)
+        return parse_node(fetch_nodes(self._store, [path]), path, self._zarr_format)
+
+    def _member_records(self) -> dict[str, NodeRecord]:
+        index = self._live_index()
+        if index is not None:
+            return index.children(self._path)
+        _, subs = self._store.list_dir(self._path)
+        paths = [join_path(self._path, sub) for sub in subs]
+        found = fetch_nodes(self._store, paths)
+        records = {}
+        for sub, path in zip(subs, paths):
+            record = parse_node(found, path, self._zarr_format)
+            if record is not None:
+                records[sub] = record
+        return dict(sorted(records.items()))
+
+    def __getitem__(self, name: str) -> Array | Group:
+        path = self._child_path(name)
+        record = self._record(path)
+        if record is None:
+            raise KeyError(f"group {self.name!r} has no member {name!r} (path {path!r} in "
+                           f"{self._store!r} holds no v{self._zarr_format} array or group)")
+        return self._node(record)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """The member ``name``, or ``default`` when there is none."""
+        try:
+            return self[name]
+        except KeyError:
+            return default
+
+    def __contains__(self, name: object) -> bool:
+        if not isinstance(name, str) or not normalize_path(name):
+            return False
+        return self._record(self._child_path(name)) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._member_records())
+
+    def __len__(self) -> int:
+        return len(self._member_records())
+
+    def keys(self) -> list[str]:
+        """Names of the members, sorted."""
+        return list(self._member_records())
+
+    def members(self) -> Iterator[tuple[str, Array | Group]]:
+        """``(name, node)`` of every member, sorted by name (one batched read)."""
+        for name, record in self._member_records().items():
+            yield name, self._node(record)
+
+    def arrays(self) -> Iterator[tuple[str, Array]]:
+        """``(name, array)`` of the member arrays."""
+        for name, record in self._member_records().items():
+            if record.kind == "array":
+                yield name, self._node(record)  # type: ignore[misc]
+
+    def groups(self) -> Iterator[tuple[str, Group]]:
+        """``(name, group)`` of the member groups."""
+        for name, record in self._member_records().items():
+            if record.kind == "group":
+                yield name, self._node(record)  # type: ignore[misc]
+
+    def array_keys(self) -> list[str]:
+        """Names of the member arrays."""
+        return [name for name, _ in self.arrays()]
+
+    def group_keys(self) -> list[str]:
+        """Names of the member groups."""
+        return [name for name, _ in self.groups()]
+
+    def tree(self, level: int | None = None) -> Tree:
+        """The hierarchy below this group, printable as text or shown as HTML.
+
+        Examples
+        --------
+        >>> from chunkflow import group as cg_group
+        >>> root = cg_group()
+        >>> _ = root.zeros("array_2D", shape=(1000, 1000), dtype="f8")
+        >>> _ = root.create_group("group_1").create_group("inner")
+        >>> root.tree()
+        /
+        ├── array_2D (1000, 1000) float64
+        └── group_1
+            └── inner
+        """
+        return Tree(self, level)
+
+    # -- changing ----------------------------------------------------------------
+
+    def _check_writable(self) -> None:
+        if self._read_only:
+            raise ReadOnlyError(f"group {self.name!r} in {self._store!r} is read-only")
+
+    def _changed(self) -> None:
+        # A consolidated snapshot no longer describes the store: every group that
+        # shares it reads the store again.
+        if self._index is not None:
+            self._index.stale = True
+
+    def _lock(self) -> Any:
+        if self._synchronizer is None:
+            return contextlib.nullcontext()
+        key = join_path(self._path, ZARR_JSON if self._zarr_format == 3 else ZGROUP)
+        return self._synchronizer.lock(key)
+
+    def _persist_attributes(self, change: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
+        with self._lock():
+            current = self._attrs.asdict()
+            if self._synchronizer is not None:
+                fresh = parse_node(fetch_nodes(self._store, [self._path]), self._path,
+                                   self._zarr_format)
+                current = dict(fresh.attributes) if fresh is not None else current
+            new = normalize_attributes(change(current), self._path)
+            consolidated = getattr(self._metadata, "consolidated_metadata", None)
+            self._metadata = write_group(self._store, self._path, self._zarr_format, new,
+                                         consolidated, attributes_only=True)
+        return new
+
+    def _refuse_existing(self, path: str, overwrite: bool) -> None:
+        record = parse_node(fetch_nodes(self._store, [path]), path)
+        if record is None:
+            return
+        if not overwrite:
+            error = ContainsArrayError if record.kind == "array" else ContainsGroupError
+            raise error(f"{record.kind} already exists at path {path!r} in {self._store!r}; "
+                        f"pass overwrite=True to replace it")
+        self._delete_path(path)
+
+    def _delete_path(self, path: str) -> None:
+        keys = list(self._store.list_prefix(path))
+        self._store.delete_prefix(path)
+        forget_cached_under(self._store, keys, self._cache)
+
+    def create_group(self, name: str, *, overwrite: bool = False,
+                     attributes: dict[str, Any] | None = None) -> Group:
+        """Create the group ``name`` (and every missing group above it).
+
+        Raises
+        ------
+        ContainsArrayError, ContainsGroupError
+            When a node exists at the path and ``overwrite`` is false.
+        """
+        self._check_writable()
+        path = self._child_path(name)
+        attributes = normalize_attributes(dict(attributes or {}), path)
+        self._refuse_existing(path, overwrite)
+        self._changed()
+        ensure_ancestor_groups(self._store, path, self._zarr_format)
+        meta = write_group(self._store, path, self._zarr_format, attributes)
+        record = NodeRecord(path, "group", self._zarr_format, meta, attributes, {})
+        return Group._from_record(self._store, record, self._read_only, self._synchronizer,
+                                  self._cache)
+
+    def require_group(self, name: str, *, overwrite: bool = False) -> Group:
+        """Open the group ``name``, creating it when it does not exist."""
+        path = self._child_path(name)
+        record = parse_node(fetch_nodes(self._store, [path]), path)
+        if record is None or overwrite:
+            return self.create_group(name, overwrite=overwrite)
+        if record.kind == "array":
+            raise ContainsArrayError(f"path {path!r} in {self._store!r} holds an array, "
+                                     f"expected a group")
+        return self._node(record)  # type: ignore[return-value]
+
+    def create_array(self, name: str, *, shape: Any = None, dtype: Any = None, data: Any = None,
+                     chunks: Any = True, overwrite: bool = False, **create_kwargs: Any) -> Array:
+        """Create the array ``name``; with ``data=``, its shape, dtype and values.
+
+        Extra arguments go to :func:`chunkflow.create` (``fill_value``, ``compressor``...).
+
+        Examples
+        --------
+        >>> import numpy as np; from chunkflow import group as cg_group
+        >>> z = cg_group().create_array("x", data=np.arange(6).reshape(2, 3), chunks=(1, 3))
+        >>> z[1]
+        array([3, 4, 5])
+        """
+        self._check_writable()
+        path = self._child_path(name)
+        kwargs: dict[str, Any] = {"zarr_format": self._zarr_format,
+                                  "synchronizer": self._synchronizer, "cache": self._cache,
+                                  **create_kwargs}
+        if dtype is not None:
+            kwargs["dtype"] = dtype
+        if chunks is not True:
+            kwargs["chunks"] = chunks
+        self._changed()
+        if data is not None:
+            if shape is not None and tuple(np.atleast_1d(shape)) != tuple(data.shape):
+                raise ShapeMismatchError(f"array {path!r}: shape={shape!r} does not match the "
+                                         f"shape {tuple(data.shape)} of data")
+            return creation.array(data, store=self._store, path=path, overwrite=overwrite,
+                                  **kwargs)
+        if shape is None:
+            raise TypeError(f"array {path!r}: pass shape= (or data=) to create an array")
+        return creation.create(shape, store=self._store, path=path, overwrite=overwrite,
+                               **kwargs)
+
+    create_dataset = create_array
+
+    def require_array(self, name: str, *, shape: Any, dtype: Any = "f8", exact: bool = False,
+                      **kwargs: Any) -> Array:
+        """Open the array ``name`` if its shape and dtype fit, else create it.
+
+        ``exact=False`` accepts a stored dtype that ``dtype`` casts to safely.
+        """
+        path = self._child_path(name)
+        record = parse_node(fetch_nodes(self._store, [path]), path)
+        if record is None:
+            return self.create_array(name, shape=shape, dtype=dtype, **kwargs)
+        if record.kind == "group":
+            raise ContainsGroupError(f"path {path!r} in {self._store!r} holds a group, "
+                                     f"expected an array")
+        array: Array = self._node(record)  # type: ignore[assignment]
+        wanted = tuple(int(n) for n in np.atleast_1d(shape)) if shape != () else ()
+        if array.shape != wanted:
+            raise ShapeMismatchError(f"array {path!r} has shape {array.shape}, expected {wanted}")
+        ok = array.dtype == np.dtype(dtype) if exact else np.can_cast(np.dtype(dtype), array.dtype)
+        if not ok:
+            raise DtypeMismatchError(f"array {path!r} has dtype {array.dtype}, which "
+                                     f"{'differs from' if exact else 'cannot hold'} {dtype!r}")
+        return array
+
+    require_dataset = require_array
+
+    def zeros(self, name: str, **kwargs: Any) -> Array:
+        """Create an array of zeros."""
+        return self.create_array(name, fill_value=0, **kwargs)
+
+    def ones(self, name: str, **kwargs: Any) -> Array:
+        """Create an array of ones."""
+        return self.create_array(name, fill_value=1, **kwargs)
+
+    def empty(self, name: str, **kwargs: Any) -> Array:
+        """Create an array to be written later."""
+        return self.create_array(name, **kwargs)
+
+    def full(self, name: str, fill_value: Any, **kwargs: Any) -> Array:
+        """Create an array filled with ``fill_value``."""
+        return self.create_array(name, fill_value=fill_value, **kwargs)
+
+    def array(self, name: str, data: Any, **kwargs: Any) -> Array:
+        """Create an array holding ``data``."""
+        if not hasattr(data, "shape"):
+            data = np.asarray(data)
+        return self.create_array(name, data=data, **kwargs)
+
+    def __delitem__(self, name: str) -> None:
+        self._check_writable()
+        path = self._child_path(name)
+        if self._record(path) is None:
+            raise KeyError(f"group {self.name!r} has no member {name!r} to delete")
+        self._changed()
+        self._delete_path(path)
+
+    def move(self, source: str, dest: str) -> None:
+        """Move the node ``source`` (every key below it) to ``dest``.
+
+        Raises
+        ------
+        KeyError
+            When ``source`` holds no node.
+        ContainsArrayError, ContainsGroupError
+            When ``dest`` holds a node already.
+        """
+        self._check_writable()
+        src, dst = self._child_path(source), self._child_path(dest)
+        if parse_node(fetch_nodes(self._store, [src]), src) is None:
+            raise KeyError(f"group {self.name!r}: nothing to move at {src!r} in {self._store!r}")
+        if dst == src or dst.startswith(src + "/"):
+            raise ValueError(f"cannot move {src!r} into itself ({dst!r})")
+        self._refuse_existing(dst, overwrite=False)
+        self._changed()
+        keys = list(self._store.list_prefix(src))
+        values = self._store.get_many(keys)
+        ensure_ancestor_groups(self._store, dst, self._zarr_format)
+        self._store.set_many({dst + key[len(src):]: value for key, value in values.items()})
+        self._store.delete_many(keys)
+        forget_cached_under(self._store, keys, self._cache)
+
+    def __repr__(self) -> str:
+        return f"<chunkflow.Group {self.name} zarr_format={self.zarr_format}>"
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, Group) and other._store == self._store
+                and other._path == self._path)
+
+    def __hash__(self) -> int:
+        return hash((self._store, self._path))
