@@ -390,3 +390,15 @@ def test_codec_overrides_replace_the_source_codecs(zarr_format: int) -> None:
     copy(source, dest, "raw", compressor=None)
     assert dest["raw"].compressor is None
     np.testing.assert_array_equal(dest["raw"][:], source[:])
+
+
+def test_copies_to_a_zip_path_leave_a_valid_zip(tmp_path) -> None:
+    # A destination given as a path is opened, and closed, by the copy itself.
+    src = chunkflow.group(str(tmp_path / "src.zarr"))
+    src.create_array("a/x", data=np.arange(12).reshape(3, 4), chunks=(2, 2))
+    assert chunkflow.copy_all(src, str(tmp_path / "all.zip"), zarr_format=2)[0] == 2
+    assert chunkflow.open(str(tmp_path / "all.zip"), mode="r")["a/x"][2, 3] == 11
+    assert chunkflow.copy(src["a/x"], str(tmp_path / "one.zip"), "x")[0] == 1
+    assert chunkflow.open(str(tmp_path / "one.zip"), mode="r")["x"][1, 1] == 5
+    chunkflow.copy_store(str(tmp_path / "src.zarr"), str(tmp_path / "raw.zip"))
+    assert chunkflow.open(str(tmp_path / "raw.zip"), mode="r")["a/x"][0, 1] == 1

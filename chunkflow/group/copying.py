@@ -10,6 +10,8 @@ n_bytes_copied)``.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Literal
@@ -100,7 +102,14 @@ def copy(
     (3, 'm', 9)
     """
     _check_if_exists(if_exists)
-    dest = _as_group(dest, zarr_format, source)
+    with _closing_if_opened(dest, _as_group(dest, zarr_format, source)) as group:
+        return _copy_into(source, group, name, shallow=shallow, without_attrs=without_attrs,
+                          if_exists=if_exists, zarr_format=zarr_format, **create_kwargs)
+
+
+def _copy_into(source: Any, dest: Group, name: str | None, *, shallow: bool,
+               without_attrs: bool, if_exists: IfExists, zarr_format: int | None,
+               **create_kwargs: Any) -> tuple[int, int, int]:
     if zarr_format is not None and zarr_format != dest.zarr_format:
         raise ValueError(
             f"zarr_format={zarr_format} differs from the destination group {dest.name!r}, which "
@@ -148,16 +157,18 @@ def copy_all(
     attrs = {} if without_attrs else dict(source.attrs)
     # A group opened here is created with the attributes at once: a zip store cannot
     # rewrite its metadata document without growing.
-    dest = _as_group(dest, zarr_format, source, attributes=attrs)
-    totals = [0, 0, 0]
-    for member_name, member in source.members():
-        if shallow and not isinstance(member, Array):
-            continue
-        counts = copy(member, dest, member_name, shallow=shallow, without_attrs=without_attrs,
-                      if_exists=if_exists, zarr_format=zarr_format, **create_kwargs)
-        totals = [t + c for t, c in zip(totals, counts)]
-    if any(dest.attrs.get(key, _MISSING) != value for key, value in attrs.items()):
-        dest.attrs.update(attrs)
+    opened = _as_group(dest, zarr_format, source, attributes=attrs)
+    with _closing_if_opened(dest, opened) as group:
+        totals = [0, 0, 0]
+        for member_name, member in source.members():
+            if shallow and not isinstance(member, Array):
+                continue
+            counts = copy(member, group, member_name, shallow=shallow,
+                          without_attrs=without_attrs, if_exists=if_exists,
+                          zarr_format=zarr_format, **create_kwargs)
+            totals = [t + c for t, c in zip(totals, counts)]
+        if any(group.attrs.get(key, _MISSING) != value for key, value in attrs.items()):
+            group.attrs.update(attrs)
     return totals[0], totals[1], totals[2]
 
 
@@ -317,6 +328,10 @@ def copy_store(
         dst.set_many(batch)
         copied += len(batch)
         n_bytes += sum(len(value) for value in batch.values())
+    # Stores opened here from a path are closed here (a zip file is only valid then).
+    for given, store in ((source, src), (dest, dst)):
+        if isinstance(given, (str, os.PathLike)):
+            store.close()
     return copied, skipped, n_bytes
 
 
@@ -369,3 +384,14 @@ def _as_group(dest: Any, zarr_format: int | None, source: Any,
 
     fmt = zarr_format or getattr(source, "zarr_format", None) or 3
     return open_group(dest, mode="a", zarr_format=fmt, attributes=attributes or None)
+
+
+@contextlib.contextmanager
+def _closing_if_opened(given: Any, group: Group) -> Iterator[Group]:
+    """Yield ``group``; close its store afterwards if it was opened here from a path
+    (a zip file is only valid once closed); stores and groups passed in stay open."""
+    try:
+        yield group
+    finally:
+        if isinstance(given, (str, os.PathLike)):
+            group.store.close()
