@@ -12,6 +12,7 @@ from chunkflow.codecs import compressor_of
 from chunkflow.metadata import ArrayMetadataV2
 
 from chunkflow.array.info import InfoReport, format_bytes
+from chunkflow.array.node import NodeProperties
 
 if TYPE_CHECKING:
     from chunkflow.array.attrs import Attributes
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 __all__ = ["ArrayProperties"]
 
 
-class ArrayProperties:
+class ArrayProperties(NodeProperties):
     """Mixin of :class:`chunkflow.Array` with everything that only describes it."""
 
     _metadata: ArrayMetadata
@@ -45,26 +46,6 @@ class ArrayProperties:
         return self._metadata.zarr_format
 
     @property
-    def store(self) -> Store:
-        """The store holding the array."""
-        return self._store
-
-    @property
-    def path(self) -> str:
-        """The array's path inside the store (``""`` for the root)."""
-        return self._path
-
-    @property
-    def name(self) -> str:
-        """The array's absolute name, like ``/a/b``."""
-        return "/" + self._path
-
-    @property
-    def basename(self) -> str:
-        """The last component of the name."""
-        return self._path.rsplit("/", 1)[-1]
-
-    @property
     def read_only(self) -> bool:
         """Whether writes are refused."""
         return self._options.read_only
@@ -83,11 +64,6 @@ class ArrayProperties:
     def options(self) -> ArrayOptions:
         """Per-handle options (read-only, empty chunks, pickle, locks, cache)."""
         return self._options
-
-    @property
-    def attrs(self) -> Attributes:
-        """User attributes, persisted as JSON on every change."""
-        return self._attrs
 
     @property
     def shape(self) -> tuple[int, ...]:

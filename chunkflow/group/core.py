@@ -6,20 +6,16 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any, Callable
 
-import numpy as np
 
 from chunkflow.errors import (
     ContainsArrayError,
     ContainsGroupError,
-    DtypeMismatchError,
     GroupNotFoundError,
     ReadOnlyError,
-    ShapeMismatchError,
 )
 from chunkflow.storage import Store, make_store
 
 from chunkflow.array import Array
-from chunkflow.array import creation
 from chunkflow.array.attrs import Attributes
 from chunkflow.array.info import InfoReport
 from chunkflow.array.nodes import (
@@ -30,6 +26,7 @@ from chunkflow.array.nodes import (
     normalize_attributes,
     normalize_path,
 )
+from chunkflow.array.node import NodeProperties
 from chunkflow.array.options import ArrayOptions
 from chunkflow.group.documents import (
     NodeRecord,
@@ -38,13 +35,14 @@ from chunkflow.group.documents import (
     parse_node,
     write_group,
 )
+from chunkflow.group.arrays import ArrayCreation
 from chunkflow.group.index import ConsolidatedIndex
 from chunkflow.group.tree import Tree
 
 __all__ = ["Group"]
 
 
-class Group:
+class Group(NodeProperties, ArrayCreation):
     """A group of a Zarr hierarchy: a mapping of names to arrays and groups.
 
     Open one with :func:`chunkflow.open_group` or :func:`chunkflow.group`, or
@@ -123,26 +121,6 @@ class Group:
     # -- properties --------------------------------------------------------------
 
     @property
-    def store(self) -> Store:
-        """The store holding the hierarchy."""
-        return self._store
-
-    @property
-    def path(self) -> str:
-        """Path of the group inside the store (``""`` for the root)."""
-        return self._path
-
-    @property
-    def name(self) -> str:
-        """Absolute name of the group, ``"/"`` for the root, ``"/a/b"`` below."""
-        return "/" + self._path
-
-    @property
-    def basename(self) -> str:
-        """Last component of :attr:`name` (``""`` for the root)."""
-        return self._path.rpartition("/")[2]
-
-    @property
     def zarr_format(self) -> int:
         """2 or 3."""
         return self._zarr_format
@@ -151,11 +129,6 @@ class Group:
     def read_only(self) -> bool:
         """Whether changes are refused."""
         return self._read_only
-
-    @property
-    def attrs(self) -> Attributes:
-        """User attributes, persisted on every change."""
-        return self._attrs
 
     @property
     def info(self) -> InfoReport:
@@ -367,89 +340,6 @@ class Group:
             raise ContainsArrayError(f"path {path!r} in {self._store!r} holds an array, "
                                      f"expected a group")
         return self._node(record)  # type: ignore[return-value]
-
-    def create_array(self, name: str, *, shape: Any = None, dtype: Any = None, data: Any = None,
-                     chunks: Any = True, overwrite: bool = False, **create_kwargs: Any) -> Array:
-        """Create the array ``name``; with ``data=``, its shape, dtype and values.
-
-        Extra arguments go to :func:`chunkflow.create` (``fill_value``, ``compressor``...).
-
-        Examples
-        --------
-        >>> import numpy as np; from chunkflow import group as cg_group
-        >>> z = cg_group().create_array("x", data=np.arange(6).reshape(2, 3), chunks=(1, 3))
-        >>> z[1]
-        array([3, 4, 5])
-        """
-        self._check_writable()
-        path = self._child_path(name)
-        kwargs: dict[str, Any] = {"zarr_format": self._zarr_format,
-                                  "synchronizer": self._synchronizer, "cache": self._cache,
-                                  **create_kwargs}
-        if dtype is not None:
-            kwargs["dtype"] = dtype
-        if chunks is not True:
-            kwargs["chunks"] = chunks
-        self._changed()
-        if data is not None:
-            if shape is not None and tuple(np.atleast_1d(shape)) != tuple(data.shape):
-                raise ShapeMismatchError(f"array {path!r}: shape={shape!r} does not match the "
-                                         f"shape {tuple(data.shape)} of data")
-            return creation.array(data, store=self._store, path=path, overwrite=overwrite,
-                                  **kwargs)
-        if shape is None:
-            raise TypeError(f"array {path!r}: pass shape= (or data=) to create an array")
-        return creation.create(shape, store=self._store, path=path, overwrite=overwrite,
-                               **kwargs)
-
-    create_dataset = create_array
-
-    def require_array(self, name: str, *, shape: Any, dtype: Any = "f8", exact: bool = False,
-                      **kwargs: Any) -> Array:
-        """Open the array ``name`` if its shape and dtype fit, else create it.
-
-        ``exact=False`` accepts a stored dtype that ``dtype`` casts to safely.
-        """
-        path = self._child_path(name)
-        record = parse_node(fetch_nodes(self._store, [path]), path)
-        if record is None:
-            return self.create_array(name, shape=shape, dtype=dtype, **kwargs)
-        if record.kind == "group":
-            raise ContainsGroupError(f"path {path!r} in {self._store!r} holds a group, "
-                                     f"expected an array")
-        array: Array = self._node(record)  # type: ignore[assignment]
-        wanted = tuple(int(n) for n in np.atleast_1d(shape)) if shape != () else ()
-        if array.shape != wanted:
-            raise ShapeMismatchError(f"array {path!r} has shape {array.shape}, expected {wanted}")
-        ok = array.dtype == np.dtype(dtype) if exact else np.can_cast(np.dtype(dtype), array.dtype)
-        if not ok:
-            raise DtypeMismatchError(f"array {path!r} has dtype {array.dtype}, which "
-                                     f"{'differs from' if exact else 'cannot hold'} {dtype!r}")
-        return array
-
-    require_dataset = require_array
-
-    def zeros(self, name: str, **kwargs: Any) -> Array:
-        """Create an array of zeros."""
-        return self.create_array(name, fill_value=0, **kwargs)
-
-    def ones(self, name: str, **kwargs: Any) -> Array:
-        """Create an array of ones."""
-        return self.create_array(name, fill_value=1, **kwargs)
-
-    def empty(self, name: str, **kwargs: Any) -> Array:
-        """Create an array to be written later."""
-        return self.create_array(name, **kwargs)
-
-    def full(self, name: str, fill_value: Any, **kwargs: Any) -> Array:
-        """Create an array filled with ``fill_value``."""
-        return self.create_array(name, fill_value=fill_value, **kwargs)
-
-    def array(self, name: str, data: Any, **kwargs: Any) -> Array:
-        """Create an array holding ``data``."""
-        if not hasattr(data, "shape"):
-            data = np.asarray(data)
-        return self.create_array(name, data=data, **kwargs)
 
     def __delitem__(self, name: str) -> None:
         self._check_writable()
