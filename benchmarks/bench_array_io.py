@@ -58,8 +58,10 @@ class ChunkflowCase:
     name = "chunkflow"
 
     def __init__(self, path: Path, shape, chunks) -> None:
+        # No decoded-chunk cache: repeated reads must measure reading, not cache hits
+        # (neither peer caches decoded chunks by default either).
         self.array = chunkflow.create(shape, chunks=chunks, dtype="uint16", store=str(path),
-                                      overwrite=True)
+                                      overwrite=True, cache=False)
 
     def write(self, data: np.ndarray) -> None:
         self.array[:] = data
