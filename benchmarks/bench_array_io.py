@@ -18,8 +18,9 @@ import argparse
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -139,9 +140,9 @@ def run(folder: Path, repeat: int) -> None:
         big_case = case_type(folder / f"{name}-big", big.shape, (1024, 1024))
         small_case = case_type(folder / f"{name}-small", small.shape, (64, 64))
         timings = {
-            "full write": best_of(repeat, lambda: big_case.write(big)),
+            "full write": best_of(repeat, partial(big_case.write, big)),
             "full read": best_of(repeat, big_case.read),
-            "column read": best_of(repeat, lambda: big_case.column(4000)),
+            "column read": best_of(repeat, partial(big_case.column, 4000)),
         }
         small_case.write(small)
         timings["small-chunk read"] = best_of(repeat, small_case.read)

@@ -53,6 +53,7 @@ from chunkflow.group.convenience import (
     save_array,
     save_group,
 )
+from chunkflow.graph import store
 from chunkflow.sync import DistributedSynchronizer, ProcessSynchronizer, ThreadSynchronizer
 
 __version__ = "0.1.0"
@@ -73,6 +74,7 @@ __all__ = [
     "save",
     "save_array",
     "save_group",
+    "store",
     "ChunkCache",
     "DistributedSynchronizer",
     "ProcessSynchronizer",
