@@ -49,6 +49,19 @@ def test_hits_misses_evictions_follow_lru_order() -> None:
     assert stats.hit_rate == 0.5
 
 
+def test_get_many_counts_like_get_and_reaches_the_compressed_tier() -> None:
+    cache = ChunkCache(max_bytes=2000, compressed_bytes=100_000)
+    for i in range(3):
+        cache.put(key(i), noisy(1000, i))  # 3 x 1000 bytes: key 0 moves to the second tier
+    found = cache.get_many([key(0), key(1), key(2), key(9)])
+    assert sorted(found) == [key(0), key(1), key(2)]
+    np.testing.assert_array_equal(found[key(0)], noisy(1000, 0))
+    assert all(not c.flags.writeable for c in found.values())
+    stats = cache.stats
+    assert (stats.hits, stats.misses, stats.compressed_hits) == (3, 1, 1)
+    assert stats.bytes <= 2000
+
+
 def test_replacing_a_key_does_not_double_count_bytes() -> None:
     cache = ChunkCache(max_bytes=1000)
     cache.put(key(0), chunk(100))

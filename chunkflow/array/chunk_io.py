@@ -37,6 +37,8 @@ __all__ = ["BATCH_BYTES", "ChunkIO", "is_all_fill"]
 
 #: Decoded bytes of the chunks fetched by one store call.
 BATCH_BYTES = 4 * 1024 * 1024
+#: Chunk keys remembered per array (see ChunkIO.key); a few MiB at most.
+_MAX_MEMO_KEYS = 65536
 
 
 def is_all_fill(chunk: np.ndarray, fill_value: np.generic) -> bool:
@@ -112,12 +114,20 @@ class ChunkIO:
         # holding 64 fetched 1 MiB chunks at once made reading 8x slower).
         self._batch = max(1, BATCH_BYTES // max(chunk_bytes, 1))
         self._cache_prefix = (self.store.identity, self.path)
+        self._keys: dict[tuple[int, ...], str] = {}
 
     # -- keys and single chunks --------------------------------------------------
 
     def key(self, coords: tuple[int, ...]) -> str:
         """The store key of the chunk at ``coords``."""
-        return self._prefix + self.key_encoding.encode(coords)
+        # Memoized: keys are built for every chunk of every read and write, and a dict
+        # lookup costs a fifth of encoding. Bounded, so huge grids cannot grow it forever.
+        key = self._keys.get(coords)
+        if key is None:
+            if len(self._keys) >= _MAX_MEMO_KEYS:
+                self._keys.clear()
+            key = self._keys[coords] = self._prefix + self.key_encoding.encode(coords)
+        return key
 
     def is_interior(self, coords: tuple[int, ...]) -> bool:
         """Whether the chunk lies wholly inside the array (not an edge chunk)."""
@@ -213,9 +223,13 @@ class ChunkIO:
     ) -> list[ChunkProjection]:
         """Serve cache hits into ``out``; return the projections still to read."""
         identity, path = self._cache_prefix
+        keys = [(identity, path, self.key(proj.chunk_coords)) for proj in projections]
+        found = cache.get_many(keys)
+        if not found:
+            return projections
         misses = []
-        for proj in projections:
-            chunk = cache.get((identity, path, self.key(proj.chunk_coords)))
+        for proj, key in zip(projections, keys):
+            chunk = found.get(key)
             if chunk is None:
                 misses.append(proj)
             else:

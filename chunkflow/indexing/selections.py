@@ -104,11 +104,19 @@ class _ProductIndexer:
     def __init__(self, dims: list[DimProjection], grid: RegularChunkGrid) -> None:
         self.grid = grid
         self._dims = dims
-        self.shape: tuple[int, ...] = tuple(d.length for d in dims if not d.dropped)
+        # One plain loop: this runs on every read and write, small ones included.
+        shape, drop_axes, nchunks, nfancy = [], [], 1, 0
+        for i, d in enumerate(dims):
+            if d.dropped:
+                drop_axes.append(i)
+            else:
+                shape.append(d.length)
+            nchunks *= len(d.chunk_indices)
+            nfancy += d.fancy
+        self.shape: tuple[int, ...] = tuple(shape)
         self.sel_shape: tuple[int, ...] = self.shape
-        self.drop_axes: tuple[int, ...] = tuple(i for i, d in enumerate(dims) if d.dropped)
-        self.nchunks: int = math.prod(len(d.chunk_indices) for d in dims)
-        nfancy = sum(d.fancy for d in dims)
+        self.drop_axes: tuple[int, ...] = tuple(drop_axes)
+        self.nchunks: int = nchunks
         # Several array indices (or one plus an integer, which numpy also treats as an
         # advanced index) would broadcast together instead of acting per axis.
         self._needs_ix = nfancy > 1 or (nfancy == 1 and bool(self.drop_axes))
