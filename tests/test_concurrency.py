@@ -156,6 +156,28 @@ def test_lock_timeout_raises_and_writes_nothing(tmp_path: Path) -> None:
     np.testing.assert_array_equal(chunkflow.open(str(tmp_path / "l.zarr"), cache=False)[:], 1)
 
 
+def test_group_attribute_lock_timeout_raises_and_changes_nothing(tmp_path: Path) -> None:
+    sync = ThreadSynchronizer()
+    root = chunkflow.group(str(tmp_path / "g.zarr"), synchronizer=sync, lock_timeout=0.2,
+                           attributes={"a": 1})
+    member = root.zeros("z", shape=(4,), chunks=(2,), dtype="i4")
+    assert member.options.lock_timeout == 0.2 and member.options.synchronizer is sync
+    errors: list[BaseException] = []
+
+    def update() -> None:
+        try:
+            root.attrs["a"] = 2
+        except LockTimeoutError as err:
+            errors.append(err)
+
+    with sync.lock("zarr.json"):  # the group's metadata lock, held by someone else
+        thread = threading.Thread(target=update)
+        thread.start()
+        thread.join(timeout=10)
+    assert len(errors) == 1 and "zarr.json" in str(errors[0])
+    assert dict(chunkflow.open_group(str(tmp_path / "g.zarr"), mode="r").attrs) == {"a": 1}
+
+
 def test_attributes_from_threads_all_land(tmp_path: Path) -> None:
     z = chunkflow.zeros(4, store=str(tmp_path / "attrs.zarr"), synchronizer="thread")
     threads = [threading.Thread(target=lambda i=i: z.attrs.update({f"k{i}": i}))

@@ -11,6 +11,7 @@ from chunkflow.errors import ContainsGroupError, DtypeMismatchError, ShapeMismat
 from chunkflow.array import Array
 from chunkflow.array import creation
 from chunkflow.group.documents import fetch_nodes, parse_node
+from chunkflow.group.options import MemberOptions
 
 if TYPE_CHECKING:
     from chunkflow.storage import Store
@@ -23,8 +24,7 @@ class ArrayCreation:
 
     _store: Store
     _zarr_format: int
-    _synchronizer: Any
-    _cache: Any
+    _member_options: MemberOptions
 
     def create_array(self, name: str, *, shape: Any = None, dtype: Any = None, data: Any = None,
                      chunks: Any = True, overwrite: bool = False, **create_kwargs: Any) -> Array:
@@ -42,8 +42,7 @@ class ArrayCreation:
         self._check_writable()
         path = self._child_path(name)
         kwargs: dict[str, Any] = {"zarr_format": self._zarr_format,
-                                  "synchronizer": self._synchronizer, "cache": self._cache,
-                                  **create_kwargs}
+                                  **self._member_options.array_kwargs(), **create_kwargs}
         if dtype is not None:
             kwargs["dtype"] = dtype
         if chunks is not True:

@@ -37,6 +37,7 @@ from chunkflow.group.documents import (
 )
 from chunkflow.group.arrays import ArrayCreation
 from chunkflow.group.index import ConsolidatedIndex
+from chunkflow.group.options import MemberOptions
 from chunkflow.group.tree import Tree
 
 __all__ = ["Group"]
@@ -58,8 +59,10 @@ class Group(NodeProperties, ArrayCreation):
         Refuse every change to the group and to the nodes opened through it.
     storage_options : dict, optional
         fsspec options, for URLs.
-    synchronizer, cache : optional
-        Passed to every array opened or created through the group.
+    synchronizer, cache, lock_timeout : optional
+        Passed to every array opened or created through the group; the group's own
+        attribute updates take the synchronizer's lock, waiting at most
+        ``lock_timeout`` seconds.
 
     Examples
     --------
@@ -80,6 +83,7 @@ class Group(NodeProperties, ArrayCreation):
         storage_options: dict[str, Any] | None = None,
         synchronizer: Any = None,
         cache: Any = None,
+        lock_timeout: float | None = None,
     ) -> None:
         resolved = make_store(store, mode="r" if read_only else "a",
                               storage_options=storage_options)
@@ -91,20 +95,21 @@ class Group(NodeProperties, ArrayCreation):
                 f"no group at path {node_path or '/'!r} in {resolved!r}: found {found}, "
                 f"expected a zarr.json group or a .zgroup"
             )
-        self._setup(resolved, record, read_only, synchronizer, cache, None)
+        self._setup(resolved, record, read_only,
+                    MemberOptions(synchronizer, cache, lock_timeout), None)
 
     @classmethod
     def _from_record(
-        cls, store: Store, record: NodeRecord, read_only: bool, synchronizer: Any, cache: Any,
+        cls, store: Store, record: NodeRecord, read_only: bool, options: MemberOptions,
         index: ConsolidatedIndex | None = None,
     ) -> Group:
         """A Group over an already-read record (no store read)."""
         group = cls.__new__(cls)
-        group._setup(store, record, read_only, synchronizer, cache, index)
+        group._setup(store, record, read_only, options, index)
         return group
 
     def _setup(
-        self, store: Store, record: NodeRecord, read_only: bool, synchronizer: Any, cache: Any,
+        self, store: Store, record: NodeRecord, read_only: bool, options: MemberOptions,
         index: ConsolidatedIndex | None,
     ) -> None:
         self._store = store
@@ -112,8 +117,7 @@ class Group(NodeProperties, ArrayCreation):
         self._zarr_format = record.zarr_format
         self._metadata = record.metadata
         self._read_only = bool(read_only or store.read_only)
-        self._synchronizer = synchronizer
-        self._cache = cache
+        self._member_options = options
         self._index = index
         self._attrs = Attributes(record.attributes, self._persist_attributes, self._path,
                                  read_only=self._read_only)
@@ -165,10 +169,10 @@ class Group(NodeProperties, ArrayCreation):
 
     def _node(self, record: NodeRecord) -> Array | Group:
         if record.kind == "group":
-            return Group._from_record(self._store, record, self._read_only, self._synchronizer,
-                                      self._cache, self._live_index())
+            return Group._from_record(self._store, record, self._read_only,
+                                      self._member_options, self._live_index())
         options = ArrayOptions.from_kwargs(read_only=self._read_only,
-                                           synchronizer=self._synchronizer, cache=self._cache)
+                                           **self._member_options.array_kwargs())
         return Array._from_metadata(self._store, record.path, record.metadata,  # type: ignore[arg-type]
                                     dict(record.attributes), options)
 
@@ -277,15 +281,16 @@ class Group(NodeProperties, ArrayCreation):
             self._index.stale = True
 
     def _lock(self) -> Any:
-        if self._synchronizer is None:
+        synchronizer = self._member_options.synchronizer
+        if synchronizer is None:
             return contextlib.nullcontext()
         key = join_path(self._path, ZARR_JSON if self._zarr_format == 3 else ZGROUP)
-        return self._synchronizer.lock(key)
+        return synchronizer.lock(key, timeout=self._member_options.lock_timeout)
 
     def _persist_attributes(self, change: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
         with self._lock():
             current = self._attrs.asdict()
-            if self._synchronizer is not None:
+            if self._member_options.synchronizer is not None:
                 fresh = parse_node(fetch_nodes(self._store, [self._path]), self._path,
                                    self._zarr_format)
                 current = dict(fresh.attributes) if fresh is not None else current
@@ -308,7 +313,7 @@ class Group(NodeProperties, ArrayCreation):
     def _delete_path(self, path: str) -> None:
         keys = list(self._store.list_prefix(path))
         self._store.delete_prefix(path)
-        forget_cached_under(self._store, keys, self._cache)
+        forget_cached_under(self._store, keys, self._member_options.cache)
 
     def create_group(self, name: str, *, overwrite: bool = False,
                      attributes: dict[str, Any] | None = None) -> Group:
@@ -327,8 +332,7 @@ class Group(NodeProperties, ArrayCreation):
         ensure_ancestor_groups(self._store, path, self._zarr_format)
         meta = write_group(self._store, path, self._zarr_format, attributes)
         record = NodeRecord(path, "group", self._zarr_format, meta, attributes, {})
-        return Group._from_record(self._store, record, self._read_only, self._synchronizer,
-                                  self._cache)
+        return Group._from_record(self._store, record, self._read_only, self._member_options)
 
     def require_group(self, name: str, *, overwrite: bool = False) -> Group:
         """Open the group ``name``, creating it when it does not exist."""
@@ -372,7 +376,7 @@ class Group(NodeProperties, ArrayCreation):
         ensure_ancestor_groups(self._store, dst, self._zarr_format)
         self._store.set_many({dst + key[len(src):]: value for key, value in values.items()})
         self._store.delete_many(keys)
-        forget_cached_under(self._store, keys, self._cache)
+        forget_cached_under(self._store, keys, self._member_options.cache)
 
     def __repr__(self) -> str:
         return f"<chunkflow.Group {self.name} zarr_format={self.zarr_format}>"

@@ -35,16 +35,18 @@ from chunkflow.group.documents import (
     write_group,
 )
 from chunkflow.group.index import ConsolidatedIndex
+from chunkflow.group.options import MemberOptions
 
 __all__ = ["group", "open_group", "open_node", "consolidate_metadata", "open_consolidated"]
 
-_GROUP_KWARGS = ("zarr_format", "attributes", "synchronizer", "cache", "use_consolidated")
+_GROUP_KWARGS = ("zarr_format", "attributes", "synchronizer", "cache", "lock_timeout",
+                 "use_consolidated")
 
 
 def group(store: Any = None, *, overwrite: bool = False, path: str | None = None,
           zarr_format: int = 3, attributes: dict[str, Any] | None = None,
           storage_options: dict[str, Any] | None = None, synchronizer: Any = None,
-          cache: Any = None) -> Group:
+          cache: Any = None, lock_timeout: float | None = None) -> Group:
     """Open the group at ``path``, creating it (in ``zarr_format``) when missing.
 
     Examples
@@ -54,13 +56,14 @@ def group(store: Any = None, *, overwrite: bool = False, path: str | None = None
     ('/', 3, {'title': 'demo'})
     """
     return _open_group(store, "w" if overwrite else "a", path, None, zarr_format, attributes,
-                       storage_options, synchronizer, cache, None)
+                       storage_options, MemberOptions(synchronizer, cache, lock_timeout), None)
 
 
 def open_group(store: Any = None, mode: str = "a", *, path: str | None = None,
                zarr_format: int | None = None, attributes: dict[str, Any] | None = None,
                storage_options: dict[str, Any] | None = None, synchronizer: Any = None,
-               cache: Any = None, use_consolidated: bool | None = None) -> Group:
+               cache: Any = None, lock_timeout: float | None = None,
+               use_consolidated: bool | None = None) -> Group:
     """Open (or, as ``mode`` allows, create) a group.
 
     Parameters
@@ -83,12 +86,13 @@ def open_group(store: Any = None, mode: str = "a", *, path: str | None = None,
     └── b
     """
     return _open_group(store, mode, path, zarr_format, zarr_format or 3, attributes,
-                       storage_options, synchronizer, cache, use_consolidated)
+                       storage_options, MemberOptions(synchronizer, cache, lock_timeout),
+                       use_consolidated)
 
 
 def _open_group(store: Any, mode: str, path: str | None, lookup_format: int | None,
                 create_format: int, attributes: dict[str, Any] | None,
-                storage_options: dict[str, Any] | None, synchronizer: Any, cache: Any,
+                storage_options: dict[str, Any] | None, options: MemberOptions,
                 use_consolidated: bool | None) -> Group:
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
@@ -102,7 +106,7 @@ def _open_group(store: Any, mode: str, path: str | None, lookup_format: int | No
             raise ContainsArrayError(f"path {node_path or '/'!r} in {resolved!r} holds an "
                                      f"array, expected a group")
         index = _consolidated_index(found, record, use_consolidated, resolved)
-        return Group._from_record(resolved, record, mode == "r", synchronizer, cache, index)
+        return Group._from_record(resolved, record, mode == "r", options, index)
     if mode in ("r", "r+"):
         raise GroupNotFoundError(f"no group at path {node_path or '/'!r} in {resolved!r}: "
                                  f"expected a zarr.json group or a .zgroup")
@@ -116,7 +120,7 @@ def _open_group(store: Any, mode: str, path: str | None, lookup_format: int | No
     attrs = dict(attributes or {})
     meta = write_group(resolved, node_path, create_format, attrs)
     record = NodeRecord(node_path, "group", create_format, meta, attrs, {})
-    return Group._from_record(resolved, record, False, synchronizer, cache)
+    return Group._from_record(resolved, record, False, options)
 
 
 def _consolidated_index(found: dict[str, bytes], record: NodeRecord,

@@ -1,0 +1,31 @@
+"""What a group passes on to every node opened or created through it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["MemberOptions"]
+
+
+@dataclass(frozen=True)
+class MemberOptions:
+    """Synchronizer, cache and lock timeout shared by a group and its members.
+
+    The group itself uses the synchronizer and ``lock_timeout`` for its attribute
+    updates; arrays opened or created through it get all three.
+
+    Examples
+    --------
+    >>> MemberOptions(lock_timeout=2.0).array_kwargs()
+    {'synchronizer': None, 'cache': None, 'lock_timeout': 2.0}
+    """
+
+    synchronizer: Any = None
+    cache: Any = None
+    lock_timeout: float | None = None
+
+    def array_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for :func:`chunkflow.create` / :func:`chunkflow.open_array`."""
+        return {"synchronizer": self.synchronizer, "cache": self.cache,
+                "lock_timeout": self.lock_timeout}
