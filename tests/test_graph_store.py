@@ -131,6 +131,12 @@ def test_several_sources_and_targets_in_one_graph() -> None:
     assert int(b[:].sum()) == 6 and int(b[1:3, 2:5].sum()) == 6
 
 
+def test_empty_source_blocks_are_skipped() -> None:
+    z = chunkflow.zeros(5, chunks=2, dtype="i4")
+    chunkflow.store(da.from_array(np.arange(5, dtype="i4"), chunks=((0, 3, 0, 2),)), z)
+    np.testing.assert_array_equal(z[:], np.arange(5))
+
+
 def test_zero_length_source_is_a_no_op() -> None:
     z = chunkflow.zeros((4, 0), chunks=(2, 2), dtype="i4")
     chunkflow.store(da.zeros((4, 0), chunks=2, dtype="i4"), z)
@@ -171,6 +177,10 @@ def test_bad_input_names_the_problem_and_writes_nothing() -> None:
         chunkflow.store([np.ones((6, 6))], [z])
     with pytest.raises(ValueError, match="one target and one region per source"):
         chunkflow.store([da.ones((6, 6), chunks=3)], [z, z])
+    unknown = da.from_array(np.arange(6), chunks=2)
+    unknown = unknown[unknown > 2]
+    with pytest.raises(ShapeMismatchError, match="unknown chunk sizes"):
+        chunkflow.store(unknown, chunkflow.zeros(3, chunks=2, dtype="i8"))
     assert z.nchunks_initialized == 0
     reader = chunkflow.open_array(z.store, path="img", mode="r")
     with pytest.raises(ReadOnlyError, match="read-only"):

@@ -140,14 +140,17 @@ def _check_pair(source: Any, target: Any, region: tuple[slice, ...]) -> None:
             f"chunkflow.store: sources must be dask arrays, got {type(source).__name__}; "
             "write in-memory data with z[...] = data"
         )
+    if any(np.isnan(n) for n in source.shape):
+        raise ShapeMismatchError(
+            f"array {name!r}: the source has unknown chunk sizes {source.chunks}; call "
+            "compute_chunk_sizes() on it first"
+        )
     expected = tuple(s.stop - s.start for s in region)
     if tuple(source.shape) != expected:
         raise ShapeMismatchError(
             f"array {name!r}: source of shape {tuple(source.shape)} does not fit region "
             f"{region!r} of shape {expected}"
         )
-    if any(np.isnan(n) for n in source.shape):
-        raise ShapeMismatchError(f"array {name!r}: the source has unknown chunk sizes")
 
 
 def _store_layer(source: da.Array, target: Array, region: tuple[slice, ...], name: str) -> dict:
