@@ -452,13 +452,7 @@ def _metadata_doc(case: Case, path: Path) -> dict[str, Any]:
 # --------------------------------------------------------------------------- tests
 
 #: (direction, peer, case id) -> reason, for chunkflow bugs too large to fix here.
-_STRUCT_XFAIL = (
-    "chunkflow parses zarr-python's v3 'structured' data type but not the zarr-extensions "
-    "'struct' type that tensorstore writes (fields as objects, object fill_value)"
-)
 XFAILS: dict[tuple[str, str, str], str] = {
-    ("peer-to-chunkflow", "tensorstore", "v3-dtype-structured"): _STRUCT_XFAIL,
-    ("peer-to-chunkflow", "tensorstore", "v3-fill-structured"): _STRUCT_XFAIL,
     ("peer-to-chunkflow", "tensorstore", "v3-chunk-larger-than-shape"): (
         "tensorstore's default zarr3 pipeline for chunks larger than the array is "
         "sharding_indexed, which chunkflow does not implement yet"

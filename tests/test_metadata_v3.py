@@ -160,6 +160,7 @@ def test_bad_bytes(data: bytes) -> None:
         ({"name": "fixed_length_utf32", "configuration": {"length_bytes": 8}}, "hé", "hé"),
         ({"name": "raw_bytes", "configuration": {"length_bytes": 2}}, "AQI=", b"\x01\x02"),
         ({"name": "structured", "configuration": {"fields": [["a", "int16"], ["b", "uint8"]]}}, "AQAC", (1, 2)),
+        ({"name": "struct", "configuration": {"fields": [{"name": "a", "data_type": "int16"}, {"name": "b", "data_type": "r16"}]}}, {"a": -1, "b": [1, 2]}, (-1, b"\x01\x02")),
     ],  # fmt: skip
     ids=str,
 )
@@ -171,6 +172,26 @@ def test_data_types_and_fill_values_round_trip(data_type: Any, fill: Any, expect
     assert doc["data_type"] == data_type
     again = parse(doc)
     assert again == meta and np.array(again.fill_value, dtype).tobytes() == np.array(expected, dtype).tobytes()
+
+
+def test_struct_fill_value_round_trips_as_an_object() -> None:
+    struct = {"name": "struct", "configuration": {"fields": [
+        {"name": "x", "data_type": "float32"}, {"name": "n", "data_type": "uint8"}]}}
+    meta = parse(array_doc(data_type=struct, fill_value={"x": "NaN", "n": 7}))
+    assert meta.to_dict()["fill_value"] == {"x": "NaN", "n": 7}
+
+
+@pytest.mark.parametrize(
+    ("data_type", "fill", "needle"),
+    [
+        ({"name": "struct", "configuration": {"fields": [["a", "int8"]]}}, {"a": 0}, "objects"),
+        ({"name": "struct", "configuration": {"fields": [{"name": "a", "data_type": "int8"}]}},
+         {"b": 0}, "exactly the fields"),
+    ],
+)
+def test_malformed_struct_is_refused(data_type: Any, fill: Any, needle: str) -> None:
+    with pytest.raises(MetadataError, match=needle):
+        parse(array_doc(data_type=data_type, fill_value=fill))
 
 
 def test_object_data_types() -> None:

@@ -33,6 +33,7 @@ __all__ = [
     "encode_dtype_v2",
     "parse_data_type_v3",
     "encode_data_type_v3",
+    "struct_field_types",
     "V3_CORE_NAMES",
 ]
 
@@ -177,7 +178,8 @@ def parse_data_type_v3(doc: str | dict[str, Any]) -> np.dtype:
     form ``{"name": "int32"}``, and the extension types zarr-python 3.1 writes:
     ``numpy.datetime64`` / ``numpy.timedelta64`` (``unit``, ``scale_factor``),
     ``fixed_length_utf32`` / ``null_terminated_bytes`` / ``raw_bytes``
-    (``length_bytes``), ``structured`` (``fields``), ``string`` and
+    (``length_bytes``), ``structured`` (``fields``), zarr-extensions' ``struct``
+    (tensorstore's structured type), ``string`` and
     ``variable_length_bytes`` (both NumPy ``object``).
 
     Raises
@@ -216,6 +218,8 @@ def parse_data_type_v3(doc: str | dict[str, Any]) -> np.dtype:
         return np.dtype(f"V{_length_bytes(config, doc)}")
     if name == "structured":
         return _parse_structured_v3(config, doc)
+    if name == "struct":
+        return _parse_struct_v3(config, doc)
     if name in VLEN_STRING_NAMES or name in VLEN_BYTES_NAMES:
         return np.dtype(object)
     raise UnsupportedDtypeError(f"data_type {doc!r} is not supported")
@@ -264,6 +268,39 @@ def _parse_structured_v3(config: dict[str, Any], doc: Any) -> np.dtype:
             raise UnsupportedDtypeError(f"data_type {doc!r}: variable-length fields")
         parsed.append((entry[0], field_dtype))
     return np.dtype(parsed)
+
+
+def _parse_struct_v3(config: dict[str, Any], doc: Any) -> np.dtype:
+    # zarr-extensions' "struct" (what tensorstore writes): the fields are objects
+    # {"name": ..., "data_type": ...} instead of zarr-python's [name, data_type] pairs.
+    fields = config.get("fields")
+    if not isinstance(fields, list) or not all(
+        isinstance(f, dict) and isinstance(f.get("name"), str) and "data_type" in f
+        for f in fields
+    ):
+        raise MetadataError(
+            f"data_type {doc!r}: configuration.fields must be a list of "
+            '{"name": ..., "data_type": ...} objects'
+        )
+    pairs = [[f["name"], f["data_type"]] for f in fields]
+    return _parse_structured_v3({"fields": pairs}, doc)
+
+
+def struct_field_types(data_type: Any) -> dict[str, Any] | None:
+    """The field ``data_type`` documents of a zarr-extensions ``struct``, else ``None``.
+
+    Examples
+    --------
+    >>> struct_field_types({"name": "struct", "configuration": {"fields": [
+    ...     {"name": "x", "data_type": "r16"}]}})
+    {'x': 'r16'}
+    >>> struct_field_types("int8") is None
+    True
+    """
+    if not (isinstance(data_type, dict) and data_type.get("name") == "struct"):
+        return None
+    fields = data_type.get("configuration", {}).get("fields", [])
+    return {f["name"]: f["data_type"] for f in fields}
 
 
 def encode_data_type_v3(dtype: np.dtype) -> str | dict[str, Any]:

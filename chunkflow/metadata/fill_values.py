@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from chunkflow.errors import MetadataError
-from chunkflow.metadata.dtypes import VLEN_BYTES_NAMES
+from chunkflow.metadata.dtypes import VLEN_BYTES_NAMES, struct_field_types
 
 __all__ = [
     "normalize_fill_value",
@@ -396,6 +396,9 @@ def parse_fill_value_v3(
     dtype = np.dtype(dtype)
     if value is None:
         raise _invalid(value, dtype, "a value (v3 requires a fill_value; null is not allowed)")
+    field_types = struct_field_types(data_type)
+    if field_types is not None and isinstance(value, dict):
+        return _parse_struct_fill(value, dtype, field_types)
     return _parse_json(
         value, dtype, raw_bits=_is_raw_bits(data_type), vlen_bytes=_is_vlen_bytes(data_type)
     )
@@ -414,7 +417,26 @@ def encode_fill_value_v3(
     dtype = np.dtype(dtype)
     if value is None:
         raise _invalid(value, dtype, "a value (v3 requires a fill_value)")
+    field_types = struct_field_types(data_type)
+    if field_types is not None:
+        item = normalize_fill_value(value, dtype)
+        return {
+            name: _encode_json(item[name], dtype.fields[name][0],
+                               raw_bits=_is_raw_bits(field_types.get(name)))
+            for name in dtype.names
+        }
     return _encode_json(value, dtype, raw_bits=_is_raw_bits(data_type))
+
+
+def _parse_struct_fill(value: dict[str, Any], dtype: np.dtype, field_types: dict[str, Any]) -> Any:
+    # zarr-extensions' struct: one JSON fill value per field, by field name.
+    if dtype.names is None or set(value) != set(dtype.names):
+        raise _invalid(value, dtype, f"an object with exactly the fields {list(dtype.names or ())}")
+    item = np.zeros((), dtype=dtype)
+    for name in dtype.names:
+        item[name] = _parse_json(value[name], dtype.fields[name][0],
+                                 raw_bits=_is_raw_bits(field_types.get(name)), vlen_bytes=False)
+    return item[()]
 
 
 def _is_raw_bits(data_type: Any) -> bool:
