@@ -316,6 +316,14 @@ def _v3_codec_cases() -> list[Case]:
     def v3(name: str, codecs: list[dict[str, Any]], dtype: str = "<i4", **kw: Any) -> Case:
         return Case(f"v3-codec-{name}", 3, dtype=dtype, codecs=tuple(codecs), **kw)
 
+    def sharded(inner: list[int], codecs: list[dict[str, Any]],
+                index_location: str = "end") -> dict[str, Any]:
+        return {"name": "sharding_indexed", "configuration": {
+            "chunk_shape": inner, "codecs": codecs,
+            "index_codecs": [_BYTES_LE, {"name": "crc32c"}], "index_location": index_location}}
+
+    zstd = {"name": "zstd", "configuration": {"level": 1, "checksum": False}}
+
     return [
         v3("bytes-little", [_BYTES_LE]),
         v3("bytes-big", [_BYTES_BE]),
@@ -338,6 +346,14 @@ def _v3_codec_cases() -> list[Case]:
                                  _BYTES_BE, {"name": "zstd", "configuration": {"level": 1,
                                                                                "checksum": False}}],
            shape=(5, 6, 7), chunks=(2, 4, 3)),
+        v3("sharding", [sharded([2, 2], [_BYTES_LE, blosc("lz4", "shuffle", 4)])],
+           chunks=(4, 4)),
+        v3("sharding-index-start", [sharded([3, 2], [_BYTES_BE, zstd], "start")],
+           dtype="<f8", chunks=(6, 4), fill_value=np.nan, region="part"),
+        v3("sharding-partial", [sharded([2, 4], [_BYTES_LE])], dtype="<u2",
+           shape=(9, 12), chunks=(4, 8), fill_value=7, region="part"),
+        v3("sharding-transpose", [{"name": "transpose", "configuration": {"order": [1, 0]}},
+                                  sharded([2, 2], [_BYTES_LE, zstd])], chunks=(4, 6)),
     ]
 
 

@@ -451,13 +451,8 @@ def _metadata_doc(case: Case, path: Path) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- tests
 
-#: (direction, peer, case id) -> reason, for chunkflow bugs too large to fix here.
-XFAILS: dict[tuple[str, str, str], str] = {
-    ("peer-to-chunkflow", "tensorstore", "v3-chunk-larger-than-shape"): (
-        "tensorstore's default zarr3 pipeline for chunks larger than the array is "
-        "sharding_indexed, which chunkflow does not implement yet"
-    ),
-}
+#: (direction, peer, case id) -> reason, for chunkflow bugs too large to fix here (none now).
+XFAILS: dict[tuple[str, str, str], str] = {}
 
 
 def _params(direction: str) -> list[Any]:

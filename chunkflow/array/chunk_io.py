@@ -28,41 +28,18 @@ from chunkflow.codecs import CodecPipeline
 from chunkflow.errors import ChunkDecodeError, ChunkEncodeError
 from chunkflow.grid import ChunkKeyEncoding, RegularChunkGrid
 from chunkflow.indexing import ChunkProjection
+from chunkflow.metadata import is_all_fill
 from chunkflow.storage import Store
 
 from chunkflow.array.options import ArrayOptions
 from chunkflow.array.parallel import PARALLEL_MIN_CHUNK_BYTES, map_groups
 
-__all__ = ["BATCH_BYTES", "ChunkIO", "is_all_fill"]
+__all__ = ["BATCH_BYTES", "ChunkIO"]
 
 #: Decoded bytes of the chunks fetched by one store call.
 BATCH_BYTES = 4 * 1024 * 1024
 #: Chunk keys remembered per array (see ChunkIO.key); a few MiB at most.
 _MAX_MEMO_KEYS = 65536
-
-
-def is_all_fill(chunk: np.ndarray, fill_value: np.generic) -> bool:
-    """Whether every element of ``chunk`` equals ``fill_value`` (NaN equals NaN).
-
-    Examples
-    --------
-    >>> is_all_fill(np.full(4, np.nan), np.float64("nan"))
-    True
-    >>> is_all_fill(np.array([0, 0, 1]), np.int64(0))
-    False
-    """
-    if chunk.size == 0:
-        return True
-    kind = chunk.dtype.kind
-    if kind in "fc" and np.isnan(fill_value):
-        return bool(np.isnan(chunk).all())
-    if kind in "mM" and np.isnat(fill_value):
-        return bool(np.isnat(chunk).all())
-    # The first element decides most data chunks without a full comparison (indexed,
-    # not reshaped: reshaping a strided view would copy the whole chunk).
-    if chunk[(0,) * chunk.ndim] != fill_value:
-        return False
-    return bool((chunk == fill_value).all())
 
 
 @dataclass

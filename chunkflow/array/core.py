@@ -140,7 +140,8 @@ class Array(ArrayProperties):
                                    allow_pickle=allow_pickle)
         else:
             pipeline = v3_pipeline(metadata.dtype, metadata.chunks, metadata.codecs,
-                                   allow_pickle=allow_pickle)
+                                   allow_pickle=allow_pickle,
+                                   fill_value=self._concrete_fill_value(metadata))
         self._io = ChunkIO(
             store=self._store,
             path=self._path,

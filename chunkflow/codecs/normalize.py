@@ -26,6 +26,7 @@ from numcodecs.abc import Codec
 from chunkflow.codecs.array_stages import filter_out_spec, has_endianness
 from chunkflow.codecs.pipeline_v3 import split_codecs
 from chunkflow.codecs.registry import NumcodecsCodec, V3Codec, codec_from_json
+from chunkflow.codecs.sharding import ShardingCodec
 from chunkflow.codecs.stages import build_numcodec
 from chunkflow.codecs.v3_codecs import (
     ARRAY_TO_ARRAY,
@@ -237,9 +238,24 @@ def _complete(codecs: list[V3Codec], dtype: np.dtype, ndim: int | None) -> list[
         elif isinstance(codec, BloscCodec) and codec.typesize is None:
             typesize = 1 if dtype.hasobject else dtype.itemsize
             codec = BloscCodec(codec.cname, codec.clevel, codec.shuffle, typesize, codec.blocksize)
+        elif isinstance(codec, ShardingCodec):
+            codec = _complete_sharding(codec, dtype, ndim)
         out.append(codec)
     split_codecs(out)
     return out
+
+
+def _complete_sharding(codec: ShardingCodec, dtype: np.dtype, ndim: int | None) -> ShardingCodec:
+    """The same completion for the inner chunks' and the index's codecs."""
+    def completed(docs: tuple[Any, ...], dtype: np.dtype, ndim: int | None) -> tuple[Any, ...]:
+        itemsize = 1 if dtype.hasobject else dtype.itemsize
+        items = [to_v3_codec(c, itemsize) for c in docs]
+        return tuple(_plain_json(c.to_json()) for c in _complete(items, dtype, ndim))
+
+    index_ndim = None if ndim is None else ndim + 1  # the index has a trailing axis of 2
+    return ShardingCodec(codec.chunk_shape, completed(codec.codecs, dtype, ndim),
+                         completed(codec.index_codecs, np.dtype("<u8"), index_ndim),
+                         codec.index_location)
 
 
 def normalize_v3_codecs(

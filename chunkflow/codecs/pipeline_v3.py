@@ -34,6 +34,7 @@ from chunkflow.codecs.array_stages import (
     has_endianness,
 )
 from chunkflow.codecs.registry import V3Codec, codec_from_json
+from chunkflow.codecs.sharding import ShardingCodec, ShardingStage
 from chunkflow.codecs.stages import (
     BufferLike,
     BytesStage,
@@ -107,6 +108,7 @@ class V3Pipeline:
         codecs: Sequence[dict[str, Any] | V3Codec],
         *,
         allow_pickle: bool = False,
+        fill_value: Any = None,
     ) -> None:
         self.dtype = np.dtype(dtype)
         self.chunk_shape = tuple(int(n) for n in chunk_shape)
@@ -128,6 +130,11 @@ class V3Pipeline:
                 spec, perm = stage.out_spec, None
         if isinstance(a2b, BytesCodec):
             self._a2b: Any = RawBytesStage(a2b, spec)
+        elif isinstance(a2b, ShardingCodec):
+            def make_pipeline(dtype: np.dtype, shape: Sequence[int], codecs: Sequence[Any]) -> V3Pipeline:
+                return V3Pipeline(dtype, shape, codecs, allow_pickle=allow_pickle,
+                                  fill_value=fill_value)
+            self._a2b = ShardingStage(a2b, spec, fill_value, make_pipeline)
         else:
             self._a2b = ObjectBytesStage(a2b, spec, allow_pickle)
         self._b2b = tuple(_bytes_stage(c, spec[1], allow_pickle) for c in b2b)
@@ -276,6 +283,7 @@ def v3_pipeline(
     codecs: Sequence[dict[str, Any] | V3Codec],
     *,
     allow_pickle: bool = False,
+    fill_value: Any = None,
 ) -> V3Pipeline:
     """Build the codec pipeline of a Zarr v3 array from its ``codecs`` documents.
 
@@ -289,6 +297,9 @@ def v3_pipeline(
         The ``codecs`` of ``zarr.json`` (or :mod:`chunkflow.codecs` codec objects).
     allow_pickle : bool, optional
         Allow ``numcodecs.pickle``, which can run code when decoding.
+    fill_value : numpy scalar, optional
+        The array's fill value: ``sharding_indexed`` leaves inner chunks equal to it
+        out of a shard and reads missing ones as it (default: zero).
 
     Returns
     -------
@@ -307,4 +318,5 @@ def v3_pipeline(
     >>> p.decode(p.encode(np.eye(2, dtype="uint8"))).tolist()
     [[1, 0], [0, 1]]
     """
-    return V3Pipeline(np.dtype(dtype), chunk_shape, codecs, allow_pickle=allow_pickle)
+    return V3Pipeline(np.dtype(dtype), chunk_shape, codecs, allow_pickle=allow_pickle,
+                      fill_value=fill_value)

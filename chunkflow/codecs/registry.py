@@ -27,6 +27,7 @@ from chunkflow.codecs.v3_codecs import (
     ZstdCodec,
     _Codec,
 )
+from chunkflow.codecs.sharding import ShardingCodec
 from chunkflow.errors import UnsupportedCodecError
 
 __all__ = ["NUMCODECS_KINDS", "NumcodecsCodec", "V3Codec", "codec_from_json"]
@@ -99,13 +100,13 @@ class NumcodecsCodec(_Codec):
 
 V3Codec = Union[
     BytesCodec, TransposeCodec, BloscCodec, GzipCodec, ZstdCodec, Crc32cCodec,
-    VLenUTF8Codec, VLenBytesCodec, NumcodecsCodec,
+    VLenUTF8Codec, VLenBytesCodec, NumcodecsCodec, ShardingCodec,
 ]
 
 _BY_NAME: dict[str, Any] = {
     cls.name: cls
     for cls in (BytesCodec, TransposeCodec, BloscCodec, GzipCodec, ZstdCodec,
-                Crc32cCodec, VLenUTF8Codec, VLenBytesCodec)
+                Crc32cCodec, VLenUTF8Codec, VLenBytesCodec, ShardingCodec)
 }
 
 
@@ -119,7 +120,7 @@ def codec_from_json(doc: Any) -> V3Codec:
     >>> codec_from_json({"name": "lzw"})
     Traceback (most recent call last):
     ...
-    chunkflow.errors.UnsupportedCodecError: unknown v3 codec 'lzw'; supported: blosc, bytes, crc32c, gzip, transpose, vlen-bytes, vlen-utf8, zstd, numcodecs.<id>
+    chunkflow.errors.UnsupportedCodecError: unknown v3 codec 'lzw'; supported: blosc, bytes, crc32c, gzip, sharding_indexed, transpose, vlen-bytes, vlen-utf8, zstd, numcodecs.<id>
     """
     name = doc if isinstance(doc, str) else doc.get("name") if isinstance(doc, dict) else None
     if not isinstance(name, str):
@@ -131,8 +132,6 @@ def codec_from_json(doc: Any) -> V3Codec:
             raise UnsupportedCodecError(f"codec {name!r}: invalid configuration in {doc!r}: {err}") from err
     if name.startswith(NUMCODECS_PREFIX):
         return NumcodecsCodec.from_json(doc)
-    if name == "sharding_indexed":
-        raise UnsupportedCodecError("codec 'sharding_indexed' (sharding) is not supported yet")
     raise UnsupportedCodecError(
         f"unknown v3 codec {name!r}; supported: {', '.join(sorted(_BY_NAME))}, numcodecs.<id>"
     )

@@ -21,6 +21,7 @@ from chunkflow.metadata.dtypes import (
 from chunkflow.metadata.fill_values import (
     encode_fill_value_v2,
     encode_fill_value_v3,
+    is_all_fill,
     normalize_fill_value,
     parse_fill_value_v2,
     parse_fill_value_v3,
@@ -30,6 +31,7 @@ from chunkflow.metadata.v2 import ArrayMetadataV2, GroupMetadataV2
 from chunkflow.metadata.v3 import ArrayMetadataV3, GroupMetadataV3, parse_zarr_json
 
 __all__ = [
+    "is_all_fill",
     "ArrayMetadataV2",
     "ArrayMetadataV3",
     "GroupMetadataV2",

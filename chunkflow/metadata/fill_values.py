@@ -43,6 +43,7 @@ __all__ = [
     "normalize_fill_value",
     "parse_fill_value_v2",
     "encode_fill_value_v2",
+    "is_all_fill",
     "parse_fill_value_v3",
     "encode_fill_value_v3",
 ]
@@ -453,3 +454,27 @@ def _is_integer(value: object) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(
         value, (bool, np.bool_, np.timedelta64)
     )
+
+
+def is_all_fill(chunk: np.ndarray, fill_value: np.generic) -> bool:
+    """Whether every element of ``chunk`` equals ``fill_value`` (NaN equals NaN).
+
+    Examples
+    --------
+    >>> is_all_fill(np.full(4, np.nan), np.float64("nan"))
+    True
+    >>> is_all_fill(np.array([0, 0, 1]), np.int64(0))
+    False
+    """
+    if chunk.size == 0:
+        return True
+    kind = chunk.dtype.kind
+    if kind in "fc" and np.isnan(fill_value):
+        return bool(np.isnan(chunk).all())
+    if kind in "mM" and np.isnat(fill_value):
+        return bool(np.isnat(chunk).all())
+    # The first element decides most data chunks without a full comparison (indexed,
+    # not reshaped: reshaping a strided view would copy the whole chunk).
+    if chunk[(0,) * chunk.ndim] != fill_value:
+        return False
+    return bool((chunk == fill_value).all())
