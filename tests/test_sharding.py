@@ -123,3 +123,8 @@ def test_codec_documents_are_completed_like_top_level_ones() -> None:
     assert doc["index_codecs"] == [BYTES, CRC] and doc["index_location"] == "end"
     assert ShardingCodec.from_json({"name": "sharding_indexed", "configuration": doc}).to_json() \
         == {"name": "sharding_indexed", "configuration": doc}
+
+
+def test_sharding_is_refused_as_a_v2_compressor() -> None:
+    with pytest.raises(UnsupportedCodecError, match="only in Zarr v3"):
+        chunkflow.create((8,), chunks=4, zarr_format=2, compressor=sharding([2]))

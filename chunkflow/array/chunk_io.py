@@ -205,7 +205,7 @@ class ChunkIO:
 
     def _read_cached(
         self, cache: ChunkCache, projections: Sequence[ChunkProjection], out: np.ndarray
-    ) -> list[ChunkProjection]:
+    ) -> Sequence[ChunkProjection]:
         """Serve cache hits into ``out``; return the projections still to read."""
         identity, path = self._cache_prefix
         keys = [(identity, path, self.key(proj.chunk_coords)) for proj in projections]

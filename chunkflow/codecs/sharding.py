@@ -122,7 +122,11 @@ class ShardingCodec:
                    config.get("index_location", "end"))
 
     def numcodecs_config(self) -> dict[str, Any]:
-        raise UnsupportedCodecError("sharding_indexed is not a numcodecs codec")
+        # Reached when a sharding codec is given as a Zarr v2 compressor or filter.
+        raise UnsupportedCodecError(
+            "codec 'sharding_indexed' exists only in Zarr v3; it cannot be a v2 compressor "
+            "or filter"
+        )
 
 
 def _codec_json(codec: Any) -> Any:
