@@ -4,14 +4,21 @@ The public methods validate keys (once), refuse writes to read-only stores and
 coerce values to buffers; backends implement the ``_``-prefixed hooks, which
 receive keys that are already normalized.  Backends translate their own
 "not found" errors to ``KeyError`` in one place each.
+
+Every write, delete and prefix delete made through the public methods is announced
+to :mod:`chunkflow.storage.coherence` after it happens, so caches in this process
+drop what it replaced. Values carry *versions* (:meth:`Store.versions`): opaque
+tokens that change whenever the stored bytes change, which a cache compares to
+prove a copy current without reading the bytes again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, MutableMapping
+from collections.abc import Hashable, Iterable, Iterator, Mapping, MutableMapping
 from typing import Any, ClassVar
 
 from chunkflow.errors import ReadOnlyError
+from chunkflow.storage.coherence import changed_prefix, changing
 from chunkflow.storage.keys import (
     as_buffer,
     check_range,
@@ -20,10 +27,15 @@ from chunkflow.storage.keys import (
     slice_bounds,
 )
 
-__all__ = ["Store", "Buffer"]
+__all__ = ["Store", "Buffer", "Version"]
 
 #: A value the store accepts: anything supporting the buffer protocol.
 Buffer = Any
+
+Version = Hashable
+"""A token naming one state of a stored value: it changes whenever the bytes do
+(a file's inode and times, an object's ETag, a write counter). ``None`` means the
+backend cannot tell, and never proves anything current."""
 
 
 class Store(MutableMapping[str, bytes]):
@@ -127,6 +139,21 @@ class Store(MutableMapping[str, bytes]):
     def _getsize_prefix(self, prefix: str) -> int:
         return sum(self._getsize(key) for key in self._list_prefix(prefix))
 
+    def _versions(self, keys: list[str]) -> dict[str, Version | None]:
+        # Backends that can tell versions override this; None proves nothing.
+        return dict.fromkeys(keys)
+
+    def _get_many_versioned(self, keys: list[str]) -> dict[str, tuple[bytes, Version | None]]:
+        # Versions first, then bytes: a version may be older than the bytes it comes
+        # with (a cache then re-reads once too often), never newer (a cache would then
+        # take old bytes for current ones).
+        versions = self._versions(keys)
+        return {key: (data, versions.get(key)) for key, data in self._get_many(keys).items()}
+
+    def _set_many_versioned(self, items: dict[str, bytes | memoryview]) -> dict[str, Version | None]:
+        self._set_many(items)
+        return dict.fromkeys(items)
+
     @property
     def identity(self) -> str:
         """A stable token naming where the data lives (used as a cache key part).
@@ -144,12 +171,15 @@ class Store(MutableMapping[str, bytes]):
     def __setitem__(self, key: str, value: Buffer) -> None:
         key = normalize_key(key)
         self._check_writable(key)
-        self._set(key, as_buffer(value, key))
+        data = as_buffer(value, key)
+        with changing(self.identity, (key,)):
+            self._set(key, data)
 
     def __delitem__(self, key: str) -> None:
         key = normalize_key(key)
         self._check_writable(key)
-        self._delete(key)
+        with changing(self.identity, (key,)):
+            self._delete(key)
 
     def __contains__(self, key: object) -> bool:
         return self._contains(normalize_key(key))  # type: ignore[arg-type]
@@ -197,20 +227,70 @@ class Store(MutableMapping[str, bytes]):
 
     def set_many(self, items: Mapping[str, Buffer]) -> None:
         """Write several keys; every key and value is checked before any write."""
+        self.set_many_versioned(items)
+
+    def set_many_versioned(self, items: Mapping[str, Buffer]) -> dict[str, Version | None]:
+        """Write several keys; return the version each now has (``None``: unknown).
+
+        A returned version names the bytes this call wrote, never a later write's.
+
+        Examples
+        --------
+        >>> from chunkflow.storage import MemoryStore
+        >>> store = MemoryStore()
+        >>> written = store.set_many_versioned({"a": b"1"})
+        >>> written == store.versions(["a"])
+        True
+        """
+        checked = self._checked_items(items)
+        if not checked:
+            return {}
+        self._check_writable(next(iter(checked)))
+        with changing(self.identity, list(checked)):
+            return self._set_many_versioned(checked)
+
+    def _checked_items(self, items: Mapping[str, Buffer]) -> dict[str, bytes | memoryview]:
         checked = {}
         for key, value in items.items():
             key = normalize_key(key)
             checked[key] = as_buffer(value, key)
-        if checked:
-            self._check_writable(next(iter(checked)))
-            self._set_many(checked)
+        return checked
 
     def delete_many(self, keys: Iterable[str]) -> None:
         """Delete several keys; missing keys are ignored."""
         checked = [normalize_key(k) for k in keys]
         if checked:
             self._check_writable(checked[0])
-            self._delete_many(checked)
+            with changing(self.identity, checked):
+                self._delete_many(checked)
+
+    def versions(self, keys: Iterable[str]) -> dict[str, Version | None]:
+        """The current version of each key (``None`` when the backend cannot tell).
+
+        Keys known to be missing are left out. Two equal versions other than ``None``
+        mean equal bytes.
+
+        Examples
+        --------
+        >>> from chunkflow.storage import MemoryStore
+        >>> store = MemoryStore()
+        >>> store["a"] = b"1"
+        >>> before = store.versions(["a", "missing"])
+        >>> list(before)
+        ['a']
+        >>> store["a"] = b"2"
+        >>> store.versions(["a"]) == before
+        False
+        """
+        return self._versions([normalize_key(k) for k in keys])
+
+    def get_many_versioned(self, keys: Iterable[str]) -> dict[str, tuple[bytes, Version | None]]:
+        """Like :meth:`get_many`, with each value's version: ``{key: (bytes, version)}``.
+
+        A version is never newer than the bytes it comes with (it may be older, or
+        ``None``).
+        """
+        return self._get_many_versioned([normalize_key(k) for k in keys])
 
     def get_range(self, key: str, start: int, length: int | None = None) -> bytes:
         """Read ``value[start:][:length]``; negative `start` counts from the end.
@@ -254,7 +334,10 @@ class Store(MutableMapping[str, bytes]):
         """Delete every key below `prefix` (``""`` empties the store)."""
         prefix = normalize_prefix(prefix)
         self._check_writable(prefix)
-        self._delete_prefix(prefix)
+        try:
+            self._delete_prefix(prefix)
+        finally:
+            changed_prefix(self.identity, prefix)
 
     def getsize(self, key: str) -> int:
         """Size in bytes of the value at `key` (``KeyError`` if missing)."""

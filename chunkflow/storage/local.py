@@ -9,7 +9,7 @@ import stat
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
-from chunkflow.storage.base import Store
+from chunkflow.storage.base import Store, Version
 from chunkflow.storage.keys import slice_bounds
 
 __all__ = ["LocalStore"]
@@ -26,6 +26,26 @@ _READ_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0)
 _WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
 
 _T = TypeVar("_T")
+
+# Windows cannot rename a file that is still open; POSIX can, and there the version
+# is read from the written file's own descriptor after the rename (see _write_file).
+_STAT_AFTER_REPLACE_BY_FD = os.name != "nt"
+
+
+def file_version(st: os.stat_result) -> Version:
+    """The version of a stored file: device, inode, size and times (ns).
+
+    Every write replaces the file with a new one (a new inode while the old one is
+    still in place), and the times tell apart files that reuse a freed inode number.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> st = os.stat(tempfile.gettempdir())
+    >>> len(file_version(st))
+    5
+    """
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def _missing_to_key_error(method: Callable[..., _T]) -> Callable[..., _T]:
@@ -87,11 +107,13 @@ class LocalStore(Store):
         self.root = os.path.abspath(os.fspath(root))
         self.read_only = read_only
         self._prefix = os.path.join(self.root, "")  # root + separator, for fast joins
+        # realpath: two stores reaching one folder through a symlink share a cache.
+        # Resolved once: every write announces its changes under this name.
+        self._identity = "file://" + os.path.realpath(self.root)
 
     @property
     def identity(self) -> str:
-        # realpath: two stores reaching one folder through a symlink share a cache.
-        return "file://" + os.path.realpath(self.root)
+        return self._identity
 
     def __repr__(self) -> str:
         return f"LocalStore({self.root!r}, read_only={self.read_only})"
@@ -103,13 +125,39 @@ class LocalStore(Store):
 
     @_missing_to_key_error
     def _get(self, key: str) -> bytes:
+        return self._read_file(key)[0]
+
+    def _read_file(self, key: str) -> tuple[bytes, os.stat_result]:
         # os.open + fstat + one os.read skips the buffered-file machinery of
-        # open(); this is the hot path of every chunk read.
+        # open(); this is the hot path of every chunk read. The fstat of the open
+        # descriptor is the version of exactly these bytes (writes replace files).
         fd = os.open(self._prefix + key, _READ_FLAGS)
         try:
-            return _read_all(fd, os.fstat(fd).st_size)
+            st = os.fstat(fd)
+            return _read_all(fd, st.st_size), st
         finally:
             os.close(fd)
+
+    def _get_many_versioned(self, keys: list[str]) -> dict[str, tuple[bytes, Version | None]]:
+        found: dict[str, tuple[bytes, Version | None]] = {}
+        for key in keys:
+            try:
+                data, st = self._read_file(key)
+            except _MISSING:
+                continue
+            found[key] = (data, file_version(st))
+        return found
+
+    def _versions(self, keys: list[str]) -> dict[str, Version | None]:
+        found: dict[str, Version | None] = {}
+        for key in keys:
+            try:
+                st = os.stat(self._prefix + key)
+            except (*_MISSING, ValueError):
+                continue
+            if stat.S_ISREG(st.st_mode):
+                found[key] = file_version(st)
+        return found
 
     @_missing_to_key_error
     def _get_range(self, key: str, start: int, length: int | None) -> bytes:
@@ -134,6 +182,13 @@ class LocalStore(Store):
     # -------------------------------------------------------------- writing
 
     def _set(self, key: str, value: bytes | memoryview) -> None:
+        self._write_file(key, value)
+
+    def _set_many_versioned(self, items: dict[str, bytes | memoryview]) -> dict[str, Version | None]:
+        return {key: self._write_file(key, value) for key, value in items.items()}
+
+    def _write_file(self, key: str, value: bytes | memoryview) -> Version | None:
+        """Write ``value`` atomically; return the version of the file written."""
         path = self._prefix + key
         # A random token keeps temp names unique across threads, processes and
         # hosts sharing a network file system.
@@ -150,9 +205,15 @@ class LocalStore(Store):
                 view = memoryview(value)
                 while view:
                     view = view[os.write(fd, view) :]
+                if _STAT_AFTER_REPLACE_BY_FD:
+                    # The descriptor still names the file we wrote, even if another
+                    # writer replaces it right after: its version, never theirs.
+                    os.replace(tmp, path)
+                    return file_version(os.fstat(fd))
             finally:
                 os.close(fd)
             os.replace(tmp, path)
+            return None  # Windows: a stat now could see a later writer's file
         except BaseException:
             try:
                 os.unlink(tmp)

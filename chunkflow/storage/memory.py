@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import itertools
 import threading
 import uuid
 from collections.abc import Iterator
 
-from chunkflow.storage.base import Store
+from chunkflow.storage.base import Store, Version
+
+# One counter for every in-memory store of the process: a value's version is the
+# number of the write that stored it, so equal versions mean the very same write.
+_writes = itertools.count(1)
 
 __all__ = ["MemoryStore"]
 
@@ -21,6 +26,8 @@ class MemoryStore(Store):
 
     Pickling keeps the contents: the unpickled store is an independent copy with
     its own :attr:`identity` (writes to one are not seen by the other).
+
+    A value's version is the number of the write that stored it.
 
     Parameters
     ----------
@@ -45,7 +52,9 @@ class MemoryStore(Store):
     def __init__(self, name: str | None = None, *, read_only: bool = False) -> None:
         self.name = name
         self.read_only = read_only
-        self._data: dict[str, bytes] = {}
+        # key -> (bytes, version): one dict entry, so a reader always gets a value
+        # together with its own version.
+        self._data: dict[str, tuple[bytes, int]] = {}
         self._lock = threading.Lock()
         label = f"{name}:" if name else ""
         self._identity = f"memory:{label}{uuid.uuid4().hex}"
@@ -58,13 +67,32 @@ class MemoryStore(Store):
         return f"MemoryStore(name={self.name!r}, read_only={self.read_only})"
 
     def __reduce__(self) -> tuple[object, ...]:
-        return (_restore, (self.name, dict(self._data), self.read_only))
+        data = {key: value for key, (value, _) in self._data.items()}
+        return (_restore, (self.name, data, self.read_only))
 
     def _get(self, key: str) -> bytes:
-        return self._data[key]  # the one place a missing key raises KeyError
+        return self._data[key][0]  # the one place a missing key raises KeyError
 
     def _set(self, key: str, value: bytes | memoryview) -> None:
-        self._data[key] = bytes(value)
+        self._data[key] = (bytes(value), next(_writes))
+
+    def _versions(self, keys: list[str]) -> dict[str, Version | None]:
+        return {key: entry[1] for key, entry in self._get_many_versioned(keys).items()}
+
+    def _get_many_versioned(self, keys: list[str]) -> dict[str, tuple[bytes, Version | None]]:
+        # dict.get, not `in` then `[]`: a delete in between would raise KeyError.
+        found = {}
+        for key in keys:
+            entry = self._data.get(key)
+            if entry is not None:
+                found[key] = entry
+        return found
+
+    def _set_many_versioned(self, items: dict[str, bytes | memoryview]) -> dict[str, Version | None]:
+        copied = {key: (bytes(value), next(_writes)) for key, value in items.items()}
+        with self._lock:
+            self._data.update(copied)
+        return {key: version for key, (_, version) in copied.items()}
 
     def _delete(self, key: str) -> None:
         with self._lock:
@@ -84,9 +112,7 @@ class MemoryStore(Store):
         return (k for k in self._snapshot() if k.startswith(start))
 
     def _set_many(self, items: dict[str, bytes | memoryview]) -> None:
-        copied = {key: bytes(value) for key, value in items.items()}
-        with self._lock:
-            self._data.update(copied)
+        self._set_many_versioned(items)
 
     def _delete_many(self, keys: list[str]) -> None:
         with self._lock:
@@ -107,5 +133,5 @@ class MemoryStore(Store):
 
 def _restore(name: str | None, data: dict[str, bytes], read_only: bool) -> MemoryStore:
     store = MemoryStore(name, read_only=read_only)
-    store._data.update(data)
+    store._set_many(data)
     return store
