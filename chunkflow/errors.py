@@ -41,6 +41,7 @@ __all__ = [
     "ShapeMismatchError",
     "DtypeMismatchError",
     "LockTimeoutError",
+    "ChunkTooLargeError",
 ]
 
 
@@ -130,3 +131,7 @@ class DtypeMismatchError(ChunkflowError, TypeError, ValueError):
 
 class LockTimeoutError(ChunkflowError, TimeoutError):
     """A synchronizer lock could not be acquired within the timeout."""
+
+
+class ChunkTooLargeError(ChunkflowError, MemoryError):
+    """A chunk's decoded size, as the metadata describes it, cannot be allocated."""

@@ -27,6 +27,10 @@ class CountingStore(MemoryStore):
         self.reads += 1
         return super().get_many(keys)
 
+    def get_many_versioned(self, keys):
+        self.reads += 1
+        return super().get_many_versioned(keys)
+
     def list_dir(self, prefix):
         self.reads += 1
         return super().list_dir(prefix)

@@ -4,13 +4,14 @@
 decoded-chunk cache and synchronizer. It receives chunk projections from the indexing
 layer and moves data between the store and an output (or input) buffer:
 
-- reads serve chunks from the cache, fetch the others in batches
+- reads serve chunks from the cache (see :mod:`chunkflow.array.cached` for when a
+  cached copy must first be proven current), fetch the others in batches
   (``Store.get_many``) and decode chunks the selection covers wholly straight into
   the output buffer (when the cache does not keep them);
 - writes take the locks of every chunk they touch (sorted, so writers never
   deadlock), encode wholly overwritten chunks without reading them, and
-  read-modify-write the others — re-reading from the store, never the cache, when a
-  synchronizer is set;
+  read-modify-write the others, starting from a cached copy only when the store's
+  version proves it current;
 - chunks equal to the fill value everywhere are deleted instead of stored unless
   ``write_empty_chunks`` is set.
 """
@@ -18,22 +19,27 @@ layer and moves data between the store and an output (or input) buffer:
 from __future__ import annotations
 
 import contextlib
+import time
 from dataclasses import dataclass, field
-from typing import ContextManager, Sequence
+from typing import Callable, ContextManager, Sequence, TypeVar
 
 import numpy as np
 
 from chunkflow.cache import ChunkCache
 from chunkflow.codecs import CodecPipeline
 from chunkflow.codecs.stages import scratch_buffer
-from chunkflow.errors import ChunkDecodeError, ChunkEncodeError
+from chunkflow.errors import ChunkDecodeError, ChunkEncodeError, ChunkTooLargeError
 from chunkflow.grid import ChunkKeyEncoding, RegularChunkGrid
 from chunkflow.indexing import ChunkProjection
 from chunkflow.metadata import is_all_fill
 from chunkflow.storage import Store
+from chunkflow.storage.coherence import location
 
+from chunkflow.array.cached import current_copies, serve_hits
 from chunkflow.array.options import ArrayOptions
 from chunkflow.array.parallel import PARALLEL_MIN_CHUNK_BYTES, map_groups
+
+_T = TypeVar("_T")
 
 __all__ = ["BATCH_BYTES", "ChunkIO"]
 
@@ -62,7 +68,10 @@ class ChunkIO:
     fill_value : numpy scalar
         The value of missing chunks and of the padding of edge chunks.
     options : ArrayOptions
-        Empty-chunk policy, synchronizer, cache and lock timeout.
+        Empty-chunk policy, synchronizer, cache, lock timeout and staleness policy.
+    opened_at : float
+        ``time.monotonic()`` when the array handle was opened (for
+        ``recheck_cached_data="open"``).
     """
 
     store: Store
@@ -72,6 +81,7 @@ class ChunkIO:
     pipeline: CodecPipeline
     fill_value: np.generic
     options: ArrayOptions = field(default_factory=ArrayOptions)
+    opened_at: float = field(default_factory=time.monotonic)
     _prefix: str = field(init=False, repr=False)
     _full_chunks: tuple[int, ...] = field(init=False, repr=False)
     _chunk_bytes: int = field(init=False, repr=False)
@@ -91,21 +101,32 @@ class ChunkIO:
         # the next call (memory that is reused stays mapped; fresh memory page-faults:
         # holding 64 fetched 1 MiB chunks at once made reading 8x slower).
         self._batch = max(1, BATCH_BYTES // max(chunk_bytes, 1))
-        self._cache_prefix = (self.store.identity, self.path)
-        self._keys: dict[tuple[int, ...], str] = {}
+        # Cache keys are locations: the store's identity joined with the chunk key, the
+        # same for every handle, path alias or store object reaching this chunk.
+        self.identity = self.store.identity
+        self._keys: dict[tuple[int, ...], tuple[str, str]] = {}
 
     # -- keys and single chunks --------------------------------------------------
 
     def key(self, coords: tuple[int, ...]) -> str:
         """The store key of the chunk at ``coords``."""
+        return self.keys(coords)[0]
+
+    def keys(self, coords: tuple[int, ...]) -> tuple[str, str]:
+        """The store key and the cache key (location) of the chunk at ``coords``."""
         # Memoized: keys are built for every chunk of every read and write, and a dict
         # lookup costs a fifth of encoding. Bounded, so huge grids cannot grow it forever.
-        key = self._keys.get(coords)
-        if key is None:
+        pair = self._keys.get(coords)
+        if pair is None:
             if len(self._keys) >= _MAX_MEMO_KEYS:
                 self._keys.clear()
-            key = self._keys[coords] = self._prefix + self.key_encoding.encode(coords)
-        return key
+            key = self._prefix + self.key_encoding.encode(coords)
+            pair = self._keys[coords] = (key, location(self.identity, key))
+        return pair
+
+    def location(self, key: str) -> str:
+        """The cache key of the store key ``key``."""
+        return location(self.identity, key)
 
     def is_interior(self, coords: tuple[int, ...]) -> bool:
         """Whether the chunk lies wholly inside the array (not an edge chunk)."""
@@ -114,21 +135,38 @@ class ChunkIO:
                 return False
         return True
 
-    def empty_chunk(self) -> np.ndarray:
+    def empty_chunk(self, key: str = "<new chunk>") -> np.ndarray:
         """A new chunk-shaped array filled with the fill value."""
-        return np.full(self.grid.chunks, self.fill_value, dtype=self.pipeline.dtype)
+        return self._allocating(key, lambda: np.full(
+            self.grid.chunks, self.fill_value, dtype=self.pipeline.dtype))
+
+    def _allocating(self, key: str, make: Callable[[], _T]) -> _T:
+        # An absurd chunk shape in the metadata ([10**12]) must not surface as a bare
+        # MemoryError deep inside numpy or a codec.
+        try:
+            return make()
+        except MemoryError as err:
+            raise ChunkTooLargeError(
+                f"array {self.path or '/'!r}: chunk {key!r} of shape {self.grid.chunks} and "
+                f"dtype {self.pipeline.dtype} needs {self._chunk_bytes} bytes decoded, which "
+                "could not be allocated; expected chunks that fit in memory"
+            ) from err
 
     def decode(self, key: str, data: bytes) -> np.ndarray:
         """Decode one chunk, naming the array and chunk key if it is corrupt."""
         try:
-            return self.pipeline.decode(data)
+            return self._allocating(key, lambda: self.pipeline.decode(data))
+        except ChunkTooLargeError:
+            raise
         except Exception as err:
             raise self._decode_error(key, err) from err
 
     def decode_into(self, key: str, data: bytes, out: np.ndarray) -> None:
         """Decode one chunk into ``out`` (chunk-shaped, maybe a view), naming it if corrupt."""
         try:
-            self.pipeline.decode_into(data, out)
+            self._allocating(key, lambda: self.pipeline.decode_into(data, out))
+        except ChunkTooLargeError:
+            raise
         except Exception as err:
             raise self._decode_error(key, err) from err
 
@@ -162,10 +200,14 @@ class ChunkIO:
         return found
 
     def forget_cached(self) -> None:
-        """Drop every cached chunk of this array (after resize, overwrite...)."""
+        """Drop every cached chunk of this array from this handle's cache.
+
+        Store changes already reach every cache of the process; this is for changes
+        made behind chunkflow's back.
+        """
         cache = self.options.resolve_cache()
         if cache is not None:
-            cache.discard_array(*self._cache_prefix)
+            cache.discard_array(self.identity, self.path)
 
     # -- locks -----------------------------------------------------------------
 
@@ -193,65 +235,80 @@ class ChunkIO:
         """
         cache = None if fresh else self.options.resolve_cache()
         keep: ChunkCache | None = None
+        ticket = 0
         if cache is not None:
-            projections = self._read_cached(cache, projections, out)
+            projections = serve_hits(self, cache, projections, out)
             if not projections:
                 return
             # A read larger than half the budget would only churn the cache.
             if len(projections) * self._chunk_bytes <= cache.max_bytes // 2:
                 keep = cache
-        map_groups(lambda group: self._read_group(group, out, keep), projections,
+                # Taken before fetching: a write landing meanwhile makes the cache
+                # refuse the copies fetched here.
+                ticket = cache.ticket()
+        map_groups(lambda group: self._read_group(group, out, keep, ticket), projections,
                    parallel=self._parallel)
 
-    def _read_cached(
-        self, cache: ChunkCache, projections: Sequence[ChunkProjection], out: np.ndarray
-    ) -> Sequence[ChunkProjection]:
-        """Serve cache hits into ``out``; return the projections still to read."""
-        identity, path = self._cache_prefix
-        keys = [(identity, path, self.key(proj.chunk_coords)) for proj in projections]
-        found = cache.get_many(keys)
-        if not found:
-            return projections
-        misses = []
-        for proj, key in zip(projections, keys):
-            chunk = found.get(key)
-            if chunk is None:
-                misses.append(proj)
-            else:
-                out[proj.out_selection] = chunk[proj.chunk_selection]
-        return misses
-
     def _read_group(
-        self, group: Sequence[ChunkProjection], out: np.ndarray, keep: ChunkCache | None
+        self,
+        group: Sequence[ChunkProjection],
+        out: np.ndarray,
+        keep: ChunkCache | None,
+        ticket: int,
     ) -> None:
         for start in range(0, len(group), self._batch):
-            self._read_batch(group[start:start + self._batch], out, keep)
+            self._read_batch(group[start:start + self._batch], out, keep, ticket)
 
     def _read_batch(
-        self, group: Sequence[ChunkProjection], out: np.ndarray, keep: ChunkCache | None
+        self,
+        group: Sequence[ChunkProjection],
+        out: np.ndarray,
+        keep: ChunkCache | None,
+        ticket: int,
     ) -> None:
         keys = [self.key(p.chunk_coords) for p in group]
+        if keep is not None:
+            self._read_keeping(group, keys, out, keep, ticket)
+            return
         found = self.store.get_many(keys)
         for proj, key in zip(group, keys):
             data = found.get(key)
             if data is None:
                 out[proj.out_selection] = self.fill_value
-            elif keep is None and proj.is_complete_chunk and self.is_interior(proj.chunk_coords):
+            elif proj.is_complete_chunk and self.is_interior(proj.chunk_coords):
                 # A whole interior chunk decodes straight into the output (its region
                 # is a view: the indexer makes complete chunks' out_selection slices).
                 # out[()] of a 0-d array is a scalar, out[...] a view.
                 self.decode_into(key, data, out[proj.out_selection] if proj.out_selection else out[...])
-            elif keep is None and not self.pipeline.dtype.hasobject:
+            elif not self.pipeline.dtype.hasobject:
                 # Not kept: decode into this thread's reused buffer, not fresh memory
                 # (measured: a column read of 8 chunks of 2 MiB, 7.3 -> 1.6 ms).
-                chunk = scratch_buffer(self.grid.chunks, self.pipeline.dtype, slot="chunk")
+                chunk = self._allocating(key, lambda: scratch_buffer(
+                    self.grid.chunks, self.pipeline.dtype, slot="chunk"))
                 self.decode_into(key, data, chunk)
                 out[proj.out_selection] = chunk[proj.chunk_selection]
             else:
-                chunk = self.decode(key, data)
-                out[proj.out_selection] = chunk[proj.chunk_selection]
-                if keep is not None:
-                    keep.put((*self._cache_prefix, key), chunk)
+                out[proj.out_selection] = self.decode(key, data)[proj.chunk_selection]
+
+    def _read_keeping(
+        self,
+        group: Sequence[ChunkProjection],
+        keys: list[str],
+        out: np.ndarray,
+        keep: ChunkCache,
+        ticket: int,
+    ) -> None:
+        """Read chunks and cache them with the versions of the bytes they came from."""
+        found = self.store.get_many_versioned(keys)
+        for proj, key in zip(group, keys):
+            item = found.get(key)
+            if item is None:
+                out[proj.out_selection] = self.fill_value
+                continue
+            data, version = item
+            chunk = self.decode(key, data)
+            out[proj.out_selection] = chunk[proj.chunk_selection]
+            keep.put(self.location(key), chunk, version, ticket=ticket)
 
     def _decode_error(self, key: str, err: Exception) -> ChunkDecodeError:
         return ChunkDecodeError(
@@ -270,13 +327,10 @@ class ChunkIO:
         """
         scalar = _ScalarChunk(self, value) if value.ndim == 0 else None
         cache = self.options.resolve_cache()
-        # Under a synchronizer another process may have changed a chunk since this
-        # process cached it: read-modify-write re-reads from the store.
-        rmw_cache = None if self.options.synchronizer is not None else cache
         context = contextlib.nullcontext() if locked else self.locked(projections)
         with context:
             map_groups(
-                lambda group: self._write_group(group, value, scalar, cache, rmw_cache),
+                lambda group: self._write_group(group, value, scalar, cache),
                 projections,
                 parallel=self._parallel,
             )
@@ -287,10 +341,9 @@ class ChunkIO:
         value: np.ndarray,
         scalar: _ScalarChunk | None,
         cache: ChunkCache | None,
-        rmw_cache: ChunkCache | None,
     ) -> None:
         for start in range(0, len(group), self._batch):
-            self._write_batch(group[start:start + self._batch], value, scalar, cache, rmw_cache)
+            self._write_batch(group[start:start + self._batch], value, scalar, cache)
 
     def _write_batch(
         self,
@@ -298,11 +351,12 @@ class ChunkIO:
         value: np.ndarray,
         scalar: _ScalarChunk | None,
         cache: ChunkCache | None,
-        rmw_cache: ChunkCache | None,
     ) -> None:
         keys = [self.key(p.chunk_coords) for p in group]
+        # Before anything is written: see ChunkCache.put(written=True).
+        ticket = cache.ticket() if cache is not None else 0
         existing = self._existing_chunks(
-            [k for p, k in zip(group, keys) if not p.is_complete_chunk], rmw_cache
+            [k for p, k in zip(group, keys) if not p.is_complete_chunk], cache
         )
         to_store: dict[str, bytes] = {}
         to_delete: list[str] = []
@@ -321,7 +375,7 @@ class ChunkIO:
                 chunk = part  # a view of the caller's data: never cached
             else:
                 chunk = existing.get(key)
-                chunk = self.empty_chunk() if chunk is None else chunk
+                chunk = self.empty_chunk(key) if chunk is None else chunk
                 chunk[proj.chunk_selection] = part
                 owned[key] = chunk
             if not self.options.write_empty_chunks and is_all_fill(chunk, self.fill_value):
@@ -329,39 +383,31 @@ class ChunkIO:
                 owned.pop(key, None)
             else:
                 to_store[key] = self.encode(key, chunk)
-        if to_store:
-            self.store.set_many(to_store)
+        versions = self.store.set_many_versioned(to_store) if to_store else {}
         if to_delete:
             self.discard(to_delete)
+        # The store announced these changes, which dropped the touched chunks from
+        # every cache; the chunks this write built itself are the new truth: keep
+        # them (write-through). Views of the caller's data are not kept.
         if cache is not None:
-            self._update_cache(cache, keys, owned)
+            for key, chunk in owned.items():
+                cache.put(self.location(key), chunk, versions.get(key), ticket=ticket,
+                          written=True)
 
     def _existing_chunks(
         self, keys: list[str], cache: ChunkCache | None
     ) -> dict[str, np.ndarray]:
-        """Writable decoded copies of the stored chunks ``keys`` (absent ones left out)."""
-        chunks: dict[str, np.ndarray] = {}
-        if cache is not None:
-            for key in keys:
-                cached = cache.get((*self._cache_prefix, key))
-                if cached is not None:
-                    chunks[key] = cached.copy()  # cached chunks are read-only
+        """Writable decoded copies of the stored chunks ``keys`` (absent ones left out).
+
+        A cached copy is used only when the store's version proves it current;
+        everything else is read from the store.
+        """
+        chunks = current_copies(self, cache, keys) if cache is not None and keys else {}
         missing = [key for key in keys if key not in chunks]
         if missing:
             for key, data in self.store.get_many(missing).items():
                 chunks[key] = self.decode(key, data)
         return chunks
-
-    def _update_cache(self, cache: ChunkCache, keys: list[str], owned: dict[str, np.ndarray]) -> None:
-        # Chunks this write built itself are the new truth: keep them (write-through);
-        # the rest (views of the caller's data, deleted chunks) are dropped.
-        identity, path = self._cache_prefix
-        for key in keys:
-            chunk = owned.get(key)
-            if chunk is None:
-                cache.discard((identity, path, key))
-            else:
-                cache.put((identity, path, key), chunk)
 
     def discard(self, keys: Sequence[str]) -> None:
         """Remove chunks; where the store cannot delete (zip), store fill chunks instead."""
@@ -370,7 +416,7 @@ class ChunkIO:
             return
         present = [key for key in keys if key in self.store]
         if present:
-            encoded = bytes(self.encode(present[0], self.empty_chunk()))
+            encoded = bytes(self.encode(present[0], self.empty_chunk(present[0])))
             self.store.set_many({key: encoded for key in present})
 
 

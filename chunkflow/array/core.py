@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import time
 from typing import Any, Callable
 
 import numpy as np
@@ -60,6 +61,16 @@ class Array(ArrayProperties):
         Store chunks equal to ``fill_value`` everywhere (default ``False``: delete them).
     allow_pickle : bool, optional
         Allow the pickle codec (only for trusted stores: decoding runs code).
+    synchronizer : Synchronizer, "thread" or None
+        Locks chunks for writes that other writers may overlap.
+    cache : ChunkCache, bool or None
+        Decoded-chunk cache: ``None`` the process-wide one, ``False`` none.
+    lock_timeout : float, optional
+        Seconds to wait for a lock before raising (nothing is written then).
+    recheck_cached_data : "open", bool, float or None
+        How stale cached chunks may be when read (see :mod:`chunkflow.cache`);
+        ``None`` follows ``chunkflow.config`` (default ``"open"``: chunks cached
+        before this handle was opened are checked against the store once).
 
     Examples
     --------
@@ -87,11 +98,12 @@ class Array(ArrayProperties):
         synchronizer: Any = None,
         cache: Any = None,
         lock_timeout: float | None = None,
+        recheck_cached_data: bool | str | float | None = None,
     ) -> None:
         options = ArrayOptions.from_kwargs(
             read_only=read_only, write_empty_chunks=write_empty_chunks,
             allow_pickle=allow_pickle, synchronizer=synchronizer, cache=cache,
-            lock_timeout=lock_timeout,
+            lock_timeout=lock_timeout, recheck_cached_data=recheck_cached_data,
         )
         resolved = make_store(
             store, mode="r" if read_only else "a", storage_options=storage_options
@@ -124,6 +136,8 @@ class Array(ArrayProperties):
     ) -> None:
         self._store = store
         self._path = path
+        # For recheck_cached_data="open": chunks cached before now are checked once.
+        self._opened_at = time.monotonic()
         self._options = options.with_read_only(options.read_only or store.read_only)
         self._attrs = Attributes(attributes, self._persist_attributes, path,
                                  read_only=self._options.read_only)
@@ -150,6 +164,7 @@ class Array(ArrayProperties):
             pipeline=pipeline,
             fill_value=self._concrete_fill_value(metadata),
             options=self._options,
+            opened_at=self._opened_at,
         )
 
     @staticmethod

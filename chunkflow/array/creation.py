@@ -31,7 +31,8 @@ __all__ = [
 ]
 
 MODES = ("r", "r+", "a", "w", "w-")
-_OPEN_OPTIONS = ("write_empty_chunks", "allow_pickle", "synchronizer", "cache", "lock_timeout")
+_OPEN_OPTIONS = ("write_empty_chunks", "allow_pickle", "synchronizer", "cache", "lock_timeout",
+                 "recheck_cached_data")
 
 
 def create(
@@ -59,6 +60,7 @@ def create(
     synchronizer: Any = None,
     cache: Any = None,
     lock_timeout: float | None = None,
+    recheck_cached_data: bool | str | float | None = None,
 ) -> Array:
     """Create a new array.
 
@@ -108,6 +110,8 @@ def create(
         Decoded-chunk cache: ``None`` the process-wide one, ``False`` none.
     lock_timeout : float, optional
         Seconds to wait for a lock before raising (nothing is written then).
+    recheck_cached_data : "open", bool, float or None
+        How stale cached chunks may be when read (see :mod:`chunkflow.cache`).
 
     Examples
     --------
@@ -118,6 +122,7 @@ def create(
     options = ArrayOptions.from_kwargs(
         read_only=read_only, write_empty_chunks=write_empty_chunks, allow_pickle=allow_pickle,
         synchronizer=synchronizer, cache=cache, lock_timeout=lock_timeout,
+        recheck_cached_data=recheck_cached_data,
     )
     resolved = make_store(store, mode="w" if overwrite else "a", storage_options=storage_options)
     node_path = normalize_path(path)

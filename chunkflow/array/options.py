@@ -6,6 +6,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from chunkflow.cache import ChunkCache, config, get_cache
+from chunkflow.cache.config import recheck_policy
 from chunkflow.sync import Synchronizer, as_synchronizer
 
 __all__ = ["ArrayOptions"]
@@ -30,6 +31,11 @@ class ArrayOptions:
         a :class:`~chunkflow.cache.ChunkCache` that one.
     lock_timeout : float or None
         Seconds to wait for locks before :class:`~chunkflow.errors.LockTimeoutError`.
+    recheck_cached_data : "open", bool, float or None
+        How stale cached chunks may be when read: ``"open"`` (checked against the store
+        once if cached before this handle was opened), ``True`` (checked before every
+        use), ``False`` (never), or seconds; ``None`` follows
+        ``chunkflow.config`` (default ``"open"``).
 
     Examples
     --------
@@ -43,12 +49,31 @@ class ArrayOptions:
     synchronizer: Synchronizer | None = None
     cache: ChunkCache | bool | None = None
     lock_timeout: float | None = None
+    recheck_cached_data: bool | str | float | None = None
 
     @classmethod
     def from_kwargs(cls, **kwargs: Any) -> ArrayOptions:
-        """Options from keyword arguments, validating the synchronizer and cache."""
+        """Options from keyword arguments, validating the synchronizer, cache and policy."""
         options = cls(**kwargs)
-        return replace(options, synchronizer=as_synchronizer(options.synchronizer))
+        recheck = options.recheck_cached_data
+        if recheck is not None:
+            recheck = recheck_policy("recheck_cached_data", recheck)
+        return replace(options, synchronizer=as_synchronizer(options.synchronizer),
+                       recheck_cached_data=recheck)
+
+    def resolve_recheck(self) -> bool | str | float:
+        """The staleness policy to apply now (this handle's, else the process default).
+
+        Examples
+        --------
+        >>> ArrayOptions(recheck_cached_data=True).resolve_recheck()
+        True
+        >>> ArrayOptions().resolve_recheck()
+        'open'
+        """
+        if self.recheck_cached_data is not None:
+            return self.recheck_cached_data
+        return config.get("recheck_cached_data")  # type: ignore[no-any-return]
 
     def resolve_cache(self) -> ChunkCache | None:
         """The cache to use now (the process-wide one follows ``chunkflow.config``)."""

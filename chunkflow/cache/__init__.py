@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import threading
 
-from chunkflow.cache.chunk_cache import CacheKey, CacheStats, ChunkCache
+from chunkflow.cache.chunk_cache import CacheKey, CachedChunk, CacheStats, ChunkCache
 from chunkflow.cache.config import Config, config
 
-__all__ = ["CacheKey", "CacheStats", "ChunkCache", "Config", "cache_info", "config", "get_cache"]
+__all__ = ["CacheKey", "CachedChunk", "CacheStats", "ChunkCache", "Config", "cache_info", "config", "get_cache"]
 
 _cache: ChunkCache | None = None
 _cache_lock = threading.Lock()

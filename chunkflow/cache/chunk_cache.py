@@ -1,38 +1,44 @@
 """A cache of decoded chunks under a byte budget, built from zict layers.
 
 The fast tier is ``zict.LRU(max_bytes, {}, weight=nbytes)``: a hit is a dict lookup plus
-a recency bump. With ``compressed_bytes > 0`` a ``zict.Buffer`` moves chunks evicted
+a recency bump. With ``compressed_bytes > 0`` a ``zict.Buffer`` moves entries evicted
 from the fast tier into a ``zict.Func(compress, decompress, zict.LRU(...))``, so a second
-budget holds them compressed (blosc lz4); a hit there decompresses the chunk back into
-the fast tier. See :mod:`chunkflow.cache.tiers` for the layers themselves.
+budget holds them compressed (blosc lz4). See :mod:`chunkflow.cache.tiers`.
+
+Keys are the chunks' *locations*: the store's identity joined with the chunk key
+(:func:`chunkflow.storage.coherence.location`), one name per chunk whichever handle,
+path alias or store object reaches it. Every store write in this process invalidates
+the locations it changed in every cache (a change listener), and puts made from a
+fetch or a write carry a *ticket* so that a copy fetched before a change, arriving
+after it, is refused instead of cached (see :meth:`ChunkCache.put`).
 
 Ownership: :meth:`ChunkCache.put` keeps the very array it is given and marks it
 read-only, so no copy is made; the caller must not write to it (or to arrays sharing its
-memory) afterwards. Everything :meth:`ChunkCache.get` returns is read-only.
+memory) afterwards. Every chunk the cache hands out is read-only.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Sequence
+import time
+import weakref
+from collections.abc import Hashable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
 from chunkflow.cache.stats import CacheStats
-from chunkflow.cache.tiers import (
-    Compressed,
-    Tiers,
-    build_tiers,
-    chunk_weight,
-    compress,
-    decompress,
-)
+from chunkflow.cache.tiers import CachedChunk, Tiers, build_tiers, chunk_weight
+from chunkflow.storage.coherence import add_change_listener, location
 
-__all__ = ["CacheKey", "CacheStats", "ChunkCache"]
+__all__ = ["CacheKey", "CacheStats", "ChunkCache", "CachedChunk"]
 
-CacheKey = tuple[str, str, str]
-"""(store identity, array path, chunk key)."""
+CacheKey = str
+"""A chunk's location: ``store.identity + "/" + chunk key``."""
+
+#: Locations whose latest invalidations are remembered per cache. Past this many, the
+#: log is cleared and every ticket issued before is refused (safe, and rare).
+_LOG_ENTRIES = 16384
 
 
 def _budget(name: str, value: Any) -> int:
@@ -44,15 +50,17 @@ def _budget(name: str, value: Any) -> int:
 class ChunkCache:
     """Decoded chunks under a byte budget, least recently used evicted first.
 
-    Thread-safe: one lock guards the zict layers and the counters. A hit in the fast tier
-    holds it for a dict lookup and a recency bump; decompressing a second-tier hit, and
-    compressing the chunks a put pushes into that tier, happen outside it.
+    Thread-safe: the zict layers lock themselves. A hit in the fast tier takes no lock
+    of the cache (zict's own, then the counters'). Insertions, invalidations and moves
+    between the tiers hold the cache's lock, so that an insertion never lands after an
+    invalidation that should have refused it, and the fast tier never holds more than
+    ``max_bytes`` outside that lock.
 
     Parameters
     ----------
     max_bytes : int
-        Budget of the fast tier (decoded chunks); never exceeded. A chunk larger than
-        this is not cached. 0 caches nothing.
+        Budget of the fast tier (decoded chunks). A chunk larger than this is not
+        cached; 0 caches nothing.
     compressed_bytes : int
         Budget of a second tier keeping chunks evicted from the fast tier, compressed;
         0 (the default) means no second tier.
@@ -60,92 +68,72 @@ class ChunkCache:
     Examples
     --------
     >>> cache = ChunkCache(max_bytes=1000)
-    >>> cache.put(("mem", "a", "c/0"), np.zeros(100, dtype="u1"))
-    >>> chunk = cache.get(("mem", "a", "c/0"))
-    >>> chunk.shape, chunk.flags.writeable, cache.get(("mem", "a", "c/1"))
+    >>> cache.put("memory:x/a/c/0", np.zeros(100, dtype="u1"))
+    >>> chunk = cache.get("memory:x/a/c/0")
+    >>> chunk.shape, chunk.flags.writeable, cache.get("memory:x/a/c/1")
     ((100,), False, None)
     >>> cache.stats.hits, cache.stats.misses, cache.stats.bytes
     (1, 1, 100)
     """
 
     def __init__(self, max_bytes: int, compressed_bytes: int = 0) -> None:
-        # A plain Lock, not an RLock: nothing re-enters it (the zict callbacks we install
-        # only bump counters), and it is cheaper on the hit path.
         self._lock = threading.Lock()
+        # Counters have their own lock: hits count without waiting for insertions, and
+        # evictions are counted inside zict calls made under self._lock.
+        self._count_lock = threading.Lock()
         self._hits = self._misses = self._evictions = self._compressed_hits = 0
-        # Chunks about to move down a tier, compressed ahead of time outside the lock:
-        # id(chunk) -> (chunk, record). Holding the chunk keeps its id from being reused.
-        self._ready: dict[int, tuple[np.ndarray, Compressed]] = {}
-        # key -> token of an insertion waiting for that compression; any change to the
-        # key removes the token, telling the insertion it went stale.
-        self._pending: dict[CacheKey, object] = {}
+        self._rechecks = self._stale = self._refused = 0
+        # Invalidation log for tickets: location -> (latest epoch, the one before).
+        self._epoch = 0
+        self._floor = 0  # tickets below this are refused
+        self._log: dict[Hashable, tuple[int, int]] = {}
         self._tiers: Tiers = self._rebuilt(
             _budget("max_bytes", max_bytes), _budget("compressed_bytes", compressed_bytes)
         )
+        _CACHES.add(self)
 
-    def _dump(self, chunk: np.ndarray) -> Compressed:
-        """The slow tier's compress step: use the record made ahead of time, if any."""
-        entry = self._ready.pop(id(chunk), None)
-        if entry is not None and entry[0] is chunk:
-            return entry[1]
-        return compress(chunk)  # the victims changed meanwhile: compress here after all
-
-    def _victims(self, tiers: Tiers, key: CacheKey, weight: int) -> list[np.ndarray]:
-        """The chunks that inserting ``weight`` bytes under ``key`` would push down."""
-        fast = tiers.fast
-        excess = fast.total_weight - fast.weights.get(key, 0) + weight - fast.n
-        victims = []
-        for old in fast.order:  # least recently used first, as LRU.evict picks them
-            if excess <= 0:
-                break
-            if old != key:
-                victims.append(fast.d[old])
-                excess -= fast.weights[old]
-        return victims
-
-    def _insert(self, key: CacheKey, chunk: np.ndarray, weight: int) -> None:
-        """Put ``chunk`` in the fast tier; the lock is held on entry and on exit.
-
-        Chunks this pushes into the second tier are compressed with the lock released.
-        If ``key`` changed meanwhile (a put, a discard, a clear, a resize), it is dropped
-        rather than risk keeping an outdated chunk: the store has the truth.
-        """
-        tiers = self._tiers
-        ready: dict[int, tuple[np.ndarray, Compressed]] = {}
-        victims = [] if tiers.slow is None else self._victims(tiers, key, weight)
-        if victims:
-            token = self._pending[key] = object()
-            self._lock.release()
-            try:
-                ready = {id(old): (old, compress(old)) for old in victims}
-            finally:
-                self._lock.acquire()
-            if self._pending.get(key) is not token:
-                # Conflict: drop the key, and the token of whoever changed it if they
-                # are waiting too, so that neither insertion lands.
-                self._pending.pop(key, None)
-                self._discard(self._tiers, key)
-                return
-            del self._pending[key]
-            self._ready.update(ready)
-        try:
-            # LRU.__setitem__ inserts, then evicts down to the budget, all under our
-            # lock, so no other thread ever sees the budget exceeded.
-            tiers.data[key] = chunk
-        except BaseException:
-            # Only a failure to compress an evicted chunk into the second tier can
-            # land here; zict then keeps it in the fast tier. Keep the budget anyway.
-            self._shed(tiers)
-            raise
-        finally:
-            for ident in ready:  # records of chunks that did not move after all
-                self._ready.pop(ident, None)
+    def _rebuilt(self, max_bytes: int, compressed_bytes: int) -> Tiers:
+        return build_tiers(max_bytes, compressed_bytes, self._count_eviction)
 
     def _count_eviction(self, key: object, value: object) -> None:
-        # Called by zict inside an eviction, which only ever runs under self._lock.
-        self._evictions += 1
+        with self._count_lock:
+            self._evictions += 1
 
     # -- lookups -----------------------------------------------------------------------
+
+    def lookup(self, keys: Sequence[CacheKey]) -> dict[CacheKey, CachedChunk]:
+        """The cached entries among ``keys``, with their versions; counts hits and misses.
+
+        Examples
+        --------
+        >>> cache = ChunkCache(1 << 10)
+        >>> cache.put("s/a/0", np.arange(2), version="v1")
+        >>> entry = cache.lookup(["s/a/0", "s/a/1"])["s/a/0"]
+        >>> entry.chunk, entry.version
+        (array([0, 1]), 'v1')
+        """
+        tiers = self._tiers
+        fast, found = tiers.fast, {}
+        elsewhere = []
+        for key in keys:
+            try:
+                found[key] = fast[key]  # zict.LRU locks itself and bumps the recency
+            except KeyError:
+                elsewhere.append(key)
+        compressed = 0
+        if tiers.slow is not None and elsewhere:
+            with self._lock:  # a promotion may push entries down: an insertion
+                for key in elsewhere:
+                    try:
+                        found[key] = tiers.data[key]  # decompressed into the fast tier
+                    except KeyError:
+                        continue
+                    compressed += 1
+        with self._count_lock:
+            self._hits += len(found)
+            self._compressed_hits += compressed
+            self._misses += len(keys) - len(found)
+        return found
 
     def get(self, key: CacheKey) -> np.ndarray | None:
         """The cached chunk, read-only, or ``None``; counts a hit or a miss.
@@ -153,69 +141,24 @@ class ChunkCache:
         Examples
         --------
         >>> cache = ChunkCache(1 << 10)
-        >>> cache.put(("s", "a", "0"), np.arange(4))
-        >>> cache.get(("s", "a", "0"))
+        >>> cache.put("s/a/0", np.arange(4))
+        >>> cache.get("s/a/0")
         array([0, 1, 2, 3])
         """
-        with self._lock:
-            tiers = self._tiers
-            try:
-                chunk = tiers.fast[key]
-            except KeyError:
-                pass
-            else:
-                self._hits += 1
-                return chunk
-            if tiers.slow is None or key not in tiers.slow:
-                self._misses += 1
-                return None
-            record = tiers.slow[key]  # bumps its recency in the compressed tier
-            self._hits += 1
-            self._compressed_hits += 1
-        chunk = decompress(record)  # outside the lock: other threads keep hitting
-        with self._lock:
-            self._promote(tiers, key, record, chunk)
-        return chunk
+        entry = self.lookup([key]).get(key)
+        return None if entry is None else entry.chunk
 
     def get_many(self, keys: Sequence[CacheKey]) -> dict[CacheKey, np.ndarray]:
         """The cached chunks among ``keys`` (read-only), by key; counts hits and misses.
 
-        Same as calling :meth:`get` for each key, with one lock round-trip for the
-        chunks held in the fast tier (the common case of a read that hits).
-
         Examples
         --------
         >>> cache = ChunkCache(1 << 10)
-        >>> cache.put(("s", "a", "0"), np.arange(2))
-        >>> cache.get_many([("s", "a", "0"), ("s", "a", "1")])
-        {('s', 'a', '0'): array([0, 1])}
+        >>> cache.put("s/a/0", np.arange(2))
+        >>> cache.get_many(["s/a/0", "s/a/1"])
+        {'s/a/0': array([0, 1])}
         """
-        found: dict[CacheKey, np.ndarray] = {}
-        elsewhere = []
-        with self._lock:
-            fast = self._tiers.fast
-            for key in keys:
-                try:
-                    found[key] = fast[key]
-                except KeyError:
-                    elsewhere.append(key)
-            self._hits += len(found)
-        for key in elsewhere:  # compressed tier or a miss: the single-key path counts
-            chunk = self.get(key)
-            if chunk is not None:
-                found[key] = chunk
-        return found
-
-    def _promote(self, tiers: Tiers, key: CacheKey, record: Compressed, chunk: np.ndarray) -> None:
-        """Move a chunk just decompressed back into the fast tier, unless it went stale."""
-        if tiers is not self._tiers or tiers.slow is None or tiers.slow.d.get(key) is not record:
-            return  # rebuilt, discarded or overwritten while we decompressed
-        weight = chunk_weight(key, chunk)
-        if weight > tiers.fast.n:
-            return  # the fast tier shrank below this chunk: it stays compressed
-        # Buffer.__setitem__ drops the compressed copy and may move older chunks down.
-        self._pending.pop(key, None)
-        self._insert(key, chunk, weight)
+        return {key: entry.chunk for key, entry in self.lookup(keys).items()}
 
     def __contains__(self, key: object) -> bool:
         """Whether ``key`` is cached in either tier (no counters change, no recency bump).
@@ -223,58 +166,125 @@ class ChunkCache:
         Examples
         --------
         >>> cache = ChunkCache(1 << 10)
-        >>> cache.put(("s", "a", "0"), np.zeros(3))
-        >>> ("s", "a", "0") in cache, ("s", "a", "1") in cache, cache.stats.hits
+        >>> cache.put("s/a/0", np.zeros(3))
+        >>> "s/a/0" in cache, "s/a/1" in cache, cache.stats.hits
         (True, False, 0)
         """
-        with self._lock:
-            tiers = self._tiers
-            return key in tiers.fast.d or (tiers.slow is not None and key in tiers.slow.d)
+        return key in self._tiers.data
 
     def __len__(self) -> int:
         """Number of chunks cached in both tiers."""
-        with self._lock:
-            tiers = self._tiers
-            return len(tiers.fast.d) + (0 if tiers.slow is None else len(tiers.slow.d))
+        return len(self._tiers.data)
 
-    # -- updates -----------------------------------------------------------------------
+    # -- tickets and insertions --------------------------------------------------------
 
-    def put(self, key: CacheKey, chunk: np.ndarray) -> None:
+    def ticket(self) -> int:
+        """A ticket to take before fetching (or writing) chunks that will be put here.
+
+        A put with a ticket is refused when its location was invalidated after the
+        ticket was taken: the copy may predate that change.
+        """
+        return self._epoch
+
+    def put(
+        self,
+        key: CacheKey,
+        chunk: np.ndarray,
+        version: Hashable | None = None,
+        *,
+        ticket: int | None = None,
+        written: bool = False,
+    ) -> None:
         """Cache ``chunk`` under ``key``, replacing any older version.
 
         The cache takes ownership: it keeps this very array (no copy) and makes it
-        read-only. A chunk larger than ``max_bytes`` is not cached (and any older
-        version of it is dropped, so a write never leaves a stale chunk behind).
+        read-only. A chunk larger than ``max_bytes`` is not cached (and any older version
+        of it is dropped, so a put never leaves a stale chunk behind).
+
+        Parameters
+        ----------
+        key : str
+            The chunk's location.
+        chunk : numpy.ndarray
+            The decoded chunk.
+        version : hashable, optional
+            The store's version of the bytes ``chunk`` was decoded from or written as.
+        ticket : int, optional
+            From :meth:`ticket`, taken before the fetch or the write. A fetched copy is
+            refused when ``key`` was invalidated after the ticket; a ``written`` copy
+            when it was invalidated twice (once is the write's own announcement: twice
+            means another write may have landed after it).
+        written : bool
+            ``chunk`` is what the caller just wrote to the store.
 
         Examples
         --------
         >>> cache = ChunkCache(max_bytes=100)
         >>> chunk = np.ones(10, dtype="u1")
-        >>> cache.put(("s", "a", "0"), chunk)
-        >>> cache.get(("s", "a", "0")) is chunk, chunk.flags.writeable
+        >>> cache.put("s/a/0", chunk)
+        >>> cache.get("s/a/0") is chunk, chunk.flags.writeable
         (True, False)
-        >>> cache.put(("s", "a", "1"), np.ones(101, dtype="u1"))  # too big: not cached
-        >>> ("s", "a", "1") in cache
+        >>> ticket = cache.ticket()
+        >>> cache.invalidate(["s/a/1"])  # a write lands while s/a/1 is being fetched
+        >>> cache.put("s/a/1", np.ones(10, dtype="u1"), ticket=ticket)  # refused
+        >>> "s/a/1" in cache
         False
         """
         if not isinstance(chunk, np.ndarray):
             raise TypeError(f"ChunkCache.put({key!r}): expected a numpy array, got {type(chunk)!r}")
         chunk.flags.writeable = False
-        weight = chunk_weight(key, chunk)
+        entry = CachedChunk(chunk, version, time.monotonic())
+        tiers = self._tiers
+        too_big = chunk_weight(key, entry) > self.max_bytes
         with self._lock:
-            self._pending.pop(key, None)  # an older put still compressing is now stale
-            if weight > self._tiers.fast.n:
-                self._discard(self._tiers, key)
+            if too_big or (ticket is not None and self._outdated(key, ticket, written)):
+                self._discard(tiers, key)
+                if not too_big:
+                    with self._count_lock:
+                        self._refused += 1
                 return
-            self._insert(key, chunk, weight)
+            tiers.data[key] = entry  # zict evicts (or moves down) what no longer fits
 
-    def _shed(self, tiers: Tiers) -> None:
-        while tiers.fast.total_weight > tiers.fast.n and tiers.fast.d:
-            del tiers.fast[next(iter(tiers.fast.order))]
-            self._evictions += 1
+    def _outdated(self, key: CacheKey, ticket: int, written: bool) -> bool:
+        latest, before = self._log.get(key, (0, 0))
+        return ticket < self._floor or (before if written else latest) > ticket
+
+    # -- invalidation and discards -----------------------------------------------------
+
+    def invalidate(self, keys: Iterable[CacheKey]) -> None:
+        """Drop ``keys`` because the store changed them; refuse puts fetched before.
+
+        Examples
+        --------
+        >>> cache = ChunkCache(1 << 10)
+        >>> cache.put("s/a/0", np.zeros(2))
+        >>> cache.invalidate(["s/a/0"])
+        >>> "s/a/0" in cache
+        False
+        """
+        keys = list(keys)
+        with self._lock:
+            self._epoch += 1
+            epoch, log, tiers = self._epoch, self._log, self._tiers
+            if len(log) + len(keys) > _LOG_ENTRIES:
+                log.clear()
+                self._floor = epoch
+            for key in keys:
+                log[key] = (epoch, log.get(key, (0, 0))[0])
+                self._discard(tiers, key)
+
+    def invalidate_prefix(self, prefix: str) -> None:
+        """Drop every key starting with ``prefix``; refuse every put fetched before."""
+        with self._lock:
+            self._epoch += 1
+            self._floor = self._epoch
+            self._log.clear()
+            tiers = self._tiers
+            for key in _starting_with(tiers, prefix):
+                self._discard(tiers, key)
 
     @staticmethod
-    def _discard(tiers: Tiers, key: CacheKey) -> None:
+    def _discard(tiers: Tiers, key: Hashable) -> None:
         # `del`, not pop(): pop would read (and decompress) the value first.
         try:
             del tiers.data[key]
@@ -283,9 +293,7 @@ class ChunkCache:
 
     def discard(self, key: CacheKey) -> None:
         """Forget one chunk (no error if it is not cached)."""
-        with self._lock:
-            self._pending.pop(key, None)
-            self._discard(self._tiers, key)
+        self._discard(self._tiers, key)
 
     def discard_many(self, keys: Iterable[CacheKey]) -> None:
         """Forget several chunks.
@@ -294,51 +302,45 @@ class ChunkCache:
         --------
         >>> cache = ChunkCache(1 << 10)
         >>> for i in range(3):
-        ...     cache.put(("s", "a", str(i)), np.zeros(2))
-        >>> cache.discard_many([("s", "a", "0"), ("s", "a", "1"), ("s", "a", "9")])
+        ...     cache.put(f"s/a/{i}", np.zeros(2))
+        >>> cache.discard_many(["s/a/0", "s/a/1", "s/a/9"])
         >>> len(cache)
         1
         """
-        keys = list(keys)  # consume a generator before taking the lock
-        with self._lock:
-            tiers = self._tiers
-            for key in keys:
-                self._pending.pop(key, None)
-                self._discard(tiers, key)
+        tiers = self._tiers
+        for key in keys:
+            self._discard(tiers, key)
+
+    def discard_prefix(self, prefix: str) -> None:
+        """Forget every chunk whose location starts with ``prefix``."""
+        tiers = self._tiers
+        for key in _starting_with(tiers, prefix):
+            self._discard(tiers, key)
 
     def discard_array(self, identity: str, path: str) -> None:
-        """Forget every chunk of one array (after a resize, an overwrite, a delete).
+        """Forget every chunk of the array at ``path`` in the store named ``identity``.
 
         Examples
         --------
         >>> cache = ChunkCache(1 << 10)
-        >>> cache.put(("s", "a", "0"), np.zeros(2))
-        >>> cache.put(("s", "b", "0"), np.zeros(2))
+        >>> cache.put("s/a/0", np.zeros(2))
+        >>> cache.put("s/b/0", np.zeros(2))
         >>> cache.discard_array("s", "a")
-        >>> ("s", "a", "0") in cache, ("s", "b", "0") in cache
+        >>> "s/a/0" in cache, "s/b/0" in cache
         (False, True)
         """
-        with self._lock:
-            tiers = self._tiers
-            # A scan, not an index: this runs on resize/overwrite, rarely, and an index
-            # would have to follow every eviction in both tiers.
-            stored = [*tiers.fast.d, *self._pending]
-            if tiers.slow is not None:
-                stored += list(tiers.slow.d)
-            for key in stored:
-                if key[0] == identity and key[1] == path:
-                    self._pending.pop(key, None)
-                    self._discard(tiers, key)
+        self.discard_prefix(location(identity, path) + "/" if path else identity + "/")
 
     def clear(self) -> None:
         """Forget every chunk (the counters stay; see :meth:`reset_stats`)."""
         with self._lock:
-            self._pending.clear()
-            # Fresh layers: MutableMapping.clear() would pop, i.e. decompress, each item.
-            self._tiers = self._rebuilt(self._tiers.fast.n, self._compressed_max())
+            self._epoch += 1
+            self._floor = self._epoch
+            self._log.clear()
+            self._tiers = self._rebuilt(self.max_bytes, self.compressed_max_bytes)
 
     def resize(self, max_bytes: int, compressed_bytes: int | None = None) -> None:
-        """Change the budgets, evicting down to them right away.
+        """Change the budgets, evicting (oldest first) down to them right away.
 
         Parameters
         ----------
@@ -351,46 +353,54 @@ class ChunkCache:
         --------
         >>> cache = ChunkCache(max_bytes=100)
         >>> for i in range(4):
-        ...     cache.put(("s", "a", str(i)), np.zeros(25, dtype="u1"))
+        ...     cache.put(f"s/a/{i}", np.zeros(25, dtype="u1"))
         >>> cache.resize(50)
-        >>> cache.stats.entries, cache.stats.evictions, ("s", "a", "3") in cache
+        >>> cache.stats.entries, cache.stats.evictions, "s/a/3" in cache
         (2, 2, True)
         """
         max_bytes = _budget("max_bytes", max_bytes)
         with self._lock:
-            self._pending.clear()  # insertions under way would not know the new budgets
             old = self._tiers
-            compressed = self._compressed_max() if compressed_bytes is None else _budget(
-                "compressed_bytes", compressed_bytes
-            )
-            if (compressed > 0) == (old.slow is not None):
-                old.fast.n = max_bytes
-                old.fast.evict_until_below_target()  # into the second tier, if any
-                if old.slow is not None:
-                    old.slow.n = compressed
-                    old.slow.evict_until_below_target()
-                return
-            # Adding or removing the second tier: new layers, keeping the decoded chunks
-            # in their recency order (oldest first). Compressed ones are dropped.
-            new = self._rebuilt(max_bytes, compressed)
-            if old.slow is not None:
-                self._evictions += len(old.slow.d)
-            for key in list(old.fast.order):
-                chunk = old.fast.d[key]
-                if chunk_weight(key, chunk) <= max_bytes:
-                    new.data[key] = chunk
-                else:
-                    self._evictions += 1
-            self._tiers = new
+            compressed = self.compressed_max_bytes
+            if compressed_bytes is not None:
+                compressed = _budget("compressed_bytes", compressed_bytes)
+            new = self._tiers = self._rebuilt(max_bytes, compressed)
+        for key, entry in self._drained(old):
+            if chunk_weight(key, entry) <= max_bytes:
+                new.data[key] = entry  # what no longer fits is evicted (and counted) here
+            else:
+                self._count_eviction(key, entry)
 
-    def _rebuilt(self, max_bytes: float, compressed_bytes: int) -> Tiers:
-        return build_tiers(int(max_bytes), compressed_bytes, self._count_eviction, self._dump)
+    def _drained(self, tiers: Tiers) -> list[tuple[Hashable, CachedChunk]]:
+        """Take the decoded entries out of retired layers, least recently used first.
 
-    def _compressed_max(self) -> int:
-        slow = self._tiers.slow
-        return 0 if slow is None else int(slow.n)
+        Without a second tier, ``LRU.evict()`` hands them out in recency order (each
+        call counts an eviction, taken back here: a move is not one). With one,
+        evicting would compress every entry into the retired tier for nothing: they
+        come in insertion order instead, and the compressed ones are dropped (which
+        counts as evicting them).
+        """
+        if tiers.slow is not None:
+            with self._count_lock:
+                self._evictions += len(tiers.slow)
+            return list(tiers.fast.items())
+        entries = []
+        while len(tiers.fast):
+            key, entry, _ = tiers.fast.evict()
+            if key is not None:
+                entries.append((key, entry))
+        with self._count_lock:
+            self._evictions -= len(entries)
+        return entries
 
     # -- counters ----------------------------------------------------------------------
+
+    def count_rechecks(self, checked: int, stale: int) -> None:
+        """Record that ``checked`` entries were compared with the store, ``stale`` of
+        them found outdated (called by the array layer)."""
+        with self._count_lock:
+            self._rechecks += checked
+            self._stale += stale
 
     @property
     def max_bytes(self) -> int:
@@ -400,31 +410,64 @@ class ChunkCache:
     @property
     def compressed_max_bytes(self) -> int:
         """Budget of the compressed second tier (0: none)."""
-        return self._compressed_max()
+        slow = self._tiers.slow
+        return 0 if slow is None else int(slow.n)
 
     @property
     def stats(self) -> CacheStats:
-        """A consistent snapshot of the counters (see :class:`CacheStats`)."""
-        with self._lock:
-            tiers = self._tiers
-            slow = tiers.slow
+        """A snapshot of the counters (see :class:`CacheStats`)."""
+        tiers = self._tiers
+        slow = tiers.slow
+        with self._lock, self._count_lock:
             return CacheStats(
                 hits=self._hits,
                 misses=self._misses,
                 evictions=self._evictions,
                 bytes=int(tiers.fast.total_weight),
-                entries=len(tiers.fast.d),
+                entries=len(tiers.fast),
                 max_bytes=int(tiers.fast.n),
                 compressed_hits=self._compressed_hits,
                 compressed_bytes=0 if slow is None else int(slow.total_weight),
-                compressed_entries=0 if slow is None else len(slow.d),
+                compressed_entries=0 if slow is None else len(slow),
+                rechecks=self._rechecks,
+                stale=self._stale,
+                refused=self._refused,
             )
 
     def reset_stats(self) -> None:
-        """Zero the hit, miss and eviction counters (what is cached stays)."""
-        with self._lock:
+        """Zero the counters (what is cached stays)."""
+        with self._lock, self._count_lock:
             self._hits = self._misses = self._evictions = self._compressed_hits = 0
+            self._rechecks = self._stale = self._refused = 0
 
     def __repr__(self) -> str:
         budgets = f"max_bytes={self.max_bytes}, compressed_bytes={self.compressed_max_bytes}"
         return f"ChunkCache({budgets})"
+
+
+def _starting_with(tiers: Tiers, prefix: str) -> list[Hashable]:
+    # A scan, not an index: this runs when arrays are replaced or deleted, rarely, and
+    # an index would have to follow every eviction in both tiers. list(keys()) copies
+    # them at once, so concurrent changes cannot break the iteration.
+    return [k for k in list(tiers.data.keys()) if isinstance(k, str) and k.startswith(prefix)]
+
+
+# Every live cache of the process hears of every store change made in it.
+_CACHES: weakref.WeakSet[ChunkCache] = weakref.WeakSet()
+
+
+def _invalidate_everywhere(identity: str, keys: Sequence[str] | None, prefix: str | None) -> None:
+    caches = list(_CACHES)
+    if not caches:
+        return
+    if keys is not None:
+        locations = [location(identity, key) for key in keys]
+        for cache in caches:
+            cache.invalidate(locations)
+    else:
+        start = location(identity, prefix) + "/" if prefix else identity + "/"
+        for cache in caches:
+            cache.invalidate_prefix(start)
+
+
+add_change_listener(_invalidate_everywhere)

@@ -11,6 +11,15 @@ Settings
 ``cache_enabled`` (bool)
     Whether arrays opened without an explicit ``cache=`` use the process-wide cache.
     Default ``True``. Environment: ``CHUNKFLOW_CACHE_ENABLED``.
+``recheck_cached_data`` (``"open"``, bool or seconds)
+    How stale a cached chunk may be when it is read, as tensorstore's option of the
+    same name. ``"open"`` (default): a chunk cached before the array handle was opened
+    is compared with the store's version of it once before use, so a handle opened
+    after another process's write sees that write. ``True``: compared before every
+    use. ``False``: never compared. A number: compared when last proven current more
+    than that many seconds ago. (Writes in this process always reach every cache at
+    once, and a partial-chunk write always proves its starting copy current.)
+    Environment: ``CHUNKFLOW_RECHECK_CACHED_DATA``.
 
 Byte sizes may also be given as strings with a unit (``"512 MiB"``, ``"2GB"``), which is
 handy in environment variables.
@@ -25,7 +34,7 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 
-__all__ = ["Config", "config", "default_cache_bytes", "parse_bytes"]
+__all__ = ["Config", "config", "default_cache_bytes", "parse_bytes", "recheck_policy"]
 
 _UNITS = {
     "": 1, "b": 1,
@@ -100,6 +109,34 @@ def _flag(name: str, value: Any) -> bool:
     raise ValueError(f"setting {name!r} must be True or False, got {value!r}")
 
 
+def recheck_policy(name: str, value: Any) -> bool | str | float:
+    """Validate a ``recheck_cached_data`` value: ``"open"``, a bool, or seconds >= 0.
+
+    Examples
+    --------
+    >>> recheck_policy("recheck_cached_data", "open"), recheck_policy("x", "false")
+    ('open', False)
+    >>> recheck_policy("recheck_cached_data", "2.5")
+    2.5
+    """
+    if isinstance(value, bool) or value == "open":
+        return value
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in ("open", "1", "true", "yes", "on", "0", "false", "no", "off"):
+            return text if text == "open" else _flag(name, text)
+        try:
+            value = float(text)
+        except ValueError:
+            value = text
+    if isinstance(value, (int, float)) and value >= 0 and value == value:
+        return float(value)
+    raise ValueError(
+        f"setting {name!r} must be 'open', True, False or a number of seconds >= 0, "
+        f"got {value!r}"
+    )
+
+
 class _Setting:
     """What one setting accepts, its default and its environment variable."""
 
@@ -122,6 +159,9 @@ _SETTINGS: dict[str, _Setting] = {
     "cache_max_bytes": _Setting(_byte_count, default_cache_bytes, "CHUNKFLOW_CACHE_MAX_BYTES"),
     "cache_compressed_bytes": _Setting(_byte_count, lambda: 0, "CHUNKFLOW_CACHE_COMPRESSED_BYTES"),
     "cache_enabled": _Setting(_flag, lambda: True, "CHUNKFLOW_CACHE_ENABLED"),
+    "recheck_cached_data": _Setting(
+        recheck_policy, lambda: "open", "CHUNKFLOW_RECHECK_CACHED_DATA"
+    ),
 }
 
 

@@ -22,6 +22,11 @@ class CacheStats:
         Decoded bytes and chunks held by the fast tier, and its budget.
     compressed_hits, compressed_bytes, compressed_entries : int
         Hits served by the compressed tier, and what it holds (0 without one).
+    rechecks, stale : int
+        Cached chunks compared with the store's version before use (see
+        ``recheck_cached_data``), and those of them found outdated (then read again).
+    refused : int
+        Chunks not cached because a write changed them while they were being fetched.
 
     Examples
     --------
@@ -38,6 +43,9 @@ class CacheStats:
     compressed_hits: int = 0
     compressed_bytes: int = 0
     compressed_entries: int = 0
+    rechecks: int = 0
+    stale: int = 0
+    refused: int = 0
 
     @property
     def hit_rate(self) -> float | None:
@@ -58,6 +66,8 @@ class CacheStats:
                 f"compressed_bytes={self.compressed_bytes}, "
                 f"compressed_hits={self.compressed_hits}"
             )
+        if self.rechecks or self.refused:
+            text += f", rechecks={self.rechecks}, stale={self.stale}, refused={self.refused}"
         return text + ")"
 
     def _repr_html_(self) -> str:

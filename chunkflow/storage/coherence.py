@@ -1,4 +1,4 @@
-"""Telling caches about writes: change listeners and per-location write stripes.
+"""Telling caches about writes: change listeners.
 
 Every write, delete and prefix delete that goes through a :class:`~chunkflow.storage.Store`
 method (chunkflow's own chunk writes, a raw ``store[key] = ...``, ``mode="w"``
@@ -12,12 +12,9 @@ joined with the key (``"file:///data/x.zarr/c/0/0"``). Identities compose like p
 (the identity of a store rooted at ``root/g/x`` is the identity of ``root`` plus
 ``"/g/x"``), so one chunk has one location whichever root reached it.
 
-A write holds the *stripe locks* of the locations it changes from before the bytes
-are written until the listeners have run (re-entrant, taken in sorted order, so
-nested and concurrent holders never deadlock). A writer that also updates a cache
-takes the same stripes around "write the store, then put the chunk": two writers of
-one chunk in this process then update the store and the cache in the same order, and
-the cache ends up holding what the store holds.
+Listeners run in the writer's thread, after the store call changed the bytes. A
+cache therefore has to reject copies fetched before a change that it hears of only
+after they arrive; :class:`~chunkflow.cache.ChunkCache` does so with tickets.
 
 Examples
 --------
@@ -34,9 +31,8 @@ Examples
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 __all__ = [
     "ChangeListener",
@@ -45,30 +41,14 @@ __all__ = [
     "changing",
     "location",
     "remove_change_listener",
-    "stripes",
 ]
 
 ChangeListener = Callable[[str, Sequence[str] | None, str | None], None]
 """``listener(identity, keys, prefix)``: ``keys`` changed, or everything below
 ``prefix`` (``""``: the whole store) when ``keys`` is ``None``."""
 
-#: Number of stripe locks. Writers of different chunks rarely share one (two I/O
-#: threads writing batches of chunks collide on about 1 in 100 keys).
-STRIPES = 512
-
 _listeners: tuple[ChangeListener, ...] = ()
 _listeners_lock = threading.Lock()
-_stripes = [threading.RLock() for _ in range(STRIPES)]
-
-
-def _renew_stripes() -> None:
-    # A forked child inherits locks held by threads that do not exist there.
-    global _stripes
-    _stripes = [threading.RLock() for _ in range(STRIPES)]
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_renew_stripes)
 
 
 def location(identity: str, key: str) -> str:
@@ -102,31 +82,13 @@ def _notify(identity: str, keys: Sequence[str] | None, prefix: str | None) -> No
 
 
 @contextlib.contextmanager
-def stripes(identity: str, keys: Iterable[str]) -> Iterator[None]:
-    """Hold the stripe locks of ``keys`` (re-entrant; sorted, so no deadlock)."""
-    table = _stripes
-    indices = sorted({hash(location(identity, key)) % STRIPES for key in keys})
-    held: list[threading.RLock] = []
+def changing(identity: str, keys: Sequence[str]) -> Iterator[None]:
+    """Run the body (which writes or deletes ``keys``), then tell the listeners, also
+    when the body fails: part of the change may have landed."""
     try:
-        for index in indices:
-            lock = table[index]
-            lock.acquire()
-            held.append(lock)
         yield
     finally:
-        for lock in reversed(held):
-            lock.release()
-
-
-@contextlib.contextmanager
-def changing(identity: str, keys: Sequence[str]) -> Iterator[None]:
-    """Hold the stripes of ``keys`` while the body writes or deletes them, then tell
-    the listeners (also when the body fails: part of the change may have landed)."""
-    with stripes(identity, keys):
-        try:
-            yield
-        finally:
-            _notify(identity, list(keys), None)
+        _notify(identity, list(keys), None)
 
 
 def changed_prefix(identity: str, prefix: str) -> None:

@@ -6,6 +6,7 @@ import functools
 import os
 import shutil
 import stat
+import time
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
@@ -32,19 +33,34 @@ _T = TypeVar("_T")
 _STAT_AFTER_REPLACE_BY_FD = os.name != "nt"
 
 
-def file_version(st: os.stat_result) -> Version:
-    """The version of a stored file: device, inode, size and times (ns).
+#: A file changed less than this long ago has no version yet (see file_version).
+SETTLE_NS = 2 * 10**9
 
-    Every write replaces the file with a new one (a new inode while the old one is
-    still in place), and the times tell apart files that reuse a freed inode number.
+
+def file_version(st: os.stat_result, now_ns: int | None = None) -> Version | None:
+    """The version of a stored file: device, inode, size and times (ns), or ``None``.
+
+    Every write replaces the file with a new one, but file systems hand a freed inode
+    number to the next file at once (two numbers alternate when one key is rewritten
+    in a loop), so the times must tell the files apart. On kernels and file systems
+    whose timestamps advance in ticks of milliseconds (or seconds), two writes within
+    one tick can leave identical tokens. As git does for its "racily clean" index
+    entries, a file whose last change is younger than :data:`SETTLE_NS` therefore has
+    no version yet: ``None`` proves nothing, so a cache re-reads it. Once settled, any
+    later write carries a later timestamp.
 
     Examples
     --------
     >>> import tempfile
     >>> st = os.stat(tempfile.gettempdir())
-    >>> len(file_version(st))
+    >>> len(file_version(st, now_ns=st.st_ctime_ns + SETTLE_NS + 1))
     5
+    >>> file_version(st, now_ns=st.st_ctime_ns) is None
+    True
     """
+    changed = max(st.st_mtime_ns, st.st_ctime_ns)
+    if (time.time_ns() if now_ns is None else now_ns) - changed <= SETTLE_NS:
+        return None
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
