@@ -25,7 +25,7 @@ from typing import Callable, ContextManager, Sequence, TypeVar
 
 import numpy as np
 
-from chunkflow.cache import ChunkCache
+from chunkflow.cache import ChunkCache, discard_everywhere
 from chunkflow.codecs import CodecPipeline
 from chunkflow.codecs.stages import scratch_buffer
 from chunkflow.errors import ChunkDecodeError, ChunkEncodeError, ChunkTooLargeError
@@ -200,14 +200,13 @@ class ChunkIO:
         return found
 
     def forget_cached(self) -> None:
-        """Drop every cached chunk of this array from this handle's cache.
+        """Drop every cached chunk of this array from every cache of the process.
 
-        Store changes already reach every cache of the process; this is for changes
-        made behind chunkflow's back.
+        Store changes made in this process already reach every cache; this is for
+        changes made elsewhere that this process knows of (a finished cluster job).
         """
-        cache = self.options.resolve_cache()
-        if cache is not None:
-            cache.discard_array(self.identity, self.path)
+        discard_everywhere(location(self.identity, self.path) + "/" if self.path
+                           else self.identity + "/")
 
     # -- locks -----------------------------------------------------------------
 

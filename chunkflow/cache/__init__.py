@@ -2,23 +2,59 @@
 
 Coherence
 ---------
-The cache belongs to one process. It is keyed by (store identity, array path, chunk
-key) and every write through chunkflow in this process updates or drops exactly the
-chunks it touches, so this process always reads its own writes. Writes made by other
-processes (or other programs) are not seen by chunks already cached here: open such
-arrays with ``cache=False`` or call ``get_cache().discard_array(...)``. Under a
-synchronizer, a locked read-modify-write always re-reads the chunk from the store, so
-concurrent writers never lose each other's data, whatever the cache holds.
+Cached chunks are keyed by their *location*: the store's identity joined with the
+chunk key (``file:///data/x.zarr/g/img/c/0/3``), so every handle, path alias
+(``group["g/img"]`` and ``open("x.zarr/g/img")``) and store object over the same data
+shares one entry. The guarantees:
+
+Within one process
+    Every read after a write sees it, through any handle, alias or cache option
+    (``cache=False``, a private :class:`ChunkCache`), and after raw ``store[key] = ...``
+    writes and ``mode="w"`` replacements: every store change made through a chunkflow
+    store drops the chunks it changed from every cache of the process at once, and a
+    copy fetched before a change is refused if it arrives after it (tickets).
+Across processes
+    A partial-chunk write starts from a cached copy only when the store's version of
+    the chunk (a settled file's inode and times, an object's ETag, a write counter)
+    proves it current; otherwise it reads the store. So no write starts from an
+    outdated copy. Reads follow ``recheck_cached_data`` (a setting, also per array):
+    ``"open"`` (the default) checks a cached chunk once against the store if it was
+    cached before the handle was opened, so a handle opened after another process
+    finished writing sees its writes; ``True`` checks before every use; ``False``
+    never; a number of seconds bounds how stale a chunk may be. Writes that overlap
+    in time still need a synchronizer.
+On a dask cluster
+    Each worker process has its own cache, under the same rules. ``chunkflow.store``
+    drops its targets' chunks from the client's caches when it finishes.
+
+Local files have no version for :data:`chunkflow.storage.local.SETTLE_NS` (2 s) after
+they change: a cached copy of a chunk written that recently is always read again.
 """
 
 from __future__ import annotations
 
 import threading
 
-from chunkflow.cache.chunk_cache import CacheKey, CachedChunk, CacheStats, ChunkCache
+from chunkflow.cache.chunk_cache import (
+    CacheKey,
+    CachedChunk,
+    CacheStats,
+    ChunkCache,
+    discard_everywhere,
+)
 from chunkflow.cache.config import Config, config
 
-__all__ = ["CacheKey", "CachedChunk", "CacheStats", "ChunkCache", "Config", "cache_info", "config", "get_cache"]
+__all__ = [
+    "CacheKey",
+    "CachedChunk",
+    "CacheStats",
+    "ChunkCache",
+    "Config",
+    "cache_info",
+    "config",
+    "discard_everywhere",
+    "get_cache",
+]
 
 _cache: ChunkCache | None = None
 _cache_lock = threading.Lock()

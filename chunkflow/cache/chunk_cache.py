@@ -31,7 +31,7 @@ from chunkflow.cache.stats import CacheStats
 from chunkflow.cache.tiers import CachedChunk, Tiers, build_tiers, chunk_weight
 from chunkflow.storage.coherence import add_change_listener, location
 
-__all__ = ["CacheKey", "CacheStats", "ChunkCache", "CachedChunk"]
+__all__ = ["CacheKey", "CacheStats", "ChunkCache", "CachedChunk", "discard_everywhere"]
 
 CacheKey = str
 """A chunk's location: ``store.identity + "/" + chunk key``."""
@@ -454,6 +454,16 @@ def _starting_with(tiers: Tiers, prefix: str) -> list[Hashable]:
 
 # Every live cache of the process hears of every store change made in it.
 _CACHES: weakref.WeakSet[ChunkCache] = weakref.WeakSet()
+
+
+def discard_everywhere(prefix: str) -> None:
+    """Drop every chunk whose location starts with ``prefix`` from every cache here.
+
+    For changes made behind this process's back (another process, a cluster job) that
+    this process knows of.
+    """
+    for cache in list(_CACHES):
+        cache.discard_prefix(prefix)
 
 
 def _invalidate_everywhere(identity: str, keys: Sequence[str] | None, prefix: str | None) -> None:

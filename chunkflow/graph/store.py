@@ -261,5 +261,9 @@ def store(
     delayed = Delayed(final, graph)
     if compute:
         dask.compute(delayed, **compute_kwargs)
+        # Tasks that ran in other processes (scheduler="processes", a cluster) wrote
+        # behind this process's caches: drop what they hold of the targets.
+        for target in target_list:
+            target._io.forget_cached()
         return None
     return delayed
