@@ -283,3 +283,16 @@ def test_recheck_policy_is_validated() -> None:
     with pytest.raises(ValueError, match="recheck_cached_data"):
         chunkflow.zeros(3, recheck_cached_data=-1)
     assert chunkflow.zeros(3, recheck_cached_data="2.5").options.resolve_recheck() == 2.5
+
+
+def test_store_from_worker_processes_leaves_no_stale_chunks_in_this_process(
+    tmp_path: Path,
+) -> None:
+    import dask.array as da
+
+    path = str(tmp_path / "job.zarr")
+    z = chunkflow.zeros((8, 8), chunks=(4, 4), dtype="i4", store=path)
+    z[:] = 1
+    z[:]  # cached here, before the job
+    chunkflow.store(da.full((8, 8), 7, dtype="i4", chunks=4), z, scheduler="processes")
+    np.testing.assert_array_equal(z[:], 7)
