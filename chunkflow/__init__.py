@@ -53,7 +53,7 @@ from chunkflow.group.convenience import (
     save_array,
     save_group,
 )
-from chunkflow.graph import store
+from chunkflow.graph import store, to_dask
 from chunkflow.sync import DistributedSynchronizer, ProcessSynchronizer, ThreadSynchronizer
 
 __version__ = "0.1.0"
@@ -75,6 +75,7 @@ __all__ = [
     "save_array",
     "save_group",
     "store",
+    "to_dask",
     "ChunkCache",
     "DistributedSynchronizer",
     "ProcessSynchronizer",

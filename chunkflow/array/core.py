@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 from typing import Any, Callable
 
@@ -202,14 +203,22 @@ class Array(ArrayProperties):
         key = join_path(self._path, ZARR_JSON if self.zarr_format == 3 else ZARRAY)
         return synchronizer.lock(key, timeout=self._options.lock_timeout)
 
-    # -- pickling: (store, path, options), never data ---------------------------
+    # -- pickling: store, path, metadata and options, never data ----------------
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"store": self._store, "path": self._path, "options": self._options}
+        # The metadata travels along: unpickling (once per dask task) never reads the
+        # store's zarr.json/.zarray again (one request per task on S3).
+        return {"store": self._store, "path": self._path, "options": self._options,
+                "metadata": self._metadata, "attributes": self._attrs.asdict()}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        metadata, attributes = load_array_metadata(state["store"], state["path"])
-        self._setup(state["store"], state["path"], metadata, attributes, state["options"])
+        self._setup(state["store"], state["path"], state["metadata"], state["attributes"],
+                    state["options"])
+
+    def __dask_tokenize__(self) -> tuple[Any, ...]:
+        # Deterministic dask names: where the array lives and what its metadata says.
+        document = json.dumps(self._metadata.to_dict(), sort_keys=True, default=str)
+        return ("chunkflow.Array", self._store.identity, self._path, document)
 
     # -- reading ---------------------------------------------------------------
 

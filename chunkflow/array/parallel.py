@@ -12,12 +12,14 @@ and dask already supplies the parallelism there.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Sequence, TypeVar
 
-__all__ = ["PARALLEL_MIN_CHUNK_BYTES", "io_threads", "map_groups", "split_groups"]
+__all__ = ["PARALLEL_MIN_CHUNK_BYTES", "io_threads", "map_groups", "serial_io", "split_groups"]
 
 #: Chunks smaller than this are fetched and decoded inline (see the module docstring).
 PARALLEL_MIN_CHUNK_BYTES = 256 * 1024
@@ -27,6 +29,29 @@ R = TypeVar("R")
 
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
+_local = threading.local()
+
+
+@contextlib.contextmanager
+def serial_io() -> Iterator[None]:
+    """Read and write chunks in the calling thread only, inside this block.
+
+    Tasks of a dask graph run under it: dask already runs one task per core, and a
+    pool per task would oversubscribe the cores (a process-based worker runs its tasks
+    in its main thread, where the pool would otherwise step in).
+
+    Examples
+    --------
+    >>> with serial_io():
+    ...     map_groups(len, [1, 2, 3])
+    [3]
+    """
+    previous = getattr(_local, "serial", False)
+    _local.serial = True
+    try:
+        yield
+    finally:
+        _local.serial = previous
 
 
 def io_threads() -> int:
@@ -99,8 +124,9 @@ def map_groups(
 ) -> list[R]:
     """Apply ``func`` to groups of ``items``, in parallel when that helps.
 
-    Work runs inline when ``parallel`` is false, when there is a single item, or when
-    the caller is not the main thread (already inside a worker). Otherwise the items
+    Work runs inline when ``parallel`` is false, when there is a single item, when
+    the caller is not the main thread (already inside a worker), or inside
+    :func:`serial_io`. Otherwise the items
     are split into a few groups per thread, so that batch store calls stay large while
     the load stays balanced.
 
@@ -113,6 +139,7 @@ def map_groups(
         not parallel
         or len(items) <= 1
         or threading.current_thread() is not threading.main_thread()
+        or getattr(_local, "serial", False)
     ):
         return [func(items)] if items else []
     threads = io_threads()

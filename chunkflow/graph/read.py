@@ -1,0 +1,224 @@
+"""Any basic selection of an array as a lazy dask array whose blocks fall on chunks.
+
+The graph is two layers, whatever the size of the array: the array itself (one key,
+pickled with its metadata, so tasks never read ``zarr.json`` again) and one
+``Blockwise`` layer whose tasks read one block each. The blocks are described by a
+:class:`SelectionDep` (block index -> array selection), computed on demand from a
+:class:`~chunkflow.graph.plan.DimPlan` per dimension: no task, key or per-chunk object
+exists until dask materializes the graph, which it does only for the blocks a
+computation needs.
+
+Examples
+--------
+>>> import numpy as np
+>>> import chunkflow
+>>> z = chunkflow.array(np.arange(100).reshape(10, 10), chunks=(4, 4))
+>>> x = chunkflow.to_dask(z, (slice(2, 9), 3), chunks=(1, 1))
+>>> x.chunks
+((2, 4, 1),)
+>>> x.compute().tolist()
+[23, 33, 43, 53, 63, 73, 83]
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import dask
+import dask.array as da
+import numpy as np
+from dask._task_spec import TaskRef
+from dask.base import normalize_token, tokenize
+from dask.blockwise import blockwise
+from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
+from dask.layers import ArrayBlockwiseDep
+from dask.utils import parse_bytes
+
+from chunkflow.array import Array
+from chunkflow.array.parallel import serial_io
+from chunkflow.errors import InvalidSelectionError
+from chunkflow.group import open_node
+from chunkflow.storage import Store
+
+from chunkflow.graph.plan import DimPlan, auto_per_block, plan_dims
+
+__all__ = ["SelectionDep", "block_multiples", "to_dask"]
+
+
+class SelectionDep(ArrayBlockwiseDep):
+    """Block index -> the selection of the array that block reads.
+
+    Parameters
+    ----------
+    dims : tuple of DimPlan
+        One plan per array dimension; the blocks run over the kept ones.
+
+    Examples
+    --------
+    >>> from chunkflow.graph.plan import plan_dims
+    >>> dep = SelectionDep(plan_dims((10, 10), (4, 4), (slice(1, 9), 2), (1, 1)))
+    >>> dep.numblocks, dep[(1,)]
+    ((3,), (slice(4, 8, 1), 2))
+    """
+
+    def __init__(self, dims: tuple[DimPlan, ...]) -> None:
+        kept = [dim for dim in dims if dim.kept]
+        super().__init__(tuple(dim.chunks for dim in kept))
+        self.dims = dims
+        self.starts = tuple(dim.edges for dim in kept)
+
+    def __getitem__(self, idx: tuple[int, ...]) -> tuple[int | slice, ...]:
+        blocks = iter(zip(idx, self.starts))
+        selection: list[int | slice] = []
+        for dim in self.dims:
+            if dim.kept:
+                i, starts = next(blocks)
+                selection.append(dim.array_slice(starts[i], starts[i + 1]))
+            else:
+                selection.append(dim.index)  # type: ignore[arg-type]
+        return tuple(selection)
+
+
+@normalize_token.register(SelectionDep)
+def _tokenize_selection_dep(dep: SelectionDep) -> tuple[Any, ...]:
+    # The plans' small tokens determine every block: hashing the chunk tuples of a
+    # grid of millions of blocks would cost more than building the graph.
+    return ("chunkflow.SelectionDep", tuple(dim.token for dim in dep.dims))
+
+
+def read_block(array: Array, selection: tuple[int | slice, ...]) -> np.ndarray:
+    """The task of every block: read ``selection`` in this thread (dask supplies the
+    parallelism across tasks)."""
+    with serial_io():
+        return np.asarray(array.get_basic_selection(selection))
+
+
+def block_multiples(array: Array, selection: Any, chunks: Any) -> tuple[int, ...]:
+    """Chunks per block along each dimension, from ``to_dask``'s ``chunks=`` argument.
+
+    ``None`` or ``"auto"``: blocks near dask's ``array.chunk-size``; a byte size (int or
+    text such as ``"64 MiB"``): blocks near that size; a tuple: that many chunks per
+    block in each dimension (``-1`` or ``None``: the whole dimension).
+
+    Examples
+    --------
+    >>> import chunkflow
+    >>> z = chunkflow.zeros((1000, 1000), chunks=(100, 100), dtype="u1")
+    >>> block_multiples(z, ..., (2, -1)), block_multiples(z, ..., 40_000)
+    ((2, 10), (2, 2))
+    """
+    unit = array._io.grid.chunks  # the unit of I/O: the shard of a sharded array
+    if chunks is None or chunks == "auto":
+        chunks = dask.config.get("array.chunk-size")
+    if isinstance(chunks, str):
+        chunks = parse_bytes(chunks)
+    if isinstance(chunks, (int, np.integer)) and not isinstance(chunks, bool):
+        return auto_per_block(array.shape, unit, selection, array.dtype.itemsize, int(chunks))
+    if not isinstance(chunks, tuple) or len(chunks) != array.ndim:
+        raise InvalidSelectionError(
+            f"array {array.path or '/'!r}: chunks= must be 'auto', a byte size or a tuple of "
+            f"{array.ndim} chunk multiples, got {chunks!r}"
+        )
+    multiples = []
+    for dim, (k, size, chunk) in enumerate(zip(chunks, array.shape, unit)):
+        if k is None or k == -1:
+            k = max(1, -(-size // chunk))
+        if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1:
+            raise InvalidSelectionError(
+                f"array {array.path or '/'!r}: chunks[{dim}] must be a whole number of chunks "
+                f">= 1 (or -1 for the whole dimension), got {k!r}"
+            )
+        multiples.append(int(k))
+    return tuple(multiples)
+
+
+def _as_array(source: Any, storage_options: Mapping[str, Any] | None) -> Array:
+    if isinstance(source, Array):
+        if storage_options:
+            raise ValueError("storage_options apply to URLs, not to an open chunkflow.Array")
+        return source
+    if not isinstance(source, (str, os.PathLike, Store, Mapping)):
+        raise TypeError(
+            f"to_dask needs a chunkflow.Array, a path, a URL or a store, got "
+            f"{type(source).__name__}"
+        )
+    node = open_node(source, mode="r", storage_options=dict(storage_options or {}) or None)
+    if not isinstance(node, Array):
+        raise InvalidSelectionError(f"to_dask: {source!r} holds a group, not an array")
+    return node
+
+
+def to_dask(
+    source: Any,
+    selection: Any = Ellipsis,
+    chunks: Any = None,
+    *,
+    storage_options: Mapping[str, Any] | None = None,
+) -> da.Array:
+    """A lazy dask array over ``source[selection]``, with blocks on chunk edges.
+
+    Parameters
+    ----------
+    source : chunkflow.Array, path, URL or store
+        The array to read (opened read-only when given by location).
+    selection : basic selection
+        Integers, slices (any step, negative too) and one Ellipsis, as numpy.
+    chunks : None, "auto", int, str or tuple
+        Blocks of whole chunks: ``None``/``"auto"`` near dask's ``array.chunk-size``,
+        a byte size, or a tuple of chunks per block per dimension (see
+        :func:`block_multiples`). For a sharded array the unit is the shard.
+    storage_options : dict, optional
+        fsspec options when ``source`` is a URL.
+
+    Returns
+    -------
+    dask.array.Array
+        Two graph layers however many chunks there are: the array, and one
+        ``Blockwise`` layer of reads. Task names are deterministic.
+
+    Examples
+    --------
+    >>> import chunkflow
+    >>> z = chunkflow.zeros((10**6, 10**6), chunks=(1000, 1000), dtype="u1")
+    >>> x = to_dask(z, chunks=(1, 1))
+    >>> x.numblocks, len(x.dask.layers)
+    ((1000, 1000), 2)
+    >>> int(x[:2000, :3000].sum().compute())
+    0
+    """
+    array = _as_array(source, storage_options)
+    multiples = block_multiples(array, selection, chunks)
+    dims = plan_dims(array.shape, array._io.grid.chunks, selection, multiples)
+    dep = SelectionDep(dims)
+    array_key = f"chunkflow-array-{tokenize(array)}"
+    name = f"chunkflow-read-{tokenize(array_key, dep)}"
+    out_ind = tuple(range(len(dep.chunks)))
+    layer = blockwise(read_block, name, out_ind, TaskRef(array_key), None, dep, out_ind,
+                      numblocks={}, _data_producer=True)
+    graph = HighLevelGraph(
+        {array_key: MaterializedLayer({array_key: array}), name: layer},
+        {array_key: set(), name: {array_key}},
+    )
+    meta = np.empty((0,) * len(out_ind), dtype=array.dtype)
+    return da.Array(graph, name, dep.chunks, meta=meta)
+
+
+def _to_dask_method(
+    self: Array, selection: Any = Ellipsis, chunks: Any = None
+) -> da.Array:
+    """A lazy dask array over ``self[selection]``; see :func:`chunkflow.to_dask`.
+
+    Examples
+    --------
+    >>> import chunkflow
+    >>> z = chunkflow.ones((8, 8), chunks=(2, 2), dtype="i2")
+    >>> int(z.to_dask(chunks=(2, 2)).sum().compute())
+    64
+    """
+    return to_dask(self, selection, chunks)
+
+
+# The array layer cannot import the graph layer; the graph layer adds the method.
+Array.to_dask = _to_dask_method  # type: ignore[attr-defined]
