@@ -53,7 +53,16 @@ from chunkflow.group.convenience import (
     save_array,
     save_group,
 )
-from chunkflow.graph import store, to_dask
+from chunkflow.graph import (
+    compute,
+    histogram,
+    percentile,
+    reduce,
+    reductions,
+    store,
+    to_chunkflow,
+    to_dask,
+)
 from chunkflow.sync import DistributedSynchronizer, ProcessSynchronizer, ThreadSynchronizer
 
 __version__ = "0.1.0"
@@ -74,7 +83,13 @@ __all__ = [
     "save",
     "save_array",
     "save_group",
+    "compute",
+    "histogram",
+    "percentile",
+    "reduce",
+    "reductions",
     "store",
+    "to_chunkflow",
     "to_dask",
     "ChunkCache",
     "DistributedSynchronizer",

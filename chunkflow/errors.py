@@ -22,6 +22,7 @@ from __future__ import annotations
 
 __all__ = [
     "ChunkflowError",
+    "ProcessLocalStoreError",
     "MetadataError",
     "UnsupportedFormatError",
     "UnsupportedCodecError",
@@ -135,3 +136,7 @@ class LockTimeoutError(ChunkflowError, TimeoutError):
 
 class ChunkTooLargeError(ChunkflowError, MemoryError):
     """A chunk's decoded size, as the metadata describes it, cannot be allocated."""
+
+
+class ProcessLocalStoreError(ChunkflowError, RuntimeError):
+    """An in-memory store was used in a process that does not hold its data."""

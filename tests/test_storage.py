@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import copy
 import pickle
 import threading
 import uuid
@@ -39,10 +40,10 @@ class TestMemoryStore(StoreConformance):
     def store(self) -> MemoryStore:
         return MemoryStore()
 
-    def test_pickle_copies_contents_with_new_identity(self) -> None:
+    def test_deepcopy_copies_contents_with_new_identity(self) -> None:
         store = MemoryStore("named")
         store["k"] = b"v"
-        clone = pickle.loads(pickle.dumps(store))
+        clone = copy.deepcopy(store)
         clone["k"] = b"changed"
         assert store["k"] == b"v"
         assert clone.identity != store.identity and "named" in clone.identity

@@ -216,8 +216,10 @@ class Array(ArrayProperties):
                     state["options"])
 
     def __dask_tokenize__(self) -> tuple[Any, ...]:
-        # Deterministic dask names: where the array lives and what its metadata says.
-        document = json.dumps(self._metadata.to_dict(), sort_keys=True, default=str)
+        # Deterministic dask names: where the array lives and what its metadata says
+        # about the data (attributes do not change a single value).
+        described = {k: v for k, v in self._metadata.to_dict().items() if k != "attributes"}
+        document = json.dumps(described, sort_keys=True, default=str)
         return ("chunkflow.Array", self._store.identity, self._path, document)
 
     # -- reading ---------------------------------------------------------------

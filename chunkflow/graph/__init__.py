@@ -2,10 +2,22 @@
 
 - :func:`to_dask` reads any basic selection as a lazy dask array, one ``Blockwise``
   layer whose blocks fall on chunk (shard) edges, at constant cost per array;
-- :func:`store` writes dask arrays with one task per chunk-aligned write block.
+- :func:`store` and :func:`to_chunkflow` write dask arrays with one task per
+  chunk-aligned write block;
+- :mod:`~chunkflow.graph.reductions` reduces arrays larger than memory in bounded
+  memory;
+- :func:`compute` runs any of it on the scheduler named by ``scheduler=``, with
+  ``progress=``.
 """
 
+from chunkflow.graph import reductions
+from chunkflow.graph.compute import compute
 from chunkflow.graph.read import to_dask
+from chunkflow.graph.reductions import histogram, percentile, reduce
 from chunkflow.graph.store import aligned_edges, store
+from chunkflow.graph.write import to_chunkflow
 
-__all__ = ["aligned_edges", "store", "to_dask"]
+__all__ = [
+    "aligned_edges", "compute", "histogram", "percentile", "reduce", "reductions", "store",
+    "to_chunkflow", "to_dask",
+]

@@ -26,7 +26,7 @@ import numpy as np
 
 from chunkflow.errors import BoundsCheckError, InvalidSelectionError
 
-__all__ = ["DimPlan", "auto_per_block", "normalize_selection", "plan_dims"]
+__all__ = ["DimPlan", "auto_per_block", "compose_selection", "normalize_selection", "plan_dims"]
 
 
 @dataclass(frozen=True)
@@ -74,9 +74,45 @@ class DimPlan:
         >>> DimPlan(None, start=9, step=-3, length=4, chunks=(4,)).array_slice(1, 4)
         slice(6, None, -3)
         """
+        if hi <= lo:
+            return slice(0, 0)  # an empty block: start may lie outside the array
         first = self.start + lo * self.step
         stop = self.start + hi * self.step
         return slice(first, stop if stop >= 0 else None, self.step)
+
+
+def _as_slice(positions: range) -> slice:
+    stop = positions.stop
+    return slice(positions.start, stop if stop >= 0 else None, positions.step)
+
+
+def compose_selection(dims: Sequence[DimPlan], selection: Any) -> tuple[int | slice, ...]:
+    """The array selection equal to ``array[planned selection][selection]``.
+
+    ``selection`` is a basic selection of the planned result (its kept dimensions).
+
+    Examples
+    --------
+    >>> dims = plan_dims((100, 100), (10, 10), (slice(90, 10, -2), 3), per_block=(1, 1))
+    >>> compose_selection(dims, slice(1, 4))
+    (slice(88, 82, -2), 3)
+    >>> compose_selection(dims, -1)
+    (12, 3)
+    """
+    kept = [dim for dim in dims if dim.kept]
+    inner = iter(normalize_selection(selection, [dim.length for dim in kept]))
+    composed: list[int | slice] = []
+    for dim in dims:
+        if not dim.kept:
+            composed.append(dim.index)  # type: ignore[arg-type]
+            continue
+        positions = range(dim.start, dim.start + dim.length * dim.step, dim.step)
+        entry = next(inner)
+        if isinstance(entry, slice):
+            composed.append(_as_slice(positions[entry]))
+        else:
+            composed.append(positions[entry])
+    return tuple(composed)
 
 
 def normalize_selection(selection: Any, shape: Sequence[int]) -> tuple[int | slice, ...]:
@@ -128,7 +164,7 @@ def normalize_selection(selection: Any, shape: Sequence[int]) -> tuple[int | sli
 def _edges(start: int, step: int, length: int, span: int) -> np.ndarray:
     """Output positions where the array crosses a multiple of ``span`` (block edges)."""
     if length == 0:
-        return np.zeros(1, dtype=np.int64)
+        return np.zeros(2, dtype=np.int64)  # one empty block, as dask has
     last = start + (length - 1) * step
     if step > 0:
         groups = np.arange(start // span + 1, last // span + 1, dtype=np.int64)

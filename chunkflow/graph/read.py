@@ -42,9 +42,9 @@ from chunkflow.errors import InvalidSelectionError
 from chunkflow.group import open_node
 from chunkflow.storage import Store
 
-from chunkflow.graph.plan import DimPlan, auto_per_block, plan_dims
+from chunkflow.graph.plan import DimPlan, auto_per_block, compose_selection, plan_dims
 
-__all__ = ["SelectionDep", "block_multiples", "to_dask"]
+__all__ = ["ChunkflowDaskArray", "SelectionDep", "as_source_array", "block_multiples", "to_dask"]
 
 
 class SelectionDep(ArrayBlockwiseDep):
@@ -86,6 +86,34 @@ def _tokenize_selection_dep(dep: SelectionDep) -> tuple[Any, ...]:
     # The plans' small tokens determine every block: hashing the chunk tuples of a
     # grid of millions of blocks would cost more than building the graph.
     return ("chunkflow.SelectionDep", tuple(dim.token for dim in dep.dims))
+
+
+def _is_basic(selection: Any) -> bool:
+    entries = selection if isinstance(selection, tuple) else (selection,)
+    return all(
+        isinstance(e, slice) or e is Ellipsis
+        or (isinstance(e, (int, np.integer)) and not isinstance(e, (bool, np.bool_)))
+        for e in entries
+    )
+
+
+class ChunkflowDaskArray(da.Array):
+    """The dask array :func:`to_dask` returns: slicing it again re-plans the read.
+
+    ``x[basic selection]`` on it is ``to_dask(array, composed selection)``: a new
+    two-layer graph over only the selected chunks, instead of a ``getitem`` layer over
+    every block of ``x``. That matters at scale, because dask materializes the keys of
+    every block of every layer when it culls a graph (10^6 keys for a 10^6-chunk array),
+    whatever a computation needs. Anything else behaves as any dask array.
+    """
+
+    _chunkflow_plan: tuple[Array, tuple[DimPlan, ...], tuple[int, ...]]
+
+    def __getitem__(self, index: Any) -> da.Array:
+        if not _is_basic(index) or not hasattr(self, "_chunkflow_plan"):
+            return super().__getitem__(index)
+        array, dims, multiples = self._chunkflow_plan
+        return to_dask(array, compose_selection(dims, index), multiples)
 
 
 def read_block(array: Array, selection: tuple[int | slice, ...]) -> np.ndarray:
@@ -134,7 +162,8 @@ def block_multiples(array: Array, selection: Any, chunks: Any) -> tuple[int, ...
     return tuple(multiples)
 
 
-def _as_array(source: Any, storage_options: Mapping[str, Any] | None) -> Array:
+def as_source_array(source: Any, storage_options: Mapping[str, Any] | None = None) -> Array:
+    """``source`` as an open chunkflow array (paths, URLs and stores opened read-only)."""
     if isinstance(source, Array):
         if storage_options:
             raise ValueError("storage_options apply to URLs, not to an open chunkflow.Array")
@@ -188,7 +217,7 @@ def to_dask(
     >>> int(x[:2000, :3000].sum().compute())
     0
     """
-    array = _as_array(source, storage_options)
+    array = as_source_array(source, storage_options)
     multiples = block_multiples(array, selection, chunks)
     dims = plan_dims(array.shape, array._io.grid.chunks, selection, multiples)
     dep = SelectionDep(dims)
@@ -202,7 +231,9 @@ def to_dask(
         {array_key: set(), name: {array_key}},
     )
     meta = np.empty((0,) * len(out_ind), dtype=array.dtype)
-    return da.Array(graph, name, dep.chunks, meta=meta)
+    result = ChunkflowDaskArray(graph, name, dep.chunks, meta=meta)
+    result._chunkflow_plan = (array, dims, multiples)
+    return result
 
 
 def _to_dask_method(

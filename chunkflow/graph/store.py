@@ -31,13 +31,14 @@ import itertools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-import dask
 import numpy as np
 from dask.base import tokenize
 from dask.delayed import Delayed
 from dask.highlevelgraph import HighLevelGraph
 
 from chunkflow.errors import InvalidSelectionError, ReadOnlyError, ShapeMismatchError
+from chunkflow.graph.compute import ProgressArg
+from chunkflow.graph.compute import compute as run
 
 if TYPE_CHECKING:
     import dask.array as da
@@ -187,7 +188,8 @@ def store(
     regions: tuple[slice, ...] | Sequence[tuple[slice, ...] | None] | None = None,
     *,
     compute: bool = True,
-    **compute_kwargs: Any,
+    scheduler: Any = None,
+    progress: ProgressArg = False,
 ) -> Delayed | None:
     """Write dask arrays into chunkflow arrays, each chunk by exactly one task.
 
@@ -205,9 +207,11 @@ def store(
         pair); ``None`` means the whole target.
     compute
         Run the writes now (default) or return a :class:`dask.delayed.Delayed` to run
-        later, for example together with other work.
-    **compute_kwargs
-        Passed to :func:`dask.compute` (``scheduler=...``).
+        later, for example together with other work (``dask.compute(delayed)``,
+        ``delayed.compute()`` or :func:`chunkflow.compute`); it computes to ``None``.
+    scheduler, progress
+        Where to run and whether to show a bar counting written blocks; see
+        :func:`chunkflow.compute`.
 
     Returns
     -------
@@ -254,13 +258,13 @@ def store(
             graph, HighLevelGraph.from_collections(name, layer, dependencies=[source])
         )
         write_keys.extend(layer)
-    final = f"chunkflow-store-done-{token}"
+    final = f"chunkflow-stored-{token}"
     done = HighLevelGraph.from_collections(final, {final: (_finish, write_keys)})
     graph = HighLevelGraph.merge(graph, done)
     graph.dependencies[final] = {k[0] for k in write_keys}
     delayed = Delayed(final, graph)
     if compute:
-        dask.compute(delayed, **compute_kwargs)
+        run(delayed, scheduler=scheduler, progress=progress)
         # Tasks that ran in other processes (scheduler="processes", a cluster) wrote
         # behind this process's caches: drop what they hold of the targets.
         for target in target_list:

@@ -14,6 +14,7 @@ from fsspec.utils import get_protocol
 from chunkflow.errors import ReadOnlyError
 from chunkflow.storage.base import Store
 from chunkflow.storage.keys import slice_bounds
+from chunkflow.storage.process_local import reference
 
 __all__ = ["FsspecStore", "GLOB"]
 
@@ -121,6 +122,10 @@ class FsspecStore(Store):
             type(self.fs).clear_instance_cache()
 
     def __reduce__(self) -> tuple[object, ...]:
+        if "memory" in _protocols(self.fs):
+            # fsspec's memory file system is a dict of this process: another process
+            # would see an empty one and lose what it writes.
+            return reference(self, repr(self))
         return (FsspecStore, (self.url, self.storage_options, self.read_only))
 
     # ------------------------------------------------------------ errors

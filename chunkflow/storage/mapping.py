@@ -11,6 +11,7 @@ from typing import Any
 
 from chunkflow.storage.base import Store
 from chunkflow.storage.fsspec_store import GLOB
+from chunkflow.storage.process_local import reference
 
 __all__ = ["MappingStore"]
 
@@ -96,6 +97,9 @@ class MappingStore(Store):
         return f"MappingStore({type(self.mapping).__name__}, read_only={self.read_only})"
 
     def __reduce__(self) -> tuple[object, ...]:
+        if _in_process_memory(self.mapping, self._identity):
+            # A copy in another process would take writes nobody sees again.
+            return reference(self, repr(self))
         return (MappingStore, (self.mapping, self.read_only))
 
     @property
@@ -166,6 +170,14 @@ class MappingStore(Store):
     def __len__(self) -> int:
         with self._lock:
             return len(self.mapping)
+
+
+def _in_process_memory(mapping: Mapping[str, Any], identity: str) -> bool:
+    """Whether the mapping's data lives in this process's memory (a dict, ``memory://``)."""
+    if identity.startswith("memory:"):
+        return True
+    file_backed = type(mapping).__name__ == "File" and hasattr(mapping, "directory")  # zict.File
+    return identity.startswith("mapping:") and not file_backed
 
 
 def _identity_of(mapping: Mapping[str, Any]) -> str:

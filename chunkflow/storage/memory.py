@@ -8,6 +8,7 @@ import uuid
 from collections.abc import Iterator
 
 from chunkflow.storage.base import Store, Version
+from chunkflow.storage.process_local import reference
 
 # One counter for every in-memory store of the process: a value's version is the
 # number of the write that stored it, so equal versions mean the very same write.
@@ -24,8 +25,12 @@ class MemoryStore(Store):
     reads and writes are atomic under the GIL; multi-key operations take a lock,
     so threads may share one store.
 
-    Pickling keeps the contents: the unpickled store is an independent copy with
-    its own :attr:`identity` (writes to one are not seen by the other).
+    The data lives in this process, so a pickle carries a reference, not the
+    contents (see :mod:`chunkflow.storage.process_local`): unpickled in this process it
+    is the same store; in another process every use raises
+    :class:`~chunkflow.errors.ProcessLocalStoreError` instead of silently reading or
+    writing a copy. ``copy.copy`` and ``copy.deepcopy`` make an independent copy with
+    its own :attr:`identity`.
 
     A value's version is the number of the write that stored it.
 
@@ -44,8 +49,11 @@ class MemoryStore(Store):
     >>> store["a"] = bytearray(b"12")
     >>> store["a"]
     b'12'
-    >>> copy = pickle.loads(pickle.dumps(store))
-    >>> dict(copy), copy.identity == store.identity
+    >>> pickle.loads(pickle.dumps(store)) is store
+    True
+    >>> import copy
+    >>> clone = copy.deepcopy(store)
+    >>> dict(clone), clone.identity == store.identity
     ({'a': b'12'}, False)
     """
 
@@ -67,8 +75,14 @@ class MemoryStore(Store):
         return f"MemoryStore(name={self.name!r}, read_only={self.read_only})"
 
     def __reduce__(self) -> tuple[object, ...]:
+        return reference(self, repr(self))
+
+    def __copy__(self) -> MemoryStore:
         data = {key: value for key, (value, _) in self._data.items()}
-        return (_restore, (self.name, data, self.read_only))
+        return _restore(self.name, data, self.read_only)
+
+    def __deepcopy__(self, memo: dict[int, object]) -> MemoryStore:
+        return self.__copy__()
 
     def _get(self, key: str) -> bytes:
         return self._data[key][0]  # the one place a missing key raises KeyError

@@ -1,0 +1,237 @@
+"""Run dask collections on the scheduler a user names, with an optional progress bar.
+
+Every chunkflow function that computes takes ``scheduler=`` and ``progress=`` and
+hands them to :func:`compute`:
+
+``scheduler``
+    ``None`` (dask's defaults: the ``scheduler`` setting, else an active
+    ``distributed.Client``, else threads), ``"threads"``, ``"processes"``,
+    ``"sync"``, a ``distributed.Client``, or the address of a running dask scheduler
+    (``"tcp://host:8786"``), to which a client is connected for this call.
+``progress``
+    ``False``; ``True`` for a bar (distributed's progress bar on a cluster; otherwise a
+    tqdm bar counting the output blocks of chunkflow's layers when tqdm is installed,
+    else dask's ``ProgressBar``); or a callable ``progress(done, total)``.
+
+Examples
+--------
+>>> import dask.array as da
+>>> seen = []
+>>> compute(da.ones(10, chunks=5).sum(), scheduler="sync",
+...         progress=lambda done, total: seen.append((done, total)))
+(np.float64(10.0),)
+>>> seen[-1]
+(4, 4)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import dask
+from dask.callbacks import Callback
+
+__all__ = ["BlockProgress", "compute", "scheduler_choice"]
+
+# Names of the layers whose tasks are "output blocks": one task reads, writes or maps
+# one block. Progress counts these when a graph has them, and every task otherwise.
+BLOCK_PREFIXES = ("chunkflow-read-", "chunkflow-map-", "chunkflow-store-")
+ARRAY_PREFIX = "chunkflow-array-"
+_LOCAL_SCHEDULERS = {
+    "threads": "threads", "threading": "threads",
+    "processes": "processes", "multiprocessing": "processes",
+    "sync": "sync", "synchronous": "sync", "single-threaded": "sync",
+}
+
+ProgressArg = bool | Callable[[int, int], Any]
+
+
+def _key_name(key: Any) -> str:
+    return str(key[0] if isinstance(key, tuple) else key)
+
+
+def _is_block(key: Any) -> bool:
+    return _key_name(key).startswith(BLOCK_PREFIXES)
+
+
+class BlockProgress(Callback):
+    """A dask callback that counts finished output blocks and reports them.
+
+    Parameters
+    ----------
+    report : callable
+        Called as ``report(done, total)`` after each counted task and once at the
+        start with ``done == 0``.
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> counts = []
+    >>> with BlockProgress(lambda done, total: counts.append(done)):
+    ...     _ = da.ones(4, chunks=1).sum().compute(scheduler="sync")
+    >>> counts[0], counts[-1]
+    (0, 6)
+    """
+
+    def __init__(self, report: Callable[[int, int], Any]) -> None:
+        super().__init__()
+        self.report = report
+        self.done = 0
+        self.total = 0
+        self._counted: Callable[[Any], bool] = _is_block
+
+    def _start_state(self, dsk: Mapping[Any, Any], state: dict[str, Any]) -> None:
+        # dask fuses a read layer with what follows it (read + per-block sum), and the
+        # fused task takes the later name; it still depends on the array's key.
+        dependencies = state.get("dependencies", {})
+        blocks = {
+            key for key in dsk
+            if _is_block(key) or any(_key_name(d).startswith(ARRAY_PREFIX)
+                                     for d in dependencies.get(key, ()))
+        }
+        running = set(state.get("ready", ())) | set(state.get("waiting", ()))
+        # A graph without chunkflow block layers (a plain dask array): count tasks.
+        self._counted = blocks.__contains__ if blocks else running.__contains__
+        self.total = len(blocks) if blocks else len(running)
+        self.done = 0
+        self.report(0, self.total)
+
+    def _posttask(self, key: Any, result: Any, dsk: Any, state: Any, worker_id: Any) -> None:
+        if self._counted(key):
+            self.done += 1
+            self.report(self.done, self.total)
+
+
+@contextlib.contextmanager
+def _tqdm_bar() -> Iterator[Callback]:
+    from tqdm.auto import tqdm  # a notebook widget in Jupyter, text in a terminal
+
+    bar = tqdm(total=0, unit="block", desc="chunkflow", file=sys.stderr)
+
+    def report(done: int, total: int) -> None:
+        if bar.total != total:
+            bar.total = total
+            bar.refresh()
+        bar.update(done - bar.n)
+
+    try:
+        yield BlockProgress(report)
+    finally:
+        bar.close()
+
+
+def _local_progress(progress: ProgressArg) -> contextlib.AbstractContextManager[Any]:
+    if progress is False or progress is None:
+        return contextlib.nullcontext()
+    if callable(progress):
+        return BlockProgress(progress)
+    try:
+        import tqdm  # noqa: F401
+    except ImportError:
+        from dask.diagnostics import ProgressBar
+
+        return ProgressBar()
+    return _tqdm_bar_callback()
+
+
+@contextlib.contextmanager
+def _tqdm_bar_callback() -> Iterator[None]:
+    with _tqdm_bar() as callback, callback:
+        yield
+
+
+def _distributed_progress(futures: list[Any], progress: ProgressArg, address: str) -> None:
+    """Show (or report) the progress of ``futures`` (on a terminal: until they finish)."""
+    from distributed.diagnostics.progressbar import TextProgressBar, progress as show
+
+    if callable(progress):
+
+        class _Reporting(TextProgressBar):
+            def _draw_bar(self, remaining: int, all: int, **kwargs: Any) -> None:
+                progress(all - remaining, all)
+
+            def _draw_stop(self, **kwargs: Any) -> None:
+                pass
+
+        _Reporting(futures, scheduler=address)
+    else:
+        # A widget in a notebook (returns at once), text in a terminal.
+        show(futures, scheduler=address)
+
+
+def scheduler_choice(scheduler: Any) -> tuple[Any, Any]:
+    """Split ``scheduler`` into (what ``dask.compute`` takes, a distributed client).
+
+    Examples
+    --------
+    >>> scheduler_choice("threads"), scheduler_choice(None)
+    (('threads', None), (None, None))
+    >>> scheduler_choice("bogus")
+    Traceback (most recent call last):
+    ...
+    ValueError: scheduler='bogus' is not one of threads, processes, sync, a distributed.Client or a scheduler address (tcp://host:port)
+    """
+    if scheduler is None:
+        if dask.config.get("scheduler", None) is not None:
+            return None, None
+        return None, _default_client()
+    if isinstance(scheduler, str):
+        if scheduler in _LOCAL_SCHEDULERS:
+            return _LOCAL_SCHEDULERS[scheduler], None
+        if "://" in scheduler or scheduler.rpartition(":")[2].isdigit():
+            return "address", scheduler
+    elif hasattr(scheduler, "compute") and hasattr(scheduler, "gather"):
+        return scheduler, scheduler
+    raise ValueError(
+        f"scheduler={scheduler!r} is not one of threads, processes, sync, a "
+        "distributed.Client or a scheduler address (tcp://host:port)"
+    )
+
+
+def _default_client() -> Any:
+    try:
+        from distributed import default_client
+
+        return default_client()
+    except ValueError:  # no client is active
+        return None
+
+
+def compute(
+    *collections: Any,
+    scheduler: Any = None,
+    progress: ProgressArg = False,
+    **kwargs: Any,
+) -> tuple[Any, ...]:
+    """``dask.compute(*collections)`` on the chosen scheduler, with progress.
+
+    Parameters
+    ----------
+    *collections
+        Dask collections (arrays, delayed objects).
+    scheduler, progress
+        See the module documentation.
+    **kwargs
+        Passed to ``dask.compute`` (or ``Client.compute``).
+
+    Returns
+    -------
+    tuple
+        One result per collection.
+    """
+    dask_scheduler, client = scheduler_choice(scheduler)
+    if dask_scheduler == "address":
+        from distributed import Client
+
+        with Client(client) as connected:
+            return compute(*collections, scheduler=connected, progress=progress, **kwargs)
+    if client is not None:
+        futures = client.compute(list(collections), **kwargs)
+        if progress:
+            _distributed_progress(futures, progress, client.scheduler.address)
+        return tuple(client.gather(futures))
+    with _local_progress(progress):
+        return dask.compute(*collections, scheduler=dask_scheduler, **kwargs)
