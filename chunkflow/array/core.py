@@ -407,6 +407,36 @@ class Array(ArrayProperties):
             self._refresh_if_shared()
             return append_to_array(self, data, axis)
 
+    def repair(self, temporary_max_age: float | None = None) -> Any:
+        """Remove what interrupted writers left: data beyond the shape, temporary files.
+
+        Deletes stored chunks lying outside the grid, resets the padding of edge chunks
+        beyond the shape to ``fill_value`` and, in local folders, removes temporary
+        files of killed writers older than ``temporary_max_age`` seconds (default one
+        hour, so a live writer's file is never touched). chunkflow never shows such
+        data (every grow clears the grown region first); repairing frees the space and
+        protects tools that grow the array without that care. Lists the array's chunks.
+
+        Returns
+        -------
+        RepairReport
+            Counts of deleted chunks, cleared chunks and removed temporary files.
+
+        Examples
+        --------
+        >>> import chunkflow
+        >>> z = chunkflow.zeros(10, chunks=4, dtype="u1")
+        >>> z.repair()
+        RepairReport(deleted_chunks=0, cleared_chunks=0, removed_temporaries=0)
+        """
+        from chunkflow.array.repair import TEMPORARY_MAX_AGE, repair_array
+
+        self._check_writable()
+        age = TEMPORARY_MAX_AGE if temporary_max_age is None else temporary_max_age
+        with self._metadata_lock():
+            self._refresh_if_shared()
+            return repair_array(self, age)
+
     def _write_metadata(self, metadata: ArrayMetadata) -> None:
         self._metadata = store_array_metadata(self._store, self._path, metadata,
                                               self._attrs.asdict())
