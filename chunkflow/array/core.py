@@ -370,7 +370,10 @@ class Array(ArrayProperties):
         """Change the shape; chunks wholly outside the new shape are deleted.
 
         Chunks cut by the new boundary get ``fill_value`` beyond it, so growing the
-        array again shows ``fill_value`` there, never stale data.
+        array again shows ``fill_value`` there, never stale data. Data first, metadata
+        last: a grow clears the grown region before publishing the larger shape, a
+        shrink publishes the smaller shape before deleting, so a crash leaves the old
+        or the new array (see :meth:`repair` for the leftovers).
 
         Examples
         --------
@@ -391,6 +394,9 @@ class Array(ArrayProperties):
     def append(self, data: Any, axis: int = 0) -> tuple[int, ...]:
         """Append ``data`` along ``axis``; returns the new shape.
 
+        The rows are written before the larger shape is published: a failure or a
+        crash leaves the array as it was, never rows of ``fill_value``.
+
         Examples
         --------
         >>> import chunkflow
@@ -410,17 +416,11 @@ class Array(ArrayProperties):
     def repair(self, temporary_max_age: float | None = None) -> Any:
         """Remove what interrupted writers left: data beyond the shape, temporary files.
 
-        Deletes stored chunks lying outside the grid, resets the padding of edge chunks
-        beyond the shape to ``fill_value`` and, in local folders, removes temporary
-        files of killed writers older than ``temporary_max_age`` seconds (default one
-        hour, so a live writer's file is never touched). chunkflow never shows such
-        data (every grow clears the grown region first); repairing frees the space and
-        protects tools that grow the array without that care. Lists the array's chunks.
-
-        Returns
-        -------
-        RepairReport
-            Counts of deleted chunks, cleared chunks and removed temporary files.
+        Deletes chunks outside the grid, resets edge-chunk padding beyond the shape to
+        ``fill_value`` and, in local folders, removes temporary files older than
+        ``temporary_max_age`` seconds (default an hour: a live writer's file is never
+        touched). chunkflow never shows such data (grows clear the grown region first);
+        repairing frees space and protects other tools. Returns a ``RepairReport``.
 
         Examples
         --------
