@@ -351,3 +351,52 @@ def test_grown_chunk_coords_are_exactly_the_chunks_outside_the_old_shape() -> No
         found = list(repair_module.grown_chunk_coords(old, new, chunks))
         assert len(found) == len(set(found)) == repair_module.count_grown_chunks(old, new, chunks)
         assert set(found) == expected
+
+
+# -- kill -9 from outside ---------------------------------------------------------------
+
+_APPENDER = """
+import sys
+import numpy as np
+import chunkflow
+z = chunkflow.open(sys.argv[1])
+step = 0
+while True:
+    step += 1
+    if step % 4 == 0 and z.shape[0] > 2:
+        z.resize(z.shape[0] - 2, z.shape[1])  # cuts chunks: stale data lies beyond
+    rows = 1 + step % 3
+    start = z.shape[0]
+    values = np.arange(start + 1, start + rows + 1, dtype="i4")[:, None]
+    z.append(np.repeat(values, z.shape[1], axis=1))
+"""
+
+
+@pytest.mark.slow
+def test_writer_killed_with_sigkill_leaves_a_consistent_array(tmp_path: Path) -> None:
+    """A real interpreter appending and shrinking in a loop, killed at random moments."""
+    import signal
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    rng = np.random.default_rng(1)
+    path = tmp_path / "a.zarr"
+    chunkflow.zeros((0, 5), chunks=(4, 2), dtype="i4", store=str(path))
+    for _ in range(6):
+        child = subprocess.Popen([sys.executable, "-c", _APPENDER, str(path)], env=env)
+        time.sleep(float(rng.uniform(0.6, 1.2)))
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        seen = _open(path, mode="r")[:]
+        # Row r holds r + 1 everywhere: no row of fill_value, no row from another time.
+        expected = np.repeat(np.arange(1, seen.shape[0] + 1, dtype="i4")[:, None], 5, axis=1)
+        np.testing.assert_array_equal(seen, expected)
+    z = _open(path)
+    shape = z.shape
+    z.resize(shape[0] + 9, 7)
+    np.testing.assert_array_equal(z[shape[0]:], 0)
+    np.testing.assert_array_equal(z[:, 5:], 0)
+    z.repair(temporary_max_age=0)
+    assert _temporaries(path) == []

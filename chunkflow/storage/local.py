@@ -26,7 +26,9 @@ TMP_SUFFIX = ".chunkflow-tmp"
 #: A temporary file unchanged for this long (seconds) is a killed writer's leftover.
 #: A live writer changes its file with every ``os.write`` and renames it right after
 #: the last one; one that stalls longer than this finds its file gone and its write
-#: fails with ``FileNotFoundError`` (nothing is published half-written).
+#: fails with ``FileNotFoundError`` (nothing is published half-written). Ages compare
+#: the file's mtime with this host's clock: on a network file system, hosts whose clocks
+#: differ by more than this could remove each other's live files.
 TMP_MAX_AGE = 3600.0
 
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0)
