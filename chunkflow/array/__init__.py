@@ -15,9 +15,11 @@ from chunkflow.array.creation import (
     zeros,
     zeros_like,
 )
+from chunkflow.array.repair import RepairReport
 
 __all__ = [
     "Array",
+    "RepairReport",
     "array",
     "create",
     "empty",

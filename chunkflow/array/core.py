@@ -372,7 +372,10 @@ class Array(ArrayProperties):
         """Change the shape; chunks wholly outside the new shape are deleted.
 
         Chunks cut by the new boundary get ``fill_value`` beyond it, so growing the
-        array again shows ``fill_value`` there, never stale data.
+        array again shows ``fill_value`` there, never stale data. Data first, metadata
+        last: a grow clears the grown region before publishing the larger shape, a
+        shrink publishes the smaller shape before deleting, so a crash leaves the old
+        or the new array (see :meth:`repair` for the leftovers).
 
         Examples
         --------
@@ -393,6 +396,9 @@ class Array(ArrayProperties):
     def append(self, data: Any, axis: int = 0) -> tuple[int, ...]:
         """Append ``data`` along ``axis``; returns the new shape.
 
+        The rows are written before the larger shape is published: a failure or a
+        crash leaves the array as it was, never rows of ``fill_value``.
+
         Examples
         --------
         >>> import chunkflow
@@ -408,6 +414,30 @@ class Array(ArrayProperties):
         with self._metadata_lock():
             self._refresh_if_shared()
             return append_to_array(self, data, axis)
+
+    def repair(self, temporary_max_age: float | None = None) -> Any:
+        """Remove what interrupted writers left: data beyond the shape, temporary files.
+
+        Deletes chunks outside the grid, resets edge-chunk padding beyond the shape to
+        ``fill_value`` and, in local folders, removes temporary files older than
+        ``temporary_max_age`` seconds (default an hour: a live writer's file is never
+        touched). chunkflow never shows such data (grows clear the grown region first);
+        repairing frees space and protects other tools. Returns a ``RepairReport``.
+
+        Examples
+        --------
+        >>> import chunkflow
+        >>> z = chunkflow.zeros(10, chunks=4, dtype="u1")
+        >>> z.repair()
+        RepairReport(deleted_chunks=0, cleared_chunks=0, removed_temporaries=0)
+        """
+        from chunkflow.array.repair import TEMPORARY_MAX_AGE, repair_array
+
+        self._check_writable()
+        age = TEMPORARY_MAX_AGE if temporary_max_age is None else temporary_max_age
+        with self._metadata_lock():
+            self._refresh_if_shared()
+            return repair_array(self, age)
 
     def _write_metadata(self, metadata: ArrayMetadata) -> None:
         self._metadata = store_array_metadata(self._store, self._path, metadata,

@@ -9,6 +9,7 @@ import numpy as np
 from chunkflow.errors import ShapeMismatchError
 from chunkflow.grid import normalize_shape
 
+from chunkflow.array.repair import clear_grown_region, trim_beyond_shape
 from chunkflow.array.values import convert_dtype, is_chunked_source
 
 if TYPE_CHECKING:
@@ -32,49 +33,16 @@ def resize_array(array: Array, shape_args: tuple[Any, ...]) -> None:
             f"({len(old_shape)}), got new shape {new_shape}"
         )
     old_io = array._io
-    # The shape is authoritative: write it first, then drop what lies outside.
+    # Data first, metadata last: the grown region is cleared while it is still outside
+    # the published shape (a crash leaves the old array intact), then the shape is
+    # published. Shrinking publishes first (readers stop looking beyond the new shape)
+    # and tidies afterwards; what a crash leaves there is garbage the next grow clears.
+    clear_grown_region(array, old_shape, new_shape)
     array._write_metadata(array.metadata.with_shape(new_shape))
-    _trim_chunks(array, old_io, old_shape, new_shape)
+    shrunk = [d for d, (n, o) in enumerate(zip(new_shape, old_shape)) if n < o]
+    if shrunk:
+        trim_beyond_shape(array, shrunk)
     old_io.forget_cached()
-
-
-def _trim_chunks(
-    array: Array, old_io: Any, old_shape: tuple[int, ...], new_shape: tuple[int, ...]
-) -> None:
-    if all(n >= o for n, o in zip(new_shape, old_shape)):
-        return
-    chunks = array.chunks
-    outside: list[str] = []
-    cut: list[tuple[tuple[int, ...], str]] = []
-    for coords, key in old_io.stored_chunks():
-        starts = [c * size for c, size in zip(coords, chunks)]
-        if any(start >= n for start, n in zip(starts, new_shape)):
-            outside.append(key)
-        elif any(
-            start + size > n and o > n
-            for start, size, n, o in zip(starts, chunks, new_shape, old_shape)
-        ):
-            cut.append((coords, key))
-    array._io.discard(outside)
-    with array._io.lock_keys([key for _, key in cut]):
-        for coords, key in cut:
-            _clear_beyond(array, coords, key, new_shape)
-
-
-def _clear_beyond(
-    array: Array, coords: tuple[int, ...], key: str, new_shape: tuple[int, ...]
-) -> None:
-    # Padding beyond the shape must hold fill_value, or growing the array again would
-    # resurrect data that resize removed.
-    io = array._io
-    chunk = io.read_chunk(coords)
-    for dim, (c, size, n) in enumerate(zip(coords, array.chunks, new_shape)):
-        inside = n - c * size
-        if inside < size:
-            region = [slice(None)] * chunk.ndim
-            region[dim] = slice(max(inside, 0), None)
-            chunk[tuple(region)] = io.fill_value
-    io.store[key] = io.encode(key, chunk)
 
 
 def append_to_array(array: Array, data: Any, axis: int) -> tuple[int, ...]:
@@ -100,9 +68,16 @@ def append_to_array(array: Array, data: Any, axis: int) -> tuple[int, ...]:
     new_shape = tuple(
         s + d if i == axis else s for i, (s, d) in enumerate(zip(old_shape, data_shape))
     )
-    resize_array(array, (new_shape,))
     region = tuple(
         slice(old_shape[i], new_shape[i]) if i == axis else slice(None) for i in range(ndim)
     )
-    array[region] = data
+    metadata = array.metadata.with_shape(new_shape)
+    # Data first, through a handle on the grown grid that nobody else sees yet: the
+    # appended rows cover the whole grown region (overwriting whatever a crash or a
+    # stale handle left there), and only then is the new shape published. A failure
+    # before that leaves the old array, never rows of fill_value posing as data.
+    staged = type(array)._from_metadata(array.store, array.path, metadata,
+                                        array.attrs.asdict(), array.options)
+    staged[region] = data
+    array._write_metadata(metadata)
     return new_shape

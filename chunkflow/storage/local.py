@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 from chunkflow.storage.base import Store, Version
-from chunkflow.storage.keys import slice_bounds
+from chunkflow.storage.keys import normalize_prefix, slice_bounds
 
 __all__ = ["LocalStore"]
 
@@ -22,6 +22,14 @@ _MISSING = (FileNotFoundError, IsADirectoryError, NotADirectoryError)
 # Temporary files live next to their target (os.replace is only atomic within
 # one file system) and carry this suffix so listings can skip them.
 TMP_SUFFIX = ".chunkflow-tmp"
+
+#: A temporary file unchanged for this long (seconds) is a killed writer's leftover.
+#: A live writer changes its file with every ``os.write`` and renames it right after
+#: the last one; one that stalls longer than this finds its file gone and its write
+#: fails with ``FileNotFoundError`` (nothing is published half-written). Ages compare
+#: the file's mtime with this host's clock: on a network file system, hosts whose clocks
+#: differ by more than this could remove each other's live files.
+TMP_MAX_AGE = 3600.0
 
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0)
 _WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
@@ -273,7 +281,7 @@ class LocalStore(Store):
         for entry in self._scandir(path):
             if entry.is_dir():
                 yield from self._walk(entry.path, prefix + entry.name + "/")
-            elif entry.is_file() and not entry.name.endswith(TMP_SUFFIX):
+            elif entry.is_file() and not self._is_temporary(entry):
                 yield prefix + entry.name, entry
 
     def _list_prefix(self, prefix: str) -> Iterator[str]:
@@ -286,7 +294,7 @@ class LocalStore(Store):
         for entry in self._scandir(self._prefix + prefix):
             if entry.is_dir():
                 dirs.append(entry.name)
-            elif entry.is_file() and not entry.name.endswith(TMP_SUFFIX):
+            elif entry.is_file() and not self._is_temporary(entry):
                 keys.append(entry.name)
         return sorted(keys), sorted(dirs)
 
@@ -297,3 +305,50 @@ class LocalStore(Store):
 
     def __len__(self) -> int:
         return sum(1 for _ in self._walk(self.root, ""))
+
+    # -------------------------------------------------------------- leftovers
+
+    def _is_temporary(self, entry: os.DirEntry[str]) -> bool:
+        """Whether a listed file is a temporary one; listings remove stale ones."""
+        if not entry.name.endswith(TMP_SUFFIX):
+            return False
+        if not self.read_only:  # cheap: only temporary files pay for a stat
+            _remove_if_stale(entry.path, time.time() - TMP_MAX_AGE)
+        return True
+
+    def remove_stale_temporaries(self, prefix: str = "", max_age: float = TMP_MAX_AGE) -> int:
+        """Remove temporary files below ``prefix`` unchanged for ``max_age`` seconds.
+
+        They are left by writers killed between writing and renaming; listings also
+        remove the ones they pass. Returns how many were removed.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> store = LocalStore(tempfile.mkdtemp())
+        >>> with open(os.path.join(store.root, "k.123" + TMP_SUFFIX), "wb"):
+        ...     pass
+        >>> store.remove_stale_temporaries(max_age=3600), store.remove_stale_temporaries(max_age=0)
+        (0, 1)
+        """
+        if self.read_only:
+            return 0
+        folder = self._prefix + normalize_prefix(prefix) if prefix else self.root
+        cutoff = time.time() - max_age
+        removed = 0
+        for path, _, names in os.walk(folder):
+            for name in names:
+                if name.endswith(TMP_SUFFIX):
+                    removed += _remove_if_stale(os.path.join(path, name), cutoff)
+        return removed
+
+
+def _remove_if_stale(path: str, cutoff: float) -> bool:
+    """Unlink ``path`` if it was last changed before ``cutoff`` (a ``time.time()``)."""
+    try:
+        if os.stat(path).st_mtime <= cutoff:
+            os.unlink(path)
+            return True
+    except FileNotFoundError:
+        pass  # renamed by its (live) writer or removed by another cleaner meanwhile
+    return False
