@@ -22,6 +22,8 @@ Examples
 
 from __future__ import annotations
 
+import contextlib
+import math
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -116,10 +118,16 @@ class ChunkflowDaskArray(da.Array):
         return to_dask(array, compose_selection(dims, index), multiples)
 
 
-def read_block(array: Array, selection: tuple[int | slice, ...]) -> np.ndarray:
-    """The task of every block: read ``selection`` in this thread (dask supplies the
-    parallelism across tasks)."""
-    with serial_io():
+# A block of more chunks than this reads them with the I/O pool (a task that reads
+# hundreds of chunks would otherwise leave the other cores idle when there are fewer
+# blocks than cores); smaller blocks read in the task's thread, as dask supplies the
+# parallelism across tasks.
+SERIAL_MAX_CHUNKS = 16
+
+
+def read_block(array: Array, selection: tuple[int | slice, ...], serial: bool = True) -> np.ndarray:
+    """The task of every block: read ``selection`` of ``array``."""
+    with serial_io() if serial else contextlib.nullcontext():
         return np.asarray(array.get_basic_selection(selection))
 
 
@@ -224,8 +232,9 @@ def to_dask(
     array_key = f"chunkflow-array-{tokenize(array)}"
     name = f"chunkflow-read-{tokenize(array_key, dep)}"
     out_ind = tuple(range(len(dep.chunks)))
+    serial = math.prod(multiples) <= SERIAL_MAX_CHUNKS
     layer = blockwise(read_block, name, out_ind, TaskRef(array_key), None, dep, out_ind,
-                      numblocks={}, _data_producer=True)
+                      serial, None, numblocks={}, _data_producer=True)
     graph = HighLevelGraph(
         {array_key: MaterializedLayer({array_key: array}), name: layer},
         {array_key: set(), name: {array_key}},

@@ -7,7 +7,7 @@ budget, on the scheduler the caller names.
 
 Why the block size matters: a reduction's per-block step works in float64 (``std``
 subtracts the mean, then squares), so a block of 2-byte integers needs about nine
-times its size while it is reduced. Blocks of a fixed, modest size (32 MiB decoded, or
+times its size while it is reduced. Blocks of a fixed, modest size (8 MiB decoded, or
 less when the budget is tight) keep the peak at "a few blocks per thread", the same for
 an 8192^2 array as for a 65536^2 one. The reduction tree then combines
 ``split_every`` partial results at a time, as many as fit the budget.
@@ -46,7 +46,7 @@ __all__ = [
 ]
 
 # The largest block a reduction reads by default (decoded bytes).
-REDUCTION_BLOCK_BYTES = 32 * 2**20
+REDUCTION_BLOCK_BYTES = 8 * 2**20
 # Bytes of float64 work per input element while one block is reduced (std: x - mean,
 # then its square), on top of the block itself.
 _WORK_BYTES_PER_ELEMENT = 16
@@ -113,6 +113,11 @@ def _dask_source(source: Any, selection: Any, chunks: Any, memory_limit: Any,
     array = as_source_array(source, None)
     if chunks is None:
         chunks = reduction_block_bytes(array.dtype.itemsize, memory_limit, scheduler)
+        # At least two blocks per thread where the array allows: one block per thread
+        # would leave cores idle while the last block is reduced.
+        _, threads = memory_budget(scheduler)
+        selected = to_dask(array, selection, 1).nbytes  # a plan only: no I/O
+        chunks = builtins.min(chunks, builtins.max(2**20, int(selected) // (2 * threads)))
     x = to_dask(array, selection, chunks)
     return x, int(np.prod(x.chunksize)) * x.dtype.itemsize
 
