@@ -309,3 +309,34 @@ def test_progress_on_a_cluster(cluster_client: Any, folder_array: chunkflow.Arra
     chunkflow.reduce(folder_array, ("min",), chunks=(1, 1), scheduler=cluster_client,
                      progress=True)
     assert "100% Completed" in capfd.readouterr().out
+
+
+# ------------------------------------------------------- bounded memory
+
+
+def test_reduction_blocks_shrink_with_the_memory_budget() -> None:
+    from chunkflow.graph.reductions import reduction_input
+
+    z = chunkflow.zeros((8192, 8192), chunks=(256, 256), dtype="u2")
+    roomy, roomy_bytes = reduction_input(z)
+    tight, tight_bytes = reduction_input(z, memory_limit="64 MiB")
+    assert tight_bytes < roomy_bytes <= 8 * 2**20  # a few MiB per block, whatever the size
+    # The block a thread works on, with its float64 work, fits a thread's share.
+    assert tight_bytes * (1 + 16 / 2) * 2 <= 64 * 2**20 / 2
+    larger, larger_bytes = reduction_input(chunkflow.zeros((65536, 65536), chunks=(256, 256),
+                                                           dtype="u2"))
+    assert larger_bytes == roomy_bytes  # flat: blocks do not grow with the array
+    stats = chunkflow.reduce(z, ("std",), memory_limit="64 MiB", compute_now=False)
+    assert stats["std"].dask.layers.keys() >= {tight.name}
+
+
+def test_percentile_is_exact_on_one_block_and_close_on_many() -> None:
+    data = np.random.default_rng(3).normal(size=(300, 40))
+    z = chunkflow.array(data, chunks=(30, 40))
+    q = [1, 25, 50, 75, 99]
+    np.testing.assert_allclose(chunkflow.percentile(z, q, chunks=10**9), np.percentile(data, q))
+    # Merged from 10 blocks' percentiles (dask's method): close in the middle, looser
+    # in the tails.
+    approx = chunkflow.percentile(z, q, chunks=(1, 1))
+    np.testing.assert_allclose(approx[1:4], np.percentile(data, q[1:4]), atol=0.1)
+    np.testing.assert_allclose(approx, np.percentile(data, q), atol=0.4)

@@ -41,7 +41,7 @@ from chunkflow.graph.compute import ProgressArg, compute, scheduler_choice
 from chunkflow.graph.read import as_source_array, to_dask
 
 __all__ = [
-    "OPERATIONS", "histogram", "max", "mean", "memory_budget", "min", "percentile",
+    "OPERATIONS", "histogram", "reduction_input", "max", "mean", "memory_budget", "min", "percentile",
     "reduce", "reduction_block_bytes", "std", "sum", "var",
 ]
 
@@ -106,8 +106,17 @@ def _split_every(x: da.Array, block_bytes: int) -> int:
     return int(np.clip(4 * block_bytes // partial, 4, 64))
 
 
-def _dask_source(source: Any, selection: Any, chunks: Any, memory_limit: Any,
-                 scheduler: Any) -> tuple[da.Array, int]:
+def reduction_input(source: Any, selection: Any = Ellipsis, chunks: Any = None,
+                    memory_limit: Any = None, scheduler: Any = None) -> tuple[da.Array, int]:
+    """The dask array a reduction reads (blocks sized for the budget), and its block bytes.
+
+    Examples
+    --------
+    >>> import chunkflow
+    >>> z = chunkflow.zeros((4096, 4096), chunks=(256, 256), dtype="u2")
+    >>> reduction_input(z)[0].chunksize, reduction_input(z, memory_limit="50 MiB")[0].chunksize
+    ((2048, 2048), (512, 1024))
+    """
     if isinstance(source, da.Array):
         return source, int(np.prod(source.chunksize)) * source.dtype.itemsize
     array = as_source_array(source, None)
@@ -171,7 +180,7 @@ def reduce(
     dict
         ``{op: result}``, numpy scalars or arrays (dask arrays if not computed).
     """
-    x, block_bytes = _dask_source(source, selection, chunks, memory_limit, scheduler)
+    x, block_bytes = reduction_input(source, selection, chunks, memory_limit, scheduler)
     split_every = _split_every(x, block_bytes)
     lazy = {op: _reduction(x, op, axis, split_every, ddof) for op in ops}
     if not compute_now:
@@ -220,7 +229,7 @@ def histogram(
     Without ``range`` (and with ``bins`` a number), a first pass finds the minimum and
     maximum, as numpy does.
     """
-    x, block_bytes = _dask_source(source, selection, chunks, memory_limit, scheduler)
+    x, block_bytes = reduction_input(source, selection, chunks, memory_limit, scheduler)
     if range is None and np.ndim(bins) == 0:
         low, high = compute(x.min(), x.max(), scheduler=scheduler, progress=progress)
         range = (float(low), float(high)) if low < high else (float(low) - 0.5, float(high) + 0.5)
@@ -246,6 +255,8 @@ def percentile(
     """
     if isinstance(source, da.Array):
         flat = source.reshape(-1)
+    elif isinstance(chunks, tuple):
+        flat = to_dask(as_source_array(source, None), selection, chunks).reshape(-1)
     else:
         array = as_source_array(source, None)
         row_bytes = builtins.max(1, int(np.prod(array.shape[1:])) * array.dtype.itemsize)
