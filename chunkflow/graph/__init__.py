@@ -6,18 +6,21 @@
   chunk-aligned write block;
 - :mod:`~chunkflow.graph.reductions` reduces arrays larger than memory in bounded
   memory;
+- :func:`map_chunks` runs a function (a filter with halos) over every block, one task
+  per block, and :func:`summarize_chunks` gathers a small result per block;
 - :func:`compute` runs any of it on the scheduler named by ``scheduler=``, with
   ``progress=``.
 """
 
 from chunkflow.graph import reductions
 from chunkflow.graph.compute import compute
+from chunkflow.graph.map import MemoryPlanError, map_chunks, summarize_chunks
 from chunkflow.graph.read import to_dask
 from chunkflow.graph.reductions import histogram, percentile, reduce
 from chunkflow.graph.store import aligned_edges, store
 from chunkflow.graph.write import to_chunkflow
 
 __all__ = [
-    "aligned_edges", "compute", "histogram", "percentile", "reduce", "reductions", "store",
-    "to_chunkflow", "to_dask",
+    "MemoryPlanError", "aligned_edges", "compute", "histogram", "map_chunks", "percentile",
+    "reduce", "reductions", "store", "summarize_chunks", "to_chunkflow", "to_dask",
 ]

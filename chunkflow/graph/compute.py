@@ -39,7 +39,8 @@ __all__ = ["BlockProgress", "compute", "scheduler_choice"]
 # Names of the layers whose tasks are "output blocks": one task reads, writes or maps
 # one block. Progress counts these when a graph has them, and every task otherwise.
 BLOCK_PREFIXES = ("chunkflow-read-", "chunkflow-map-", "chunkflow-store-")
-ARRAY_PREFIX = "chunkflow-array-"
+# Keys of the data a block task reads (the array, a map plan).
+DATA_PREFIXES = ("chunkflow-array-", "chunkflow-plan-")
 _LOCAL_SCHEDULERS = {
     "threads": "threads", "threading": "threads",
     "processes": "processes", "multiprocessing": "processes",
@@ -89,7 +90,7 @@ class BlockProgress(Callback):
         dependencies = state.get("dependencies", {})
         blocks = {
             key for key in dsk
-            if _is_block(key) or any(_key_name(d).startswith(ARRAY_PREFIX)
+            if _is_block(key) or any(_key_name(d).startswith(DATA_PREFIXES)
                                      for d in dependencies.get(key, ()))
         }
         running = set(state.get("ready", ())) | set(state.get("waiting", ()))

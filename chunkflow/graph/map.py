@@ -1,0 +1,437 @@
+"""map_chunks: one task per output block, halos read from the store, whole chunks written.
+
+Each task reads its block's window (the block plus ``depth`` on every side) of every
+source straight from the store, through the chunk cache, however many chunks the halo
+spans; fills what lies beyond the array's edge by the boundary mode (see
+:mod:`chunkflow.graph.halo`); calls the function; trims the halo; and either returns the
+block (a lazy dask array) or writes it to ``out``. Output blocks are whole chunks (or
+shards) of ``out``, so no two tasks write one chunk: no lock, and a retried task writes
+the same bytes again.
+
+There are no ``getitem``, ``concatenate`` or ``trim`` tasks, as ``map_overlap`` makes:
+the graph is one lazy ``Blockwise`` layer over the block grid, plus one task that waits
+for the writes.
+
+Examples
+--------
+>>> import numpy as np
+>>> import chunkflow
+>>> from scipy import ndimage
+>>> image = np.random.default_rng(0).random((60, 50)).astype("f4")
+>>> z = chunkflow.array(image, chunks=(16, 16))
+>>> smooth = map_chunks(ndimage.uniform_filter, z, depth=2, size=5, mode="reflect")
+>>> np.allclose(smooth.compute(), ndimage.uniform_filter(image, size=5, mode="reflect"))
+True
+>>> counts = summarize_chunks(lambda block: (block > 0.5).sum(), z, dtype=int)
+>>> counts.shape, int(counts.sum()) == int((image > 0.5).sum())
+((4, 4), True)
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import dask.array as da
+import numpy as np
+from dask._task_spec import TaskRef
+from dask.base import tokenize
+from dask.blockwise import blockwise
+from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
+from dask.utils import parse_bytes
+
+from chunkflow.array import Array, create
+from chunkflow.array.parallel import serial_io
+from chunkflow.errors import ChunkflowError, InvalidSelectionError, ReadOnlyError, ShapeMismatchError
+from chunkflow.graph.compute import ProgressArg, compute as run
+from chunkflow.graph.halo import BOUNDARIES, normalize_depth, read_window
+from chunkflow.graph.memory_plan import TaskMemory, fitting_multiples, format_bytes, plan_task_memory
+from chunkflow.graph.plan import auto_per_block, plan_dims
+from chunkflow.graph.read import SelectionDep, as_source_array, block_multiples
+from chunkflow.graph.reductions import memory_budget
+from chunkflow.group import open_node
+from chunkflow.storage import Store
+
+__all__ = ["MapPlan", "MemoryPlanError", "map_chunks", "summarize_chunks"]
+
+# Blocks of small chunks grow toward this many output bytes (fewer, larger tasks).
+DEFAULT_BLOCK_BYTES = 8 * 2**20
+
+
+class MemoryPlanError(ChunkflowError, MemoryError):
+    """A map_chunks task would need more memory than ``max_memory`` allows."""
+
+
+class RegionDep(SelectionDep):
+    """Block index -> (block index, the array region of that output block)."""
+
+    def __getitem__(self, idx: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[slice, ...]]:
+        return idx, super().__getitem__(idx)  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class MapPlan:
+    """Everything a task needs, pickled once into the graph (not once per task)."""
+
+    func: Callable[..., Any]
+    sources: tuple[Array, ...]
+    depth: tuple[int, ...]
+    boundary: str
+    constant_value: Any
+    trim: bool
+    block_info: bool
+    dtype: np.dtype
+    numblocks: tuple[int, ...]
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+    out: Array | None = None
+    summary_shape: tuple[int, ...] | None = None
+
+    def windows(self, region: tuple[slice, ...]) -> tuple[list[np.ndarray], tuple[tuple[int, int], ...]]:
+        windows, halo = [], ()
+        for source in self.sources:
+            window, halo = read_window(source, region, self.depth, self.boundary,
+                                       self.constant_value)
+            windows.append(window)
+        return windows, halo
+
+    def info(self, index: tuple[int, ...], region: tuple[slice, ...],
+             halo: tuple[tuple[int, int], ...]) -> dict[str, Any]:
+        return {
+            "block_index": index,
+            "num_blocks": self.numblocks,
+            "array_location": [(s.start, s.stop) for s in region],
+            "halo": list(halo),
+            "shape": self.sources[0].shape,
+            "boundary": self.boundary,
+        }
+
+    def run(self, index: tuple[int, ...], region: tuple[slice, ...]) -> np.ndarray:
+        windows, halo = self.windows(region)
+        kwargs = dict(self.kwargs)
+        if self.block_info:
+            kwargs["block_info"] = self.info(index, region, halo)
+        result = np.asarray(self.func(*windows, **kwargs))
+        if self.summary_shape is not None:
+            return self._summary(result, index)
+        if self.trim and any(lo or hi for lo, hi in halo):
+            result = result[tuple(slice(lo, n - hi) for (lo, hi), n in zip(halo, result.shape))]
+        expected = tuple(s.stop - s.start for s in region)
+        if result.shape != expected:
+            raise ShapeMismatchError(
+                f"map_chunks: {_name(self.func)} returned shape {result.shape} for block "
+                f"{index} (array region {[(s.start, s.stop) for s in region]}); expected "
+                f"{expected}" + (" after trimming the halo" if self.trim else "")
+            )
+        result = result.astype(self.dtype, copy=False)
+        if self.out is None:
+            return result
+        with serial_io():
+            self.out.set_basic_selection(region, result)
+        return np.ones((1,) * len(region), dtype=bool)
+
+    def _summary(self, result: np.ndarray, index: tuple[int, ...]) -> np.ndarray:
+        assert self.summary_shape is not None
+        if result.shape != self.summary_shape:
+            raise ShapeMismatchError(
+                f"summarize_chunks: {_name(self.func)} returned shape {result.shape} for block "
+                f"{index}; expected {self.summary_shape} (pass shape=)"
+            )
+        return result.astype(self.dtype, copy=False).reshape((1,) * len(index) + result.shape)
+
+
+def _name(func: Callable[..., Any]) -> str:
+    return getattr(func, "__qualname__", None) or repr(func)
+
+
+def _run_block(plan: MapPlan, located: tuple[tuple[int, ...], tuple[slice, ...]]) -> np.ndarray:
+    return plan.run(*located)
+
+
+# ---------------------------------------------------------------- planning
+
+
+def _open_sources(sources: Sequence[Any], storage_options: Mapping[str, Any] | None) -> tuple[Array, ...]:
+    if not sources:
+        raise TypeError("map_chunks needs at least one source array")
+    arrays = tuple(as_source_array(s, storage_options) for s in sources)
+    shape = arrays[0].shape
+    for i, array in enumerate(arrays[1:], start=1):
+        if array.shape != shape:
+            raise ShapeMismatchError(
+                f"map_chunks: source {i} ({array.path or '/'!r}) has shape {array.shape}; "
+                f"source 0 ({arrays[0].path or '/'!r}) has {shape}; sources must match"
+            )
+    return arrays
+
+
+def _resolve_out(out: Any, first: Array, dtype: Any,
+                 storage_options: Mapping[str, Any] | None) -> Array | None:
+    if out is None or isinstance(out, Array):
+        array = out
+    elif isinstance(out, (str, os.PathLike, Store)):
+        try:
+            array = open_node(out, mode="r+", storage_options=dict(storage_options or {}) or None)
+        except FileNotFoundError:
+            array = None
+        if array is None:
+            from chunkflow.array.creation import _like
+
+            like = _like(first, dtype=np.dtype(dtype) if dtype is not None else first.dtype)
+            array = create(**like, store=out, storage_options=dict(storage_options or {}) or None)
+        elif not isinstance(array, Array):
+            raise InvalidSelectionError(f"map_chunks: out={out!r} holds a group, not an array")
+    else:
+        raise TypeError(f"map_chunks: out must be None, a chunkflow.Array, a path or a URL, "
+                        f"got {type(out).__name__}")
+    if array is not None:
+        if array.shape != first.shape:
+            raise ShapeMismatchError(
+                f"map_chunks: out {array.path or '/'!r} has shape {array.shape}; the sources "
+                f"have {first.shape}"
+            )
+        if array.read_only:
+            raise ReadOnlyError(f"map_chunks: out {array.path or '/'!r} is read-only")
+    return array
+
+
+def _default_max_memory(scheduler: Any) -> int:
+    budget, threads = memory_budget(scheduler)
+    return budget // max(1, threads)
+
+
+def _check_memory(estimate: TaskMemory, limit: int, multiples: tuple[int, ...],
+                  unit: tuple[int, ...], shape: tuple[int, ...],
+                  estimate_for: Callable[[tuple[int, ...]], TaskMemory]) -> None:
+    if estimate.total <= limit:
+        return
+    fit = fitting_multiples(multiples, unit, shape, lambda b: estimate_for(b).total <= limit)
+    if fit is None:
+        advice = (f"not even one chunk {unit} per block fits: use smaller chunks for the "
+                  "output, a smaller depth, or raise max_memory")
+    else:
+        advice = f"chunks={fit} (blocks of {tuple(k * u for k, u in zip(fit, unit))}) would fit"
+    raise MemoryPlanError(
+        f"map_chunks: each task would need about {estimate.describe()}, more than max_memory "
+        f"{format_bytes(limit)}; {advice}"
+    )
+
+
+@dataclass(frozen=True)
+class _Layout:
+    dep: RegionDep
+    multiples: tuple[int, ...]
+    estimate: TaskMemory
+
+
+def _layout(sources: tuple[Array, ...], grid_owner: Array, out_itemsize: int,
+            depth: tuple[int, ...], chunks: Any, max_memory: Any, scheduler: Any,
+            func_memory_factor: float) -> _Layout:
+    shape = grid_owner.shape
+    unit = tuple(grid_owner._io.grid.chunks)
+    if chunks is None:
+        multiples = auto_per_block(shape, unit, Ellipsis, out_itemsize, DEFAULT_BLOCK_BYTES)
+    elif chunks == "chunk":  # one chunk (shard) per block: the tiles of a summary
+        multiples = (1,) * len(shape)
+    else:
+        multiples = block_multiples(grid_owner, Ellipsis, chunks)
+    dims = plan_dims(shape, unit, Ellipsis, multiples)
+    dep = RegionDep(dims)
+    source_shapes = [(s.dtype.itemsize, tuple(s._io.grid.chunks)) for s in sources]
+
+    def estimate_for(block: tuple[int, ...]) -> TaskMemory:
+        return plan_task_memory(block, depth, source_shapes, out_itemsize, unit,
+                                func_memory_factor)
+
+    block = tuple(max(c) for c in dep.chunks) if dep.chunks else ()
+    estimate = estimate_for(block)
+    limit = _default_max_memory(scheduler) if max_memory is None else (
+        parse_bytes(max_memory) if isinstance(max_memory, str) else int(max_memory))
+    _check_memory(estimate, limit, multiples, unit, shape, estimate_for)
+    return _Layout(dep, multiples, estimate)
+
+
+def _graph(plan: MapPlan, dep: RegionDep, token: str,
+           extra_shape: tuple[int, ...] = ()) -> tuple[HighLevelGraph, str]:
+    plan_key = f"chunkflow-plan-{token}"
+    name = f"chunkflow-map-{token}"
+    grid_ind = tuple(range(len(dep.numblocks)))
+    # A summary's own axes are new axes of one block each.
+    extra = {len(grid_ind) + k: n for k, n in enumerate(extra_shape)}
+    layer = blockwise(_run_block, name, grid_ind + tuple(extra), TaskRef(plan_key), None,
+                      dep, grid_ind, numblocks={}, new_axes=extra or None,
+                      _data_producer=True)
+    graph = HighLevelGraph(
+        {plan_key: MaterializedLayer({plan_key: plan}), name: layer},
+        {plan_key: set(), name: {plan_key}},
+    )
+    return graph, name
+
+
+def _plan(func: Callable[..., Any], sources: Sequence[Any], *, out: Any, depth: Any,
+          boundary: str, constant_value: Any, dtype: Any, chunks: Any, block_info: bool,
+          trim: bool, max_memory: Any, scheduler: Any, storage_options: Any,
+          func_memory_factor: float, kwargs: Mapping[str, Any],
+          summary_shape: tuple[int, ...] | None) -> tuple[MapPlan, _Layout]:
+    arrays = _open_sources(sources, storage_options)
+    first = arrays[0]
+    if boundary not in BOUNDARIES:
+        raise InvalidSelectionError(f"boundary {boundary!r} is not one of {', '.join(BOUNDARIES)}")
+    halo = normalize_depth(depth, first.ndim)
+    target = _resolve_out(out, first, dtype, storage_options)
+    out_dtype = np.dtype(dtype if dtype is not None else (target.dtype if target is not None
+                                                          else first.dtype))
+    if target is not None and dtype is None:
+        out_dtype = target.dtype
+    itemsize = out_dtype.itemsize * max(1, math.prod(summary_shape or ()))
+    layout = _layout(arrays, target if target is not None else first, itemsize, halo, chunks,
+                     max_memory, scheduler, func_memory_factor)
+    plan = MapPlan(func, arrays, halo, boundary, constant_value, trim, block_info, out_dtype,
+                   layout.dep.numblocks, dict(kwargs), target, summary_shape)
+    return plan, layout
+
+
+def map_chunks(
+    func: Callable[..., Any],
+    *sources: Any,
+    out: Any = None,
+    depth: int | Sequence[int] | Mapping[int, int] = 0,
+    boundary: str = "reflect",
+    dtype: Any = None,
+    chunks: Any = None,
+    block_info: bool = False,
+    trim: bool = True,
+    scheduler: Any = None,
+    progress: ProgressArg = False,
+    max_memory: int | str | None = None,
+    compute: bool = True,
+    constant_value: Any = 0,
+    storage_options: Mapping[str, Any] | None = None,
+    func_memory_factor: float = 2.0,
+    **kwargs: Any,
+) -> Any:
+    """Apply ``func`` to every block of the sources, with halos, one task per block.
+
+    Parameters
+    ----------
+    func : callable
+        Called as ``func(*windows, **kwargs)`` with one numpy window (block plus halo)
+        per source; with ``block_info=True`` also ``block_info=`` a dict with
+        ``block_index``, ``num_blocks``, ``array_location`` (the block's (start, stop)
+        per axis), ``halo`` (elements given before and after the block per axis),
+        ``shape`` and ``boundary``. Returns the window-shaped result (``trim=True``:
+        the halo is cut off here) or, with ``trim=False``, the block itself.
+    *sources : chunkflow arrays, paths or URLs
+        All of one shape; their chunk grids may differ.
+    out : None, chunkflow.Array, path or URL
+        ``None``: return a lazy dask array. An array: write into it. A path or URL: an
+        existing array there, or a new one created like the first source (with
+        ``dtype``). Blocks are whole chunks (shards) of ``out``.
+    depth : int, tuple or dict
+        Halo per axis; may exceed the chunk size.
+    boundary : {"reflect", "nearest", "constant", "periodic", "none"}
+        What lies beyond the array's edge, as in ``dask.array.map_overlap``
+        (``constant_value=`` for ``constant``).
+    dtype : optional
+        The result's dtype (default: ``out``'s, else the first source's).
+    chunks : optional
+        Blocks as whole chunks of the output grid: ``"auto"``, a byte size or
+        multiples per axis (see :func:`chunkflow.to_dask`). Default: one chunk per
+        block, small chunks grouped toward 8 MiB.
+    scheduler, progress
+        See :func:`chunkflow.compute`.
+    max_memory : int or str, optional
+        What one task may use; default: the worker's (or machine's) share per thread.
+        The plan is checked before anything runs; see :mod:`chunkflow.graph.memory_plan`.
+    compute : bool
+        With ``out``: write now and return ``out`` (default), or return a lazy dask
+        scalar that writes when computed (to ``True``). Without ``out`` it is ignored.
+    func_memory_factor : float
+        Window-sized result arrays ``func`` holds at its peak (for the memory plan).
+    **kwargs
+        Passed to ``func``.
+
+    Returns
+    -------
+    dask.array.Array (``out=None``), the output Array, or a lazy dask scalar.
+    """
+    plan, layout = _plan(func, sources, out=out, depth=depth, boundary=boundary,
+                         constant_value=constant_value, dtype=dtype, chunks=chunks,
+                         block_info=block_info, trim=trim, max_memory=max_memory,
+                         scheduler=scheduler, storage_options=storage_options,
+                         func_memory_factor=func_memory_factor, kwargs=kwargs,
+                         summary_shape=None)
+    token = tokenize(func, kwargs, plan.sources, plan.out, plan.depth, boundary, constant_value,
+                     trim, block_info, str(plan.dtype), layout.dep)
+    graph, name = _graph(plan, layout.dep, token)
+    ndim = len(layout.dep.numblocks)
+    if plan.out is None:
+        return da.Array(graph, name, layout.dep.chunks, meta=np.empty((0,) * ndim, plan.dtype))
+    markers = da.Array(graph, name, tuple((1,) * n for n in layout.dep.numblocks),
+                       meta=np.empty((0,) * ndim, bool))
+    # One task gathers every block's marker: tasks = blocks + 2 (plan, gather).
+    done = markers.all(split_every={axis: max(2, n) for axis, n in enumerate(markers.numblocks)})
+    if not compute:
+        return done
+    run(done, scheduler=scheduler, progress=progress)
+    plan.out._io.forget_cached()  # blocks written by other processes
+    return plan.out
+
+
+def summarize_chunks(
+    func: Callable[..., Any],
+    *sources: Any,
+    shape: tuple[int, ...] = (),
+    dtype: Any = float,
+    depth: int | Sequence[int] | Mapping[int, int] = 0,
+    boundary: str = "reflect",
+    chunks: Any = None,
+    block_info: bool = False,
+    scheduler: Any = None,
+    progress: ProgressArg = False,
+    max_memory: int | str | None = None,
+    compute: bool = True,
+    constant_value: Any = 0,
+    storage_options: Mapping[str, Any] | None = None,
+    func_memory_factor: float = 2.0,
+    **kwargs: Any,
+) -> Any:
+    """One small result per block (a count, a histogram...), gathered over the block grid.
+
+    ``func`` is called as in :func:`map_chunks` and returns a scalar or an array of
+    ``shape``; the result is a numpy array of shape ``num_blocks + shape`` (or the lazy
+    dask array with ``compute=False``). By default each block is one chunk (shard) of
+    the first source, the tile a user thinks of; ``chunks=`` groups chunks as in
+    :func:`map_chunks`. ``block_info["array_location"]`` tells a block where it lies.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import chunkflow
+    >>> z = chunkflow.array(np.arange(16).reshape(4, 4), chunks=(2, 2))
+    >>> summarize_chunks(np.max, z, dtype=int).tolist()
+    [[5, 7], [13, 15]]
+    >>> summarize_chunks(lambda b: np.histogram(b, bins=2, range=(0, 16))[0], z,
+    ...                  shape=(2,), dtype=int)[0, 0].tolist()
+    [4, 0]
+    """
+    plan, layout = _plan(func, sources, out=None, depth=depth, boundary=boundary,
+                         constant_value=constant_value, dtype=dtype,
+                         chunks="chunk" if chunks is None else chunks,
+                         block_info=block_info, trim=False, max_memory=max_memory,
+                         scheduler=scheduler, storage_options=storage_options,
+                         func_memory_factor=func_memory_factor, kwargs=kwargs,
+                         summary_shape=tuple(shape))
+    token = tokenize("summary", func, kwargs, plan.sources, plan.depth, boundary,
+                     constant_value, block_info, str(plan.dtype), tuple(shape), layout.dep)
+    graph, name = _graph(plan, layout.dep, token, tuple(shape))
+    ndim = len(layout.dep.numblocks)
+    result = da.Array(graph, name,
+                      tuple((1,) * n for n in layout.dep.numblocks) + tuple((s,) for s in shape),
+                      meta=np.empty((0,) * (ndim + len(shape)), plan.dtype))
+    if not compute:
+        return result
+    (values,) = run(result, scheduler=scheduler, progress=progress)
+    return values

@@ -1,0 +1,123 @@
+"""What one map-over-chunks task needs in memory, known before anything runs.
+
+A task holds, at its peak:
+
+- for each source, its window (block plus halo) as read, plus a padded copy when the
+  window reaches beyond the array's edge, plus one chunk's decode buffer;
+- the function's result over the window and one temporary of that size (a filter's
+  output and its work array; a function that needs more says so with
+  ``func_memory_factor``);
+- the trimmed output block and one encoded output chunk.
+
+:func:`plan_task_memory` adds these up for the largest block; :func:`fitting_multiples`
+finds the largest block that fits a budget, for the error message.
+
+Examples
+--------
+>>> estimate = plan_task_memory(
+...     block=(1024, 1024), depth=(8, 8), sources=[(2, (256, 256))],
+...     out_itemsize=4, out_chunk=(256, 256))
+>>> estimate.total // 2**20
+16
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+__all__ = ["TaskMemory", "fitting_multiples", "format_bytes", "plan_task_memory"]
+
+
+def format_bytes(n: float) -> str:
+    """``n`` bytes for people.
+
+    Examples
+    --------
+    >>> format_bytes(3 * 2**20), format_bytes(512)
+    ('3.0 MiB', '512 B')
+    """
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{int(n)} B"
+
+
+@dataclass(frozen=True)
+class TaskMemory:
+    """The parts of one task's peak memory, in bytes."""
+
+    windows: int
+    padding: int
+    decode: int
+    result: int
+    output: int
+
+    @property
+    def total(self) -> int:
+        return self.windows + self.padding + self.decode + self.result + self.output
+
+    def describe(self) -> str:
+        return (
+            f"{format_bytes(self.total)} (windows {format_bytes(self.windows)}, padding "
+            f"{format_bytes(self.padding)}, decoding {format_bytes(self.decode)}, result "
+            f"{format_bytes(self.result)}, output {format_bytes(self.output)})"
+        )
+
+
+def plan_task_memory(
+    block: Sequence[int],
+    depth: Sequence[int],
+    sources: Sequence[tuple[int, Sequence[int]]],
+    out_itemsize: int,
+    out_chunk: Sequence[int],
+    func_memory_factor: float = 2.0,
+) -> TaskMemory:
+    """The peak of one task over ``block`` (the largest block's shape).
+
+    Parameters
+    ----------
+    block : shape of the output block
+    depth : halo per axis
+    sources : (itemsize, chunk shape) of each source
+    out_itemsize : bytes per output element
+    out_chunk : the output's chunk (shard) shape, for the encoding buffer
+    func_memory_factor : result-sized arrays the function holds at its peak
+    """
+    window = math.prod(b + 2 * d for b, d in zip(block, depth))
+    halo_cells = window - math.prod(block)
+    windows = sum(itemsize * window for itemsize, _ in sources)
+    padding = sum(itemsize * window for itemsize, _ in sources) if halo_cells else 0
+    decode = sum(itemsize * math.prod(chunk) for itemsize, chunk in sources)
+    result = int(func_memory_factor * out_itemsize * window)
+    output = out_itemsize * (math.prod(block) + math.prod(out_chunk))
+    return TaskMemory(windows, padding, decode, result, output)
+
+
+def fitting_multiples(
+    multiples: Sequence[int],
+    unit: Sequence[int],
+    shape: Sequence[int],
+    fits: Callable[[tuple[int, ...]], bool],
+) -> tuple[int, ...] | None:
+    """The largest block (chunks per axis, halving the largest axis first) that fits.
+
+    ``fits(block_shape)`` says whether a block of that shape fits the budget. ``None``
+    when not even one chunk per axis fits.
+
+    Examples
+    --------
+    >>> fitting_multiples((8, 8), (100, 100), (800, 800), lambda b: b[0] * b[1] <= 40000)
+    (2, 2)
+    """
+    current = list(multiples)
+    while True:
+        block = tuple(min(k * u, n) for k, u, n in zip(current, unit, shape))
+        if fits(block):
+            return tuple(current)
+        shrinkable = [a for a in range(len(current)) if current[a] > 1]
+        if not shrinkable:
+            return None
+        axis = max(shrinkable, key=lambda a: (current[a] * unit[a], -a))
+        current[axis] //= 2

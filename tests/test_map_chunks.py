@@ -1,0 +1,276 @@
+"""map_chunks and summarize_chunks: filters with halos equal scipy on the whole array,
+one task per block, one write per chunk, memory planned before anything runs."""
+
+from __future__ import annotations
+
+import functools
+import threading
+import tracemalloc
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import dask
+import numpy as np
+import pytest
+from dask.callbacks import Callback
+from scipy import ndimage
+
+import chunkflow
+from chunkflow.errors import InvalidSelectionError, ShapeMismatchError
+from chunkflow.graph import MemoryPlanError
+
+SCIPY_MODE = {"reflect": "reflect", "nearest": "nearest", "constant": "constant",
+              "periodic": "wrap"}
+
+
+def _image(shape: tuple[int, ...], seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).random(shape).astype("f8")
+
+
+def _filters(mode: str) -> dict[str, tuple[Any, int]]:
+    """name -> (function over a window, the halo it needs)."""
+    sigma = 1.5  # radius int(4 * 1.5 + 0.5) = 6: more than the chunks below
+    return {
+        "gaussian": (functools.partial(ndimage.gaussian_filter, sigma=sigma, mode=mode), 6),
+        "median": (functools.partial(ndimage.median_filter, size=3, mode=mode), 1),
+        "uniform": (functools.partial(ndimage.uniform_filter, size=5, mode=mode), 2),
+    }
+
+
+@pytest.mark.parametrize("boundary", ["reflect", "nearest", "constant", "periodic"])
+@pytest.mark.parametrize("shape,chunks", [((37, 29), (5, 4)), ((13, 11, 9), (4, 5, 3))],
+                         ids=["2d", "3d"])
+def test_filters_equal_scipy_on_the_whole_array(boundary: str, shape: tuple[int, ...],
+                                                chunks: tuple[int, ...]) -> None:
+    image = _image(shape)
+    z = chunkflow.array(image, chunks=chunks)
+    mode = SCIPY_MODE[boundary]
+    for name, (func, depth) in _filters(mode).items():
+        got = chunkflow.map_chunks(func, z, depth=depth, boundary=boundary,
+                                   chunks=(1,) * len(shape)).compute()
+        np.testing.assert_allclose(got, func(image), rtol=1e-12, err_msg=name)
+
+
+def test_boundary_none_gives_smaller_windows_at_the_edge() -> None:
+    image = _image((30, 20))
+    z = chunkflow.array(image, chunks=(7, 6))
+    seen: list[tuple[int, ...]] = []
+
+    def smooth(window: np.ndarray, block_info: dict[str, Any]) -> np.ndarray:
+        seen.append(tuple(block_info["halo"]))
+        return ndimage.uniform_filter(window, size=5, mode="reflect")
+
+    got = chunkflow.map_chunks(smooth, z, depth=2, boundary="none", block_info=True,
+                               chunks=(1, 1)).compute(scheduler="sync")
+    np.testing.assert_allclose(got, ndimage.uniform_filter(image, size=5, mode="reflect"))
+    assert ((0, 2), (0, 2)) in seen and ((2, 2), (2, 2)) in seen
+
+
+def test_depth_larger_than_chunks_and_per_axis() -> None:
+    image = _image((40, 40))
+    z = chunkflow.array(image, chunks=(3, 8))
+    func = functools.partial(ndimage.uniform_filter, size=(15, 1), mode="wrap")
+    got = chunkflow.map_chunks(func, z, depth={0: 7}, boundary="periodic", chunks=(1, 1))
+    np.testing.assert_allclose(got.compute(), func(image))
+    got = chunkflow.map_chunks(func, z, depth=(7, 0), boundary="periodic", chunks=(1, 1))
+    np.testing.assert_allclose(got.compute(), func(image))
+
+
+def test_sources_with_different_chunk_grids() -> None:
+    a, b = _image((33, 21), 1), _image((33, 21), 2)
+    za = chunkflow.array(a, chunks=(5, 7))
+    zb = chunkflow.array(b, chunks=(11, 4))
+
+    def combined(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        return ndimage.uniform_filter(x * y, size=3, mode="nearest")
+
+    got = chunkflow.map_chunks(combined, za, zb, depth=1, boundary="nearest", chunks=(1, 1))
+    np.testing.assert_allclose(got.compute(), combined(a, b))
+
+
+# ------------------------------------------------------------- schedulers
+
+
+@pytest.fixture(scope="module")
+def cluster_client() -> Any:
+    import distributed
+
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster, set_as_default=False) as client:
+        yield client
+
+
+@pytest.mark.parametrize("scheduler", ["threads", "processes", "sync", "cluster"])
+def test_folder_to_folder_on_every_scheduler(scheduler: str, tmp_path: Path,
+                                             request: pytest.FixtureRequest) -> None:
+    chosen = request.getfixturevalue("cluster_client") if scheduler == "cluster" else scheduler
+    image = (_image((50, 40)) * 1000).astype("u2")
+    source = chunkflow.array(image, chunks=(8, 16), store=str(tmp_path / "in.zarr"))
+    func = functools.partial(ndimage.gaussian_filter, sigma=1.0, mode="reflect",
+                             output=np.float32)
+    out = chunkflow.map_chunks(func, str(tmp_path / "in.zarr"), out=str(tmp_path / "out.zarr"),
+                               depth=4, dtype="f4", chunks=(1, 1), scheduler=chosen)
+    assert out.dtype == np.float32 and out.chunks == source.chunks
+    fresh = chunkflow.open(str(tmp_path / "out.zarr"), mode="r", cache=False)
+    np.testing.assert_allclose(fresh[:], func(image), rtol=1e-5)
+
+
+# -------------------------------------------------------- graph and writes
+
+
+def _task_count(collection: Any) -> int:
+    (optimized,) = dask.optimize(collection)
+    return len(dict(optimized.__dask_graph__()))
+
+
+def test_one_task_per_block() -> None:
+    z = chunkflow.zeros((100, 90), chunks=(10, 10), dtype="f4")
+    lazy = chunkflow.map_chunks(lambda w: w + 1, z, depth=3, chunks=(1, 1))
+    assert lazy.numblocks == (10, 9)
+    assert len(lazy.__dask_graph__().layers) == 2
+    assert _task_count(lazy) == 90 + 1  # blocks + the plan
+    out = chunkflow.zeros((100, 90), chunks=(10, 10), dtype="f4")
+    pending = chunkflow.map_chunks(lambda w: w + 1, z, out=out, depth=3, chunks=(1, 1),
+                                   compute=False)
+    assert _task_count(pending) <= 90 + 3
+    assert not out[:].any()
+    assert bool(pending.compute()) and out[:].min() == 1
+
+
+class CountingMapping(dict):
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def __setitem__(self, key: str, value: bytes) -> None:
+        with self._lock:
+            self.writes[key] += 1
+        super().__setitem__(key, value)
+
+
+@pytest.mark.parametrize("sharded", [False, True])
+def test_every_output_chunk_is_written_once(sharded: bool) -> None:
+    image = _image((64, 48))
+    z = chunkflow.array(image, chunks=(5, 7))  # a grid unlike the output's
+    mapping = CountingMapping()
+    if sharded:
+        out = chunkflow.create((64, 48), chunks=(16, 16), dtype="f8", store=mapping,
+                               codecs=[{"name": "sharding_indexed", "configuration": {
+                                   "chunk_shape": [4, 4],
+                                   "codecs": [{"name": "bytes",
+                                               "configuration": {"endian": "little"}}],
+                                   "index_codecs": [{"name": "bytes",
+                                                     "configuration": {"endian": "little"}}]}}])
+    else:
+        out = chunkflow.create((64, 48), chunks=(16, 16), dtype="f8", store=mapping)
+    func = functools.partial(ndimage.uniform_filter, size=3, mode="reflect")
+    with dask.config.set(num_workers=4):
+        chunkflow.map_chunks(func, z, out=out, depth=1, chunks=(1, 1), scheduler="threads")
+    chunk_writes = {k: n for k, n in mapping.writes.items() if not k.endswith("zarr.json")}
+    assert len(chunk_writes) == 4 * 3 and set(chunk_writes.values()) == {1}
+    np.testing.assert_allclose(out[:], func(image))
+
+
+def test_per_block_summaries_equal_a_loop_over_tiles() -> None:
+    image = ndimage.gaussian_filter(_image((96, 80), 5), 2)
+    z = chunkflow.array(image, chunks=(32, 16))
+
+    def count_objects(tile: np.ndarray) -> int:
+        return ndimage.label(tile > 0.5)[1]
+
+    counts = chunkflow.summarize_chunks(count_objects, z, dtype=int)
+    expected = np.array([[count_objects(image[i:i + 32, j:j + 16]) for j in range(0, 80, 16)]
+                         for i in range(0, 96, 32)])
+    np.testing.assert_array_equal(counts, expected)
+    hist = chunkflow.summarize_chunks(lambda t: np.histogram(t, bins=4, range=(0, 1))[0], z,
+                                      shape=(4,), dtype=int)
+    assert hist.shape == (3, 5, 4) and hist.sum() == image.size
+
+
+# --------------------------------------------------------------- mistakes
+
+
+def test_wrong_result_shape_is_named() -> None:
+    z = chunkflow.zeros((10, 10), chunks=(5, 5))
+    with pytest.raises(ShapeMismatchError, match=r"block \(\d, \d\).*expected \(5, 5\)"):
+        chunkflow.map_chunks(lambda w: w[:2], z, depth=1, chunks=(1, 1)).compute()
+
+
+def test_bad_arguments() -> None:
+    z = chunkflow.zeros((10, 10), chunks=(5, 5))
+    with pytest.raises(InvalidSelectionError, match="boundary 'mirror'"):
+        chunkflow.map_chunks(np.negative, z, boundary="mirror")
+    with pytest.raises(InvalidSelectionError, match="depth along axis 1"):
+        chunkflow.map_chunks(np.negative, z, depth=(1, -1))
+    with pytest.raises(ShapeMismatchError, match="sources must match"):
+        chunkflow.map_chunks(np.add, z, chunkflow.zeros((10, 11), chunks=5))
+
+
+# ----------------------------------------------------------------- memory
+
+
+def test_impossible_block_size_is_refused_with_advice() -> None:
+    z = chunkflow.zeros((4096, 4096), chunks=(256, 256), dtype="f4")
+    with pytest.raises(MemoryPlanError, match=r"more than max_memory 8\.0 MiB.*chunks=\(2, 2\)"):
+        chunkflow.map_chunks(np.negative, z, depth=8, chunks=(4, 4), max_memory="8 MiB")
+    with pytest.raises(MemoryPlanError, match="not even one chunk"):
+        chunkflow.map_chunks(np.negative, z, depth=8, chunks=(1, 1), max_memory="1 MiB")
+
+
+class PeakPerTask(Callback):
+    """Peak traced memory of each map task (numpy allocations are traced)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.peaks: list[int] = []
+
+    def _pretask(self, key: Any, dsk: Any, state: Any) -> None:
+        tracemalloc.reset_peak()
+        self._start = tracemalloc.get_traced_memory()[0]
+
+    def _posttask(self, key: Any, result: Any, dsk: Any, state: Any, worker_id: Any) -> None:
+        # A map task (fused by dask with what follows it) depends on the map plan.
+        if any(str(dep).startswith("chunkflow-plan-") for dep in state["dependencies"][key]):
+            self.peaks.append(tracemalloc.get_traced_memory()[1] - self._start)
+
+
+def test_measured_peak_stays_under_the_plan(tmp_path: Path) -> None:
+    image = (_image((512, 384)) * 60000).astype("u2")
+    chunkflow.array(image, chunks=(64, 64), store=str(tmp_path / "in.zarr"))
+    source = chunkflow.open(str(tmp_path / "in.zarr"), mode="r", cache=False)
+    out = chunkflow.create((512, 384), chunks=(128, 128), dtype="f4",
+                           store=str(tmp_path / "out.zarr"), cache=False)
+    func = functools.partial(ndimage.gaussian_filter, sigma=3, mode="reflect", output=np.float32)
+    pending = chunkflow.map_chunks(func, source, out=out, depth=12, chunks=(1, 1), compute=False)
+    from chunkflow.graph.map import _plan
+
+    _, layout = _plan(func, [source], out=out, depth=12, boundary="reflect", constant_value=0,
+                      dtype=None, chunks=(1, 1), block_info=False, trim=True, max_memory=None,
+                      scheduler=None, storage_options=None, func_memory_factor=2.0, kwargs={},
+                      summary_shape=None)
+    dask.compute(pending, scheduler="sync")  # once unmeasured: imports, codec set-up
+    meter = PeakPerTask()
+    tracemalloc.start()
+    try:
+        with meter:
+            dask.compute(pending, scheduler="sync")
+    finally:
+        tracemalloc.stop()
+    assert len(meter.peaks) == 4 * 3
+    assert max(meter.peaks) <= layout.estimate.total, (max(meter.peaks), layout.estimate)
+    # The plan is not wildly pessimistic either.
+    assert max(meter.peaks) >= layout.estimate.total / 4
+
+
+def test_progress_counts_output_blocks(capfd: pytest.CaptureFixture[str]) -> None:
+    z = chunkflow.zeros((40, 30), chunks=(10, 10))
+    out = chunkflow.zeros((40, 30), chunks=(10, 10))
+    seen: list[tuple[int, int]] = []
+    chunkflow.map_chunks(np.negative, z, out=out, depth=2, chunks=(1, 1), scheduler="threads",
+                         progress=lambda done, total: seen.append((done, total)))
+    assert seen[0] == (0, 12) and seen[-1] == (12, 12)
+    chunkflow.map_chunks(np.negative, z, out=out, depth=2, chunks=(1, 1), progress=True)
+    assert "12/12" in capfd.readouterr().err
