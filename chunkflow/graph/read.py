@@ -170,8 +170,10 @@ def block_multiples(array: Array, selection: Any, chunks: Any) -> tuple[int, ...
     return tuple(multiples)
 
 
-def as_source_array(source: Any, storage_options: Mapping[str, Any] | None = None) -> Array:
-    """``source`` as an open chunkflow array (paths, URLs and stores opened read-only)."""
+def as_source_array(source: Any, storage_options: Mapping[str, Any] | None = None,
+                    **open_kwargs: Any) -> Array:
+    """``source`` as an open chunkflow array (paths, URLs and stores opened read-only,
+    with ``open_kwargs`` such as ``cache=False``)."""
     if isinstance(source, Array):
         if storage_options:
             raise ValueError("storage_options apply to URLs, not to an open chunkflow.Array")
@@ -181,7 +183,8 @@ def as_source_array(source: Any, storage_options: Mapping[str, Any] | None = Non
             f"to_dask needs a chunkflow.Array, a path, a URL or a store, got "
             f"{type(source).__name__}"
         )
-    node = open_node(source, mode="r", storage_options=dict(storage_options or {}) or None)
+    node = open_node(source, mode="r", storage_options=dict(storage_options or {}) or None,
+                     **open_kwargs)
     if not isinstance(node, Array):
         raise InvalidSelectionError(f"to_dask: {source!r} holds a group, not an array")
     return node
