@@ -127,12 +127,14 @@ class TensorstoreCase:
         return self.array[:, index].read().result()
 
 
-def run(folder: Path, repeat: int) -> None:
+def run(folder: Path, repeat: int, quick: bool = False) -> None:
     cases = [ChunkflowCase]
     cases += [ZarrCase] if zarr is not None else []
     cases += [TensorstoreCase] if ts is not None else []
-    big = make_data((8192, 8192))
-    small = make_data((4096, 4096), seed=1)
+    big = make_data((2048, 2048) if quick else (8192, 8192))
+    small = make_data((1024, 1024) if quick else (4096, 4096), seed=1)
+    column = big.shape[1] // 2
+    small_chunks = small.size // (64 * 64)
     mb_big, mb_small = big.nbytes / 1e6, small.nbytes / 1e6
     results: dict[str, dict[str, float]] = {}
     for case_type in cases:
@@ -142,13 +144,13 @@ def run(folder: Path, repeat: int) -> None:
         timings = {
             "full write": best_of(repeat, partial(big_case.write, big)),
             "full read": best_of(repeat, big_case.read),
-            "column read": best_of(repeat, partial(big_case.column, 4000)),
+            "column read": best_of(repeat, partial(big_case.column, column)),
         }
         small_case.write(small)
         timings["small-chunk read"] = best_of(repeat, small_case.read)
         assert np.array_equal(big_case.read(), big), f"{name}: full read differs"
         assert np.array_equal(small_case.read(), small), f"{name}: small read differs"
-        assert np.array_equal(big_case.column(4000), big[:, 4000]), f"{name}: column differs"
+        assert np.array_equal(big_case.column(column), big[:, column]), f"{name}: column differs"
         results[name] = timings
 
     sizes = {"full write": mb_big, "full read": mb_big, "column read": mb_big,
@@ -164,19 +166,21 @@ def run(folder: Path, repeat: int) -> None:
         ratios = [f"x{results[name][label] / ours:.2f} vs {name}" for name in results
                   if name != "chunkflow"]
         print(row + "   " + ", ".join(ratios))
-    per_chunk = results["chunkflow"]["small-chunk read"] / 4096 * 1e6
-    print(f"chunkflow small-chunk read: {per_chunk:.1f} µs per chunk (4096 chunks of 64x64)")
+    per_chunk = results["chunkflow"]["small-chunk read"] / small_chunks * 1e6
+    print(f"chunkflow small-chunk read: {per_chunk:.1f} µs per chunk ({small_chunks} chunks "
+          "of 64x64)")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--folder", type=Path, default=None)
+    parser.add_argument("--quick", action="store_true", help="2048^2 and 1024^2 arrays")
     args = parser.parse_args()
     folder = args.folder or Path(tempfile.mkdtemp(prefix="chunkflow-bench-"))
     folder.mkdir(parents=True, exist_ok=True)
     try:
-        run(folder, args.repeat)
+        run(folder, args.repeat, args.quick)
     finally:
         if args.folder is None:
             shutil.rmtree(folder, ignore_errors=True)

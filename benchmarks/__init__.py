@@ -1,0 +1,1 @@
+"""chunkflow's benchmarks, run by hand: ``python -m benchmarks [--quick]``."""
