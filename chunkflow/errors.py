@@ -23,6 +23,7 @@ from __future__ import annotations
 __all__ = [
     "ChunkflowError",
     "ProcessLocalStoreError",
+    "ValueOutOfRangeError",
     "MetadataError",
     "UnsupportedFormatError",
     "UnsupportedCodecError",
@@ -140,3 +141,7 @@ class ChunkTooLargeError(ChunkflowError, MemoryError):
 
 class ProcessLocalStoreError(ChunkflowError, RuntimeError):
     """An in-memory store was used in a process that does not hold its data."""
+
+
+class ValueOutOfRangeError(ChunkflowError, OverflowError):
+    """A Python integer does not fit the array's integer dtype (as numpy 2 refuses)."""

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from chunkflow.errors import DtypeMismatchError, ShapeMismatchError
+from chunkflow.errors import DtypeMismatchError, ShapeMismatchError, ValueOutOfRangeError
 from chunkflow.indexing import BasicIndexer, ChunkProjection
 
 from chunkflow.array.parallel import io_threads
@@ -57,8 +57,17 @@ def convert_dtype(value: Any, dtype: np.dtype, path: str) -> np.ndarray:
         if source.dtype == dtype:
             return source
         _check_kinds(source.dtype, dtype, path)
+        if not isinstance(value, (np.ndarray, np.generic)) and dtype.kind in "iu":
+            # Python numbers convert as numpy assigns them: an int that does not fit
+            # raises OverflowError instead of wrapping around (300 -> 44 in uint8).
+            return np.asarray(value, dtype=dtype)
         return source.astype(dtype)
-    except (ValueError, TypeError, OverflowError) as err:
+    except OverflowError as err:
+        raise ValueOutOfRangeError(
+            f"array {path or '/'!r}: the value ({_describe(value)}) does not fit the array's "
+            f"dtype {dtype} ({err}); nothing was written"
+        ) from None
+    except (ValueError, TypeError) as err:
         if isinstance(err, DtypeMismatchError):
             raise
         raise DtypeMismatchError(
