@@ -55,7 +55,8 @@ def normalize_key(key: str) -> str:
     ------
     InvalidKeyError
         If the key is not a ``str``, is empty, absolute (``"/a"``, ``"C:..."``),
-        contains ``"."``/``".."`` or empty segments, a backslash or a NUL byte.
+        contains ``"."``/``".."`` or empty segments, a backslash or a NUL byte, a lone
+        surrogate (not UTF-8 encodable), or a segment longer than 255 bytes.
 
     Examples
     --------
@@ -74,7 +75,31 @@ def normalize_key(key: str) -> str:
         key = str(key)
     if _SAFE.fullmatch(key) is None:
         raise InvalidKeyError(f"invalid store key {key!r}: {_EXPECTED}")
+    if len(key) > MAX_SEGMENT_BYTES // 4 or not key.isascii():  # the hot path skips this
+        _check_encoding(key)
     return key
+
+
+#: The longest path segment (file or folder name) file systems and object stores take.
+MAX_SEGMENT_BYTES = 255
+
+
+def _check_encoding(key: str) -> None:
+    """Refuse keys that no file system could store: unencodable, or too long a segment."""
+    try:
+        key.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise InvalidKeyError(
+            f"invalid store key {key!r}: character {key[err.start]!r} at {err.start} is a lone "
+            "surrogate, which cannot be encoded as UTF-8; expected valid Unicode text"
+        ) from None
+    for segment in key.split("/"):
+        size = len(segment.encode("utf-8"))
+        if size > MAX_SEGMENT_BYTES:
+            raise InvalidKeyError(
+                f"invalid store key {key[:80]!r}...: the name {segment[:40]!r}... is {size} "
+                f"bytes in UTF-8; file systems allow at most {MAX_SEGMENT_BYTES} per name"
+            )
 
 
 def normalize_prefix(prefix: str) -> str:
