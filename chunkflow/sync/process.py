@@ -1,8 +1,8 @@
-"""File locks (``fcntl.flock``) for processes that share a file system."""
+"""File locks for processes that share a file system (``flock`` on POSIX, ``msvcrt``
+byte-range locks on Windows)."""
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 import re
@@ -10,6 +10,44 @@ import time
 from typing import Any
 
 from chunkflow.sync.base import KeyLockSynchronizer
+
+try:  # POSIX
+    import fcntl
+except ImportError:  # Windows: no fcntl, so `import chunkflow` must not need it
+    fcntl = None  # type: ignore[assignment]
+    import msvcrt
+
+
+def _try_lock(fd: int) -> bool:
+    """Take the exclusive lock of ``fd`` if it is free; never blocks."""
+    try:
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        else:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)  # the first byte stands for the file
+    except BlockingIOError:  # flock: held by another descriptor
+        return False
+    except OSError:
+        if fcntl is None:  # msvcrt reports a held lock as EACCES or EDEADLK
+            return False
+        raise
+    return True
+
+
+def _lock(fd: int) -> None:
+    """Take the exclusive lock of ``fd``, waiting as long as it takes."""
+    if fcntl is not None:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # blocks with the GIL released
+    else:
+        _poll_lock(fd, float("inf"))
+
+
+def _unlock(fd: int) -> None:
+    if fcntl is not None:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    else:
+        os.lseek(fd, 0, os.SEEK_SET)
+        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
 
 __all__ = ["ProcessSynchronizer"]
 
@@ -20,7 +58,8 @@ _MAX_DELAY = 0.05
 
 
 class ProcessSynchronizer(KeyLockSynchronizer):
-    """One lock file per chunk key under ``path``, locked with ``flock``.
+    """One lock file per chunk key under ``path``, locked with ``flock`` (POSIX) or
+    ``msvcrt.locking`` (Windows).
 
     Every acquisition opens its own file descriptor, and ``flock`` locks belong to
     the open file, so threads of one process exclude each other too. A lock held by
@@ -74,9 +113,9 @@ class ProcessSynchronizer(KeyLockSynchronizer):
         fd = os.open(self.lock_file(key), os.O_RDWR | os.O_CREAT, 0o666)
         try:
             if timeout is None:
-                fcntl.flock(fd, fcntl.LOCK_EX)  # blocks with the GIL released
+                _lock(fd)
                 return fd
-            if _poll_flock(fd, time.monotonic() + timeout):
+            if _poll_lock(fd, time.monotonic() + timeout):
                 return fd
         except BaseException:
             os.close(fd)
@@ -86,7 +125,7 @@ class ProcessSynchronizer(KeyLockSynchronizer):
 
     def _release(self, fd: int) -> None:
         try:
-            fcntl.flock(fd, fcntl.LOCK_UN)
+            _unlock(fd)
         finally:
             os.close(fd)
 
@@ -97,20 +136,18 @@ class ProcessSynchronizer(KeyLockSynchronizer):
         return f"ProcessSynchronizer({self.path!r})"
 
 
-def _poll_flock(fd: int, deadline: float) -> bool:
-    """Try ``LOCK_EX | LOCK_NB`` until ``deadline``, sleeping with exponential backoff.
+def _poll_lock(fd: int, deadline: float) -> bool:
+    """Try the lock without blocking until ``deadline``, sleeping with exponential backoff.
 
     ``flock`` has no timeout of its own; polling keeps the wait interruptible and
     bounded, and the growing sleeps keep waiters from spinning on a long-held lock.
     """
     delay = _FIRST_DELAY
     while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if _try_lock(fd):
             return True
-        except BlockingIOError:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return False
-            time.sleep(min(delay, remaining))
-            delay = min(delay * 2, _MAX_DELAY)
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        time.sleep(min(delay, remaining))
+        delay = min(delay * 2, _MAX_DELAY)
