@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from chunkflow.codecs.bounded import limit_for
 from chunkflow.codecs.stages import (
     BufferLike,
     BytesStage,
@@ -89,6 +90,10 @@ class V2Pipeline:
             )
         self._size = math.prod(self.chunk_shape)
         self._nbytes = self._size * self.dtype.itemsize
+        if self._compressor is not None:
+            # Filters may widen items (astype, fixedscaleoffset to float64): up to 8x.
+            widest = None if self._is_object else self.dtype.itemsize * (8 if self._filters else 1)
+            self._compressor.limit = limit_for(self._size, widest)
         # Decompress straight into the caller's buffer when nothing sits between the
         # compressor and the items and the compressor announces its decoded size.
         self._fast = (

@@ -20,6 +20,7 @@ True
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -35,6 +36,7 @@ from chunkflow.codecs.array_stages import (
 )
 from chunkflow.codecs.registry import V3Codec, codec_from_json
 from chunkflow.codecs.sharding import ShardingCodec, ShardingStage
+from chunkflow.codecs.bounded import limit_for
 from chunkflow.codecs.stages import (
     BufferLike,
     BytesStage,
@@ -138,11 +140,27 @@ class V3Pipeline:
         else:
             self._a2b = ObjectBytesStage(a2b, spec, allow_pickle)
         self._b2b = tuple(_bytes_stage(c, spec[1], allow_pickle) for c in b2b)
+        self._limit_stages(spec)
         self._b2b_reversed = self._b2b[::-1]
         # The serializer hands over shaped items; flatten to bytes only where a codec
         # would otherwise take the itemsize as a parameter (zarr-python passes bytes).
         self._flatten = bool(self._b2b) and self._b2b[0].itemsize_sensitive
         self._setup_fast_path(perm)
+
+    def _limit_stages(self, spec: Any) -> None:
+        """Bound what each bytes->bytes stage may decode to (see codecs.bounded)."""
+        shape, dtype = spec
+        items = math.prod(shape)
+        if isinstance(self._a2b, RawBytesStage):
+            encoded = limit_for(items, dtype.itemsize)
+        elif isinstance(self._a2b, ShardingStage):
+            # Inner chunks stored raw at worst, plus the index of 16 bytes per chunk.
+            encoded = limit_for(items, dtype.itemsize) * 2 + 16 * items
+        else:  # variable-length items
+            encoded = limit_for(items, None)
+        for stage in self._b2b:
+            # Compressed bytes around compressed bytes: a little headroom for headers.
+            stage.limit = encoded + max(4096, encoded // 8)
 
     def _setup_fast_path(self, perm: tuple[int, ...] | None) -> None:
         # Fast decode: only transposes before raw bytes, and the innermost compressor

@@ -33,6 +33,8 @@ from numcodecs.blosc import decompress as blosc_decompress
 import numpy as np
 from numcodecs.abc import Codec
 
+from chunkflow.codecs.bounded import bounded_decode
+
 from chunkflow.errors import (
     ChunkDecodeError,
     ChunkEncodeError,
@@ -221,7 +223,7 @@ class BytesStage:
         The codec, built once and reused for every chunk.
     """
 
-    __slots__ = ("codec", "name")
+    __slots__ = ("codec", "limit", "name")
 
     #: True when the decoded size can be read from the encoded header, so that
     #: decompressing straight into a caller's buffer is safe.
@@ -233,6 +235,9 @@ class BytesStage:
     def __init__(self, name: str, codec: Codec) -> None:
         self.name = name
         self.codec = codec
+        #: The most one chunk may decode to (set by the pipeline): decoding stops
+        #: there, so a hostile chunk cannot inflate far past its decoded size.
+        self.limit: int | None = None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r}, {self.codec!r})"
@@ -247,9 +252,20 @@ class BytesStage:
             ) from err
 
     def decode(self, buf: BufferLike) -> BufferLike:
-        """Decode `buf`; any failure becomes :class:`ChunkDecodeError`."""
+        """Decode `buf` (to at most :attr:`limit` bytes); any failure becomes
+        :class:`ChunkDecodeError`."""
         try:
+            if self.limit is not None:
+                size = self.decoded_size(buf)
+                if size is not None and size > self.limit:
+                    raise ChunkDecodeError(
+                        f"codec {self.name!r}: stored data announces {size} decoded bytes, "
+                        f"more than the {self.limit} this chunk can hold"
+                    )
+                return bounded_decode(self.codec, buf, self.limit, self.name)
             return self.codec.decode(buf)
+        except ChunkDecodeError:
+            raise
         except Exception as err:
             raise ChunkDecodeError(
                 f"codec {self.name!r}: cannot decode {_nbytes(buf)} stored bytes: {err}"
@@ -266,7 +282,8 @@ class BytesStage:
         """
         size = self.decoded_size(buf)
         if size is None:
-            copy_exact(self.decode(buf), out, self.name)
+            # Unknown size: decode at most what `out` holds (a bomb stops there).
+            copy_exact(bounded_decode(self.codec, buf, out.nbytes, self.name), out, self.name)
             return
         if size != out.nbytes:
             raise ChunkDecodeError(
@@ -324,7 +341,7 @@ class BloscStage(BytesStage):
 
     def decode(self, buf: BufferLike) -> BufferLike:
         self.decoded_size(buf)  # refuse truncated data before blosc reads it
-        return super().decode(buf)
+        return super().decode(buf)  # the size it announced is checked against the limit
 
     def decode_into(self, buf: BufferLike, out: np.ndarray) -> None:
         size = self.decoded_size(buf)
