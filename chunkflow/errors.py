@@ -24,6 +24,7 @@ __all__ = [
     "ChunkflowError",
     "ProcessLocalStoreError",
     "ValueOutOfRangeError",
+    "ExternalLinkError",
     "MetadataError",
     "UnsupportedFormatError",
     "UnsupportedCodecError",
@@ -145,3 +146,7 @@ class ProcessLocalStoreError(ChunkflowError, RuntimeError):
 
 class ValueOutOfRangeError(ChunkflowError, OverflowError):
     """A Python integer does not fit the array's integer dtype (as numpy 2 refuses)."""
+
+
+class ExternalLinkError(ChunkflowError, PermissionError):
+    """A symbolic link inside a local store leads out of the store's root."""

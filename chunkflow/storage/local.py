@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import shutil
@@ -10,6 +11,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
+from chunkflow.errors import ExternalLinkError
 from chunkflow.storage.base import Store, Version
 from chunkflow.storage.keys import normalize_prefix, slice_bounds
 
@@ -32,6 +34,8 @@ TMP_SUFFIX = ".chunkflow-tmp"
 TMP_MAX_AGE = 3600.0
 
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0)
+# Refuses to open a file that is itself a symbolic link (checked before following one).
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
 
 _T = TypeVar("_T")
@@ -109,12 +113,21 @@ class LocalStore(Store):
     whose names end in ``.chunkflow-tmp`` are in-flight writes and are not
     listed.
 
+    Symbolic links inside the store are followed only while they resolve inside the
+    store's root (the root itself may be a link). A link out of the store (a planted
+    ``c/0/0 -> /etc/passwd``, a folder linked to ``/home``) makes reads, writes,
+    deletes and listings through it fail with :class:`~chunkflow.errors.ExternalLinkError`
+    (listings skip it) unless ``allow_external_links=True``. Folders are checked once
+    per store object: a link planted later in a folder already used is not noticed.
+
     Parameters
     ----------
     root : str or os.PathLike
         The folder; created on first write if missing.
     read_only : bool
         Refuse writes.
+    allow_external_links : bool
+        Follow symbolic links that lead out of the root.
 
     Examples
     --------
@@ -127,13 +140,19 @@ class LocalStore(Store):
     True
     """
 
-    def __init__(self, root: str | os.PathLike[str], read_only: bool = False) -> None:
+    def __init__(self, root: str | os.PathLike[str], read_only: bool = False, *,
+                 allow_external_links: bool = False) -> None:
         self.root = os.path.abspath(os.fspath(root))
         self.read_only = read_only
+        self.allow_external_links = allow_external_links
         self._prefix = os.path.join(self.root, "")  # root + separator, for fast joins
         # realpath: two stores reaching one folder through a symlink share a cache.
         # Resolved once: every write announces its changes under this name.
-        self._identity = "file://" + os.path.realpath(self.root)
+        self._real_root = os.path.realpath(self.root)
+        self._identity = "file://" + self._real_root
+        # Folders (as key prefixes) known to resolve inside the root: one set lookup
+        # per access instead of a realpath (a stat per path component).
+        self._inside_dirs: set[str] = {""}
 
     @property
     def identity(self) -> str:
@@ -143,7 +162,48 @@ class LocalStore(Store):
         return f"LocalStore({self.root!r}, read_only={self.read_only})"
 
     def __reduce__(self) -> tuple[object, ...]:
-        return (LocalStore, (self.root, self.read_only))
+        return (_restore, (self.root, self.read_only, self.allow_external_links))
+
+    # ---------------------------------------------------------- confinement
+
+    def _resolves_inside(self, path: str) -> bool:
+        real = os.path.realpath(path)
+        return real == self._real_root or real.startswith(self._real_root + os.sep)
+
+    def _refuse_link(self, key: str, path: str) -> ExternalLinkError:
+        return ExternalLinkError(
+            f"store key {key!r}: {path!r} leads through a symbolic link to "
+            f"{os.path.realpath(path)!r}, outside the store root {self._real_root!r}; "
+            "refused. To follow links out of the store, open it with "
+            "LocalStore(root, allow_external_links=True)"
+        )
+
+    def _path(self, key: str) -> str:
+        """The file of ``key``, once its folder is known to lie inside the root."""
+        folder = key.rpartition("/")[0]
+        if folder not in self._inside_dirs and not self.allow_external_links:
+            if not self._resolves_inside(self._prefix + folder):
+                raise self._refuse_link(key, self._prefix + folder)
+            if os.path.isdir(self._prefix + folder):  # a folder made later is checked then
+                self._inside_dirs.add(folder)
+        return self._prefix + key
+
+    def _open_read(self, key: str) -> int:
+        path = self._path(key)
+        try:
+            return os.open(path, _READ_FLAGS | _NOFOLLOW)
+        except OSError as err:
+            if err.errno != errno.ELOOP or not _NOFOLLOW:
+                raise
+        # The file itself is a link (O_NOFOLLOW refused it): follow it if it stays inside.
+        if not self.allow_external_links and not self._resolves_inside(path):
+            raise self._refuse_link(key, path)
+        return os.open(path, _READ_FLAGS)
+
+    def _check_final(self, key: str, path: str) -> None:
+        """Refuse ``path`` if it is itself a link out of the store (stat-based calls)."""
+        if not self.allow_external_links and os.path.islink(path) and not self._resolves_inside(path):
+            raise self._refuse_link(key, path)
 
     # -------------------------------------------------------------- reading
 
@@ -155,7 +215,7 @@ class LocalStore(Store):
         # os.open + fstat + one os.read skips the buffered-file machinery of
         # open(); this is the hot path of every chunk read. The fstat of the open
         # descriptor is the version of exactly these bytes (writes replace files).
-        fd = os.open(self._prefix + key, _READ_FLAGS)
+        fd = self._open_read(key)
         try:
             st = os.fstat(fd)
             return _read_all(fd, st.st_size), st
@@ -175,8 +235,10 @@ class LocalStore(Store):
     def _versions(self, keys: list[str]) -> dict[str, Version | None]:
         found: dict[str, Version | None] = {}
         for key in keys:
+            path = self._path(key)
+            self._check_final(key, path)
             try:
-                st = os.stat(self._prefix + key)
+                st = os.stat(path)
             except (*_MISSING, ValueError):
                 continue
             if stat.S_ISREG(st.st_mode):
@@ -185,7 +247,7 @@ class LocalStore(Store):
 
     @_missing_to_key_error
     def _get_range(self, key: str, start: int, length: int | None) -> bytes:
-        fd = os.open(self._prefix + key, _READ_FLAGS)
+        fd = self._open_read(key)
         try:
             begin, end = slice_bounds(os.fstat(fd).st_size, start, length)
             os.lseek(fd, begin, os.SEEK_SET)
@@ -195,13 +257,17 @@ class LocalStore(Store):
 
     @_missing_to_key_error
     def _getsize(self, key: str) -> int:
-        st = os.stat(self._prefix + key)
+        path = self._path(key)
+        self._check_final(key, path)
+        st = os.stat(path)
         if stat.S_ISDIR(st.st_mode):
             raise IsADirectoryError(key)
         return st.st_size
 
     def _contains(self, key: str) -> bool:
-        return os.path.isfile(self._prefix + key)
+        path = self._path(key)
+        self._check_final(key, path)
+        return os.path.isfile(path)
 
     # -------------------------------------------------------------- writing
 
@@ -213,7 +279,7 @@ class LocalStore(Store):
 
     def _write_file(self, key: str, value: bytes | memoryview) -> Version | None:
         """Write ``value`` atomically; return the version of the file written."""
-        path = self._prefix + key
+        path = self._path(key)  # a link at `path` itself is replaced, never followed
         # A random token keeps temp names unique across threads, processes and
         # hosts sharing a network file system.
         tmp = f"{path}.{os.urandom(6).hex()}{TMP_SUFFIX}"
@@ -223,6 +289,7 @@ class LocalStore(Store):
             # Parent folders are created lazily: one failed open is cheaper
             # than a makedirs call on every write.
             os.makedirs(os.path.dirname(path), exist_ok=True)
+            path = self._path(key)  # the folders made may pass through a link
             fd = os.open(tmp, _WRITE_FLAGS, 0o666)
         try:
             try:
@@ -247,15 +314,19 @@ class LocalStore(Store):
 
     @_missing_to_key_error
     def _delete(self, key: str) -> None:
-        path = self._prefix + key
+        path = self._path(key)  # unlink removes a link itself, never its target
         if os.path.isdir(path):  # unlink() on a folder is EPERM on macOS
             raise IsADirectoryError(key)
         os.unlink(path)
 
     def _delete_prefix(self, prefix: str) -> None:
         if prefix:
+            path = self._path(prefix)
+            if os.path.islink(path):
+                os.unlink(path)  # the link goes; what it points to stays
+                return
             try:
-                shutil.rmtree(self._prefix + prefix)
+                shutil.rmtree(path)
             except (FileNotFoundError, NotADirectoryError):
                 pass  # nothing below this prefix (or it is a key, not a folder)
             return
@@ -269,16 +340,33 @@ class LocalStore(Store):
     # -------------------------------------------------------------- listing
 
     @staticmethod
-    def _scandir(path: str) -> list[os.DirEntry[str]]:
+    def _scandir(path: str | None) -> list[os.DirEntry[str]]:
+        if path is None:  # a folder behind a link out of the store
+            return []
         try:
             with os.scandir(path) as it:
                 return list(it)
         except (FileNotFoundError, NotADirectoryError):
             return []
 
-    def _walk(self, path: str, prefix: str) -> Iterator[tuple[str, os.DirEntry[str]]]:
-        """Yield ``(key, entry)`` for every file below `path`."""
+    def _folder(self, prefix: str) -> str | None:
+        """The folder of ``prefix`` to list; ``None`` when it lies behind a link out of
+        the root (it lists as empty)."""
+        path = self._prefix + prefix if prefix else self.root
+        if prefix and not self.allow_external_links and prefix not in self._inside_dirs:
+            if not self._resolves_inside(path):
+                return None
+        return path
+
+    def _leads_out(self, entry: os.DirEntry[str]) -> bool:
+        return (not self.allow_external_links and entry.is_symlink()
+                and not self._resolves_inside(entry.path))
+
+    def _walk(self, path: str | None, prefix: str) -> Iterator[tuple[str, os.DirEntry[str]]]:
+        """Yield ``(key, entry)`` for every file below `path` (links out are skipped)."""
         for entry in self._scandir(path):
+            if self._leads_out(entry):
+                continue
             if entry.is_dir():
                 yield from self._walk(entry.path, prefix + entry.name + "/")
             elif entry.is_file() and not self._is_temporary(entry):
@@ -286,12 +374,14 @@ class LocalStore(Store):
 
     def _list_prefix(self, prefix: str) -> Iterator[str]:
         base = prefix + "/" if prefix else ""
-        return (key for key, _ in self._walk(self._prefix + prefix, base))
+        return (key for key, _ in self._walk(self._folder(prefix), base))
 
     def _list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
         keys: list[str] = []
         dirs: list[str] = []
-        for entry in self._scandir(self._prefix + prefix):
+        for entry in self._scandir(self._folder(prefix)):
+            if self._leads_out(entry):
+                continue
             if entry.is_dir():
                 dirs.append(entry.name)
             elif entry.is_file() and not self._is_temporary(entry):
@@ -300,7 +390,7 @@ class LocalStore(Store):
 
     def _getsize_prefix(self, prefix: str) -> int:
         base = prefix + "/" if prefix else ""
-        walk = self._walk(self._prefix + prefix, base)
+        walk = self._walk(self._folder(prefix), base)
         return sum(entry.stat().st_size for _, entry in walk)
 
     def __len__(self) -> int:
@@ -352,3 +442,7 @@ def _remove_if_stale(path: str, cutoff: float) -> bool:
     except FileNotFoundError:
         pass  # renamed by its (live) writer or removed by another cleaner meanwhile
     return False
+
+
+def _restore(root: str, read_only: bool, allow_external_links: bool) -> LocalStore:
+    return LocalStore(root, read_only, allow_external_links=allow_external_links)
