@@ -271,19 +271,25 @@ class TestFsspecLocal(StoreConformance):
         return FsspecStore((tmp_path / "root").as_uri())
 
 
-class TestFsspecZipRead:
-    def test_zip_url_reads_and_refuses_writes(self, tmp_path: Path) -> None:
+class TestZipUrl:
+    def test_local_zip_urls_read_and_write_through_zipstore(self, tmp_path: Path) -> None:
         path = tmp_path / "r.zip"
         with zipfile.ZipFile(path, "w") as zf:
             zf.writestr("a/0", b"zero")
             zf.writestr("a/1", b"one")
-        store = make_store(f"zip::file://{path}")
-        assert isinstance(store, FsspecStore) and store.read_only
+        store = make_store(f"zip::file://{path}", mode="r")
+        assert isinstance(store, ZipStore) and store.read_only
         assert store.get_many(["a/0", "a/1", "a/2"]) == {"a/0": b"zero", "a/1": b"one"}
         assert store.get_range("a/0", 1, 2) == b"er" and store.list_dir("a") == (["0", "1"], [])
         with pytest.raises(ReadOnlyError, match="ZipStore"):
             store["a/2"] = b"x"
         assert pickle.loads(pickle.dumps(store))["a/1"] == b"one"
+        store.close()
+        writable = make_store(f"zip::{path}", mode="a")
+        writable["a/2"] = b"two"
+        writable.close()
+        with ZipStore(path) as zs:
+            assert zs["a/2"] == b"two" and zs["a/0"] == b"zero"
 
 
 def test_fsspec_zip_write_mode(tmp_path: Path) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from chunkflow.storage.factory import opened_by_chunkflow
 
 if TYPE_CHECKING:
     from chunkflow.array.attrs import Attributes
@@ -45,3 +47,31 @@ class NodeProperties:
     def attrs(self) -> Attributes:
         """User attributes, persisted as JSON on every change."""
         return self._attrs
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the store if chunkflow opened it for this node (a path or URL given);
+        a store object the caller passed in stays open (it is the caller's to close).
+
+        For a zip file this writes its central directory once no other node of the
+        process uses it. Closing twice is harmless.
+
+        Examples
+        --------
+        >>> import os, tempfile, chunkflow
+        >>> path = os.path.join(tempfile.mkdtemp(), "a.zip")
+        >>> with chunkflow.open(path, mode="w", shape=4, chunks=2, dtype="u1") as z:
+        ...     z[:] = 7
+        >>> with chunkflow.open(path, mode="r") as z:
+        ...     z[:].tolist()
+        [7, 7, 7, 7]
+        """
+        if opened_by_chunkflow(self._store):
+            self._store.close()
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -15,12 +15,37 @@ from chunkflow.storage.mapping import MappingStore
 from chunkflow.storage.memory import MemoryStore
 from chunkflow.storage.zip import ZipStore
 
-__all__ = ["make_store"]
+__all__ = ["make_store", "opened_by_chunkflow"]
 
 _MODES = ("r", "r+", "a", "w", "w-")
 
 
 def make_store(
+    store: Any, *, mode: str = "a", storage_options: dict[str, Any] | None = None
+) -> Store:
+    """Return a :class:`Store` for `store` (see :func:`_make_store`); a store made here
+    from a path, URL or mapping is marked as opened by chunkflow, so nodes opened from
+    it close it (:func:`opened_by_chunkflow`).
+
+    Examples
+    --------
+    >>> from chunkflow.storage import MemoryStore
+    >>> mine = MemoryStore()
+    >>> opened_by_chunkflow(make_store(mine)), opened_by_chunkflow(make_store(None))
+    (False, True)
+    """
+    made = _make_store(store, mode=mode, storage_options=storage_options)
+    if made is not store:
+        made._opened_by_chunkflow = True  # type: ignore[attr-defined]
+    return made
+
+
+def opened_by_chunkflow(store: Store) -> bool:
+    """Whether chunkflow made ``store`` from a location (and so may close it)."""
+    return getattr(store, "_opened_by_chunkflow", False)
+
+
+def _make_store(
     store: Any, *, mode: str = "a", storage_options: dict[str, Any] | None = None
 ) -> Store:
     """Return a :class:`Store` for `store`.
@@ -77,6 +102,12 @@ def make_store(
             f"got {type(store).__name__}"
         )
     is_url = "://" in store or "::" in store
+    local_zip = _local_zip_url(store)
+    if local_zip is not None:
+        # zip:: over a local file: chunkflow's ZipStore writes it (fsspec's zip file
+        # system cannot append to an archive it did not create in this session).
+        _refuse_options(storage_options, f"zip file {local_zip!r}")
+        return ZipStore(local_zip, mode="r" if read_only else ("w" if mode == "w" else "a"))
     if is_url and not (store.startswith("file://") and "::" not in store):
         return FsspecStore(store, storage_options, read_only=read_only)
     _refuse_options(storage_options, f"local path {store!r}")
@@ -84,6 +115,24 @@ def make_store(
     if path.endswith(".zip"):
         return ZipStore(path, mode="r" if read_only else ("w" if mode == "w" else "a"))
     return LocalStore(path, read_only=read_only)
+
+
+def _local_zip_url(url: str) -> str | None:
+    """The local path of a ``zip::path`` or ``zip::file://path`` URL, else None.
+
+    Examples
+    --------
+    >>> _local_zip_url("zip::file:///tmp/a.zip"), _local_zip_url("zip::s3://b/a.zip")
+    ('/tmp/a.zip', None)
+    """
+    if not url.startswith("zip::"):
+        return None
+    target = url[len("zip::"):]
+    if "::" in target:
+        return None
+    if target.startswith("file://"):
+        return LocalFileSystem._strip_protocol(target)
+    return None if "://" in target else target
 
 
 def _refuse_options(storage_options: dict[str, Any] | None, target: str) -> None:

@@ -1,7 +1,16 @@
-"""A store inside a single zip file (stdlib ``zipfile``)."""
+"""A store inside a single zip file (stdlib ``zipfile``).
+
+A zip file written in pieces is only valid once its central directory is written, at
+close. So every ZipStore over one file in this process shares one open handle (a
+registry keyed by the file's resolved path, counted): a second store over a file being
+written reads what the first wrote, and appends to it, instead of failing with
+``BadZipFile`` or truncating it. The handle closes (and writes the directory) when the
+last store over it closes, or at interpreter exit for stores nobody closed.
+"""
 
 from __future__ import annotations
 
+import atexit
 import os
 import threading
 import time
@@ -9,10 +18,71 @@ import warnings
 import zipfile
 from collections.abc import Iterator
 
-from chunkflow.storage.base import Store
+from chunkflow.storage.base import Store, Version
 from chunkflow.storage.keys import slice_bounds
 
 __all__ = ["ZipStore"]
+
+
+class _SharedZip:
+    """One open ``ZipFile`` and the number of stores using it."""
+
+    def __init__(self, path: str, mode: str, compression: int) -> None:
+        self.path = path
+        self.mode = mode
+        self.users = 0
+        self.lock = threading.RLock()
+        self.zf = zipfile.ZipFile(path, mode, compression=compression, allowZip64=True)
+
+    def upgrade(self, compression: int) -> None:
+        """Reopen a read-only handle for appending (its readers keep working)."""
+        self.zf.close()
+        self.zf = zipfile.ZipFile(self.path, "a", compression=compression, allowZip64=True)
+        self.mode = "a"
+
+
+_open_files: dict[str, _SharedZip] = {}
+_open_files_lock = threading.Lock()
+
+
+def _acquire(path: str, mode: str, compression: int) -> _SharedZip:
+    real = os.path.realpath(path)
+    with _open_files_lock:
+        shared = _open_files.get(real)
+        if shared is None:
+            shared = _open_files[real] = _SharedZip(path, mode, compression)
+        elif mode == "w":
+            raise ValueError(
+                f"zip file {path!r} is open in this process ({shared.users} store(s)); "
+                "mode='w' would truncate what they hold: close them first, or open it "
+                "with mode='a' to add to it"
+            )
+        elif mode == "a" and shared.mode == "r":
+            with shared.lock:
+                shared.upgrade(compression)
+        shared.users += 1
+        return shared
+
+
+def _release(shared: _SharedZip) -> None:
+    with _open_files_lock:
+        shared.users -= 1
+        if shared.users > 0:
+            return
+        _open_files.pop(os.path.realpath(shared.path), None)
+    with shared.lock:
+        shared.zf.close()
+
+
+@atexit.register
+def _close_all() -> None:
+    """Write the central directory of every zip file still open for writing."""
+    with _open_files_lock:
+        files = list(_open_files.values())
+        _open_files.clear()
+    for shared in files:
+        with shared.lock:
+            shared.zf.close()
 
 
 class ZipStore(Store):
@@ -23,10 +93,11 @@ class ZipStore(Store):
     since the file keeps growing) and reads return the newest member; listings
     are de-duplicated.  Deleting raises ``NotImplementedError``
     (:attr:`supports_deletes` is False).  All access goes through one lock, so
-    threads may share a store.  :meth:`close` writes the central directory;
-    until then a file opened in ``"w"`` or ``"a"`` mode is not a valid zip for
-    other readers.  Members are stored uncompressed by default, since chunks are
-    usually compressed already.
+    threads may share a store.  Stores over one file in this process share its open
+    handle (see the module documentation): the last :meth:`close` writes the
+    central directory, and files left open are closed at interpreter exit; until
+    then the file is not a valid zip for other processes.  Members are stored
+    uncompressed by default, since chunks are usually compressed already.
 
     Parameters
     ----------
@@ -64,13 +135,11 @@ class ZipStore(Store):
         self.mode = mode
         self.read_only = mode == "r"
         self.compression = compression
-        self._lock = threading.RLock()
         self._warned = False
         if mode != "r":
             os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        self._zf: zipfile.ZipFile | None = zipfile.ZipFile(
-            self.path, mode, compression=compression, allowZip64=True
-        )
+        self._shared: _SharedZip | None = _acquire(self.path, mode, compression)
+        self._lock = self._shared.lock
 
     @property
     def identity(self) -> str:
@@ -90,18 +159,25 @@ class ZipStore(Store):
         return (ZipStore, (self.path, "r"))
 
     def close(self) -> None:
-        """Write the central directory and close the file (idempotent)."""
+        """Stop using the file; the last store over it writes the central directory
+        and closes it (idempotent)."""
+        shared, self._shared = self._shared, None
+        if shared is not None:
+            _release(shared)
+
+    def _versions(self, keys: list[str]) -> dict[str, Version | None]:
+        # A member's offset in the file names its bytes: a rewrite appends a new one.
         with self._lock:
-            if self._zf is not None:
-                self._zf.close()
-                self._zf = None
+            infos = self._file().NameToInfo
+            return {key: (infos[key].header_offset, infos[key].CRC, infos[key].file_size)
+                    for key in keys if key in infos}
 
     # -------------------------------------------------------------- helpers
 
     def _file(self) -> zipfile.ZipFile:
-        if self._zf is None:
+        if self._shared is None:
             raise ValueError(f"{self!r} is closed")
-        return self._zf
+        return self._shared.zf
 
     def _info(self, key: str) -> zipfile.ZipInfo:
         # NameToInfo maps each name to its newest member; this is the one
