@@ -52,11 +52,16 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
-from xarray import Dataset, Variable
-from xarray.backends import AbstractDataStore, BackendArray, BackendEntrypoint
-from xarray.backends import StoreBackendEntrypoint
-from xarray.core import indexing
-from xarray.core.utils import FrozenDict
+
+try:
+    from xarray import Dataset, Variable
+    from xarray.backends import AbstractDataStore, BackendArray, BackendEntrypoint
+    from xarray.backends import StoreBackendEntrypoint
+    from xarray.core import indexing
+    from xarray.core.utils import FrozenDict
+except ImportError as error:  # xarray is optional: only this module needs it
+    raise ImportError("chunkflow.xarray_backend needs xarray (pip install 'xarray>=2024.1')"
+                      ) from error
 
 from chunkflow.array import Array
 from chunkflow.errors import MetadataError
@@ -239,6 +244,7 @@ class ChunkflowDataStore(AbstractDataStore):
         return Variable(dims, indexing.LazilyIndexedArray(wrapper), attrs, encoding)
 
     def get_variables(self) -> FrozenDict:
+        self.get_dimensions()  # refuse conflicting lengths, naming the array
         return FrozenDict((k, self.open_store_variable(k, a)) for k, a in self.arrays().items())
 
     def get_attrs(self) -> dict[str, Any]:
