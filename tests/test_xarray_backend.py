@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import pickle
+import subprocess
+import sys
 import tomllib
 import warnings
 from importlib import metadata
@@ -253,8 +256,39 @@ def test_entry_point_declared() -> None:
     assert getattr(__import__(module, fromlist=[name]), name) is ChunkflowBackendEntrypoint
 
 
+PROBE = """
+import sys, warnings
+import numpy as np, xarray as xr
+from chunkflow.xarray_backend import ChunkflowBackendEntrypoint
+warnings.simplefilter("error")  # a duplicate or broken entry point warns
+engines = xr.backends.list_engines()
+assert isinstance(engines["chunkflow"], ChunkflowBackendEntrypoint), engines
+ds = xr.Dataset({"v": (("y", "x"), np.arange(12.0).reshape(3, 4))})
+ds.to_zarr(sys.argv[1], zarr_format=3, consolidated=False)
+opened = xr.open_dataset(sys.argv[1], engine="chunkflow", chunks={})
+xr.testing.assert_identical(opened.load(), ds)
+print("ok")
+"""
+
+
+def test_entry_point_from_pyproject_reaches_xarray(tmp_path: Path) -> None:
+    """The pyproject's entry point, installed as package metadata, makes
+    engine="chunkflow" work through xarray's own plugin discovery."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    points = project["project"]["entry-points"]["xarray.backends"]
+    info = tmp_path / "site" / "chunkflow-0.1.0.dist-info"  # shadows an installed copy
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: chunkflow\nVersion: 0.1.0\n")
+    (info / "entry_points.txt").write_text(
+        "[xarray.backends]\n" + "".join(f"{k} = {v}\n" for k, v in points.items()))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(info.parent), str(ROOT)])}
+    done = subprocess.run([sys.executable, "-c", PROBE, str(tmp_path / "probe.zarr")],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
+
+
 def test_engine_by_name(tmp_path: Path) -> None:
-    """engine="chunkflow" once the package is installed with the entry point."""
+    """engine="chunkflow" in this process, once the installed package has the entry point."""
     points = metadata.entry_points(group="xarray.backends")
     if "chunkflow" not in points.names:
         pytest.skip("the installed chunkflow predates the xarray.backends entry point")
