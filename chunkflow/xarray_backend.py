@@ -183,8 +183,14 @@ class ChunkflowDataStore(AbstractDataStore):
     @classmethod
     def open(cls, source: Any, *, group: str | None = None, consolidated: bool | None = None,
              storage_options: dict[str, Any] | None = None, zarr_format: int | None = None,
-             use_zarr_fill_value_as_mask: bool | None = None) -> ChunkflowDataStore:
-        """Open the group ``group`` of ``source`` (path, URL, store or chunkflow.Group)."""
+             use_zarr_fill_value_as_mask: bool | None = None,
+             chunk_cache: Any = None) -> ChunkflowDataStore:
+        """Open the group ``group`` of ``source`` (path, URL, store or chunkflow.Group).
+
+        ``chunk_cache`` is chunkflow's decoded-chunk cache for the arrays: ``None`` the
+        process-wide one, ``False`` none, or a :class:`chunkflow.ChunkCache` (ignored
+        when ``source`` is an open group, whose own setting holds).
+        """
         if isinstance(source, Group):
             node = source[group] if group not in (None, "", "/") else source
             if not isinstance(node, Group):
@@ -195,7 +201,7 @@ class ChunkflowDataStore(AbstractDataStore):
         owned = not isinstance(source, (Store, Mapping))
         node = open_group(source, mode="r", path=(group or "").strip("/") or None,
                           zarr_format=zarr_format, storage_options=storage_options,
-                          use_consolidated=consolidated)
+                          use_consolidated=consolidated, cache=chunk_cache)
         return cls(node, use_zarr_fill_value_as_mask, close_store=owned)
 
     def arrays(self) -> dict[str, Array]:
@@ -275,7 +281,10 @@ class ChunkflowBackendEntrypoint(BackendEntrypoint):
 
     Takes the decoding options of every xarray engine and, like the zarr engine,
     ``group=``, ``consolidated=`` (``None``: use consolidated metadata when present),
-    ``storage_options=``, ``zarr_format=`` and ``use_zarr_fill_value_as_mask=``.
+    ``storage_options=``, ``zarr_format=`` and ``use_zarr_fill_value_as_mask=``; and
+    ``chunk_cache=`` (chunkflow's decoded-chunk cache: ``None`` the process-wide one,
+    ``False`` none, or a :class:`chunkflow.ChunkCache`; xarray's own ``cache=`` is
+    another thing, its in-memory copy of loaded variables).
     Besides paths, URLs and stores it opens a :class:`chunkflow.Group` directly.
 
     ``guess_can_open`` is always false: the engine is chosen explicitly, so installing
@@ -288,6 +297,7 @@ class ChunkflowBackendEntrypoint(BackendEntrypoint):
         "filename_or_obj", "mask_and_scale", "decode_times", "concat_characters",
         "decode_coords", "drop_variables", "use_cftime", "decode_timedelta", "group",
         "consolidated", "storage_options", "zarr_format", "use_zarr_fill_value_as_mask",
+        "chunk_cache",
     )
 
     def guess_can_open(self, filename_or_obj: Any) -> bool:
@@ -309,11 +319,12 @@ class ChunkflowBackendEntrypoint(BackendEntrypoint):
         storage_options: dict[str, Any] | None = None,
         zarr_format: int | None = None,
         use_zarr_fill_value_as_mask: bool | None = None,
+        chunk_cache: Any = None,
     ) -> Dataset:
         store = ChunkflowDataStore.open(
             filename_or_obj, group=group, consolidated=consolidated,
             storage_options=storage_options, zarr_format=zarr_format,
-            use_zarr_fill_value_as_mask=use_zarr_fill_value_as_mask,
+            use_zarr_fill_value_as_mask=use_zarr_fill_value_as_mask, chunk_cache=chunk_cache,
         )
         try:
             return StoreBackendEntrypoint().open_dataset(

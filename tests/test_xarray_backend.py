@@ -295,3 +295,14 @@ def test_engine_by_name(tmp_path: Path) -> None:
     path = write(tmp_path, 3, consolidated=True)
     by_zarr, _ = open_both(path, True, None)
     assert_same(by_zarr, xr.open_dataset(path, engine="chunkflow", chunks={}))
+
+
+def test_chunk_cache_option(tmp_path: Path) -> None:
+    path = write(tmp_path, 3, consolidated=False)
+    before = chunkflow.cache_info()
+    xr.open_dataset(path, engine=ChunkflowBackendEntrypoint, chunk_cache=False).load()
+    after = chunkflow.cache_info()
+    assert (after.hits, after.misses) == (before.hits, before.misses)
+    own = chunkflow.ChunkCache(2**20)
+    xr.open_dataset(path, engine=ChunkflowBackendEntrypoint, chunk_cache=own).load()
+    assert own.stats.misses > 0 and own.stats.bytes > 0
