@@ -286,6 +286,7 @@ class ChunkflowBackendEntrypoint(BackendEntrypoint):
     ``False`` none, or a :class:`chunkflow.ChunkCache`; xarray's own ``cache=`` is
     another thing, its in-memory copy of loaded variables).
     Besides paths, URLs and stores it opens a :class:`chunkflow.Group` directly.
+    ``xr.open_datatree`` and ``xr.open_groups`` open the group and all its subgroups.
 
     ``guess_can_open`` is always false: the engine is chosen explicitly, so installing
     chunkflow never changes which engine opens a ``.zarr`` path by default.
@@ -293,6 +294,7 @@ class ChunkflowBackendEntrypoint(BackendEntrypoint):
 
     description = "Open Zarr v2/v3 stores (.zarr) through chunkflow"
     url = "https://github.com/chunkflow/chunkflow"
+    supports_groups = True
     open_dataset_parameters = (
         "filename_or_obj", "mask_and_scale", "decode_times", "concat_characters",
         "decode_coords", "drop_variables", "use_cftime", "decode_timedelta", "group",
@@ -326,13 +328,54 @@ class ChunkflowBackendEntrypoint(BackendEntrypoint):
             storage_options=storage_options, zarr_format=zarr_format,
             use_zarr_fill_value_as_mask=use_zarr_fill_value_as_mask, chunk_cache=chunk_cache,
         )
+        decoders = dict(mask_and_scale=mask_and_scale, decode_times=decode_times,
+                        concat_characters=concat_characters, decode_coords=decode_coords,
+                        drop_variables=drop_variables, use_cftime=use_cftime,
+                        decode_timedelta=decode_timedelta)
         try:
-            return StoreBackendEntrypoint().open_dataset(
-                store, mask_and_scale=mask_and_scale, decode_times=decode_times,
-                concat_characters=concat_characters, decode_coords=decode_coords,
-                drop_variables=drop_variables, use_cftime=use_cftime,
-                decode_timedelta=decode_timedelta,
-            )
+            return StoreBackendEntrypoint().open_dataset(store, **decoders)
         except BaseException:
             store.close()
             raise
+
+    def open_groups_as_dict(  # type: ignore[override]
+        self, filename_or_obj: Any, *, group: str | None = None,
+        consolidated: bool | None = None, storage_options: dict[str, Any] | None = None,
+        zarr_format: int | None = None, use_zarr_fill_value_as_mask: bool | None = None,
+        chunk_cache: Any = None, **decoders: Any,
+    ) -> dict[str, Dataset]:
+        """Every group from ``group`` down, by path (``"/"``, ``"/a"``, ``"/a/b"``)."""
+        root = ChunkflowDataStore.open(
+            filename_or_obj, group=group, consolidated=consolidated,
+            storage_options=storage_options, zarr_format=zarr_format,
+            use_zarr_fill_value_as_mask=use_zarr_fill_value_as_mask, chunk_cache=chunk_cache,
+        )
+        try:
+            datasets = {}
+            for path, node in _walk_groups(root.group, "/"):
+                store = root if node is root.group else ChunkflowDataStore(
+                    node, use_zarr_fill_value_as_mask)
+                datasets[path] = StoreBackendEntrypoint().open_dataset(store, **decoders)
+            return datasets
+        except BaseException:
+            root.close()
+            raise
+
+    def open_datatree(self, filename_or_obj: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        """The group and its subgroups as a :class:`xarray.DataTree` (xarray >= 2024.10)."""
+        from xarray import DataTree
+
+        datasets = self.open_groups_as_dict(filename_or_obj, **kwargs)
+        try:
+            tree = DataTree.from_dict(datasets)
+        except BaseException:
+            datasets["/"].close()
+            raise
+        tree.set_close(datasets["/"].close)  # the root's store serves every group
+        return tree
+
+
+def _walk_groups(group: Group, path: str) -> Iterable[tuple[str, Group]]:
+    yield path, group
+    for name, child in group.groups():
+        yield from _walk_groups(child, f"{path.rstrip('/')}/{name}")

@@ -41,7 +41,7 @@ ENCODING_KEYS = ("chunks", "preferred_chunks", "shards", "fill_value", "_FillVal
 
 def sample_dataset() -> Any:
     """Coordinates, a 2-D auxiliary coordinate, CF-packed data with missing values,
-    datetime64 times, integers with a _FillValue, booleans and strings."""
+    datetime64 times, integers with a _FillValue, booleans, strings and a scalar."""
     rng = np.random.default_rng(0)
     temp = rng.normal(280, 5, size=(6, 10, 8))
     temp[0, 0, :3] = np.nan
@@ -51,6 +51,7 @@ def sample_dataset() -> Any:
             "counts": (("y", "x"), np.arange(80, dtype="i4").reshape(10, 8)),
             "flag": (("x",), np.arange(8) % 3 == 0),
             "label": (("x",), np.array(list("abcdefgh"), dtype=object)),
+            "offset": ((), 2.5, {"units": "m"}),  # 0-d
         },
         coords={
             "time": pd.date_range("2000-01-01", periods=6, freq="6h"),
@@ -306,3 +307,21 @@ def test_chunk_cache_option(tmp_path: Path) -> None:
     own = chunkflow.ChunkCache(2**20)
     xr.open_dataset(path, engine=ChunkflowBackendEntrypoint, chunk_cache=own).load()
     assert own.stats.misses > 0 and own.stats.bytes > 0
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_datatree_matches_zarr_engine(tmp_path: Path, zarr_format: int) -> None:
+    path = tmp_path / "tree.zarr"
+    sample_dataset().to_zarr(path, zarr_format=zarr_format, consolidated=False, mode="w")
+    inner = xr.Dataset({"w": (("z",), np.arange(5.0))}, attrs={"level": 2})
+    inner.to_zarr(path, group="sub/inner", zarr_format=zarr_format, consolidated=False)
+    xr.Dataset(attrs={"level": 1}).to_zarr(path, group="sub", zarr_format=zarr_format,
+                                          mode="a", consolidated=True)
+    for chunks in (None, {}):
+        by_zarr = xr.open_datatree(path, engine="zarr", consolidated=False, chunks=chunks)
+        ours = xr.open_datatree(path, engine=ChunkflowBackendEntrypoint, chunks=chunks)
+        assert sorted(ours.groups) == ["/", "/sub", "/sub/inner"]
+        xr.testing.assert_identical(by_zarr.load(), ours.load())
+        ours.close()
+    groups = xr.open_groups(path, engine=ChunkflowBackendEntrypoint, group="sub")
+    assert sorted(groups) == ["/", "/inner"] and groups["/"].attrs == {"level": 1}
