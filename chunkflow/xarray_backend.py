@@ -64,9 +64,9 @@ except ImportError as error:  # xarray is optional: only this module needs it
                       ) from error
 
 from chunkflow.array import Array
-from chunkflow.errors import MetadataError
+from chunkflow.errors import MetadataError, NodeNotFoundError
 from chunkflow.group import Group, open_group
-from chunkflow.storage import Store
+from chunkflow.storage import Store, make_store
 
 __all__ = ["ChunkflowArrayWrapper", "ChunkflowBackendEntrypoint", "ChunkflowDataStore"]
 
@@ -134,6 +134,29 @@ def _decode_fill_attribute(value: Any, dtype: np.dtype, path: str) -> Any:
     return value
 
 
+def _open_consolidated_aware(store: Store, path: str, consolidated: bool | None,
+                             zarr_format: int | None, cache: Any) -> Group:
+    """The group at ``path``, through the root's consolidated metadata when it has some.
+
+    ``to_zarr(group=...)`` consolidates at the store's root, not in the group; the zarr
+    engine reads a group through it, and so do we (one read for the whole hierarchy).
+    """
+    if path and consolidated is not False:
+        try:
+            root = open_group(store, mode="r", zarr_format=zarr_format,
+                              use_consolidated=True, cache=cache)
+        except (MetadataError, NodeNotFoundError):
+            pass  # no consolidated root: open the group itself below
+        else:
+            node = root.get(path)
+            if isinstance(node, Group):
+                return node
+            if isinstance(node, Array):
+                raise MetadataError(f"{path!r} in {store!r} is an array, expected a group")
+    return open_group(store, mode="r", path=path or None, zarr_format=zarr_format,
+                      use_consolidated=consolidated, cache=cache)
+
+
 def _chunk_layout(array: Array) -> tuple[tuple[int, ...], tuple[int, ...] | None]:
     """(inner chunk, shard or ``None``) of ``array``, read from its codecs."""
     shards = getattr(array, "shards", None)
@@ -199,9 +222,14 @@ class ChunkflowDataStore(AbstractDataStore):
         if isinstance(source, os.PathLike):
             source = os.fspath(source)
         owned = not isinstance(source, (Store, Mapping))
-        node = open_group(source, mode="r", path=(group or "").strip("/") or None,
-                          zarr_format=zarr_format, storage_options=storage_options,
-                          use_consolidated=consolidated, cache=chunk_cache)
+        store = make_store(source, mode="r", storage_options=storage_options)
+        try:
+            node = _open_consolidated_aware(store, (group or "").strip("/"), consolidated,
+                                            zarr_format, chunk_cache)
+        except BaseException:
+            if owned:
+                store.close()
+            raise
         return cls(node, use_zarr_fill_value_as_mask, close_store=owned)
 
     def arrays(self) -> dict[str, Array]:

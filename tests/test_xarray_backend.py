@@ -325,3 +325,18 @@ def test_datatree_matches_zarr_engine(tmp_path: Path, zarr_format: int) -> None:
         ours.close()
     groups = xr.open_groups(path, engine=ChunkflowBackendEntrypoint, group="sub")
     assert sorted(groups) == ["/", "/inner"] and groups["/"].attrs == {"level": 1}
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_group_under_a_consolidated_root(tmp_path: Path, zarr_format: int) -> None:
+    """to_zarr(group=...) consolidates at the root: the group opens through it."""
+    path = tmp_path / "nested.zarr"
+    sample_dataset().to_zarr(path, group="sub/deep", zarr_format=zarr_format,
+                             consolidated=True)
+    for consolidated in (True, None):
+        by_zarr = xr.open_dataset(path, engine="zarr", group="sub/deep", consolidated=True)
+        ours = xr.open_dataset(path, engine=ChunkflowBackendEntrypoint, group="sub/deep",
+                               consolidated=consolidated)
+        assert_same(by_zarr, ours)
+    with pytest.raises(MetadataError, match="is an array"):
+        xr.open_dataset(path, engine=ChunkflowBackendEntrypoint, group="sub/deep/temp")
