@@ -340,3 +340,18 @@ def test_group_under_a_consolidated_root(tmp_path: Path, zarr_format: int) -> No
         assert_same(by_zarr, ours)
     with pytest.raises(MetadataError, match="is an array"):
         xr.open_dataset(path, engine=ChunkflowBackendEntrypoint, group="sub/deep/temp")
+
+
+def test_urls_and_zip_files(tmp_path: Path) -> None:
+    url = f"memory://chunkflow-xarray/{tmp_path.name}.zarr"
+    sample_dataset().to_zarr(url, zarr_format=3, consolidated=True)
+    by_zarr = xr.open_dataset(url, engine="zarr", consolidated=True)
+    assert_same(by_zarr, xr.open_dataset(url, engine=ChunkflowBackendEntrypoint, chunks={}))
+    folder = write(tmp_path, 2, consolidated=True)
+    zipped = tmp_path / "data.zip"
+    dest = chunkflow.ZipStore(zipped, mode="w")
+    chunkflow.copy_store(chunkflow.LocalStore(folder), dest)
+    dest.close()
+    ds = xr.open_dataset(zipped, engine=ChunkflowBackendEntrypoint)
+    assert_same(xr.open_dataset(folder, engine="zarr", consolidated=True), ds)
+    ds.close()
