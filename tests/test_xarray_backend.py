@@ -355,3 +355,18 @@ def test_urls_and_zip_files(tmp_path: Path) -> None:
     ds = xr.open_dataset(zipped, engine=ChunkflowBackendEntrypoint)
     assert_same(xr.open_dataset(folder, engine="zarr", consolidated=True), ds)
     ds.close()
+
+
+def test_chunkflow_imports_without_xarray() -> None:
+    code = (
+        "import sys; sys.modules['xarray'] = None\n"  # as if xarray were not installed
+        "import chunkflow\n"
+        "try:\n"
+        "    import chunkflow.xarray_backend\n"
+        "except ImportError as error:\n"
+        "    print(error)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "chunkflow.xarray_backend needs xarray" in done.stdout
