@@ -327,7 +327,7 @@ class ChunkflowBackendEntrypoint(BackendEntrypoint):
         "filename_or_obj", "mask_and_scale", "decode_times", "concat_characters",
         "decode_coords", "drop_variables", "use_cftime", "decode_timedelta", "group",
         "consolidated", "storage_options", "zarr_format", "use_zarr_fill_value_as_mask",
-        "chunk_cache",
+        "chunk_cache", "mode",
     )
 
     def guess_can_open(self, filename_or_obj: Any) -> bool:
@@ -350,7 +350,9 @@ class ChunkflowBackendEntrypoint(BackendEntrypoint):
         zarr_format: int | None = None,
         use_zarr_fill_value_as_mask: bool | None = None,
         chunk_cache: Any = None,
+        mode: str = "r",
     ) -> Dataset:
+        _check_read_mode(mode)
         store = ChunkflowDataStore.open(
             filename_or_obj, group=group, consolidated=consolidated,
             storage_options=storage_options, zarr_format=zarr_format,
@@ -370,9 +372,10 @@ class ChunkflowBackendEntrypoint(BackendEntrypoint):
         self, filename_or_obj: Any, *, group: str | None = None,
         consolidated: bool | None = None, storage_options: dict[str, Any] | None = None,
         zarr_format: int | None = None, use_zarr_fill_value_as_mask: bool | None = None,
-        chunk_cache: Any = None, **decoders: Any,
+        chunk_cache: Any = None, mode: str = "r", **decoders: Any,
     ) -> dict[str, Dataset]:
         """Every group from ``group`` down, by path (``"/"``, ``"/a"``, ``"/a/b"``)."""
+        _check_read_mode(mode)
         root = ChunkflowDataStore.open(
             filename_or_obj, group=group, consolidated=consolidated,
             storage_options=storage_options, zarr_format=zarr_format,
@@ -401,6 +404,13 @@ class ChunkflowBackendEntrypoint(BackendEntrypoint):
             raise
         tree.set_close(datasets["/"].close)  # the root's store serves every group
         return tree
+
+
+def _check_read_mode(mode: str) -> None:
+    # mode= is accepted so that calls written for engine="zarr" keep working.
+    if mode != "r":
+        raise ValueError(f"engine='chunkflow' only reads: mode must be 'r', got {mode!r} "
+                         f"(write with Dataset.to_zarr; chunkflow reads what it writes)")
 
 
 def _walk_groups(group: Group, path: str) -> Iterable[tuple[str, Group]]:

@@ -370,3 +370,10 @@ def test_chunkflow_imports_without_xarray() -> None:
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "chunkflow.xarray_backend needs xarray" in done.stdout
+
+
+def test_mode_is_read_only(tmp_path: Path) -> None:
+    path = write(tmp_path, 2, consolidated=True)
+    assert "temp" in xr.open_dataset(path, engine=ChunkflowBackendEntrypoint, mode="r")
+    with pytest.raises(ValueError, match="only reads: mode must be 'r', got 'a'"):
+        xr.open_dataset(path, engine=ChunkflowBackendEntrypoint, mode="a")
