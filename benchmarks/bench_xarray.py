@@ -15,7 +15,10 @@ Cases, each timed from ``xr.open_dataset`` to the values in memory:
 3. **load, dask**: ``open_dataset(..., chunks={}).load()`` (one dask task per chunk,
    dask's threaded scheduler).
 
-chunkflow runs twice: with ``chunk_cache=False`` (every load decodes every chunk, as
+For reference, the dask case also times the same reads without xarray:
+``chunkflow.open_group`` + ``chunkflow.to_dask`` (one block per chunk, no cache) for each
+variable, computed together (``to_dask, no xarray``) — what xarray's own chunking of the
+engine's variables costs on top. chunkflow runs twice: with ``chunk_cache=False`` (every load decodes every chunk, as
 zarr-python does: the fair comparison, whose ratio is printed) and with the
 process-wide decoded-chunk cache, warm after the first load (what repeated loads of
 the same data cost in one session). One untimed run of each case warms imports and
@@ -79,6 +82,19 @@ def _opener(engine: str, path: Path, chunks: Any) -> Callable[[], Any]:
                                    consolidated=True, chunk_cache=cache)
 
 
+def _to_dask_only(path: Path) -> Callable[[], Any]:
+    import dask
+
+    import chunkflow
+
+    def run() -> Any:
+        group = chunkflow.open_group(path, mode="r", cache=False, use_consolidated=True)
+        arrays = [chunkflow.to_dask(a, chunks=(1,) * a.ndim) for _, a in group.arrays()]
+        return dask.compute(*arrays)
+
+    return run
+
+
 def bench_format(folder: Path, zarr_format: int, side: int, chunk: int, repeat: int) -> None:
     path = folder / f"v{zarr_format}.zarr"
     write_dataset(path, side, chunk, zarr_format)
@@ -91,12 +107,16 @@ def bench_format(folder: Path, zarr_format: int, side: int, chunk: int, repeat: 
         for engine in ENGINES:
             opener = _opener(engine, path, chunks)
             results[engine] = _timed((lambda o=opener: o().load()) if load else opener, repeat)
+        if chunks is not None:
+            results["to_dask, no xarray"] = _timed(_to_dask_only(path), repeat)
         zarr_median = statistics.median(results["zarr"])
         fair = statistics.median(results["chunkflow (no cache)"])
         print(f"  {label}")
         for engine in ENGINES:
             print(f"    {engine:24s}{_median(results[engine])}")
         print(f"    ratio zarr / chunkflow  {zarr_median / fair:8.2f}x")
+        if "to_dask, no xarray" in results:
+            print(f"    (to_dask, no xarray     {_median(results['to_dask, no xarray'])})")
 
 
 def main() -> None:
