@@ -115,6 +115,8 @@ class ChunkflowArrayWrapper(BackendArray):
 def _decode_fill_attribute(value: Any, dtype: np.dtype, path: str) -> Any:
     """A v3 ``_FillValue`` attribute as xarray writes it (floats as Base64 doubles)."""
     kind = dtype.kind
+    if kind in "fc" and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value  # a plain number, as tools other than xarray write it
     try:
         if kind == "f":
             return struct.unpack("<d", base64.standard_b64decode(value))[0]

@@ -377,3 +377,19 @@ def test_mode_is_read_only(tmp_path: Path) -> None:
     assert "temp" in xr.open_dataset(path, engine=ChunkflowBackendEntrypoint, mode="r")
     with pytest.raises(ValueError, match="only reads: mode must be 'r', got 'a'"):
         xr.open_dataset(path, engine=ChunkflowBackendEntrypoint, mode="a")
+
+
+def test_v3_fill_value_attribute_forms() -> None:
+    """xarray writes a float _FillValue as Base64; other writers put a number."""
+    root = chunkflow.group(MemoryStore())
+    for name, fill in (("b64", "AAAAAAAA8L8="), ("number", -1.0)):  # both mean -1.0
+        a = root.create_array(name, shape=(3,), chunks=(3,), dtype="f8",
+                              dimension_names=("x",), attributes={"_FillValue": fill})
+        a[:] = [1.0, -1.0, 2.0]
+    ds = xr.open_dataset(root, engine=ChunkflowBackendEntrypoint)
+    for name in ("b64", "number"):
+        assert np.isnan(ds[name].values[1]) and ds[name].encoding["_FillValue"] == -1.0
+    root.create_array("bad", shape=(3,), chunks=(3,), dtype="f8", dimension_names=("x",),
+                      attributes={"_FillValue": "not base64!"})
+    with pytest.raises(MetadataError, match="array 'bad': cannot decode the _FillValue"):
+        xr.open_dataset(root, engine=ChunkflowBackendEntrypoint)
