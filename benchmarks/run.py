@@ -12,6 +12,7 @@ Runs, one after another, each in its own process:
 ``cache``      the chunk cache and unaligned writes (chunkflow, zarr-python 3's cache)
 ``graph``      graph build, slice-and-sum, mean + std and peak memory (dask + zarr-python)
 ``map``        Gaussian filters in 2-D and 3-D (``map_overlap`` + ``to_zarr``)
+``xarray``     ``xr.open_dataset`` + load, ``engine="chunkflow"`` vs ``engine="zarr"``
 =============  =====================================================================
 
 ``--quick`` uses small sizes and one repeat (under a minute or two on 2 cores);
@@ -39,6 +40,7 @@ BENCHMARKS = {
     "cache": "bench_cache_sync.py",
     "graph": "bench_graph.py",
     "map": "bench_map.py",
+    "xarray": "bench_xarray.py",
 }
 
 
@@ -49,7 +51,8 @@ def machine() -> str:
     except (ValueError, OSError, AttributeError):
         memory = float("nan")
     versions = []
-    for package in ("chunkflow", "numpy", "dask", "zarr", "tensorstore", "numcodecs"):
+    for package in ("chunkflow", "numpy", "dask", "zarr", "tensorstore", "numcodecs",
+                    "xarray"):
         try:
             versions.append(f"{package} {metadata.version(package)}")
         except metadata.PackageNotFoundError:

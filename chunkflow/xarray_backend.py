@@ -1,0 +1,421 @@
+"""An xarray backend: ``xr.open_dataset(path, engine="chunkflow")`` reads through chunkflow.
+
+The engine reads the stores xarray's own ``"zarr"`` engine reads (Zarr v2 with the
+``_ARRAY_DIMENSIONS`` attribute, Zarr v3 with ``dimension_names``, consolidated or
+not) and returns the same datasets: it hands xarray a data store (variables,
+attributes, dimensions) and xarray's ``StoreBackendEntrypoint`` applies the CF
+decoding (``scale_factor``/``add_offset``, ``_FillValue``, times) exactly as it does
+for the zarr engine. Fill values follow the zarr engine: a v2 array's ``fill_value``
+becomes ``_FillValue`` (it masks); a v3 array's ``fill_value`` only goes to
+``encoding["fill_value"]`` and a ``_FillValue`` attribute masks (decoded from the
+Base64 form xarray writes for floats).
+
+Why a lazily indexed ``BackendArray`` and not :func:`chunkflow.to_dask` arrays:
+xarray chunks backend variables itself, *after* CF decoding has wrapped them (a
+backend never sees ``chunks=``), through ``dask.array.from_array`` over the wrapped
+variable. Returning dask arrays from the backend would build dask arrays for
+``chunks=None`` too, and would add a ``map_blocks`` layer per decoding step; a custom
+``ChunkManager`` would have to unwrap xarray's private decoding wrappers. Instead
+every variable declares its I/O unit in ``encoding["preferred_chunks"]`` — the shard
+of a sharded array, the chunk otherwise, the unit :func:`chunkflow.to_dask` uses — so
+``chunks={}`` gives one dask block per chunk (shard), ``chunks="auto"`` and
+``chunks={dim: n}`` whole multiples of it, and each block's task is one
+``get_basic_selection`` of whole chunks: the same reads ``to_dask`` makes, in a graph
+that is likewise one ``Blockwise`` layer over the pickled array.
+
+This module needs xarray; nothing else in chunkflow imports it, so ``import chunkflow``
+works without xarray. xarray finds the engine through the ``xarray.backends`` entry
+point named ``chunkflow``; the class itself can be passed as ``engine=`` too.
+
+Examples
+--------
+>>> import numpy as np, xarray as xr, chunkflow
+>>> from chunkflow.storage import MemoryStore
+>>> store = MemoryStore()
+>>> root = chunkflow.group(store)
+>>> t = root.create_array("t", shape=(4, 6), chunks=(2, 3), dtype="f4",
+...                       dimension_names=("y", "x"))
+>>> t[:] = np.arange(24).reshape(4, 6)
+>>> ds = xr.open_dataset(store, engine=ChunkflowBackendEntrypoint, chunks={})
+>>> ds.t.chunks
+((2, 2), (3, 3))
+>>> float(ds.t.sum())
+276.0
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import struct
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+try:
+    from xarray import Dataset, Variable
+    from xarray.backends import AbstractDataStore, BackendArray, BackendEntrypoint
+    from xarray.backends import StoreBackendEntrypoint
+    from xarray.core import indexing
+    from xarray.core.utils import FrozenDict
+except ImportError as error:  # xarray is optional: only this module needs it
+    raise ImportError("chunkflow.xarray_backend needs xarray (pip install 'xarray>=2024.1')"
+                      ) from error
+
+from chunkflow.array import Array
+from chunkflow.errors import MetadataError, NodeNotFoundError
+from chunkflow.group import Group, open_group
+from chunkflow.storage import Store, make_store
+
+__all__ = ["ChunkflowArrayWrapper", "ChunkflowBackendEntrypoint", "ChunkflowDataStore"]
+
+#: The v2 attribute xarray stores the dimension names in (hidden from ``attrs``).
+DIMENSION_KEY = "_ARRAY_DIMENSIONS"
+
+
+class ChunkflowArrayWrapper(BackendArray):
+    """A chunkflow array as xarray's lazily indexed backend array.
+
+    Basic and outer (orthogonal) indexing go to the array; xarray does the rest of a
+    vectorized selection in numpy on the outer-indexed result.
+
+    Examples
+    --------
+    >>> import chunkflow
+    >>> from xarray.core import indexing
+    >>> z = chunkflow.array(np.arange(12).reshape(3, 4), chunks=(2, 2))
+    >>> w = ChunkflowArrayWrapper(z)
+    >>> w[indexing.OuterIndexer((np.array([2, 0]), slice(1, 3)))].tolist()
+    [[9, 10], [1, 2]]
+    """
+
+    __slots__ = ("array", "dtype", "shape")
+
+    def __init__(self, array: Array) -> None:
+        self.array = array
+        self.shape = array.shape
+        dtype = array.dtype
+        if dtype.kind == "O":
+            # Variable-length strings: the marker xarray's string coders look for.
+            dtype = np.dtype(object, metadata={"element_type": str})
+        self.dtype = dtype
+
+    def __getitem__(self, key: indexing.ExplicitIndexer) -> np.ndarray:
+        return indexing.explicit_indexing_adapter(
+            key, self.shape, indexing.IndexingSupport.OUTER, self._read
+        )
+
+    def _read(self, key: tuple[Any, ...]) -> np.ndarray:
+        if all(isinstance(k, (slice, int, np.integer)) for k in key):
+            return np.asarray(self.array.get_basic_selection(key))
+        return np.asarray(self.array.get_orthogonal_selection(key))
+
+
+def _decode_fill_attribute(value: Any, dtype: np.dtype, path: str) -> Any:
+    """A v3 ``_FillValue`` attribute as xarray writes it (floats as Base64 doubles)."""
+    kind = dtype.kind
+    if kind in "fc" and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value  # a plain number, as tools other than xarray write it
+    try:
+        if kind == "f":
+            return struct.unpack("<d", base64.standard_b64decode(value))[0]
+        if kind == "c":
+            real, imag = (struct.unpack("<d", base64.standard_b64decode(v))[0] for v in value)
+            return complex(real, imag)
+        if kind == "b":
+            return bool(value)
+        if kind in "iu":
+            return int(value)
+    except (TypeError, ValueError, struct.error) as error:
+        raise MetadataError(
+            f"array {path!r}: cannot decode the _FillValue attribute {value!r} for dtype "
+            f"{dtype}: expected Base64 of a little-endian double for floats, [re, im] of "
+            f"those for complex, a number for integers"
+        ) from error
+    return value
+
+
+def _open_consolidated_aware(store: Store, path: str, consolidated: bool | None,
+                             zarr_format: int | None, cache: Any) -> Group:
+    """The group at ``path``, through the root's consolidated metadata when it has some.
+
+    ``to_zarr(group=...)`` consolidates at the store's root, not in the group; the zarr
+    engine reads a group through it, and so do we (one read for the whole hierarchy).
+    """
+    if path and consolidated is not False:
+        try:
+            root = open_group(store, mode="r", zarr_format=zarr_format,
+                              use_consolidated=True, cache=cache)
+        except (MetadataError, NodeNotFoundError):
+            pass  # no consolidated root: open the group itself below
+        else:
+            node = root.get(path)
+            if isinstance(node, Group):
+                return node
+            if isinstance(node, Array):
+                raise MetadataError(f"{path!r} in {store!r} is an array, expected a group")
+    return open_group(store, mode="r", path=path or None, zarr_format=zarr_format,
+                      use_consolidated=consolidated, cache=cache)
+
+
+def _chunk_layout(array: Array) -> tuple[tuple[int, ...], tuple[int, ...] | None]:
+    """(inner chunk, shard or ``None``) of ``array``, read from its codecs."""
+    shards = getattr(array, "shards", None)
+    if shards is not None:  # zarr-python 3 meaning: chunks is the inner chunk
+        return tuple(array.chunks), tuple(shards)
+    if array.zarr_format == 3:
+        for codec in array.codecs:
+            if codec.get("name") == "sharding_indexed":
+                inner = tuple(codec["configuration"]["chunk_shape"])
+                return inner, tuple(array.chunks)
+    return tuple(array.chunks), None
+
+
+class ChunkflowDataStore(AbstractDataStore):
+    """The variables, attributes and dimensions of one chunkflow group, for xarray.
+
+    Parameters
+    ----------
+    group : chunkflow.Group
+        The group whose arrays become the variables.
+    use_zarr_fill_value_as_mask : bool, optional
+        Treat each array's ``fill_value`` as ``_FillValue``; ``None``: yes for v2,
+        no for v3 (as xarray's zarr engine).
+    close_store : bool
+        Close the group's store when xarray closes the dataset (stores this module
+        opened itself).
+
+    Examples
+    --------
+    >>> import chunkflow
+    >>> root = chunkflow.group()
+    >>> _ = root.create_array("v", shape=(3,), chunks=(2,), dtype="i2",
+    ...                       dimension_names=("x",))
+    >>> ChunkflowDataStore(root).get_dimensions()
+    {'x': 3}
+    """
+
+    def __init__(self, group: Group, use_zarr_fill_value_as_mask: bool | None = None,
+                 close_store: bool = False) -> None:
+        self.group = group
+        if use_zarr_fill_value_as_mask is None:
+            use_zarr_fill_value_as_mask = group.zarr_format == 2
+        self.use_zarr_fill_value_as_mask = use_zarr_fill_value_as_mask
+        self._close_store = close_store
+        self._arrays: dict[str, Array] | None = None
+
+    @classmethod
+    def open(cls, source: Any, *, group: str | None = None, consolidated: bool | None = None,
+             storage_options: dict[str, Any] | None = None, zarr_format: int | None = None,
+             use_zarr_fill_value_as_mask: bool | None = None,
+             chunk_cache: Any = None) -> ChunkflowDataStore:
+        """Open the group ``group`` of ``source`` (path, URL, store or chunkflow.Group).
+
+        ``chunk_cache`` is chunkflow's decoded-chunk cache for the arrays: ``None`` the
+        process-wide one, ``False`` none, or a :class:`chunkflow.ChunkCache` (ignored
+        when ``source`` is an open group, whose own setting holds).
+        """
+        if isinstance(source, Group):
+            node = source[group] if group not in (None, "", "/") else source
+            if not isinstance(node, Group):
+                raise MetadataError(f"{group!r} in {source!r} is an array, expected a group")
+            return cls(node, use_zarr_fill_value_as_mask)
+        if isinstance(source, os.PathLike):
+            source = os.fspath(source)
+        owned = not isinstance(source, (Store, Mapping))
+        store = make_store(source, mode="r", storage_options=storage_options)
+        try:
+            node = _open_consolidated_aware(store, (group or "").strip("/"), consolidated,
+                                            zarr_format, chunk_cache)
+        except BaseException:
+            if owned:
+                store.close()
+            raise
+        return cls(node, use_zarr_fill_value_as_mask, close_store=owned)
+
+    def arrays(self) -> dict[str, Array]:
+        """The group's arrays by name, opened once (from consolidated metadata if any)."""
+        if self._arrays is None:
+            self._arrays = dict(self.group.arrays())
+        return self._arrays
+
+    def _dims_and_attrs(self, array: Array) -> tuple[tuple[str, ...], dict[str, Any]]:
+        attrs = dict(array.attrs)
+        if array.zarr_format == 3:
+            names = array.dimension_names or ()
+            where = "dimension_names"
+        else:
+            names = attrs.pop(DIMENSION_KEY, None) or ()
+            attrs = {k: v for k, v in attrs.items() if not k.lower().startswith("_nc")}
+            where = f"the {DIMENSION_KEY} attribute"
+        if len(names) != array.ndim or any(not isinstance(n, str) for n in names):
+            raise MetadataError(
+                f"array {array.path or '/'!r}: xarray needs a name for each of its {array.ndim} "
+                f"dimensions in {where}, found {list(names)!r}"
+            )
+        return tuple(names), attrs
+
+    def open_store_variable(self, name: str, array: Array) -> Variable:
+        """One array as a lazily indexed xarray variable, with its encoding."""
+        dims, attrs = self._dims_and_attrs(array)
+        wrapper = ChunkflowArrayWrapper(array)
+        chunks, shards = _chunk_layout(array)
+        # The I/O unit: dask blocks of xarray's chunking fall on its edges.
+        unit = shards if shards is not None else chunks
+        encoding: dict[str, Any] = {
+            "chunks": chunks,
+            "preferred_chunks": dict(zip(dims, unit)),
+            "shards": shards,
+        }
+        if self.use_zarr_fill_value_as_mask:
+            if array.fill_value is not None:
+                attrs["_FillValue"] = array.fill_value
+        else:
+            if array.zarr_format == 3:
+                encoding["fill_value"] = array.fill_value
+            if "_FillValue" in attrs:
+                attrs["_FillValue"] = _decode_fill_attribute(attrs["_FillValue"], array.dtype,
+                                                              array.path)
+        return Variable(dims, indexing.LazilyIndexedArray(wrapper), attrs, encoding)
+
+    def get_variables(self) -> FrozenDict:
+        self.get_dimensions()  # refuse conflicting lengths, naming the array
+        return FrozenDict((k, self.open_store_variable(k, a)) for k, a in self.arrays().items())
+
+    def get_attrs(self) -> dict[str, Any]:
+        return {k: v for k, v in self.group.attrs.asdict().items()
+                if not k.lower().startswith("_nc")}
+
+    def get_dimensions(self) -> dict[str, int]:
+        dimensions: dict[str, int] = {}
+        for array in self.arrays().values():
+            dims, _ = self._dims_and_attrs(array)
+            for dim, size in zip(dims, array.shape):
+                if dimensions.setdefault(dim, size) != size:
+                    raise MetadataError(
+                        f"array {array.path or '/'!r}: dimension {dim!r} has length {size}, "
+                        f"but another array gives it length {dimensions[dim]}"
+                    )
+        return dimensions
+
+    def close(self) -> None:
+        if self._close_store:
+            close = getattr(self.group.store, "close", None)
+            if close is not None:
+                close()
+
+
+class ChunkflowBackendEntrypoint(BackendEntrypoint):
+    """``engine="chunkflow"``: Zarr v2/v3 groups read through chunkflow.
+
+    Takes the decoding options of every xarray engine and, like the zarr engine,
+    ``group=``, ``consolidated=`` (``None``: use consolidated metadata when present),
+    ``storage_options=``, ``zarr_format=`` and ``use_zarr_fill_value_as_mask=``; and
+    ``chunk_cache=`` (chunkflow's decoded-chunk cache: ``None`` the process-wide one,
+    ``False`` none, or a :class:`chunkflow.ChunkCache`; xarray's own ``cache=`` is
+    another thing, its in-memory copy of loaded variables).
+    Besides paths, URLs and stores it opens a :class:`chunkflow.Group` directly.
+    ``xr.open_datatree`` and ``xr.open_groups`` open the group and all its subgroups.
+
+    ``guess_can_open`` is always false: the engine is chosen explicitly, so installing
+    chunkflow never changes which engine opens a ``.zarr`` path by default.
+    """
+
+    description = "Open Zarr v2/v3 stores (.zarr) through chunkflow"
+    url = "https://github.com/chunkflow/chunkflow"
+    supports_groups = True
+    open_dataset_parameters = (
+        "filename_or_obj", "mask_and_scale", "decode_times", "concat_characters",
+        "decode_coords", "drop_variables", "use_cftime", "decode_timedelta", "group",
+        "consolidated", "storage_options", "zarr_format", "use_zarr_fill_value_as_mask",
+        "chunk_cache", "mode",
+    )
+
+    def guess_can_open(self, filename_or_obj: Any) -> bool:
+        return False
+
+    def open_dataset(  # type: ignore[override]
+        self,
+        filename_or_obj: Any,
+        *,
+        mask_and_scale: bool = True,
+        decode_times: bool = True,
+        concat_characters: bool = True,
+        decode_coords: bool = True,
+        drop_variables: str | Iterable[str] | None = None,
+        use_cftime: bool | None = None,
+        decode_timedelta: bool | None = None,
+        group: str | None = None,
+        consolidated: bool | None = None,
+        storage_options: dict[str, Any] | None = None,
+        zarr_format: int | None = None,
+        use_zarr_fill_value_as_mask: bool | None = None,
+        chunk_cache: Any = None,
+        mode: str = "r",
+    ) -> Dataset:
+        _check_read_mode(mode)
+        store = ChunkflowDataStore.open(
+            filename_or_obj, group=group, consolidated=consolidated,
+            storage_options=storage_options, zarr_format=zarr_format,
+            use_zarr_fill_value_as_mask=use_zarr_fill_value_as_mask, chunk_cache=chunk_cache,
+        )
+        decoders = dict(mask_and_scale=mask_and_scale, decode_times=decode_times,
+                        concat_characters=concat_characters, decode_coords=decode_coords,
+                        drop_variables=drop_variables, use_cftime=use_cftime,
+                        decode_timedelta=decode_timedelta)
+        try:
+            return StoreBackendEntrypoint().open_dataset(store, **decoders)
+        except BaseException:
+            store.close()
+            raise
+
+    def open_groups_as_dict(  # type: ignore[override]
+        self, filename_or_obj: Any, *, group: str | None = None,
+        consolidated: bool | None = None, storage_options: dict[str, Any] | None = None,
+        zarr_format: int | None = None, use_zarr_fill_value_as_mask: bool | None = None,
+        chunk_cache: Any = None, mode: str = "r", **decoders: Any,
+    ) -> dict[str, Dataset]:
+        """Every group from ``group`` down, by path (``"/"``, ``"/a"``, ``"/a/b"``)."""
+        _check_read_mode(mode)
+        root = ChunkflowDataStore.open(
+            filename_or_obj, group=group, consolidated=consolidated,
+            storage_options=storage_options, zarr_format=zarr_format,
+            use_zarr_fill_value_as_mask=use_zarr_fill_value_as_mask, chunk_cache=chunk_cache,
+        )
+        try:
+            datasets = {}
+            for path, node in _walk_groups(root.group, "/"):
+                store = root if node is root.group else ChunkflowDataStore(
+                    node, use_zarr_fill_value_as_mask)
+                datasets[path] = StoreBackendEntrypoint().open_dataset(store, **decoders)
+            return datasets
+        except BaseException:
+            root.close()
+            raise
+
+    def open_datatree(self, filename_or_obj: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        """The group and its subgroups as a :class:`xarray.DataTree` (xarray >= 2024.10)."""
+        from xarray import DataTree
+
+        datasets = self.open_groups_as_dict(filename_or_obj, **kwargs)
+        try:
+            tree = DataTree.from_dict(datasets)
+        except BaseException:
+            datasets["/"].close()
+            raise
+        tree.set_close(datasets["/"].close)  # the root's store serves every group
+        return tree
+
+
+def _check_read_mode(mode: str) -> None:
+    # mode= is accepted so that calls written for engine="zarr" keep working.
+    if mode != "r":
+        raise ValueError(f"engine='chunkflow' only reads: mode must be 'r', got {mode!r} "
+                         f"(write with Dataset.to_zarr; chunkflow reads what it writes)")
+
+
+def _walk_groups(group: Group, path: str) -> Iterable[tuple[str, Group]]:
+    yield path, group
+    for name, child in group.groups():
+        yield from _walk_groups(child, f"{path.rstrip('/')}/{name}")
