@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 import threading
-import tracemalloc
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -220,49 +219,67 @@ def test_impossible_block_size_is_refused_with_advice() -> None:
         chunkflow.map_chunks(np.negative, z, depth=8, chunks=(1, 1), max_memory="1 MiB")
 
 
+_PEAK_SCRIPT = """
+import functools, json, sys, tracemalloc
+import dask, numpy as np
+from dask.callbacks import Callback
+from scipy import ndimage
+import chunkflow
+from chunkflow.graph.map import _plan
+
+folder = sys.argv[1]
+image = (np.random.default_rng(0).random((512, 384)) * 60000).astype("u2")
+chunkflow.array(image, chunks=(64, 64), store=folder + "/in.zarr")
+source = chunkflow.open(folder + "/in.zarr", mode="r", cache=False)
+out = chunkflow.create((512, 384), chunks=(128, 128), dtype="f4", store=folder + "/out.zarr",
+                       cache=False)
+func = functools.partial(ndimage.gaussian_filter, sigma=3, mode="reflect", output=np.float32)
+pending = chunkflow.map_chunks(func, source, out=out, depth=12, chunks=(1, 1), compute=False)
+_, layout = _plan(func, [source], out=out, depth=12, boundary="reflect", constant_value=0,
+                  dtype=None, chunks=(1, 1), block_info=False, trim=True, max_memory=None,
+                  scheduler=None, storage_options=None, func_memory_factor=2.0, kwargs={},
+                  summary_shape=None)
+
 class PeakPerTask(Callback):
-    """Peak traced memory of each map task (numpy allocations are traced)."""
-
-    def __init__(self) -> None:
+    # Peak traced memory of each map task (numpy allocations are traced).
+    def __init__(self):
         super().__init__()
-        self.peaks: list[int] = []
-
-    def _pretask(self, key: Any, dsk: Any, state: Any) -> None:
+        self.peaks = []
+    def _pretask(self, key, dsk, state):
         tracemalloc.reset_peak()
-        self._start = tracemalloc.get_traced_memory()[0]
-
-    def _posttask(self, key: Any, result: Any, dsk: Any, state: Any, worker_id: Any) -> None:
+        self.start = tracemalloc.get_traced_memory()[0]
+    def _posttask(self, key, result, dsk, state, worker_id):
         # A map task (fused by dask with what follows it) depends on the map plan.
         if any(str(dep).startswith("chunkflow-plan-") for dep in state["dependencies"][key]):
-            self.peaks.append(tracemalloc.get_traced_memory()[1] - self._start)
+            self.peaks.append(tracemalloc.get_traced_memory()[1] - self.start)
+
+dask.compute(pending, scheduler="sync")  # once unmeasured: imports, codec set-up
+meter = PeakPerTask()
+tracemalloc.start()
+with meter:
+    dask.compute(pending, scheduler="sync")
+print(json.dumps({"peaks": meter.peaks, "estimate": layout.estimate.total}))
+"""
 
 
 def test_measured_peak_stays_under_the_plan(tmp_path: Path) -> None:
-    image = (_image((512, 384)) * 60000).astype("u2")
-    chunkflow.array(image, chunks=(64, 64), store=str(tmp_path / "in.zarr"))
-    source = chunkflow.open(str(tmp_path / "in.zarr"), mode="r", cache=False)
-    out = chunkflow.create((512, 384), chunks=(128, 128), dtype="f4",
-                           store=str(tmp_path / "out.zarr"), cache=False)
-    func = functools.partial(ndimage.gaussian_filter, sigma=3, mode="reflect", output=np.float32)
-    pending = chunkflow.map_chunks(func, source, out=out, depth=12, chunks=(1, 1), compute=False)
-    from chunkflow.graph.map import _plan
+    # A fresh interpreter: no other thread of the test session allocates meanwhile.
+    import json
+    import os
+    import subprocess
+    import sys
 
-    _, layout = _plan(func, [source], out=out, depth=12, boundary="reflect", constant_value=0,
-                      dtype=None, chunks=(1, 1), block_info=False, trim=True, max_memory=None,
-                      scheduler=None, storage_options=None, func_memory_factor=2.0, kwargs={},
-                      summary_shape=None)
-    dask.compute(pending, scheduler="sync")  # once unmeasured: imports, codec set-up
-    meter = PeakPerTask()
-    tracemalloc.start()
-    try:
-        with meter:
-            dask.compute(pending, scheduler="sync")
-    finally:
-        tracemalloc.stop()
-    assert len(meter.peaks) == 4 * 3
-    assert max(meter.peaks) <= layout.estimate.total, (max(meter.peaks), layout.estimate)
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, "-c", _PEAK_SCRIPT, str(tmp_path)],
+                          capture_output=True, text=True, cwd=root, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(root)})
+    assert done.returncode == 0, done.stderr
+    measured = json.loads(done.stdout.strip().splitlines()[-1])
+    peaks, estimate = measured["peaks"], measured["estimate"]
+    assert len(peaks) == 4 * 3
+    assert max(peaks) <= estimate, (max(peaks), estimate)
     # The plan is not wildly pessimistic either.
-    assert max(meter.peaks) >= layout.estimate.total / 4
+    assert max(peaks) >= estimate / 4
 
 
 def test_progress_counts_output_blocks(capfd: pytest.CaptureFixture[str]) -> None:
