@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from chunkflow.errors import ChunkflowError, MetadataError
 from chunkflow.metadata import (
     ArrayMetadataV2,
     ArrayMetadataV3,
@@ -93,6 +94,10 @@ def record_from_documents(
 ) -> NodeRecord | None:
     """Build a :class:`NodeRecord` from parsed documents keyed by document name.
 
+    Whatever is wrong in a hostile or broken document surfaces as a
+    :class:`~chunkflow.errors.MetadataError` naming the node, never as a raw
+    ``TypeError`` or ``AttributeError`` from deep inside the parser.
+
     Examples
     --------
     >>> record = record_from_documents({".zgroup": {"zarr_format": 2},
@@ -100,6 +105,21 @@ def record_from_documents(
     >>> record.kind, record.zarr_format, record.attributes
     ('group', 2, {'a': 1})
     """
+    try:
+        return _record_from_documents(docs, path, zarr_format)
+    except ChunkflowError:
+        raise
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError, OverflowError,
+            RecursionError) as err:
+        raise MetadataError(
+            f"node {path or '/'!r}: malformed metadata ({type(err).__name__}: {err}); "
+            "expected a Zarr v2 or v3 document"
+        ) from err
+
+
+def _record_from_documents(
+    docs: Mapping[str, dict[str, Any]], path: str, zarr_format: int | None
+) -> NodeRecord | None:
     if ZARR_JSON in docs and zarr_format in (None, 3):
         doc = docs[ZARR_JSON]
         is_group = doc.get("node_type") == "group"

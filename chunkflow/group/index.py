@@ -87,6 +87,11 @@ def _collect_v3(root: str, consolidated: dict[str, Any], records: dict[str, Node
                             f"must be an object, got {metadata!r}")
     for relative, doc in metadata.items():
         path = join_path(root, relative.strip("/"))
+        if not isinstance(doc, dict):
+            raise MetadataError(
+                f"group {root or '/'!r}: consolidated_metadata entry {relative!r} must be a "
+                f"zarr.json object, got {type(doc).__name__} {doc!r:.60}"
+            )
         record = record_from_documents({"zarr.json": doc}, path, 3)
         if record is None:
             continue

@@ -20,6 +20,10 @@ from chunkflow.metadata.json import describe
 
 __all__ = ["Where", "is_int"]
 
+# numpy indexes with int64 and allows at most 64 dimensions.
+MAX_EXTENT = 2**63 - 1
+MAX_DIMS = 64
+
 
 def is_int(value: object) -> bool:
     """True for JSON integers (``bool`` is not one)."""
@@ -66,12 +70,14 @@ class Where:
 
     def shape(self, doc: dict[str, Any], key: str = "shape") -> tuple[int, ...]:
         value = self.require(doc, key)
-        if not (isinstance(value, list) and all(is_int(n) and n >= 0 for n in value)):
-            raise self.error(key, "a list of non-negative ints", value)
+        if not (isinstance(value, list) and all(is_int(n) and 0 <= n <= MAX_EXTENT for n in value)):
+            raise self.error(key, f"a list of non-negative ints up to {MAX_EXTENT}", value)
+        if len(value) > MAX_DIMS:
+            raise self.error(key, f"a list of at most {MAX_DIMS} ints (numpy's limit)", value)
         return tuple(value)
 
     def chunks(self, value: Any, key: str, ndim: int, part: str = "") -> tuple[int, ...]:
-        if not (isinstance(value, list) and all(is_int(n) and n >= 1 for n in value)):
+        if not (isinstance(value, list) and all(is_int(n) and 1 <= n <= MAX_EXTENT for n in value)):
             raise self.error(key, "a list of positive ints", value, part=part)
         if len(value) != ndim:
             expected = f"a list of {ndim} ints (one per dimension of shape)"

@@ -88,7 +88,7 @@ def parse_dtype_v2(doc: str | list[Any]) -> np.dtype:
     dtype([('a', '<i4'), ('b', [('c', 'u1')], (2,))])
     """
     if isinstance(doc, list):
-        return np.dtype([_parse_field_v2(entry, doc) for entry in doc])
+        return _numpy_dtype([_parse_field_v2(entry, doc) for entry in doc], doc)
     if not isinstance(doc, str):
         raise MetadataError(f"dtype must be a typestr or a list of fields, got {doc!r}")
     try:
@@ -204,18 +204,18 @@ def parse_data_type_v3(doc: str | dict[str, Any]) -> np.dtype:
         bits = int(match.group(1))
         if bits % 8:
             raise UnsupportedDtypeError(f"data_type {name!r}: raw bits must be a multiple of 8")
-        return np.dtype(f"V{bits // 8}")
+        return _numpy_dtype(f"V{bits // 8}", doc)
     if name in _TIME_NAMES:
         return _parse_time_v3(name, config, doc)
     if name == "fixed_length_utf32":
         length = _length_bytes(config, doc)
         if length % 4:
             raise MetadataError(f"data_type {doc!r}: length_bytes must be a multiple of 4")
-        return np.dtype(f"<U{length // 4}")
+        return _numpy_dtype(f"<U{length // 4}", doc)
     if name == "null_terminated_bytes":
-        return np.dtype(f"S{_length_bytes(config, doc)}")
+        return _numpy_dtype(f"S{_length_bytes(config, doc)}", doc)
     if name == "raw_bytes":
-        return np.dtype(f"V{_length_bytes(config, doc)}")
+        return _numpy_dtype(f"V{_length_bytes(config, doc)}", doc)
     if name == "structured":
         return _parse_structured_v3(config, doc)
     if name == "struct":
@@ -223,6 +223,15 @@ def parse_data_type_v3(doc: str | dict[str, Any]) -> np.dtype:
     if name in VLEN_STRING_NAMES or name in VLEN_BYTES_NAMES:
         return np.dtype(object)
     raise UnsupportedDtypeError(f"data_type {doc!r} is not supported")
+
+
+def _numpy_dtype(spec: Any, doc: Any) -> np.dtype:
+    """``np.dtype(spec)``, with numpy's refusals (duplicate field names, items too large
+    for numpy) as chunkflow errors that quote the document."""
+    try:
+        return np.dtype(spec)
+    except (TypeError, ValueError, OverflowError, MemoryError) as err:
+        raise UnsupportedDtypeError(f"data type {doc!r} cannot be represented: {err}") from None
 
 
 def _split_named(doc: Any) -> tuple[str, dict[str, Any]]:
@@ -251,8 +260,8 @@ def _parse_time_v3(name: str, config: dict[str, Any], doc: Any) -> np.dtype:
     if not (_is_int(scale) and 1 <= scale < 2**31):
         raise MetadataError(f"data_type {doc!r}: scale_factor must be an int in [1, 2**31)")
     if unit == "generic":
-        return np.dtype(_TIME_NAMES[name])
-    return np.dtype(f"{_TIME_NAMES[name]}8[{scale}{unit}]")
+        return _numpy_dtype(_TIME_NAMES[name], doc)
+    return _numpy_dtype(f"{_TIME_NAMES[name]}8[{scale}{unit}]", doc)
 
 
 def _parse_structured_v3(config: dict[str, Any], doc: Any) -> np.dtype:
@@ -267,7 +276,7 @@ def _parse_structured_v3(config: dict[str, Any], doc: Any) -> np.dtype:
         if field_dtype.kind == "O":
             raise UnsupportedDtypeError(f"data_type {doc!r}: variable-length fields")
         parsed.append((entry[0], field_dtype))
-    return np.dtype(parsed)
+    return _numpy_dtype(parsed, doc)
 
 
 def _parse_struct_v3(config: dict[str, Any], doc: Any) -> np.dtype:

@@ -78,6 +78,13 @@ def load_json_document(
         raise MetadataError(
             f"{where}: {key} is not valid JSON (truncated or malformed: {problem})"
         ) from err
+    except RecursionError:
+        raise MetadataError(
+            f"{where}: {key} nests JSON arrays or objects too deeply to read (thousands of "
+            "levels); expected a metadata document"
+        ) from None
+    except ValueError as err:  # integers beyond Python's digit limit for str -> int
+        raise MetadataError(f"{where}: {key} holds a number too long to read ({err})") from None
     if not isinstance(doc, dict):
         raise MetadataError(
             f"{where}: {key} must hold a JSON object, got {type(doc).__name__} {_short(doc)}"
