@@ -37,6 +37,7 @@ from chunkflow.group.documents import (
 )
 from chunkflow.group.arrays import ArrayCreation
 from chunkflow.group.index import ConsolidatedIndex
+from chunkflow.group.members import open_members, scan_members, warn_invalid
 from chunkflow.group.options import MemberOptions
 from chunkflow.group.tree import Tree
 
@@ -186,15 +187,28 @@ class Group(NodeProperties, ArrayCreation):
         index = self._live_index()
         if index is not None:
             return index.children(self._path)
-        _, subs = self._store.list_dir(self._path)
-        paths = [join_path(self._path, sub) for sub in subs]
-        found = fetch_nodes(self._store, paths)
-        records = {}
-        for sub, path in zip(subs, paths):
-            record = parse_node(found, path, self._zarr_format)
-            if record is not None:
-                records[sub] = record
-        return dict(sorted(records.items()))
+        records, invalid = scan_members(self._store, self._path, self._zarr_format)
+        warn_invalid(self.name, invalid)
+        return records
+
+    def invalid_members(self) -> dict[str, str]:
+        """Members that cannot be listed or opened, with the reason for each.
+
+        Listings (``keys()``, ``members()``, ``tree()``, ``info``) skip them with a
+        warning instead of failing.
+
+        Examples
+        --------
+        >>> import chunkflow
+        >>> chunkflow.group().invalid_members()
+        {}
+        """
+        if self._live_index() is not None:
+            records, invalid = self._live_index().children(self._path), {}
+        else:
+            records, invalid = scan_members(self._store, self._path, self._zarr_format)
+        open_members(records, self._node, invalid)
+        return invalid
 
     def __getitem__(self, name: str) -> Array | Group:
         path = self._child_path(name)
@@ -227,21 +241,24 @@ class Group(NodeProperties, ArrayCreation):
         return list(self._member_records())
 
     def members(self) -> Iterator[tuple[str, Array | Group]]:
-        """``(name, node)`` of every member, sorted by name (one batched read)."""
-        for name, record in self._member_records().items():
-            yield name, self._node(record)
+        """``(name, node)`` of every member, sorted by name (one batched read); members
+        that cannot be opened are skipped with a warning (see :meth:`invalid_members`)."""
+        invalid: dict[str, str] = {}
+        opened = open_members(self._member_records(), self._node, invalid)
+        warn_invalid(self.name, invalid)
+        yield from opened
 
     def arrays(self) -> Iterator[tuple[str, Array]]:
         """``(name, array)`` of the member arrays."""
-        for name, record in self._member_records().items():
-            if record.kind == "array":
-                yield name, self._node(record)  # type: ignore[misc]
+        for name, node in self.members():
+            if isinstance(node, Array):
+                yield name, node
 
     def groups(self) -> Iterator[tuple[str, Group]]:
         """``(name, group)`` of the member groups."""
-        for name, record in self._member_records().items():
-            if record.kind == "group":
-                yield name, self._node(record)  # type: ignore[misc]
+        for name, node in self.members():
+            if isinstance(node, Group):
+                yield name, node
 
     def array_keys(self) -> list[str]:
         """Names of the member arrays."""
