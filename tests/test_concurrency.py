@@ -111,7 +111,7 @@ def test_concurrent_appends_from_processes_land_once(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_cluster_workers_never_lose_increments(tmp_path: Path) -> None:
-    distributed = pytest.importorskip("distributed")
+    import distributed
     with distributed.LocalCluster(n_workers=2, threads_per_worker=2, processes=True,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:

@@ -197,7 +197,7 @@ def test_in_memory_store_in_worker_processes_is_an_error() -> None:
 
 @pytest.fixture(scope="module")
 def cluster_client() -> Any:
-    distributed = pytest.importorskip("distributed")
+    import distributed
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster, set_as_default=False) as client:

@@ -154,7 +154,7 @@ def test_synchronized_target_with_unaligned_blocks(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_store_on_a_local_cluster(tmp_path: Path) -> None:
-    distributed = pytest.importorskip("distributed")
+    import distributed
     data = np.arange(40 * 50, dtype="f8").reshape(40, 50)
     z = chunkflow.zeros((40, 50), chunks=(16, 16), dtype="f8", store=str(tmp_path / "c.zarr"))
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,

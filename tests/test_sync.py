@@ -41,7 +41,7 @@ JOIN_TIMEOUT = 30.0  # generous: a deadlock shows as a thread still alive after 
 
 @pytest.fixture(scope="module")
 def cluster_client() -> Iterator[Any]:
-    distributed = pytest.importorskip("distributed")
+    import distributed
     with warnings.catch_warnings():
         # Without a dashboard the scheduler still serves HTTP, on 8787 if free; when
         # other test processes took it, the fallback port is just as good.
