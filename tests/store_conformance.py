@@ -3,6 +3,13 @@
 A backend's test class inherits :class:`StoreConformance` and provides a
 ``store`` fixture returning a fresh, empty, writable store.  Class attributes
 switch off what a backend cannot do (with the reason in the skip message).
+
+Checking a store only through itself proves little (a store that loses every write
+and reads back what it cached would pass), so each backend also provides a channel
+that bypasses the store under test, as zarr-python's ``StoreTests`` do:
+``raw_get``/``raw_set`` read and write the bytes where the backend keeps them (the
+folder, the dict, the fsspec file system), and ``twin`` builds an independent store
+over the same location.
 """
 
 from __future__ import annotations
@@ -55,10 +62,66 @@ class StoreConformance:
     supports_overwrite = True
     supports_pickle = True
     reason = "not supported by this backend"
+    #: Why a backend has no bypass channel (None: it has one).
+    no_raw_reason: str | None = None
 
     def _needs(self, flag: bool) -> None:
         if not flag:
             pytest.skip(self.reason)
+
+    # -------------------------------------------------- the bypass channel
+
+    def raw_get(self, store: Store, key: str) -> bytes | None:
+        """The bytes the backend holds for ``key`` (None: none), not read via ``store``."""
+        raise NotImplementedError
+
+    def raw_set(self, store: Store, key: str, value: bytes) -> None:
+        """Put ``value`` where the backend keeps ``key``, behind ``store``'s back."""
+        raise NotImplementedError
+
+    def twin(self, store: Store) -> Store | None:
+        """A store built independently over the same location (None: none can be)."""
+        return None
+
+    def _needs_raw(self) -> None:
+        if self.no_raw_reason is not None:
+            pytest.skip(self.no_raw_reason)
+
+    def test_writes_land_where_the_backend_keeps_them(self, store: Store) -> None:
+        self._needs_raw()
+        store["a/b"] = b"one"
+        store.set_many({"a/c": b"two", "d": np.arange(3, dtype="u1")})
+        assert self.raw_get(store, "a/b") == b"one"
+        assert self.raw_get(store, "a/c") == b"two"
+        assert self.raw_get(store, "d") == b"\x00\x01\x02"
+        assert self.raw_get(store, "never") is None
+        if self.supports_deletes:
+            del store["a/b"]
+            store.delete_many(["a/c"])
+            assert self.raw_get(store, "a/b") is None and self.raw_get(store, "a/c") is None
+            store.delete_prefix("")
+            assert self.raw_get(store, "d") is None
+
+    def test_reads_see_what_the_backend_holds(self, store: Store) -> None:
+        self._needs_raw()
+        self.raw_set(store, "x/y", b"hello")
+        self.raw_set(store, "x/z/0", b"deep")
+        self.raw_set(store, "w", b"")
+        assert store["x/y"] == b"hello" and store["w"] == b""
+        assert store.get_many(["x/y", "x/z/0", "nope"]) == {"x/y": b"hello", "x/z/0": b"deep"}
+        assert store.get_range("x/y", 1, 3) == b"ell" and store.getsize("x/y") == 5
+        assert "x/z/0" in store and "x/z" not in store
+        assert sorted(store.list_prefix("x")) == ["x/y", "x/z/0"]
+        assert store.list_dir("x") == (["y"], ["z"])
+        assert sorted(store.list_prefix("")) == ["w", "x/y", "x/z/0"]
+
+    def test_equality_follows_the_location(self, store: Store) -> None:
+        twin = self.twin(store)
+        if twin is None:
+            pytest.skip("this backend's location cannot be opened twice")
+        assert twin == store and hash(twin) == hash(store) and twin is not store
+        store["k"] = b"v"
+        assert twin["k"] == b"v"
 
     # ------------------------------------------------------------ single key
 
