@@ -1,0 +1,37 @@
+"""The ``chunkflow`` command line (also ``python -m chunkflow``).
+
+Commands: ``info`` and ``tree`` describe stores; ``copy`` converts, rechunks, shards
+and recompresses; ``filter`` runs a scipy.ndimage filter with halos; ``reduce`` prints
+statistics; ``demo`` runs the whole job on a synthetic image. Each lives in its own
+module; :mod:`chunkflow.cli.errors` turns failures into one line and an exit code.
+
+Examples
+--------
+>>> main(["--version"])
+chunkflow ...
+0
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from chunkflow.cli.errors import run_guarded
+from chunkflow.cli.parser import build_parser
+
+__all__ = ["main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``chunkflow`` command with ``argv`` (default: ``sys.argv[1:]``).
+
+    Returns the exit code: 0 done, 1 a runtime error, 2 bad arguments.
+    """
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as done:  # --help, --version, or a bad argument (code 2)
+        sys.stdout.flush()
+        return done.code if isinstance(done.code, int) else 2
+    return run_guarded(args.command, args.run, args)
