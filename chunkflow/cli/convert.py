@@ -15,6 +15,7 @@ True
 from __future__ import annotations
 
 import argparse
+import math
 import time
 from typing import Any
 
@@ -86,7 +87,9 @@ def create_target(args: argparse.Namespace, source: chunkflow.Array) -> chunkflo
     kwargs: dict[str, Any] = {}
     chunks = args.chunks or source.chunks
     if args.shards:
-        inner = args.chunks or tuple(min(c, s) for c, s in zip(source.chunks, args.shards))
+        # Default inner chunks: the source's where they divide the shard, else the
+        # largest size that does (sharding needs inner chunks that tile the shard).
+        inner = args.chunks or tuple(math.gcd(c, s) for c, s in zip(source.chunks, args.shards))
         kwargs["codecs"] = _sharding_codecs(inner, compressor)
         chunks = args.shards
     elif given:
@@ -96,13 +99,13 @@ def create_target(args: argparse.Namespace, source: chunkflow.Array) -> chunkflo
     return create_at(
         args.dst, source.shape, chunks=chunks, dtype=source.dtype,
         overwrite=args.overwrite, zarr_format=zarr_format, attributes=dict(source.attrs),
-        storage_options=storage_options(args), **kwargs,
+        storage_options=storage_options(args, args.dst), **kwargs,
     )
 
 
 def run_copy(args: argparse.Namespace) -> int:
     """Copy ``args.src`` to a new array at ``args.dst``."""
-    source = open_array_at(args.src, storage_options(args), cache=False)
+    source = open_array_at(args.src, storage_options(args, args.src), cache=False)
     target = create_target(args, source)
     start = time.perf_counter()
     blocks = chunkflow.to_dask(source, chunks=BLOCK_BYTES)

@@ -46,10 +46,10 @@ def describe(err: BaseException) -> str:
         protocol = message.rpartition(":")[2].strip()
         return (f"unknown URL protocol {protocol!r} (fsspec knows none by that name; "
                 "e.g. file://, s3://, gs://, https://, memory://)")
+    if isinstance(err, ChunkflowError) and message:
+        return message  # already written for people (and may wrap a described error)
     if "credential" in (name + message).lower():
         return f"{message or name} ({name}); {_CREDENTIALS_HINT}"
-    if isinstance(err, ChunkflowError) and message:
-        return message
     if isinstance(err, ModuleNotFoundError) and err.name:
         return f"this needs the Python package {err.name!r}, which is not installed"
     if isinstance(err, (FileNotFoundError, PermissionError)) and message:

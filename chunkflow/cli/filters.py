@@ -78,7 +78,7 @@ def _create_output(args: argparse.Namespace, source: chunkflow.Array) -> chunkfl
     return create_at(
         args.dst, source.shape, chunks=source.chunks, dtype=args.dtype or source.dtype,
         overwrite=args.overwrite, zarr_format=source.zarr_format, compressor=source.compressor,
-        storage_options=storage_options(args), **kwargs,
+        storage_options=storage_options(args, args.dst), **kwargs,
     )
 
 
@@ -86,7 +86,7 @@ def run_filter(args: argparse.Namespace) -> int:
     """Filter ``args.src`` into a new array at ``args.dst``."""
     kind, size = chosen_filter(args)
     _scipy_ndimage()  # fail before creating anything
-    source = open_array_at(args.src, storage_options(args), cache=False)
+    source = open_array_at(args.src, storage_options(args, args.src), cache=False)
     target = _create_output(args, source)
     depth = filter_depth(kind, size)
     start = time.perf_counter()

@@ -13,14 +13,14 @@ __all__ = ["register", "run_info", "run_tree"]
 
 def run_info(args: argparse.Namespace) -> int:
     """Print the ``.info`` report of the array or group at ``args.path``."""
-    node = open_node_at(args.path, storage_options(args))
+    node = open_node_at(args.path, storage_options(args, args.path))
     print(node.info)
     return 0
 
 
 def run_tree(args: argparse.Namespace) -> int:
     """Print the hierarchy below the group at ``args.path`` (an array: one line)."""
-    node = open_node_at(args.path, storage_options(args))
+    node = open_node_at(args.path, storage_options(args, args.path))
     if isinstance(node, chunkflow.Array):
         print(f"{node.name} {node.shape} {node.dtype} (an array)")
     else:

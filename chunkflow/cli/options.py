@@ -101,9 +101,12 @@ def add_storage_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def storage_options(args: argparse.Namespace) -> dict[str, Any] | None:
-    """The ``--storage-option`` pairs as a dict (``None`` when none were given)."""
+def storage_options(args: argparse.Namespace, location: str) -> dict[str, Any] | None:
+    """The ``--storage-option`` pairs as a dict for a URL ``location``; ``None`` for a
+    local path or when none were given (``copy`` may read a URL and write a folder)."""
     pairs = getattr(args, "storage_options", None) or []
+    if "://" not in str(location):
+        return None
     return dict(pairs) or None
 
 

@@ -58,7 +58,7 @@ def _format_value(value: Any) -> str:
 def run_reduce(args: argparse.Namespace) -> int:
     """Print the chosen statistics of the array at ``args.path``."""
     ops = list(dict.fromkeys(args.op or DEFAULT_OPS))
-    source = open_array_at(args.path, storage_options(args), cache=False)
+    source = open_array_at(args.path, storage_options(args, args.path), cache=False)
     progress = progress_wanted(args)
     plain = [op for op in ops if op != "histogram"]
     if plain:
