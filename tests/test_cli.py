@@ -114,7 +114,7 @@ def test_copy_v2_to_sharded_v3_rechunks_and_recompresses(
     code, out, err = run(capsys, "copy", path, dst, "--format", "3", "--chunks", "8,8",
                          "--shards", "16,24", "--compressor", "zstd:3")
     assert code == 0, err
-    assert "Zarr v2" in out and "Zarr v3" in out
+    assert "Zarr v2" in out and "Zarr v3, shards (16, 24) of chunks (8, 8)" in out
     copy = chunkflow.open(str(dst), mode="r")
     np.testing.assert_array_equal(copy[:], data)
     assert copy.zarr_format == 3 and copy.chunks == (16, 24)
@@ -148,6 +148,27 @@ def test_copy_to_v2_without_compression(
     meta = json.loads((dst / ".zarray").read_text())
     assert meta["chunks"] == [7, 9] and meta["compressor"] is None
     np.testing.assert_array_equal(chunkflow.open(str(dst), mode="r")[:], data)
+
+
+def test_copy_in_many_slabs_with_a_bar(capsys: pytest.CaptureFixture[str],
+                                       monkeypatch: pytest.MonkeyPatch,
+                                       stored: tuple[str, np.ndarray], tmp_path: Path) -> None:
+    from chunkflow.cli import convert
+
+    monkeypatch.setattr(convert, "SLAB_BYTES", 700)  # 7 rows of 50 uint16: 9 slabs
+    monkeypatch.setattr(cli_options, "stderr_is_tty", lambda: True)
+    code, _, err = run(capsys, "copy", stored[0], tmp_path / "dst.zarr", "--chunks", "7,9")
+    assert code == 0 and "9/9" in err and "slab" in err
+    np.testing.assert_array_equal(chunkflow.open(str(tmp_path / "dst.zarr"), mode="r")[:],
+                                  stored[1])
+
+
+def test_copy_of_a_zero_dimensional_array(capsys: pytest.CaptureFixture[str],
+                                          tmp_path: Path) -> None:
+    z = chunkflow.create((), dtype="f8", store=str(tmp_path / "s.zarr"))
+    z[...] = 2.5
+    assert run(capsys, "copy", tmp_path / "s.zarr", tmp_path / "t.zarr", "--format", "2")[0] == 0
+    assert float(chunkflow.open(str(tmp_path / "t.zarr"), mode="r")[...]) == 2.5
 
 
 def test_copy_refuses_to_replace_without_overwrite(
@@ -295,7 +316,8 @@ def test_a_group_where_an_array_is_needed(capsys: pytest.CaptureFixture[str],
 
 
 def test_debug_shows_the_traceback(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    for argv in (["--debug", "info", tmp_path / "x.zarr"], ["info", tmp_path / "x.zarr", "--debug"]):
+    missing = tmp_path / "x.zarr"
+    for argv in (["--debug", "info", missing], ["info", missing, "--debug"]):
         code, _, err = run(capsys, *argv)
         assert code == 1
         assert "Traceback (most recent call last)" in err

@@ -15,8 +15,11 @@ True
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
+import sys
 import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numcodecs
@@ -28,8 +31,10 @@ from chunkflow.cli.options import add_compute_options, parse_shape, progress_wan
 
 __all__ = ["parse_compressor", "register", "run_copy"]
 
-# Source blocks of about this size: a few per thread stay in memory.
-BLOCK_BYTES = "16 MiB"
+# Source blocks of about this size, in slabs of about SLAB_BYTES: memory stays near a
+# slab and a few blocks whatever the array's size.
+BLOCK_BYTES = "8 MiB"
+SLAB_BYTES = 64 * 2**20
 COMPRESSORS = "none, zstd[:LEVEL], blosc[:CNAME[:LEVEL]], gzip[:LEVEL], lz4"
 
 
@@ -98,9 +103,68 @@ def create_target(args: argparse.Namespace, source: chunkflow.Array) -> chunkflo
         kwargs["fill_value"] = source.fill_value
     return create_at(
         args.dst, source.shape, chunks=chunks, dtype=source.dtype,
-        overwrite=args.overwrite, zarr_format=zarr_format, attributes=dict(source.attrs),
+        overwrite=args.overwrite, zarr_format=zarr_format, attributes=dict(source.attrs), cache=False,
         storage_options=storage_options(args, args.dst), **kwargs,
     )
+
+
+def slabs(shape: tuple[int, ...], chunk_rows: int, itemsize: int,
+          budget: int = SLAB_BYTES) -> list[slice]:
+    """Ranges along the first axis, each whole rows of the target's chunks, near
+    ``budget`` bytes (at least one row of chunks).
+
+    Examples
+    --------
+    >>> slabs((10, 4), chunk_rows=3, itemsize=1, budget=25)
+    [slice(0, 6, None), slice(6, 10, None)]
+    """
+    row_bytes = max(itemsize * math.prod(shape[1:]), 1)
+    rows = max(chunk_rows, budget // row_bytes // chunk_rows * chunk_rows)
+    return [slice(top, min(top + rows, shape[0])) for top in range(0, shape[0], rows)]
+
+
+def copy_data(source: chunkflow.Array, target: chunkflow.Array, scheduler: str,
+              progress: bool) -> None:
+    """Copy the values slab by slab.
+
+    One dask graph over the whole array lets the scheduler read far ahead of the
+    writes when the chunk grids differ (measured: 190 MB held for a 256 MiB copy), so
+    each slab is its own graph; slabs end on the target's chunk rows, so no two write
+    one chunk.
+    """
+    if source.ndim == 0:
+        target[...] = source[...]
+        return
+    rest = tuple(slice(0, n) for n in source.shape[1:])
+    parts = slabs(source.shape, target.chunks[0], source.dtype.itemsize, SLAB_BYTES)
+    with _slab_bar(len(parts), progress) as advance:
+        for rows in parts:
+            blocks = chunkflow.to_dask(source, (rows, *rest), chunks=BLOCK_BYTES)
+            chunkflow.store(blocks, target, (rows, *rest), scheduler=scheduler)
+            advance()
+
+
+@contextlib.contextmanager
+def _slab_bar(total: int, enabled: bool) -> Iterator[Callable[[], None]]:
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        enabled = False
+    if not enabled or total < 2:
+        yield lambda: None
+        return
+    bar = tqdm(total=total, unit="slab", desc="chunkflow copy", file=sys.stderr)
+    try:
+        yield lambda: bar.update(1)
+    finally:
+        bar.close()
+
+
+def _inner_chunks(target: chunkflow.Array) -> Any:
+    for codec in target.codecs:
+        if isinstance(codec, dict) and codec.get("name") == "sharding_indexed":
+            return tuple(codec["configuration"]["chunk_shape"])
+    return None
 
 
 def run_copy(args: argparse.Namespace) -> int:
@@ -108,14 +172,12 @@ def run_copy(args: argparse.Namespace) -> int:
     source = open_array_at(args.src, storage_options(args, args.src), cache=False)
     target = create_target(args, source)
     start = time.perf_counter()
-    blocks = chunkflow.to_dask(source, chunks=BLOCK_BYTES)
-    chunkflow.store(blocks, target, scheduler=args.scheduler, progress=progress_wanted(args))
+    copy_data(source, target, args.scheduler, progress_wanted(args))
     seconds = time.perf_counter() - start
-    shards = f", shards {target.chunks} of chunks {args.chunks or 'as the source'}" \
-        if args.shards else ""
+    inner = _inner_chunks(target)
+    layout = f"shards {target.chunks} of chunks {inner}" if inner else f"chunks {target.chunks}"
     print(f"copied {args.src} (Zarr v{source.zarr_format}, chunks {source.chunks}) to "
-          f"{args.dst} (Zarr v{target.zarr_format}, chunks {target.chunks}{shards}) in "
-          f"{seconds:.2f} s")
+          f"{args.dst} (Zarr v{target.zarr_format}, {layout}) in {seconds:.2f} s")
     return 0
 
 
