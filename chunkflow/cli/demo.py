@@ -30,6 +30,7 @@ import chunkflow
 from chunkflow.cli.filters import apply_filter, filter_depth
 from chunkflow.cli.options import add_scheduler_option, progress_wanted
 from chunkflow.cli.stats import text_histogram
+from chunkflow.graph.memory_plan import format_bytes
 
 __all__ = ["make_blobs", "register", "run_demo", "synthetic_band"]
 
@@ -113,12 +114,12 @@ def run_demo(args: argparse.Namespace) -> int:
     folder.mkdir(parents=True, exist_ok=True)
     size, chunk = args.size, min(args.chunk, args.size)
     nbytes = size * size * 2
-    cache_budget = max(nbytes // 2, 1 << 20)  # the image is twice the cache budget
+    cache_budget = nbytes // 2  # the image is twice the cache budget
     progress = progress_wanted(args)
     timings: list[tuple[str, float]] = []
     raw_path, smooth_path = folder / "raw.zarr", folder / "smooth.zarr"
-    print(f"chunkflow demo: a {size}x{size} uint16 image ({nbytes / 2**20:.0f} MiB) in "
-          f"{chunk}x{chunk} chunks; chunk cache budget {cache_budget / 2**20:.0f} MiB")
+    print(f"chunkflow demo: a {size}x{size} uint16 image ({format_bytes(nbytes)}) in "
+          f"{chunk}x{chunk} chunks; chunk cache budget {format_bytes(cache_budget)}")
     with chunkflow.config.set(cache_max_bytes=cache_budget):
         with _step(f"make the image ({len(make_blobs(size, args.seed))} blobs + noise)", timings):
             raw = _write_image(raw_path, size, chunk, args.seed)
