@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -244,6 +245,14 @@ def test_filter_needs_exactly_one_filter(capsys: pytest.CaptureFixture[str],
     assert code == 2 and "must be positive" in err and not out.exists()
 
 
+def test_filter_without_scipy(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+                              stored: tuple[str, np.ndarray], tmp_path: Path) -> None:
+    monkeypatch.setitem(sys.modules, "scipy", None)  # import scipy now fails
+    code, _, err = run(capsys, "filter", stored[0], tmp_path / "out.zarr", "--median", "3")
+    assert code == 1 and not (tmp_path / "out.zarr").exists()
+    assert_one_line(err, "needs scipy, which is not installed", "pip install scipy")
+
+
 # -- reduce ----------------------------------------------------------------------------
 
 
@@ -367,7 +376,8 @@ def test_storage_option_values_are_json_when_they_parse() -> None:
 
 def test_progress_bar_on_a_terminal_unless_quiet(capsys: pytest.CaptureFixture[str],
                                                  monkeypatch: pytest.MonkeyPatch,
-                                                 stored: tuple[str, np.ndarray]) -> None:
+                                                 stored: tuple[str, np.ndarray],
+                                                 tmp_path: Path) -> None:
     path, _ = stored
     assert run(capsys, "reduce", path, "--op", "sum")[2] == ""  # not a terminal: no bar
     monkeypatch.setattr(cli_options, "stderr_is_tty", lambda: True)
@@ -376,6 +386,10 @@ def test_progress_bar_on_a_terminal_unless_quiet(capsys: pytest.CaptureFixture[s
     for argv in (["--quiet", "reduce", path], ["reduce", path, "-q"]):
         code, _, err = run(capsys, *argv, "--op", "sum")
         assert code == 0 and err == ""
+    code, _, err = run(capsys, "copy", path, tmp_path / "c.zarr")  # one slab: a block bar
+    assert code == 0 and "block" in err
+    code, _, err = run(capsys, "filter", path, tmp_path / "f.zarr", "--median", "3", "-q")
+    assert code == 0 and err == ""
 
 
 # -- demo ------------------------------------------------------------------------------
@@ -394,7 +408,7 @@ def test_demo_keeps_its_results(capsys: pytest.CaptureFixture[str], tmp_path: Pa
     smooth = chunkflow.open(str(folder / "smooth.zarr"), mode="r")
     assert raw.shape == smooth.shape == (256, 256) and raw.dtype == np.uint16
     assert float(smooth[:].std()) < float(raw[:].std())  # the filter smoothed it
-    if pytest.importorskip("matplotlib"):
+    if importlib.util.find_spec("matplotlib") is not None:
         assert (folder / "before-after.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -407,3 +421,31 @@ def test_demo_image_is_larger_than_the_cache_budget(capsys: pytest.CaptureFixtur
     assert "128x128 uint16 image (32.0 KiB)" in out and "cache budget 16.0 KiB" in out
     assert chunkflow.config.get("cache_max_bytes") == budget_before  # restored
     assert (tmp_path / "d" / "smooth.zarr").exists()
+
+
+def test_a_scheduler_address(capsys: pytest.CaptureFixture[str],
+                             stored: tuple[str, np.ndarray], tmp_path: Path) -> None:
+    distributed = pytest.importorskip("distributed")
+    path, data = stored
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                                  dashboard_address=None) as cluster:
+        code, out, err = run(capsys, "reduce", path, "--op", "max",
+                             "--scheduler", cluster.scheduler_address)
+        assert code == 0, err
+        assert float(out.split()[1]) == float(data.max())
+        code, _, err = run(capsys, "filter", path, tmp_path / "out.zarr", "--uniform", "3",
+                           "--scheduler", cluster.scheduler_address)
+        assert code == 0, err
+    ndimage = pytest.importorskip("scipy.ndimage")
+    np.testing.assert_array_equal(chunkflow.open(str(tmp_path / "out.zarr"), mode="r")[:],
+                                  ndimage.uniform_filter(data, 3))
+
+
+def test_demo_without_matplotlib_skips_the_picture(capsys: pytest.CaptureFixture[str],
+                                                   monkeypatch: pytest.MonkeyPatch,
+                                                   tmp_path: Path) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib now fails
+    code, out, _ = run(capsys, "demo", "--size", "64", "--chunk", "32", "--folder", tmp_path)
+    assert code == 0 and "matplotlib is not installed: no PNG" in out
+    assert not (tmp_path / "before-after.png").exists()
+    assert (tmp_path / "smooth.zarr").exists()

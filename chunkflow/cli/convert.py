@@ -1,8 +1,11 @@
 """``chunkflow copy``: convert formats, rechunk, shard and recompress, block by block.
 
-The source is read as a dask array whose blocks fall on its chunks, and
-:func:`chunkflow.store` regroups them onto the new array's chunk (shard) grid, so every
-output chunk is written once, wholly, and only a few blocks are in memory at a time.
+The copy goes in slabs along the first axis (about ``SLAB_BYTES`` each, ending on the
+new array's chunk rows). Each slab is read as a dask array whose blocks fall on the
+source's chunks, and :func:`chunkflow.store` regroups them onto the new array's chunk
+(shard) grid, so every output chunk is written once, wholly, and memory stays near one
+slab whatever the array's size. The copy keeps the shape, dtype, fill value and
+attributes; v2 filters and v3 codecs other than the compressor are not carried over.
 
 Examples
 --------
@@ -103,8 +106,8 @@ def create_target(args: argparse.Namespace, source: chunkflow.Array) -> chunkflo
         kwargs["fill_value"] = source.fill_value
     return create_at(
         args.dst, source.shape, chunks=chunks, dtype=source.dtype,
-        overwrite=args.overwrite, zarr_format=zarr_format, attributes=dict(source.attrs), cache=False,
-        storage_options=storage_options(args, args.dst), **kwargs,
+        overwrite=args.overwrite, zarr_format=zarr_format, attributes=dict(source.attrs),
+        cache=False, storage_options=storage_options(args, args.dst), **kwargs,
     )
 
 
@@ -140,7 +143,9 @@ def copy_data(source: chunkflow.Array, target: chunkflow.Array, scheduler: str,
     with _slab_bar(len(parts), progress) as advance:
         for rows in parts:
             blocks = chunkflow.to_dask(source, (rows, *rest), chunks=BLOCK_BYTES)
-            chunkflow.store(blocks, target, (rows, *rest), scheduler=scheduler)
+            # One slab: the library's bar counts its blocks; several: a bar of slabs.
+            chunkflow.store(blocks, target, (rows, *rest), scheduler=scheduler,
+                            progress=progress and len(parts) == 1)
             advance()
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from chunkflow.errors import ChunkflowError
 
-__all__ = ["UsageError", "describe", "run_guarded"]
+__all__ = ["MissingDependencyError", "UsageError", "describe", "run_guarded"]
 
 EXIT_RUNTIME = 1
 EXIT_USAGE = 2
@@ -36,6 +36,10 @@ _CREDENTIALS_HINT = (
 
 class UsageError(ChunkflowError, ValueError):
     """An argument that parsed but makes no sense (exit code 2)."""
+
+
+class MissingDependencyError(ChunkflowError, ImportError):
+    """A command needs an optional package that is not installed (exit code 1)."""
 
 
 def describe(err: BaseException) -> str:

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 import chunkflow
-from chunkflow.cli.errors import UsageError
+from chunkflow.cli.errors import MissingDependencyError, UsageError
 from chunkflow.cli.nodes import create_at, open_array_at
 from chunkflow.cli.options import add_compute_options, progress_wanted, storage_options
 
@@ -43,8 +43,8 @@ def _scipy_ndimage() -> Any:
     try:
         from scipy import ndimage
     except ImportError:
-        raise UsageError(
-            "chunkflow filter needs scipy (python -m pip install scipy)"
+        raise MissingDependencyError(
+            "chunkflow filter needs scipy, which is not installed (python -m pip install scipy)"
         ) from None
     return ndimage
 
