@@ -70,6 +70,7 @@ def synthetic_band(top: int, bottom: int, width: int, blobs: np.ndarray, seed: i
 
 @contextmanager
 def _step(name: str, timings: list[tuple[str, float]]) -> Iterator[None]:
+    print(f"- {name}", flush=True)  # before the step: it labels the step's progress bar
     start = time.perf_counter()
     yield
     timings.append((name, time.perf_counter() - start))
@@ -145,7 +146,7 @@ def run_demo(args: argparse.Namespace) -> int:
 def _report(timings: list[tuple[str, float]], stats: dict[str, dict[str, Any]],
             counts: np.ndarray, edges: np.ndarray, raw_path: Path, smooth_path: Path,
             png: str) -> None:
-    print()
+    print("\ntimes:")
     width = max(len(name) for name, _ in timings)
     for name, seconds in timings:
         print(f"  {name:<{width}}  {seconds:6.2f} s")
