@@ -312,6 +312,8 @@ def test_bad_arguments_exit_2(capsys: pytest.CaptureFixture[str],
     assert code == 2 and "invalid choice: 'median'" in err and "Traceback" not in err
     code, _, err = run(capsys, "info", path, "--storage-option", "anon")
     assert code == 2 and "'anon' is not KEY=VALUE" in err
+    code, _, err = run(capsys, "info", path, "--storage-option", "anon=true")
+    assert code == 2 and "--storage-option applies to URLs" in err
     code, _, err = run(capsys, "reduce", path, "--scheduler", "bogus")
     assert code == 2 and "scheduler address" in err
 

@@ -14,6 +14,7 @@ chunkflow ...
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Sequence
 
@@ -34,4 +35,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as done:  # --help, --version, or a bad argument (code 2)
         sys.stdout.flush()
         return done.code if isinstance(done.code, int) else 2
+    if getattr(args, "storage_options", None) and not _any_url(args):
+        print(f"chunkflow {args.command}: error: --storage-option applies to URLs "
+              "(s3://, gs://, ...); no location given here is one", file=sys.stderr)
+        return 2
     return run_guarded(args.command, args.run, args)
+
+
+def _any_url(args: argparse.Namespace) -> bool:
+    locations = (getattr(args, name, None) for name in ("path", "src", "dst"))
+    return any("://" in str(location) for location in locations if location is not None)
