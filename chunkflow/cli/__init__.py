@@ -30,6 +30,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns the exit code: 0 done, 1 a runtime error, 2 bad arguments.
     """
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv:  # a first try: show every command rather than one terse line
+        parser.print_help(sys.stderr)
+        return 2
     try:
         args = parser.parse_args(argv)
     except SystemExit as done:  # --help, --version, or a bad argument (code 2)
