@@ -1,0 +1,51 @@
+"""The ``chunkflow`` command line (also ``python -m chunkflow``).
+
+Commands: ``info`` and ``tree`` describe stores; ``copy`` converts, rechunks, shards
+and recompresses; ``filter`` runs a scipy.ndimage filter with halos; ``reduce`` prints
+statistics; ``demo`` runs the whole job on a synthetic image. Each lives in its own
+module; :mod:`chunkflow.cli.errors` turns failures into one line and an exit code.
+
+Examples
+--------
+>>> main(["--version"])
+chunkflow ...
+0
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from chunkflow.cli.errors import run_guarded
+from chunkflow.cli.parser import build_parser
+
+__all__ = ["main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``chunkflow`` command with ``argv`` (default: ``sys.argv[1:]``).
+
+    Returns the exit code: 0 done, 1 a runtime error, 2 bad arguments.
+    """
+    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv:  # a first try: show every command rather than one terse line
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as done:  # --help, --version, or a bad argument (code 2)
+        sys.stdout.flush()
+        return done.code if isinstance(done.code, int) else 2
+    if getattr(args, "storage_options", None) and not _any_url(args):
+        print(f"chunkflow {args.command}: error: --storage-option applies to URLs "
+              "(s3://, gs://, ...); no location given here is one", file=sys.stderr)
+        return 2
+    return run_guarded(args.command, args.run, args)
+
+
+def _any_url(args: argparse.Namespace) -> bool:
+    locations = (getattr(args, name, None) for name in ("path", "src", "dst"))
+    return any("://" in str(location) for location in locations if location is not None)

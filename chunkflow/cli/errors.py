@@ -1,0 +1,79 @@
+"""How the command line reports failures: one line, an exit code, no traceback.
+
+Exit codes: ``0`` success, ``1`` a runtime error (a missing path, an unreachable or
+unauthorized URL, a failed computation), ``2`` a bad argument, ``130`` interrupted.
+``--debug`` prints the traceback before the one-line message.
+
+Examples
+--------
+>>> describe(ValueError("Protocol not known: foo"))
+"unknown URL protocol 'foo' (fsspec knows none by that name; e.g. file://, s3://, gs://, https://, memory://)"
+>>> describe(KeyError("a"))
+"KeyError: 'a'"
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from chunkflow.errors import ChunkflowError
+
+__all__ = ["MissingDependencyError", "UsageError", "describe", "run_guarded"]
+
+EXIT_RUNTIME = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+_CREDENTIALS_HINT = (
+    "for a public bucket pass --storage-option anon=true; otherwise give credentials "
+    "(environment variables, the provider's config file, or --storage-option key=... "
+    "--storage-option secret=...)"
+)
+
+
+class UsageError(ChunkflowError, ValueError):
+    """An argument that parsed but makes no sense (exit code 2)."""
+
+
+class MissingDependencyError(ChunkflowError, ImportError):
+    """A command needs an optional package that is not installed (exit code 1)."""
+
+
+def describe(err: BaseException) -> str:
+    """One line saying what went wrong, with a hint where one helps."""
+    message = str(err).strip().splitlines()[0] if str(err).strip() else ""
+    name = type(err).__name__
+    if "Protocol not known" in message:
+        protocol = message.rpartition(":")[2].strip()
+        return (f"unknown URL protocol {protocol!r} (fsspec knows none by that name; "
+                "e.g. file://, s3://, gs://, https://, memory://)")
+    if isinstance(err, ChunkflowError) and message:
+        return message  # already written for people (and may wrap a described error)
+    if "credential" in (name + message).lower():
+        return f"{message or name} ({name}); {_CREDENTIALS_HINT}"
+    if isinstance(err, ModuleNotFoundError) and err.name:
+        return f"this needs the Python package {err.name!r}, which is not installed"
+    if isinstance(err, (FileNotFoundError, PermissionError)) and message:
+        return message
+    return f"{name}: {message}" if message else name
+
+
+def run_guarded(command: str, run: Callable[[Any], int | None], args: Any) -> int:
+    """Run ``run(args)`` and turn any exception into a message and an exit code."""
+    debug = bool(getattr(args, "debug", False))
+    prefix = f"chunkflow {command}: error:"
+    try:
+        return run(args) or 0
+    except KeyboardInterrupt:
+        print(f"chunkflow {command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:  # output piped into `head`: nothing left to say
+        return EXIT_RUNTIME
+    except Exception as err:  # noqa: BLE001 - the command line's last line of defence
+        if debug:
+            traceback.print_exc()
+        print(f"{prefix} {describe(err)}", file=sys.stderr)
+        return EXIT_USAGE if isinstance(err, UsageError) else EXIT_RUNTIME

@@ -1,0 +1,120 @@
+"""Options shared by the commands, and the parsers of their values.
+
+Examples
+--------
+>>> parse_shape("64,64"), parse_shape("8x16x16")
+((64, 64), (8, 16, 16))
+>>> parse_storage_option("anon=true"), parse_storage_option("profile=lab")
+(('anon', True), ('profile', 'lab'))
+>>> parse_scheduler("tcp://10.0.0.5:8786")
+'tcp://10.0.0.5:8786'
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+__all__ = [
+    "add_common_options", "add_compute_options", "add_scheduler_option",
+    "add_storage_options", "parse_scheduler", "parse_shape",
+    "parse_storage_option", "progress_wanted", "stderr_is_tty", "storage_options",
+]
+
+_LOCAL_SCHEDULERS = ("threads", "processes", "sync")
+
+
+def parse_shape(text: str) -> tuple[int, ...]:
+    """``"64,64"`` or ``"64x64"`` as a tuple of positive integers."""
+    parts = text.replace("x", ",").split(",")
+    try:
+        shape = tuple(int(part) for part in parts)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a shape; expected integers separated by commas, e.g. 256,256"
+        ) from None
+    if any(n < 1 for n in shape):
+        raise argparse.ArgumentTypeError(f"{text!r}: every size must be at least 1")
+    return shape
+
+
+def parse_storage_option(text: str) -> tuple[str, Any]:
+    """``KEY=VALUE``; the value is read as JSON when it parses (true, 3, {...}), else kept
+    as text."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not KEY=VALUE (e.g. --storage-option anon=true)"
+        )
+    try:
+        parsed: Any = json.loads(value)
+    except ValueError:
+        parsed = value
+    return key.strip(), parsed
+
+
+def parse_scheduler(text: str) -> str:
+    """``threads``, ``processes``, ``sync`` or the address of a running dask scheduler."""
+    if text in _LOCAL_SCHEDULERS or "://" in text or text.rpartition(":")[2].isdigit():
+        return text
+    raise argparse.ArgumentTypeError(
+        f"{text!r} is not threads, processes, sync or a scheduler address "
+        "such as tcp://host:8786"
+    )
+
+
+def add_common_options(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
+    """``--debug`` and ``--quiet``, accepted before or after the command name."""
+    # Subcommands must not reset what the top level parsed: SUPPRESS leaves it alone.
+    default: Any = False if top else argparse.SUPPRESS
+    parser.add_argument("--debug", action="store_true", default=default,
+                        help="show the full traceback when something fails")
+    parser.add_argument("-q", "--quiet", action="store_true", default=default,
+                        help="no progress bar")
+
+
+def add_compute_options(parser: argparse.ArgumentParser) -> None:
+    """``--scheduler`` and ``--storage-option``, for commands that compute."""
+    add_storage_options(parser)
+    add_scheduler_option(parser)
+
+
+def add_scheduler_option(parser: argparse.ArgumentParser) -> None:
+    """``--scheduler threads|processes|sync|ADDRESS``."""
+    parser.add_argument(
+        "--scheduler", type=parse_scheduler, default="threads",
+        metavar="threads|processes|ADDRESS",
+        help="where to run: local threads (default), local processes, or the address of "
+             "a running dask scheduler (tcp://host:8786)",
+    )
+
+
+def add_storage_options(parser: argparse.ArgumentParser) -> None:
+    """``--storage-option KEY=VALUE`` (repeatable), for commands that open URLs."""
+    parser.add_argument(
+        "--storage-option", type=parse_storage_option, action="append", default=[],
+        metavar="KEY=VALUE", dest="storage_options",
+        help="an fsspec option for URLs (repeatable; values are JSON when they "
+             "parse, e.g. anon=true)",
+    )
+
+
+def storage_options(args: argparse.Namespace, location: str) -> dict[str, Any] | None:
+    """The ``--storage-option`` pairs as a dict for a URL ``location``; ``None`` for a
+    local path or when none were given (``copy`` may read a URL and write a folder)."""
+    pairs = getattr(args, "storage_options", None) or []
+    if "://" not in str(location):
+        return None
+    return dict(pairs) or None
+
+
+def stderr_is_tty() -> bool:
+    """Whether a progress bar on standard error would reach a person."""
+    return sys.stderr.isatty()
+
+
+def progress_wanted(args: argparse.Namespace) -> bool:
+    """A bar unless ``--quiet`` or standard error is not a terminal."""
+    return not getattr(args, "quiet", False) and stderr_is_tty()

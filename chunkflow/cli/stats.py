@@ -1,0 +1,101 @@
+"""``chunkflow reduce``: statistics of an array larger than memory, printed.
+
+Examples
+--------
+>>> import numpy as np
+>>> print(text_histogram(np.array([1, 4, 2]), np.array([0.0, 1.0, 2.0, 3.0]), width=8))
+[0, 1)  1  ##
+[1, 2)  4  ########
+[2, 3]  2  ####
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import numpy as np
+
+import chunkflow
+from chunkflow.cli.nodes import open_array_at
+from chunkflow.cli.options import add_compute_options, progress_wanted, storage_options
+
+__all__ = ["OPS", "register", "run_reduce", "text_histogram"]
+
+OPS = ("mean", "std", "min", "max", "sum", "histogram")
+DEFAULT_OPS = ("mean", "std", "min", "max")
+
+
+def _edge(value: float) -> str:
+    return f"{value:.6g}"
+
+
+def text_histogram(counts: np.ndarray, edges: np.ndarray, width: int = 40) -> str:
+    """Bins as lines ``[low, high)  count  ####``, bars scaled to the largest count."""
+    peak = max(int(counts.max()), 1) if len(counts) else 1
+    labels = [f"[{_edge(lo)}, {_edge(hi)}{']' if i == len(counts) - 1 else ')'}"
+              for i, (lo, hi) in enumerate(zip(edges[:-1], edges[1:]))]
+    label_width = max(map(len, labels), default=0)
+    count_width = max((len(str(int(c))) for c in counts), default=1)
+    lines = [
+        f"{label:<{label_width}}  {int(count):>{count_width}}  "
+        f"{'#' * _bar(int(count), peak, width)}"
+        for label, count in zip(labels, counts)
+    ]
+    return "\n".join(lines)
+
+
+def _bar(count: int, peak: int, width: int) -> int:
+    # Any non-empty bin gets at least one mark, so rare values stay visible.
+    return max(round(width * count / peak), 1 if count else 0)
+
+
+def _format_value(value: Any) -> str:
+    value = np.asarray(value)
+    return f"{value.item():.8g}" if value.ndim == 0 else np.array2string(value)
+
+
+def run_reduce(args: argparse.Namespace) -> int:
+    """Print the chosen statistics of the array at ``args.path``."""
+    ops = list(dict.fromkeys(args.op or DEFAULT_OPS))
+    source = open_array_at(args.path, storage_options(args, args.path), cache=False)
+    progress = progress_wanted(args)
+    plain = [op for op in ops if op != "histogram"]
+    if plain:
+        values = chunkflow.reduce(source, plain, scheduler=args.scheduler, progress=progress)
+        width = max(map(len, plain))
+        for op in plain:
+            print(f"{op:<{width}}  {_format_value(values[op])}")
+    if "histogram" in ops:
+        counts, edges = chunkflow.histogram(source, bins=args.bins, scheduler=args.scheduler,
+                                            progress=progress)
+        print(f"histogram of {args.path} ({int(counts.sum())} values, {args.bins} bins):")
+        print(text_histogram(counts, edges))
+    return 0
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+    return value
+
+
+def register(commands: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
+    """Add ``reduce`` to the command parser."""
+    parser = commands.add_parser(
+        "reduce", parents=parents,
+        help="print mean, std, min, max, sum or a histogram of an array, in bounded memory",
+        description="Reduce the array at PATH block by block (it may be larger than "
+                    "memory) and print the results; a histogram is drawn as text.",
+    )
+    parser.add_argument("path", metavar="PATH", help="the array (folder, .zip or URL)")
+    parser.add_argument("--op", action="append", choices=OPS, metavar="|".join(OPS),
+                        help="what to compute (repeatable; default: mean, std, min, max)")
+    parser.add_argument("--bins", type=_positive_int, default=20,
+                        help="histogram bins (default: 20)")
+    add_compute_options(parser)
+    parser.set_defaults(run=run_reduce)
