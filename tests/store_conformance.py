@@ -21,6 +21,7 @@ import pytest
 
 from chunkflow.errors import InvalidKeyError, ReadOnlyError
 from chunkflow.storage import Store
+from chunkflow.storage.coherence import add_change_listener, remove_change_listener
 
 BAD_KEYS = [
     "..",
@@ -114,6 +115,34 @@ class StoreConformance:
         assert sorted(store.list_prefix("x")) == ["x/y", "x/z/0"]
         assert store.list_dir("x") == (["y"], ["z"])
         assert sorted(store.list_prefix("")) == ["w", "x/y", "x/z/0"]
+
+    def test_changes_are_announced(self, store: Store) -> None:
+        # Every write and delete tells the process's caches what changed; reads do not.
+        heard: list[tuple[str, list[str] | None, str | None]] = []
+
+        def listener(identity: str, keys: object, prefix: str | None) -> None:
+            heard.append((identity, None if keys is None else sorted(keys), prefix))  # type: ignore[call-overload]
+
+        add_change_listener(listener)
+        try:
+            store["a/0"] = b"1"
+            store.set_many({"a/1": b"2", "b/0": b"3"})
+            assert [h for h in heard if h[1] is not None and h[1] != []][:2] == [
+                (store.identity, ["a/0"], None), (store.identity, ["a/1", "b/0"], None)]
+            if self.supports_deletes:
+                heard.clear()
+                del store["a/0"]
+                store.delete_many(["a/1"])
+                store.delete_prefix("b")
+                assert (store.identity, ["a/0"], None) in heard
+                assert (store.identity, ["a/1"], None) in heard
+                assert any(h[0] == store.identity and h[2] == "b" for h in heard)
+            heard.clear()
+            store.get_many(["a/0", "b/0"])
+            list(store.list_prefix(""))
+            assert heard == []  # reads announce nothing
+        finally:
+            remove_change_listener(listener)
 
     def test_equality_follows_the_location(self, store: Store) -> None:
         twin = self.twin(store)

@@ -23,7 +23,7 @@ from chunkflow.array.nodes import (
 )
 from chunkflow.array.options import ArrayOptions
 from chunkflow.array.spec import DEFAULT, build_metadata
-from chunkflow.array.values import is_chunked_source
+from chunkflow.array.values import convert_dtype, is_chunked_source
 
 __all__ = [
     "create", "open_array", "zeros", "ones", "empty", "full", "array",
@@ -237,7 +237,7 @@ def array(data: Any, **kwargs: Any) -> Array:
     (3, 9)
     """
     if not is_chunked_source(data):
-        data = np.asarray(data)
+        data = _as_numpy(data, kwargs.get("dtype"), kwargs.get("path"))
     kwargs.setdefault("dtype", data.dtype)
     if getattr(data, "chunks", None) is not None and "chunks" not in kwargs:
         chunks = data.chunks
@@ -248,6 +248,23 @@ def array(data: Any, **kwargs: Any) -> Array:
         raise ValueError("array(data, read_only=True) cannot write the data")
     z[...] = data
     return z
+
+
+def _as_numpy(data: Any, dtype: Any, path: str | None) -> np.ndarray:
+    """``data`` as numpy, refusing Python ints that overflow an integer ``dtype``.
+
+    Converted before the array is created, so ``array([300], dtype="u1")`` leaves
+    nothing behind, and raises ``OverflowError`` like ``np.array`` does.
+    """
+    if isinstance(data, np.ndarray) or dtype is None:
+        return np.asarray(data)
+    try:
+        target = np.dtype(dtype)
+    except TypeError:
+        return np.asarray(data)  # a dtype only create() understands; it will say so
+    if target.kind not in "iu":
+        return np.asarray(data)
+    return convert_dtype(data, target, path or "")
 
 
 def _like(a: Any, **kwargs: Any) -> dict[str, Any]:

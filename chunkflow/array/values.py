@@ -57,11 +57,13 @@ def convert_dtype(value: Any, dtype: np.dtype, path: str) -> np.ndarray:
         if source.dtype == dtype:
             return source
         _check_kinds(source.dtype, dtype, path)
-        if not isinstance(value, (np.ndarray, np.generic)) and dtype.kind in "iu":
-            # Python numbers convert as numpy assigns them: an int that does not fit
-            # raises OverflowError instead of wrapping around (300 -> 44 in uint8).
-            return np.asarray(value, dtype=dtype)
-        return source.astype(dtype)
+        if isinstance(value, np.ndarray) or dtype.kind == "V":
+            return source.astype(dtype)
+        # Scalars (Python or numpy) and (nested) lists: assign as numpy assigns, which
+        # checks that integers fit instead of wrapping them (300 -> 44 in uint8).
+        converted = np.empty(source.shape, dtype=dtype)
+        converted[...] = value
+        return converted
     except OverflowError as err:
         raise ValueOutOfRangeError(
             f"array {path or '/'!r}: the value ({_describe(value)}) does not fit the array's "
