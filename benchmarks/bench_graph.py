@@ -62,7 +62,7 @@ def bench_build(folder: Path, repeat: int) -> None:
     import chunkflow
 
     path = str(folder / "build.zarr")
-    chunkflow.create((10**6, 10**6), chunks=(1000, 1000), dtype="u1", store=path)
+    chunkflow.create((10**6, 10**6), chunks=(1000, 1000), dtype="u1", store=path, overwrite=True)
     z = chunkflow.open(path, mode="r")
     zz = zarr.open_array(path, mode="r")
     ours = _timed(lambda: chunkflow.to_dask(z, chunks=(1, 1)), repeat)
@@ -85,7 +85,7 @@ def bench_slice_sum(folder: Path, repeat: int, quick: bool = False) -> None:
     path = str(folder / "slice.zarr")
     side, cut = (10_000, 1_000) if quick else (100_000, 10_000)  # 10^4 or 10^6 chunks
     z = chunkflow.create((side, side), chunks=(100, 100), dtype="u1", store=path,
-                         compressor=None)
+                         compressor=None, overwrite=True)
     region = (slice(2 * cut, 3 * cut), slice(5 * cut, 6 * cut))  # 1% of the chunks
     z[region] = np.random.default_rng(0).integers(0, 255, (cut, cut), dtype="u1")
     expected = int(z[region].sum(dtype="u8"))
