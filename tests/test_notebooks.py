@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 NOTEBOOKS = sorted((Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
-STORIES = ["01_image_filtering.ipynb"]
+STORIES = ["01_image_filtering.ipynb", "02_per_tile_analysis.ipynb"]
 
 
 def code_cells(path: Path) -> list[str]:
