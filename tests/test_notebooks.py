@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 NOTEBOOKS = sorted((Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
-STORIES = ["01_image_filtering.ipynb", "02_per_tile_analysis.ipynb"]
+STORIES = ["01_image_filtering.ipynb", "02_per_tile_analysis.ipynb",
+           "03_larger_than_memory_reduction.ipynb"]
 
 
 def code_cells(path: Path) -> list[str]:
