@@ -13,6 +13,7 @@ from chunkflow.metadata import ArrayMetadataV2
 
 from chunkflow.array.info import InfoReport, format_bytes
 from chunkflow.array.node import NodeProperties
+from chunkflow.node import array_html, array_repr, describe_codecs
 
 if TYPE_CHECKING:
     from chunkflow.array.attrs import Attributes
@@ -176,7 +177,7 @@ class ArrayProperties(NodeProperties):
             ("Chunk shape", str(self.chunks)),
             ("Order", self.order),
             ("Read-only", str(self.read_only)),
-            ("Codecs", _describe_codecs(self.codecs)),
+            ("Codecs", describe_codecs(self.codecs)),
             ("Store type", type(self._store).__name__),
             ("No. bytes", format_bytes(self.nbytes)),
             ("No. bytes stored", format_bytes(stored)),
@@ -186,22 +187,8 @@ class ArrayProperties(NodeProperties):
         return InfoReport(rows)
 
     def __repr__(self) -> str:
-        return (
-            f"<chunkflow.Array {self.name} shape={self.shape} chunks={self.chunks} "
-            f"dtype={self.dtype} zarr_format={self.zarr_format}>"
-        )
+        return array_repr(self)
 
-
-def _describe_codecs(docs: tuple[dict[str, Any], ...]) -> str:
-    parts = []
-    for doc in docs:
-        if "id" in doc:
-            config = {k: v for k, v in doc.items() if k != "id"}
-            parts.append(f"{doc['id']}({_kwargs(config)})")
-        else:
-            parts.append(f"{doc.get('name')}({_kwargs(doc.get('configuration') or {})})")
-    return ", ".join(parts) or "none"
-
-
-def _kwargs(config: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={v!r}" for k, v in config.items())
+    def _repr_html_(self) -> str:
+        """Notebook display: a table of location, layout, codecs and sizes."""
+        return array_html(self)

@@ -40,6 +40,7 @@ from chunkflow.group.index import ConsolidatedIndex
 from chunkflow.group.members import open_members, scan_members, warn_invalid
 from chunkflow.group.options import MemberOptions
 from chunkflow.group.tree import Tree
+from chunkflow.node import group_html, group_repr
 
 __all__ = ["Group"]
 
@@ -396,7 +397,11 @@ class Group(NodeProperties, ArrayCreation):
         forget_cached_under(self._store, keys, self._member_options.cache)
 
     def __repr__(self) -> str:
-        return f"<chunkflow.Group {self.name} zarr_format={self.zarr_format}>"
+        return group_repr(self)
+
+    def _repr_html_(self) -> str:
+        """Notebook display: path, store, format and the member tree."""
+        return group_html(self)
 
     def __eq__(self, other: object) -> bool:
         return (isinstance(other, Group) and other._store == self._store

@@ -160,8 +160,8 @@ def open_node(store: Any = None, mode: str = "a", *, path: str | None = None,
     --------
     >>> from chunkflow.storage import MemoryStore
     >>> store = MemoryStore()
-    >>> open_node(store, mode="w", path="g")
-    <chunkflow.Group /g zarr_format=3>
+    >>> open_node(store, mode="w", path="g")  # doctest: +ELLIPSIS
+    <chunkflow.Group /g zarr_format=3 store='memory:...'>
     >>> open_node(store, mode="a", path="g/x", shape=(2,)).shape
     (2,)
     >>> type(open_node(store, mode="r", path="g/x")).__name__
