@@ -122,7 +122,7 @@ def reduction_input(source: Any, selection: Any = Ellipsis, chunks: Any = None,
     """
     if isinstance(source, da.Array):
         return source, int(np.prod(source.chunksize)) * source.dtype.itemsize
-    array = as_source_array(source, None)
+    array = as_source_array(source, None, cache=False)
     if chunks is None:
         chunks = reduction_block_bytes(array.dtype.itemsize, memory_limit, scheduler)
         # At least two blocks per thread where the array allows: one block per thread
@@ -161,7 +161,9 @@ def reduce(
     Parameters
     ----------
     source : chunkflow.Array, path, URL or dask array
-        What to reduce. Arrays given by location are opened read-only.
+        What to reduce. Arrays given by location are opened read-only and read past
+        the process-wide chunk cache (one pass reads each chunk once; caching them would
+        hold up to the cache budget for nothing); an open Array reads through its own.
     ops : sequence of str
         Any of ``mean``, ``std``, ``var``, ``min``, ``max``, ``sum``.
     selection : basic selection
@@ -259,9 +261,9 @@ def percentile(
     if isinstance(source, da.Array):
         flat = source.reshape(-1)
     elif isinstance(chunks, tuple):
-        flat = to_dask(as_source_array(source, None), selection, chunks).reshape(-1)
+        flat = to_dask(as_source_array(source, None, cache=False), selection, chunks).reshape(-1)
     else:
-        array = as_source_array(source, None)
+        array = as_source_array(source, None, cache=False)
         row_bytes = builtins.max(1, int(np.prod(array.shape[1:])) * array.dtype.itemsize)
         target = chunks or reduction_block_bytes(array.dtype.itemsize, memory_limit, scheduler)
         target = parse_bytes(target) if isinstance(target, str) else int(target)
