@@ -14,9 +14,11 @@ from chunkflow.array import (
     Array,
     array,
     create,
+    create_array,
     empty,
     empty_like,
     full,
+    from_array,
     full_like,
     ones,
     ones_like,
@@ -72,6 +74,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Array",
+    "create_array",
+    "from_array",
     "Group",
     "Tree",
     "consolidate_metadata",

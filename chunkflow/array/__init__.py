@@ -16,15 +16,18 @@ from chunkflow.array.creation import (
     zeros_like,
 )
 from chunkflow.array.repair import RepairReport
+from chunkflow.array.zarr3_api import create_array, from_array
 
 __all__ = [
     "Array",
     "RepairReport",
     "array",
     "create",
+    "create_array",
     "empty",
     "empty_like",
     "full",
+    "from_array",
     "full_like",
     "ones",
     "ones_like",
