@@ -50,6 +50,8 @@ from chunkflow.group.convenience import (
     copy,
     copy_all,
     copy_store,
+    create_group,
+    tree,
     load,
     save,
     save_array,
@@ -75,7 +77,9 @@ __version__ = "0.1.0"
 __all__ = [
     "Array",
     "create_array",
+    "create_group",
     "from_array",
+    "tree",
     "Group",
     "Tree",
     "consolidate_metadata",

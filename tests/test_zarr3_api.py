@@ -70,3 +70,15 @@ def test_what_zarr_python_rejects_is_rejected_with_advice() -> None:
     with pytest.raises(MetadataError, match="only in Zarr v3"):
         chunkflow.create_array(None, shape=(10,), chunks=(5,), shards=(10,), dtype="u1",
                                zarr_format=2)
+
+
+def test_create_group_and_tree_match_zarr_python(tmp_path: Path) -> None:
+    zarr = pytest.importorskip("zarr")
+    ours = chunkflow.create_group(str(tmp_path / "g.zarr"), attributes={"site": "A"})
+    ours.create_array("x", shape=(4,), chunks=(2,), dtype="u1")
+    theirs = zarr.open_group(str(tmp_path / "g.zarr"), mode="r")
+    assert dict(theirs.attrs) == {"site": "A"} and list(theirs.array_keys()) == ["x"]
+    assert "x (4,) uint8" in str(chunkflow.tree(ours))
+    with pytest.raises(FileExistsError):
+        chunkflow.create_group(str(tmp_path / "g.zarr"))
+    assert chunkflow.create_group(str(tmp_path / "g.zarr"), overwrite=True).keys() == []

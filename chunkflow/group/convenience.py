@@ -295,3 +295,52 @@ def _check_format(node: Any, zarr_format: int | None) -> None:
             f"no Zarr v{zarr_format} node at path {node.path or '/'!r} in {node.store!r}: "
             f"found a v{node.zarr_format} {kind}"
         )
+
+
+def create_group(
+    store: Any = None,
+    *,
+    path: str | None = None,
+    overwrite: bool = False,
+    attributes: dict[str, Any] | None = None,
+    zarr_format: int = 3,
+    storage_options: dict[str, Any] | None = None,
+) -> Any:
+    """A new group, with zarr-python 3's keywords (``overwrite=``, ``attributes=``).
+
+    Examples
+    --------
+    >>> import chunkflow
+    >>> g = chunkflow.create_group(attributes={"site": "A"})
+    >>> dict(g.attrs)
+    {'site': 'A'}
+    """
+    from chunkflow.errors import ContainsArrayError, ContainsGroupError
+    from chunkflow.group.hierarchy import group, open_node
+
+    if not overwrite and store is not None:
+        try:
+            existing = open_node(store, mode="r", path=path, storage_options=storage_options)
+        except FileNotFoundError:
+            existing = None
+        if existing is not None:
+            kind = ContainsArrayError if hasattr(existing, "shape") else ContainsGroupError
+            raise kind(f"a node already exists at {store!r} (path {path or '/'!r}); pass "
+                       "overwrite=True to replace it, or chunkflow.open_group to open it")
+    return group(store, path=path, overwrite=overwrite, attributes=attributes,
+                 zarr_format=zarr_format, storage_options=storage_options)
+
+
+def tree(node: Any, level: int | None = None) -> Any:
+    """The hierarchy below a group (as zarr-python 3's ``zarr.tree``).
+
+    Examples
+    --------
+    >>> import chunkflow
+    >>> g = chunkflow.create_group()
+    >>> _ = g.create_array("a", shape=(2,), chunks=(2,), dtype="u1")
+    >>> print(chunkflow.tree(g))
+    /
+    └── a (2,) uint8
+    """
+    return node.tree(level=level)
