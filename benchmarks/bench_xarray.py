@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import shutil
 import statistics
+import sys
 import tempfile
 import time
 import warnings
@@ -39,11 +40,10 @@ from typing import Any, Callable
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_graph import _median  # noqa: E402
+
 ENGINES = ("zarr", "chunkflow (no cache)", "chunkflow (warm cache)")
-
-
-def _median(values: list[float]) -> str:
-    return f"{statistics.median(values):8.3f} [{min(values):.3f}-{max(values):.3f}]"
 
 
 def _timed(fn: Callable[[], Any], repeat: int) -> list[float]:

@@ -120,3 +120,15 @@ def make_store(request: pytest.FixtureRequest) -> Iterator[StoreMaker]:
     maker = StoreMaker(request.param, options)
     yield maker
     maker.close()
+
+
+@pytest.fixture(scope="session")
+def cluster_client() -> Iterator[Any]:
+    """A real distributed ``LocalCluster`` (2 worker processes) and its client, not set
+    as the default client, shared by the tests that run graphs on a cluster."""
+    import distributed
+
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster, set_as_default=False) as client:
+        yield client

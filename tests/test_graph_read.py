@@ -7,7 +7,6 @@ size by counting layers and tasks, never seconds.
 from __future__ import annotations
 
 import itertools
-import os
 import pickle
 from pathlib import Path
 from typing import Any
@@ -193,15 +192,6 @@ def test_in_memory_store_in_worker_processes_is_an_error() -> None:
 
 
 # ------------------------------------------------------------- schedulers
-
-
-@pytest.fixture(scope="module")
-def cluster_client() -> Any:
-    import distributed
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, \
-            distributed.Client(cluster, set_as_default=False) as client:
-        yield client
 
 
 @pytest.fixture(scope="module")

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import threading
-from collections import Counter
 from pathlib import Path
 
 import dask
@@ -16,25 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import chunkflow
+from counting import CountingMapping
 from chunkflow.errors import InvalidSelectionError, ReadOnlyError, ShapeMismatchError
 from chunkflow.graph import aligned_edges
-
-
-class CountingMapping(dict):
-    """A dict store that counts how often each key is written (thread-safe)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.writes: Counter[str] = Counter()
-        self._lock = threading.Lock()
-
-    def __setitem__(self, key: str, value: bytes) -> None:
-        with self._lock:
-            self.writes[key] += 1
-        super().__setitem__(key, value)
-
-    def chunk_writes(self) -> Counter[str]:
-        return Counter({k: n for k, n in self.writes.items() if not k.endswith("zarr.json")})
 
 
 @given(

@@ -4,18 +4,16 @@ one task per block, one write per chunk, memory planned before anything runs."""
 from __future__ import annotations
 
 import functools
-import threading
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import dask
 import numpy as np
 import pytest
-from dask.callbacks import Callback
 from scipy import ndimage
 
 import chunkflow
+from counting import CountingMapping
 from chunkflow.errors import InvalidSelectionError, ShapeMismatchError
 from chunkflow.graph import MemoryPlanError
 
@@ -91,16 +89,6 @@ def test_sources_with_different_chunk_grids() -> None:
 # ------------------------------------------------------------- schedulers
 
 
-@pytest.fixture(scope="module")
-def cluster_client() -> Any:
-    import distributed
-
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, \
-            distributed.Client(cluster, set_as_default=False) as client:
-        yield client
-
-
 @pytest.mark.parametrize("scheduler", ["threads", "processes", "sync", "cluster"])
 def test_folder_to_folder_on_every_scheduler(scheduler: str, tmp_path: Path,
                                              request: pytest.FixtureRequest) -> None:
@@ -136,18 +124,6 @@ def test_one_task_per_block() -> None:
     assert _task_count(pending) <= 90 + 3
     assert not out[:].any()
     assert bool(pending.compute()) and out[:].min() == 1
-
-
-class CountingMapping(dict):
-    def __init__(self) -> None:
-        super().__init__()
-        self.writes: Counter[str] = Counter()
-        self._lock = threading.Lock()
-
-    def __setitem__(self, key: str, value: bytes) -> None:
-        with self._lock:
-            self.writes[key] += 1
-        super().__setitem__(key, value)
 
 
 @pytest.mark.parametrize("sharded", [False, True])

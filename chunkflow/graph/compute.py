@@ -107,8 +107,9 @@ class BlockProgress(Callback):
 
 
 @contextlib.contextmanager
-def _tqdm_bar() -> Iterator[Callback]:
-    from tqdm.auto import tqdm  # a notebook widget in Jupyter, text in a terminal
+def _tqdm_bar() -> Iterator[None]:
+    """A tqdm bar (a widget in Jupyter, text in a terminal) fed by a BlockProgress."""
+    from tqdm.auto import tqdm
 
     bar = tqdm(total=0, unit="block", desc="chunkflow", file=sys.stderr)
 
@@ -119,7 +120,8 @@ def _tqdm_bar() -> Iterator[Callback]:
         bar.update(done - bar.n)
 
     try:
-        yield BlockProgress(report)
+        with BlockProgress(report):
+            yield
     finally:
         bar.close()
 
@@ -135,13 +137,7 @@ def _local_progress(progress: ProgressArg) -> contextlib.AbstractContextManager[
         from dask.diagnostics import ProgressBar
 
         return ProgressBar()
-    return _tqdm_bar_callback()
-
-
-@contextlib.contextmanager
-def _tqdm_bar_callback() -> Iterator[None]:
-    with _tqdm_bar() as callback, callback:
-        yield
+    return _tqdm_bar()
 
 
 def _distributed_progress(futures: list[Any], progress: ProgressArg, address: str) -> None:

@@ -29,14 +29,13 @@ from __future__ import annotations
 
 import builtins
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import dask.array as da
 import numpy as np
 from dask.utils import parse_bytes
 
-from chunkflow.array import Array
 from chunkflow.graph.compute import ProgressArg, compute, scheduler_choice
 from chunkflow.graph.read import as_source_array, to_dask
 
@@ -102,10 +101,17 @@ def reduction_block_bytes(itemsize: int, memory_limit: int | str | None = None,
     return builtins.max(2**20, builtins.min(REDUCTION_BLOCK_BYTES, fits))
 
 
-def _split_every(x: da.Array, block_bytes: int) -> int:
-    """How many partial results one combine step takes: as many as ~4 blocks hold."""
-    partial = 8 * 3 * builtins.max(1, block_bytes // builtins.max(1, x.dtype.itemsize))
-    partial = builtins.min(partial, 8 * 3)  # axis=None: each partial is a few scalars
+def _split_every(x: da.Array, axis: Any, block_bytes: int) -> int:
+    """How many partial results one combine step takes: as many as about four blocks'
+    memory holds (between 4 and 64).
+
+    A partial result keeps the block's extent along the axes not reduced, as float64
+    sums, counts and second moments (3 x 8 bytes per element); with ``axis=None`` it is
+    a few scalars.
+    """
+    reduced = range(x.ndim) if axis is None else {a % x.ndim for a in np.atleast_1d(axis)}
+    kept = [n for a, n in enumerate(x.chunksize) if a not in reduced]
+    partial = 3 * 8 * builtins.max(1, int(np.prod(kept)))
     return int(np.clip(4 * block_bytes // partial, 4, 64))
 
 
@@ -186,7 +192,7 @@ def reduce(
         ``{op: result}``, numpy scalars or arrays (dask arrays if not computed).
     """
     x, block_bytes = reduction_input(source, selection, chunks, memory_limit, scheduler)
-    split_every = _split_every(x, block_bytes)
+    split_every = _split_every(x, axis, block_bytes)
     lazy = {op: _reduction(x, op, axis, split_every, ddof) for op in ops}
     if not compute_now:
         return lazy
