@@ -45,6 +45,8 @@ __all__ = [
     "DtypeMismatchError",
     "LockTimeoutError",
     "ChunkTooLargeError",
+    "SettingError",
+    "UnknownSettingError",
 ]
 
 
@@ -150,3 +152,11 @@ class ValueOutOfRangeError(ChunkflowError, OverflowError):
 
 class ExternalLinkError(ChunkflowError, PermissionError):
     """A symbolic link inside a local store leads out of the store's root."""
+
+
+class SettingError(ChunkflowError, ValueError):
+    """A chunkflow setting (``chunkflow.config`` or ``dask.config``) has a bad value."""
+
+
+class UnknownSettingError(ChunkflowError, KeyError):
+    """A name given to ``chunkflow.config`` is not one of its settings."""

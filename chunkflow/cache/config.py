@@ -1,16 +1,29 @@
-"""Process-wide settings: ``chunkflow.config.set(cache_max_bytes=...)``.
+"""chunkflow's settings, kept in ``dask.config`` under the ``chunkflow`` namespace.
+
+``chunkflow.config.set(cache_max_bytes=...)`` and
+``dask.config.set({"chunkflow.cache.max-bytes": ...})`` change the same setting: the
+values live in dask's config, whose defaults chunkflow registers from
+``chunkflow/chunkflow.yaml`` at import (as distributed does with ``distributed.yaml``).
 
 Settings
 --------
-``cache_max_bytes`` (int)
-    Budget of the decoded-chunk cache. Default: 1 GiB or 1/16 of physical memory,
-    whichever is smaller. Environment: ``CHUNKFLOW_CACHE_MAX_BYTES``.
-``cache_compressed_bytes`` (int)
-    Budget of the compressed second tier; 0 (the default) means none. Environment:
-    ``CHUNKFLOW_CACHE_COMPRESSED_BYTES``.
-``cache_enabled`` (bool)
+================================  =====================================  ==============================
+chunkflow name                    dask config key                        old environment variable
+================================  =====================================  ==============================
+``cache_max_bytes``               ``chunkflow.cache.max-bytes``          ``CHUNKFLOW_CACHE_MAX_BYTES``
+``cache_compressed_bytes``        ``chunkflow.cache.compressed-bytes``   ``CHUNKFLOW_CACHE_COMPRESSED_BYTES``
+``cache_enabled``                 ``chunkflow.cache.enabled``            ``CHUNKFLOW_CACHE_ENABLED``
+``recheck_cached_data``           ``chunkflow.cache.recheck-cached-data`` ``CHUNKFLOW_RECHECK_CACHED_DATA``
+================================  =====================================  ==============================
+
+``cache_max_bytes``
+    Budget of the decoded-chunk cache. Default ``"auto"``: 1 GiB or 1/16 of physical
+    memory, whichever is smaller.
+``cache_compressed_bytes``
+    Budget of the compressed second tier; 0 (the default) means none.
+``cache_enabled``
     Whether arrays opened without an explicit ``cache=`` use the process-wide cache.
-    Default ``True``. Environment: ``CHUNKFLOW_CACHE_ENABLED``.
+    Default ``True``.
 ``recheck_cached_data`` (``"open"``, bool or seconds)
     How stale a cached chunk may be when it is read, as tensorstore's option of the
     same name. ``"open"`` (default): a chunk cached before the array handle was opened
@@ -19,33 +32,59 @@ Settings
     use. ``False``: never compared. A number: compared when last proven current more
     than that many seconds ago. (Writes in this process always reach every cache at
     once, and a partial-chunk write always proves its starting copy current.)
-    Environment: ``CHUNKFLOW_RECHECK_CACHED_DATA``.
 
-Byte sizes may also be given as strings with a unit (``"512 MiB"``, ``"2GB"``), which is
-handy in environment variables.
+Byte sizes may be given with a unit (``"512 MiB"``, ``"2GB"``), read by
+:func:`dask.utils.parse_bytes`. Flags accept ``True``/``False``, ``0``/``1`` and the
+words ``"true"``, ``"yes"``, ``"on"``, ``"false"``, ``"no"``, ``"off"``.
+
+Precedence, strongest first: ``chunkflow.config.set`` and ``dask.config.set`` (the same
+thing), then ``DASK_CHUNKFLOW__...`` environment variables (for example
+``DASK_CHUNKFLOW__CACHE__MAX_BYTES``) and dask YAML files, then the old ``CHUNKFLOW_*``
+variables, then the built-in defaults. The old variables are read at import and stand
+in for the defaults, so that a value dask already holds (from its own variables, its
+files, or config inherited from a parent process) is never overridden by them.
+
+Settings travel as dask config does: they are process-wide (threads, including
+dask's threaded scheduler, see a ``with`` block's values), and distributed's
+``LocalCluster``/``Nanny`` hand the config of the process that starts them to their
+workers. A change made after the workers started does not reach them; nor do changes
+reach the processes of ``scheduler="processes"``, which read only the environment and
+dask's YAML files.
+
+Values are checked when set through ``chunkflow.config.set``. A value put directly in
+dask's config is checked when chunkflow reads it (and at import), and a bad one raises
+:class:`~chunkflow.errors.SettingError` naming the dask key.
 """
 
 from __future__ import annotations
 
+import functools
 import os
-import re
-import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-__all__ = ["Config", "config", "default_cache_bytes", "parse_bytes", "recheck_policy"]
+import dask.config
+import yaml
+from dask.utils import parse_bytes
 
-_UNITS = {
-    "": 1, "b": 1,
-    "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
-    "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
-}
-_SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*([a-z]*)\s*$")
+from chunkflow.errors import SettingError, UnknownSettingError
+
+__all__ = ["Config", "config", "default_cache_bytes", "recheck_policy"]
+
+DEFAULTS_FILE = Path(__file__).resolve().parents[1] / "chunkflow.yaml"
+"""The built-in defaults, registered with ``dask.config.update_defaults`` at import."""
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+_MISSING = object()
 
 
+@functools.cache  # physical memory does not change while the process runs
 def default_cache_bytes() -> int:
-    """1 GiB or 1/16 of physical memory, whichever is smaller.
+    """1 GiB or 1/16 of physical memory, whichever is smaller (``max-bytes: auto``).
 
     Examples
     --------
@@ -59,58 +98,55 @@ def default_cache_bytes() -> int:
     return int(min(2**30, physical // 16))
 
 
-def parse_bytes(text: str) -> int:
-    """A number of bytes from text such as ``"1000"``, ``"1e9"``, ``"512 MiB"``.
-
-    Raises
-    ------
-    ValueError
-        If ``text`` is not a number with an optional unit (B, kB, MB, GB, TB, KiB...).
-
-    Examples
-    --------
-    >>> parse_bytes("512 MiB"), parse_bytes("2GB"), parse_bytes("1e3")
-    (536870912, 2000000000, 1000)
-    """
-    match = _SIZE.match(text.lower())
-    if match is None or match.group(2) not in _UNITS:
-        raise ValueError(f"not a number of bytes: {text!r} (expected e.g. 1000000 or '512 MiB')")
-    return int(float(match.group(1)) * _UNITS[match.group(2)])
-
-
 def _byte_count(name: str, value: Any) -> int:
-    """Validate a budget: a non-negative whole number of bytes (or a size string)."""
+    """Validate a budget: a non-negative whole number of bytes, or a size string."""
+    expected = "a non-negative whole number of bytes such as 1000000 or '512 MiB'"
     if isinstance(value, str):
+        # dask's parse_bytes reads "" and "MiB" as one unit; a size needs a number.
+        if not any(char.isdigit() for char in value):
+            raise SettingError(f"setting {name!r} must be {expected}, got {value!r}")
         try:
-            return parse_bytes(value)
-        except ValueError:
-            raise ValueError(
-                f"setting {name!r} must be a number of bytes, got {value!r}"
-            ) from None
+            count = parse_bytes(value)
+        except (ValueError, OverflowError):  # OverflowError: "1e400"
+            count = -1
+        if count < 0:  # parse_bytes reads "-1" as -1
+            raise SettingError(f"setting {name!r} must be {expected}, got {value!r}")
+        return count
     if isinstance(value, float) and value.is_integer():
         value = int(value)  # 1e9 is a fine way to write a byte count
     if isinstance(value, bool) or not hasattr(value, "__index__") or value.__index__() < 0:
-        raise ValueError(
-            f"setting {name!r} must be a non-negative integer number of bytes, got {value!r}"
-        )
+        raise SettingError(f"setting {name!r} must be {expected}, got {value!r}")
     return int(value.__index__())
 
 
+def _cache_budget(name: str, value: Any) -> int:
+    """A byte count, or ``"auto"`` for :func:`default_cache_bytes`."""
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return default_cache_bytes()
+    return _byte_count(name, value)
+
+
 def _flag(name: str, value: Any) -> bool:
-    """Validate a boolean: True/False, or the usual spellings in text (env variables)."""
+    """Validate a boolean: True/False, 0/1, or the usual words (environment variables)."""
     if isinstance(value, bool):
         return value
+    # dask reads DASK_...=0 from the environment as the integer 0.
+    if hasattr(value, "__index__") and value.__index__() in (0, 1):
+        return bool(value.__index__())
     if isinstance(value, str):
         text = value.strip().lower()
-        if text in ("1", "true", "yes", "on"):
-            return True
-        if text in ("0", "false", "no", "off"):
-            return False
-    raise ValueError(f"setting {name!r} must be True or False, got {value!r}")
+        if text in _TRUE or text in _FALSE:
+            return text in _TRUE
+    raise SettingError(f"setting {name!r} must be True or False, got {value!r}")
 
 
 def recheck_policy(name: str, value: Any) -> bool | str | float:
     """Validate a ``recheck_cached_data`` value: ``"open"``, a bool, or seconds >= 0.
+
+    Raises
+    ------
+    SettingError
+        (a ``ValueError``) naming ``name`` and the value, for anything else.
 
     Examples
     --------
@@ -123,59 +159,107 @@ def recheck_policy(name: str, value: Any) -> bool | str | float:
         return value
     if isinstance(value, str):
         text = value.strip().lower()
-        if text in ("open", "1", "true", "yes", "on", "0", "false", "no", "off"):
-            return text if text == "open" else _flag(name, text)
+        if text == "open":
+            return text
+        if text in _TRUE or text in _FALSE:
+            return text in _TRUE
         try:
             value = float(text)
         except ValueError:
             value = text
     if isinstance(value, (int, float)) and value >= 0 and value == value:
         return float(value)
-    raise ValueError(
+    raise SettingError(
         f"setting {name!r} must be 'open', True, False or a number of seconds >= 0, "
         f"got {value!r}"
     )
 
 
+@dataclass(frozen=True)
 class _Setting:
-    """What one setting accepts, its default and its environment variable."""
+    """One setting: its dask config key, its check and its old environment variable."""
 
-    def __init__(self, check: Callable[[str, Any], Any], default: Callable[[], Any], env: str):
-        self.check = check
-        self.default = default
-        self.env = env
+    key: str
+    check: Callable[[str, Any], Any]
+    legacy_env: str
 
-    def initial(self, name: str) -> Any:
-        raw = os.environ.get(self.env)
-        if raw is None:
-            return self.default()
-        try:
-            return self.check(name, raw)
-        except ValueError as error:
-            raise ValueError(f"environment variable {self.env}={raw!r}: {error}") from None
+    @property
+    def dask_env(self) -> str:
+        """The variable dask reads for this key (``DASK_`` + ``.`` as ``__``)."""
+        return "DASK_" + self.key.upper().replace(".", "__").replace("-", "_")
 
 
 _SETTINGS: dict[str, _Setting] = {
-    "cache_max_bytes": _Setting(_byte_count, default_cache_bytes, "CHUNKFLOW_CACHE_MAX_BYTES"),
-    "cache_compressed_bytes": _Setting(_byte_count, lambda: 0, "CHUNKFLOW_CACHE_COMPRESSED_BYTES"),
-    "cache_enabled": _Setting(_flag, lambda: True, "CHUNKFLOW_CACHE_ENABLED"),
+    "cache_max_bytes": _Setting(
+        "chunkflow.cache.max-bytes", _cache_budget, "CHUNKFLOW_CACHE_MAX_BYTES"),
+    "cache_compressed_bytes": _Setting(
+        "chunkflow.cache.compressed-bytes", _byte_count, "CHUNKFLOW_CACHE_COMPRESSED_BYTES"),
+    "cache_enabled": _Setting("chunkflow.cache.enabled", _flag, "CHUNKFLOW_CACHE_ENABLED"),
     "recheck_cached_data": _Setting(
-        recheck_policy, lambda: "open", "CHUNKFLOW_RECHECK_CACHED_DATA"
-    ),
+        "chunkflow.cache.recheck-cached-data", recheck_policy, "CHUNKFLOW_RECHECK_CACHED_DATA"),
 }
 
+with DEFAULTS_FILE.open() as _file:
+    _BUILT_IN: dict[str, Any] = yaml.safe_load(_file)
 
-def _unknown(name: str) -> KeyError:
-    return KeyError(f"unknown chunkflow setting {name!r}; known settings: {', '.join(_SETTINGS)}")
+
+def _setting(name: str) -> _Setting:
+    try:
+        return _SETTINGS[name]
+    except KeyError:
+        raise UnknownSettingError(
+            f"unknown chunkflow setting {name!r}; known settings: {', '.join(_SETTINGS)}"
+        ) from None
+
+
+def _nested(flat: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"a.b.c": v}`` as ``{"a": {"b": {"c": v}}}``, the shape of dask's config."""
+    nested: dict[str, Any] = {}
+    for key, value in flat.items():
+        *parents, leaf = key.split(".")
+        level = nested
+        for part in parents:
+            level = level.setdefault(part, {})
+        level[leaf] = value
+    return nested
+
+
+def _defaults(env: Mapping[str, str]) -> dict[str, Any]:
+    """The built-in defaults, overridden by the old ``CHUNKFLOW_*`` variables in ``env``.
+
+    Raises
+    ------
+    SettingError
+        Naming the variable and its value, if one does not hold a valid value.
+    """
+    found: dict[str, Any] = {}
+    for name, setting in _SETTINGS.items():
+        raw = env.get(setting.legacy_env)
+        if raw is None:
+            continue
+        try:
+            found[setting.key] = setting.check(name, raw)
+        except SettingError as error:
+            raise SettingError(f"environment variable {setting.legacy_env}={raw!r}: {error}") \
+                from None
+    return dask.config.merge(_BUILT_IN, _nested(found))
 
 
 class Config:
-    """chunkflow's settings: defaults, environment overrides, scoped changes.
+    """chunkflow's settings by their chunkflow names, read from and written to dask config.
 
-    The environment is read when the object is made (for ``config``: at import).
-    Thread-safe; the settings are process-wide (like ``dask.config``), not per thread,
-    so ``with config.set(...)`` blocks in several threads at once may restore each
-    other's values: change settings from one thread.
+    Parameters
+    ----------
+    dask_config
+        The dask config dictionary that holds the values. ``chunkflow.config`` uses
+        dask's process-wide ``dask.config.config``. ``None`` makes a private one, as a
+        new process would see it: the defaults, the ``CHUNKFLOW_*`` and ``DASK_*``
+        environment variables, and dask's YAML files.
+
+    Raises
+    ------
+    SettingError
+        If a setting already holds a bad value (the message names where it came from).
 
     Examples
     --------
@@ -189,63 +273,77 @@ class Config:
     <chunkflow settings change: cache_compressed_bytes>
     >>> cfg.get("cache_compressed_bytes")
     67108864
+    >>> import dask.config
+    >>> with dask.config.set({"chunkflow.cache.max-bytes": "1 MiB"}):  # the same setting
+    ...     config.get("cache_max_bytes")
+    1048576
     """
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._values: dict[str, Any] = {name: s.initial(name) for name, s in _SETTINGS.items()}
+    def __init__(self, dask_config: dict[str, Any] | None = None) -> None:
+        if dask_config is None:
+            dask_config = dask.config.merge(_defaults(os.environ), dask.config.collect())
+        self._dask_config = dask_config
+        for name in _SETTINGS:
+            self.get(name)  # a bad value fails now, not at the first read
 
     def get(self, name: str) -> Any:
-        """The current value of setting ``name``.
+        """The current value of setting ``name``, checked.
 
         Raises
         ------
-        KeyError
-            If ``name`` is not a setting (the message lists the known ones).
+        UnknownSettingError
+            (a ``KeyError``) if ``name`` is not a setting; the message lists them.
+        SettingError
+            (a ``ValueError``) if dask's config holds a bad value for it; the message
+            names the dask key, the value and what is expected.
         """
+        setting = _setting(name)
+        raw = dask.config.get(setting.key, default=_MISSING, config=self._dask_config)
+        if raw is _MISSING:  # a config dictionary that lacks it: the built-in default
+            raw = dask.config.get(setting.key, config=_BUILT_IN)
         try:
-            return self._values[name]  # one dict read: atomic, no lock needed
-        except KeyError:
-            raise _unknown(name) from None
+            return setting.check(name, raw)
+        except SettingError as error:
+            raise SettingError(
+                f"dask config {setting.key!r} (from dask.config.set, a dask YAML file or "
+                f"{setting.dask_env}): {error}"
+            ) from None
 
     def set(self, **settings: Any) -> _Change:
         """Change settings now; used in a ``with`` block, restore them on exit.
 
-        All values are checked before any is applied.
+        All values are checked before any is applied. The checked values are stored
+        in dask config (``"512 MiB"`` as 536870912), so workers receive checked values.
 
         Raises
         ------
-        KeyError
-            For an unknown setting name.
-        ValueError
-            For a value the setting does not accept.
+        UnknownSettingError
+            (a ``KeyError``) for an unknown setting name.
+        SettingError
+            (a ``ValueError``) for a value the setting does not accept.
         """
-        checked: dict[str, Any] = {}
-        for name, value in settings.items():
-            if name not in _SETTINGS:
-                raise _unknown(name)
-            checked[name] = _SETTINGS[name].check(name, value)
-        with self._lock:
-            previous = {name: self._values[name] for name in checked}
-            # A new dict rather than update(): readers never see a half-applied change.
-            self._values = {**self._values, **checked}
-        return _Change(self, previous)
-
-    def _restore(self, previous: dict[str, Any]) -> None:
-        with self._lock:
-            self._values = {**self._values, **previous}
+        checked = {_setting(name).key: _setting(name).check(name, value)
+                   for name, value in settings.items()}
+        return _Change(self, dask.config.set(checked, config=self._dask_config), settings)
 
     def __repr__(self) -> str:
-        values = self._values
-        return "Config(" + ", ".join(f"{k}={v!r}" for k, v in values.items()) + ")"
+        values = []
+        for name in _SETTINGS:
+            try:
+                values.append(f"{name}={self.get(name)!r}")
+            except SettingError:  # a repr must not raise: show what is there
+                raw = dask.config.get(_SETTINGS[name].key, None, config=self._dask_config)
+                values.append(f"{name}=<invalid {raw!r}>")
+        return "Config(" + ", ".join(values) + ")"
 
 
 class _Change:
     """Returned by :meth:`Config.set`; as a context manager, undoes the change on exit."""
 
-    def __init__(self, owner: Config, previous: dict[str, Any]) -> None:
+    def __init__(self, owner: Config, change: dask.config.set, names: Mapping[str, Any]) -> None:
         self._owner = owner
-        self._previous = previous
+        self._change = change
+        self._names = tuple(names)
 
     def __enter__(self) -> Config:
         return self._owner
@@ -256,11 +354,15 @@ class _Change:
         error: BaseException | None,
         trace: TracebackType | None,
     ) -> None:
-        self._owner._restore(self._previous)
+        self._change.__exit__(kind, error, trace)
 
     def __repr__(self) -> str:
-        return f"<chunkflow settings change: {', '.join(self._previous)}>"
+        return f"<chunkflow settings change: {', '.join(self._names)}>"
 
 
-config = Config()
-"""The process-wide settings."""
+# As distributed does with distributed.yaml. Registered as defaults, the old variables
+# yield to anything dask already holds, such as config a Nanny handed to its worker.
+dask.config.update_defaults(_defaults(os.environ))
+
+config = Config(dask.config.config)
+"""The process-wide settings: a view of ``dask.config.config``."""
