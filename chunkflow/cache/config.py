@@ -39,10 +39,13 @@ words ``"true"``, ``"yes"``, ``"on"``, ``"false"``, ``"no"``, ``"off"``.
 
 Precedence, strongest first: ``chunkflow.config.set`` and ``dask.config.set`` (the same
 thing), then ``DASK_CHUNKFLOW__...`` environment variables (for example
-``DASK_CHUNKFLOW__CACHE__MAX_BYTES``) and dask YAML files, then the old ``CHUNKFLOW_*``
+``DASK_CHUNKFLOW__CACHE__MAX_BYTES``), then dask YAML files, then the old ``CHUNKFLOW_*``
 variables, then the built-in defaults. The old variables are read at import and stand
 in for the defaults, so that a value dask already holds (from its own variables, its
 files, or config inherited from a parent process) is never overridden by them.
+dask reads a ``DASK_`` variable's value as a Python literal, so there a bare number is a
+number: ``DASK_CHUNKFLOW__CACHE__RECHECK_CACHED_DATA=0`` means 0 seconds (check every
+time), where ``CHUNKFLOW_RECHECK_CACHED_DATA=0`` means ``False``; write ``false``.
 
 Settings travel as dask config does: they are process-wide (threads, including
 dask's threaded scheduler, see a ``with`` block's values), and distributed's
