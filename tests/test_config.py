@@ -397,3 +397,13 @@ def test_local_cluster_workers_receive_the_settings() -> None:
             distributed.Client(cluster, set_as_default=False) as client:
         assert list(client.run(_worker_view).values()) == [(3 * 2**20, False, 3 * 2**20)]
         assert client.submit(_worker_view, pure=False).result() == (3 * 2**20, False, 3 * 2**20)
+
+
+def test_a_bare_number_in_a_dask_variable_is_seconds(clean_env: pytest.MonkeyPatch) -> None:
+    # dask reads "0" as the integer 0: zero seconds (check every time), unlike the old
+    # variable, where "0" is False (never check). Documented; the safer of the two.
+    clean_env.setenv("DASK_CHUNKFLOW__CACHE__RECHECK_CACHED_DATA", "0")
+    assert Config().get("recheck_cached_data") == 0.0
+    clean_env.delenv("DASK_CHUNKFLOW__CACHE__RECHECK_CACHED_DATA")
+    clean_env.setenv("CHUNKFLOW_RECHECK_CACHED_DATA", "0")
+    assert Config().get("recheck_cached_data") is False

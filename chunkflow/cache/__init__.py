@@ -1,5 +1,10 @@
 """The decoded-chunk cache and chunkflow's settings.
 
+The settings (:mod:`chunkflow.cache.config`) live in ``dask.config`` under the
+``chunkflow`` namespace: ``config.set(cache_max_bytes=...)`` and
+``dask.config.set({"chunkflow.cache.max-bytes": ...})`` are the same change, and
+:func:`get_cache` follows either.
+
 Coherence
 ---------
 Cached chunks are keyed by their *location*: the store's identity joined with the

@@ -7,31 +7,24 @@ values live in dask's config, whose defaults chunkflow registers from
 
 Settings
 --------
-================================  =====================================  ==============================
-chunkflow name                    dask config key                        old environment variable
-================================  =====================================  ==============================
-``cache_max_bytes``               ``chunkflow.cache.max-bytes``          ``CHUNKFLOW_CACHE_MAX_BYTES``
-``cache_compressed_bytes``        ``chunkflow.cache.compressed-bytes``   ``CHUNKFLOW_CACHE_COMPRESSED_BYTES``
-``cache_enabled``                 ``chunkflow.cache.enabled``            ``CHUNKFLOW_CACHE_ENABLED``
-``recheck_cached_data``           ``chunkflow.cache.recheck-cached-data`` ``CHUNKFLOW_RECHECK_CACHED_DATA``
-================================  =====================================  ==============================
-
-``cache_max_bytes``
+``cache_max_bytes`` (dask key ``chunkflow.cache.max-bytes``)
     Budget of the decoded-chunk cache. Default ``"auto"``: 1 GiB or 1/16 of physical
-    memory, whichever is smaller.
-``cache_compressed_bytes``
-    Budget of the compressed second tier; 0 (the default) means none.
-``cache_enabled``
+    memory, whichever is smaller. Old variable: ``CHUNKFLOW_CACHE_MAX_BYTES``.
+``cache_compressed_bytes`` (``chunkflow.cache.compressed-bytes``)
+    Budget of the compressed second tier; 0 (the default) means none. Old variable:
+    ``CHUNKFLOW_CACHE_COMPRESSED_BYTES``.
+``cache_enabled`` (``chunkflow.cache.enabled``)
     Whether arrays opened without an explicit ``cache=`` use the process-wide cache.
-    Default ``True``.
-``recheck_cached_data`` (``"open"``, bool or seconds)
+    Default ``True``. Old variable: ``CHUNKFLOW_CACHE_ENABLED``.
+``recheck_cached_data`` (``chunkflow.cache.recheck-cached-data``)
     How stale a cached chunk may be when it is read, as tensorstore's option of the
     same name. ``"open"`` (default): a chunk cached before the array handle was opened
     is compared with the store's version of it once before use, so a handle opened
     after another process's write sees that write. ``True``: compared before every
     use. ``False``: never compared. A number: compared when last proven current more
     than that many seconds ago. (Writes in this process always reach every cache at
-    once, and a partial-chunk write always proves its starting copy current.)
+    once, and a partial-chunk write always proves its starting copy current.) Old
+    variable: ``CHUNKFLOW_RECHECK_CACHED_DATA``.
 
 Byte sizes may be given with a unit (``"512 MiB"``, ``"2GB"``), read by
 :func:`dask.utils.parse_bytes`. Flags accept ``True``/``False``, ``0``/``1`` and the
@@ -263,6 +256,12 @@ class Config:
     ------
     SettingError
         If a setting already holds a bad value (the message names where it came from).
+
+    Notes
+    -----
+    Thread-safe, and process-wide like ``dask.config`` (not per thread): ``with
+    config.set(...)`` blocks in several threads at once may restore each other's
+    values, so change settings from one thread.
 
     Examples
     --------
