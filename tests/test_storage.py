@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from store_conformance import StoreConformance
 
-from chunkflow.errors import InvalidKeyError, ReadOnlyError
+from chunkflow.errors import InvalidKeyError, ReadOnlyError, StoreValueChangedError
 from chunkflow.storage import (
     FsspecStore,
     LocalStore,
@@ -74,6 +74,15 @@ class TestMemoryStore(StoreConformance):
         for th in threads:
             th.join()
         assert len(store) == 800
+
+
+    def test_range_reader_holds_the_value_without_copying(self) -> None:
+        store = MemoryStore()
+        store["k"] = b"x" * 100
+        stored = store._data["k"][0]
+        with store.open_ranges("k") as reader:
+            assert reader._data is stored  # type: ignore[attr-defined]
+            assert reader.version == store._data["k"][1]
 
 
 class _FolderChannel:
@@ -188,6 +197,75 @@ class TestLocalStore(_FolderChannel, StoreConformance):
         for th in threads:
             th.join()
         assert len(store) == 200
+
+
+    def test_ranges_read_with_pread_not_whole_files(self, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+        store = LocalStore(tmp_path)
+        data = os.urandom(1 << 20)
+        store["shard"] = data
+        asked: list[tuple[int, int]] = []
+        real_pread = os.pread
+
+        def pread(fd: int, n: int, offset: int) -> bytes:
+            asked.append((offset, n))
+            return real_pread(fd, n, offset)
+
+        def no_read(fd: int, n: int) -> bytes:
+            raise AssertionError("a ranged read must not read the file from its start")
+
+        monkeypatch.setattr(os, "pread", pread)
+        monkeypatch.setattr(os, "read", no_read)
+        with store.open_ranges("shard") as reader:
+            got = reader.read([(len(data) - 16, len(data)), (4096, 4196), (4096, 4196)])
+        assert got == [data[-16:], data[4096:4196], data[4096:4196]]
+        assert sorted(asked) == [(4096, 100), (len(data) - 16, 16)]  # repeats fetched once
+
+    def test_range_reader_keeps_its_file_across_atomic_replacements(self, tmp_path: Path) -> None:
+        store = LocalStore(tmp_path)
+        store["k"] = b"old" * 1000
+        reader = store.open_ranges("k")
+        for i in range(20):  # each write replaces the file; the descriptor keeps the old one
+            store["k"] = bytes([i]) * 3000
+        assert reader.read([(0, 3), (2997, 3000)]) == [b"old", b"old"]
+        reader.close()
+        with pytest.raises(OSError):  # the descriptor is released on close
+            os.fstat(reader._fd)  # type: ignore[attr-defined]
+
+    def test_range_reader_version_of_a_settled_file(self, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+        import chunkflow.storage.local as local
+
+        monkeypatch.setattr(local, "SETTLE_NS", -(10**18))  # every file counts as settled
+        store = LocalStore(tmp_path)
+        store["k"] = b"value"
+        with store.open_ranges("k") as reader:
+            assert reader.version is not None and reader.version == store.versions(["k"])["k"]
+            store["k"] = b"other"
+            assert store.versions(["k"])["k"] != reader.version
+            assert reader.read([(0, 5)]) == [b"value"]
+
+    def test_range_reader_notices_an_in_place_rewrite(self, tmp_path: Path) -> None:
+        store = LocalStore(tmp_path)
+        store["k"] = b"a" * 100
+        os.utime(tmp_path / "k", ns=(10**18, 10**18))  # as if written long ago
+        with store.open_ranges("k") as reader:
+            with open(tmp_path / "k", "r+b") as f:  # same size, same inode, new bytes
+                f.write(b"b" * 100)
+            with pytest.raises(StoreValueChangedError, match="in place"):
+                reader.read([(0, 10)])
+
+    def test_unclosed_range_reader_releases_its_descriptor(self, tmp_path: Path) -> None:
+        import gc
+
+        store = LocalStore(tmp_path)
+        store["k"] = b"v"
+        reader = store.open_ranges("k")
+        fd = reader._fd  # type: ignore[attr-defined]
+        del reader
+        gc.collect()
+        with pytest.raises(OSError):
+            os.fstat(fd)
 
 
 class TestZipStore(StoreConformance):

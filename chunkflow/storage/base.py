@@ -26,6 +26,7 @@ from chunkflow.storage.keys import (
     normalize_prefix,
     slice_bounds,
 )
+from chunkflow.storage.ranges import ByteRangeReader, BytesRangeReader
 
 __all__ = ["Store", "Buffer", "Version"]
 
@@ -116,9 +117,20 @@ class Store(MutableMapping[str, bytes]):
                 pass
 
     def _get_range(self, key: str, start: int, length: int | None) -> bytes:
-        data = self._get(key)
-        begin, end = slice_bounds(len(data), start, length)
-        return bytes(data[begin:end])
+        # Through the pinned reader: a backend that only implements _open_ranges
+        # gets ranged get_range for free, and both see one value.
+        with self._open_ranges(key) as reader:
+            begin, end = slice_bounds(reader.size, start, length)
+            return reader.read([(begin, end)])[0]
+
+    def _open_ranges(self, key: str) -> ByteRangeReader:
+        # The whole value, fetched once with its version, pins itself. Backends
+        # with ranged reads override this.
+        found = self._get_many_versioned([key])
+        if key not in found:
+            raise KeyError(key)
+        data, version = found[key]
+        return BytesRangeReader(key, data, version)
 
     def _list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
         cut = len(prefix) + 1 if prefix else 0
@@ -306,6 +318,36 @@ class Store(MutableMapping[str, bytes]):
         key = normalize_key(key)
         check_range(key, start, length)
         return self._get_range(key, start, length)
+
+    def open_ranges(self, key: str) -> ByteRangeReader:
+        """A reader of byte ranges of the value at `key`, pinned as it is now.
+
+        Every :meth:`~chunkflow.storage.ByteRangeReader.read` returns bytes of this
+        one value, even if the key is overwritten meanwhile, or raises
+        :class:`~chunkflow.errors.StoreValueChangedError` on backends that cannot
+        keep the old value (retry with a new reader); never a mix of two values.
+        Local files are read with ``os.pread`` on the descriptor opened here, fsspec
+        file systems with one ``cat_ranges`` call per read; backends without ranged
+        reads fetch the value once. Close the reader (or use it as a context
+        manager) to release what it holds.
+
+        Raises
+        ------
+        KeyError
+            No value at `key`.
+
+        Examples
+        --------
+        >>> from chunkflow.storage import MemoryStore
+        >>> store = MemoryStore()
+        >>> store["shard"] = bytes(range(100))
+        >>> with store.open_ranges("shard") as reader:
+        ...     reader.read([(98, 100), (0, 3)])
+        [b'bc', b'\\x00\\x01\\x02']
+        >>> reader.version == store.versions(["shard"])["shard"]
+        True
+        """
+        return self._open_ranges(normalize_key(key))
 
     def list_prefix(self, prefix: str) -> Iterator[str]:
         """Iterate over the full keys below the folder-like `prefix` (``""``: all).

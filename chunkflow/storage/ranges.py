@@ -1,0 +1,176 @@
+"""Byte ranges of one stored value, pinned when the reader is opened.
+
+A sharded array keeps many inner chunks in one stored value (a shard) and an index
+of ``(offset, nbytes)`` pairs; reading part of a shard reads the index, then the
+inner chunks it names. Both reads must see the *same* value: an index from one shard
+and chunk bytes from its replacement would decode as garbage, or worse, as wrong
+numbers. :meth:`Store.open_ranges <chunkflow.storage.Store.open_ranges>` therefore
+returns a :class:`ByteRangeReader` bound to the value as it was when opened.
+
+Backends that can hold on to that value do (a local file's open descriptor, an
+in-memory ``bytes`` object, a zip member, which an overwrite never touches). Backends
+that cannot (object stores, other fsspec file systems) check the value's version
+before and after each read, and raise :class:`~chunkflow.errors.StoreValueChangedError`
+if it changed, so the caller opens a new reader and tries again. No reader returns
+bytes of two values.
+
+Examples
+--------
+>>> from chunkflow.storage import MemoryStore
+>>> store = MemoryStore()
+>>> store["shard"] = b"0123456789"
+>>> with store.open_ranges("shard") as reader:
+...     store["shard"] = b"replaced"  # the reader still reads the value it opened
+...     reader.size, reader.read([(8, 10), (0, 2), (4, 4)])
+(10, [b'89', b'01', b''])
+"""
+
+from __future__ import annotations
+
+import abc
+import operator
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from chunkflow.storage.base import Version
+
+__all__ = ["ByteRangeReader", "BytesRangeReader", "check_ranges"]
+
+
+def check_ranges(key: str, ranges: Sequence[tuple[int, int]], size: int) -> list[tuple[int, int]]:
+    """Validate absolute ``(start, stop)`` ranges against a value of ``size`` bytes.
+
+    Raises
+    ------
+    ValueError
+        A range is not a pair of ints with ``0 <= start <= stop <= size``; the message
+        names the key, the range and the size.
+
+    Examples
+    --------
+    >>> check_ranges("c/0", [(0, 4), (2, 2)], 10)
+    [(0, 4), (2, 2)]
+    >>> check_ranges("c/0", [(8, 12)], 10)
+    Traceback (most recent call last):
+    ...
+    ValueError: byte range (8, 12) of key 'c/0' is out of bounds: expected 0 <= start <= stop <= 10 (the size of the value)
+    """
+    checked = []
+    for item in ranges:
+        try:
+            start, stop = item
+            start, stop = operator.index(start), operator.index(stop)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"byte range {item!r} of key {key!r} is not a (start, stop) pair of ints"
+            ) from None
+        if not 0 <= start <= stop <= size:
+            raise ValueError(
+                f"byte range ({start}, {stop}) of key {key!r} is out of bounds: expected "
+                f"0 <= start <= stop <= {size} (the size of the value)"
+            )
+        checked.append((start, stop))
+    return checked
+
+
+class ByteRangeReader(abc.ABC):
+    """Byte ranges of ONE stored value, as it was when the reader was opened.
+
+    Made by :meth:`Store.open_ranges <chunkflow.storage.Store.open_ranges>`. Every
+    :meth:`read` returns bytes of that one value, or raises
+    :class:`~chunkflow.errors.StoreValueChangedError` (backends that cannot pin a
+    value), never bytes of a newer value mixed with the old.
+
+    Backends implement :meth:`_read` (ranges arrive checked, non-empty, without
+    repeats) and, if they hold resources, :meth:`_close`.
+
+    Attributes
+    ----------
+    key : str
+        The key the value was read from.
+    size : int
+        Length in bytes of the pinned value.
+    version : Version or None
+        What :meth:`Store.versions <chunkflow.storage.Store.versions>` said for that
+        same value (``None``: the backend cannot tell).
+    """
+
+    key: str
+    size: int
+    version: Version | None
+    _closed: bool = False
+
+    def read(self, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
+        """One ``bytes`` per absolute ``(start, stop)`` range, in the order given.
+
+        Ranges may come in any order and may repeat; empty ranges cost no I/O. The
+        backend fetches them in one batched request where it can.
+
+        Raises
+        ------
+        ValueError
+            A range is out of bounds (the message names key, range and size), or the
+            reader is closed.
+        chunkflow.errors.StoreValueChangedError
+            The value changed since the reader was opened and the backend could not
+            keep the old one: open a new reader and read again.
+        """
+        checked = check_ranges(self.key, ranges, self.size)
+        if self._closed:
+            raise ValueError(f"the byte range reader of key {self.key!r} is closed")
+        wanted = sorted({r for r in checked if r[0] < r[1]})
+        fetched = dict(zip(wanted, self._read(wanted))) if wanted else {}
+        return [fetched.get(r, b"") for r in checked]
+
+    @abc.abstractmethod
+    def _read(self, ranges: list[tuple[int, int]]) -> list[bytes]:
+        """The bytes of each range: checked, non-empty, sorted and distinct."""
+
+    def close(self) -> None:
+        """Release what the reader holds (idempotent); later reads raise ``ValueError``."""
+        if not self._closed:
+            self._closed = True
+            self._close()
+
+    def _close(self) -> None:
+        """Backends holding a resource (a file descriptor) release it here."""
+
+    def __enter__(self) -> ByteRangeReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else f"size={self.size}, version={self.version!r}"
+        return f"{type(self).__name__}({self.key!r}, {state})"
+
+
+class BytesRangeReader(ByteRangeReader):
+    """Ranges of a value already in memory: an immutable ``bytes`` object pins it.
+
+    The base :class:`~chunkflow.storage.Store` falls back to this (fetching the whole
+    value once) for backends with no ranged reads, and in-memory stores use it
+    without copying their value.
+
+    Examples
+    --------
+    >>> reader = BytesRangeReader("k", b"abcdef", version=7)
+    >>> reader.read([(1, 3), (1, 3)]), reader.version
+    ([b'bc', b'bc'], 7)
+    """
+
+    def __init__(self, key: str, data: bytes, version: Version | None) -> None:
+        self.key = key
+        self.size = len(data)
+        self.version = version
+        # A bytes object cannot change, so holding it pins the value; anything
+        # mutable (a bytearray from a custom mapping) is copied once.
+        self._data = data if type(data) is bytes else bytes(data)
+
+    def _read(self, ranges: list[tuple[int, int]]) -> list[bytes]:
+        return [self._data[start:stop] for start, stop in ranges]
+
+    def _close(self) -> None:
+        self._data = b""  # let a large value go even if the reader object lives on
