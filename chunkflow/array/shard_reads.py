@@ -43,7 +43,7 @@ from chunkflow.errors import ChunkDecodeError, StoreValueChangedError
 from chunkflow.indexing import ChunkProjection
 
 from chunkflow.array.cached import recheck_threshold
-from chunkflow.array.parallel import map_groups
+from chunkflow.array.parallel import PARALLEL_MIN_CHUNK_BYTES, map_groups
 
 if TYPE_CHECKING:
     from chunkflow.array.chunk_io import ChunkIO
@@ -153,6 +153,7 @@ class ShardReader:
         self.io = io
         self.stage = stage
         self.inner_nbytes = stage.dtype.itemsize * int(np.prod(stage.inner_shape))
+        self._parallel = self.inner_nbytes >= PARALLEL_MIN_CHUNK_BYTES
 
     def read(
         self, projections: Sequence[ChunkProjection], out: np.ndarray, cache: ChunkCache | None
@@ -197,21 +198,32 @@ class ShardReader:
         missing = [flat for flat in part.flats.tolist() if flat not in hits]
         if missing:
             found, version = self._fetch(part.key, missing)
-            for flat in missing:
-                target = box[self._region(flat, part.origin)]
-                data = found.get(flat)
-                if data is None:
-                    target[...] = stage.fill_value
-                elif keep is None:
-                    self._decode(part.key, flat, lambda d=data, t=target: stage.inner.decode_into(d, t))
-                else:
-                    chunk = self._decode(part.key, flat, lambda d=data: stage.inner.decode(d))
-                    target[...] = chunk
-                    keep.put(child_key(part.location, flat), chunk, version, ticket=ticket,
-                             parent=part.location)
+
+            def decode(flats: Sequence[int]) -> None:
+                for flat in flats:
+                    self._fill(part, flat, found.get(flat), box, keep, version, ticket)
+
+            # One shard's inner chunks in parallel (several shards already are, one
+            # per thread: map_groups runs inline in a worker thread).
+            map_groups(decode, missing, parallel=self._parallel)
         proj = part.projection
         selection = shifted_selection(proj.chunk_selection, part.origin, stage.shape)
         out[proj.out_selection] = box[selection]
+
+    def _fill(self, part: ShardPart, flat: int, data: Any, box: np.ndarray,
+              keep: ChunkCache | None, version: Any, ticket: int) -> None:
+        """Decode inner chunk ``flat`` (``data is None``: not stored) into ``box``."""
+        stage = self.stage
+        target = box[self._region(flat, part.origin)]
+        if data is None:
+            target[...] = stage.fill_value
+        elif keep is None:
+            self._decode(part.key, flat, lambda: stage.inner.decode_into(data, target))
+        else:
+            chunk = self._decode(part.key, flat, lambda: stage.inner.decode(data))
+            target[...] = chunk
+            keep.put(child_key(part.location, flat), chunk, version, ticket=ticket,
+                     parent=part.location)
 
     def _region(self, flat: int, origin: Sequence[int]) -> tuple[slice, ...]:
         """Where inner chunk ``flat`` lies in a box starting at ``origin``."""
