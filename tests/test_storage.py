@@ -656,12 +656,67 @@ def test_make_store_refusals(tmp_path: Path) -> None:
         make_store(tmp_path, storage_options={"anon": True})
 
 
-def test_store_is_abstract_mapping() -> None:
-    class Minimal(Store):
+class _DictBackend(Store):
+    """The least a backend must write: identity and four hooks over a dict."""
+
+    def __init__(self) -> None:
+        self.data: dict[str, bytes] = {}
+
+    @property
+    def identity(self) -> str:
+        return f"test-dict:{id(self)}"
+
+    def _get(self, key: str) -> bytes:
+        return self.data[key]
+
+    def _set(self, key: str, value: bytes | memoryview) -> None:
+        self.data[key] = bytes(value)
+
+    def _delete(self, key: str) -> None:
+        del self.data[key]
+
+    def _list_prefix(self, prefix: str) -> Iterator[str]:
+        start = prefix + "/" if prefix else ""
+        return (k for k in list(self.data) if k.startswith(start))
+
+
+REQUIRED_HOOKS = ["identity", "_get", "_set", "_delete", "_list_prefix"]
+
+
+def test_store_is_abstract() -> None:
+    class Nothing(Store):
         pass
 
-    with pytest.raises(NotImplementedError):
-        Minimal()["k"]
+    with pytest.raises(TypeError, match="abstract") as info:
+        Nothing()
+    assert all(name in str(info.value) for name in REQUIRED_HOOKS)
+
+
+@pytest.mark.parametrize("missing", REQUIRED_HOOKS)
+def test_a_backend_missing_a_hook_fails_at_construction(missing: str) -> None:
+    namespace = {name: getattr(_DictBackend, name) for name in REQUIRED_HOOKS if name != missing}
+    namespace["__init__"] = _DictBackend.__init__
+    forgetful = type("Forgetful", (Store,), namespace)
+    with pytest.raises(TypeError) as info:
+        forgetful()
+    assert missing in str(info.value) and "Forgetful" in str(info.value)
+
+
+def test_the_required_hooks_are_enough() -> None:
+    store = _DictBackend()
+    store["a/0"] = b"0123456789"
+    store.set_many({"a/1": b"x", "b": b"y"})
+    assert store.get_many(["a/0", "a/1", "nope"]) == {"a/0": b"0123456789", "a/1": b"x"}
+    assert store.get_range("a/0", -3) == b"789" and store.getsize("a/0") == 10
+    assert store.list_dir("") == (["b"], ["a"]) and "b" in store and len(store) == 3
+    assert store.versions(["a/0"]) == {"a/0": None}
+    with store.open_ranges("a/0") as reader:  # the whole value, fetched once: pinned
+        store["a/0"] = b"changed"
+        assert reader.read([(8, 10), (0, 1)]) == [b"89", b"0"] and reader.version is None
+    with pytest.raises(KeyError):
+        store.open_ranges("a")
+    store.delete_prefix("a")
+    assert list(store) == ["b"]
 
 
 def _reference_is_safe(key: str) -> bool:
