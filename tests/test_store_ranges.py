@@ -129,3 +129,34 @@ def test_bytes_reader_copies_mutable_values_once() -> None:
     reader = BytesRangeReader("k", buf, None)  # type: ignore[arg-type]
     buf[:] = b"xyz"
     assert reader.read([(0, 3)]) == [b"abc"]
+
+
+def test_close_waits_for_reads_in_flight(tmp_path: Path) -> None:
+    import threading
+
+    store = LocalStore(tmp_path)
+    store["k"] = b"v" * 100
+    reader = store.open_ranges("k")
+    inner_read = reader._read  # type: ignore[attr-defined]
+    started, resume = threading.Event(), threading.Event()
+    got: list[list[bytes]] = []
+
+    def slow_read(ranges: list[tuple[int, int]]) -> list[bytes]:
+        started.set()
+        resume.wait(10)
+        return inner_read(ranges)
+
+    reader._read = slow_read  # type: ignore[method-assign]
+    thread = threading.Thread(target=lambda: got.append(reader.read([(0, 5)])))
+    thread.start()
+    started.wait(10)
+    reader.close()  # while the read is in flight: the descriptor must stay open
+    fd = reader._fd  # type: ignore[attr-defined]
+    os.fstat(fd)
+    with pytest.raises(ValueError, match="closed"):
+        reader.read([(0, 1)])  # no new reads, though
+    resume.set()
+    thread.join(10)
+    assert got == [[b"vvvvv"]]
+    with pytest.raises(OSError):  # released by the read that finished last
+        os.fstat(fd)

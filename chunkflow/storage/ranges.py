@@ -28,14 +28,19 @@ Examples
 from __future__ import annotations
 
 import abc
+import contextlib
 import operator
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from chunkflow.storage.base import Version
 
 __all__ = ["ByteRangeReader", "BytesRangeReader", "check_ranges"]
+
+# Guards the open/closed bookkeeping of every reader (a few integer updates per read).
+_state_lock = threading.Lock()
 
 
 def check_ranges(key: str, ranges: Sequence[tuple[int, int]], size: int) -> list[tuple[int, int]]:
@@ -100,6 +105,8 @@ class ByteRangeReader(abc.ABC):
     size: int
     version: Version | None
     _closed: bool = False
+    _active: int = 0  # reads in flight
+    _released: bool = False
 
     def read(self, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
         """One ``bytes`` per absolute ``(start, stop)`` range, in the order given.
@@ -117,20 +124,47 @@ class ByteRangeReader(abc.ABC):
             keep the old one: open a new reader and read again.
         """
         checked = check_ranges(self.key, ranges, self.size)
-        if self._closed:
-            raise ValueError(f"the byte range reader of key {self.key!r} is closed")
         wanted = sorted({r for r in checked if r[0] < r[1]})
-        fetched = dict(zip(wanted, self._read(wanted))) if wanted else {}
+        with self._in_flight():
+            fetched = dict(zip(wanted, self._read(wanted))) if wanted else {}
         return [fetched.get(r, b"") for r in checked]
+
+    @contextlib.contextmanager
+    def _in_flight(self) -> Iterator[None]:
+        # A close() from another thread during a read must not release the resource
+        # under it: a closed file descriptor's number can be reused by another file
+        # at once, and the read would return that file's bytes. The last read in
+        # flight releases it instead.
+        with _state_lock:
+            if self._closed:
+                raise ValueError(f"the byte range reader of key {self.key!r} is closed")
+            self._active += 1
+        try:
+            yield
+        finally:
+            with _state_lock:
+                self._active -= 1
+                release = self._closed and not self._active and not self._released
+                self._released = self._released or release
+            if release:
+                self._close()
 
     @abc.abstractmethod
     def _read(self, ranges: list[tuple[int, int]]) -> list[bytes]:
         """The bytes of each range: checked, non-empty, sorted and distinct."""
 
     def close(self) -> None:
-        """Release what the reader holds (idempotent); later reads raise ``ValueError``."""
-        if not self._closed:
+        """Release what the reader holds (idempotent); later reads raise ``ValueError``.
+
+        Reads already in flight in other threads finish first.
+        """
+        with _state_lock:
+            if self._closed:
+                return
             self._closed = True
+            release = not self._active
+            self._released = release
+        if release:
             self._close()
 
     def _close(self) -> None:
