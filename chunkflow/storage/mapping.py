@@ -11,6 +11,7 @@ from typing import Any
 
 from chunkflow.storage.base import Store
 from chunkflow.storage.fsspec_store import GLOB, _is_missing, open_fsspec_ranges
+from chunkflow.storage.keys import slice_bounds
 from chunkflow.storage.process_local import reference
 from chunkflow.storage.ranges import ByteRangeReader
 
@@ -159,6 +160,13 @@ class MappingStore(Store):
                 raise value
             out[key] = bytes(value)
         return out
+
+    def _get_range(self, key: str, start: int, length: int | None) -> bytes:
+        # One read of the value, as mappings have always been read: a checked range
+        # reader over an FSMap would add two fs.info requests to a single range.
+        data = self._get(key)
+        begin, end = slice_bounds(len(data), start, length)
+        return data[begin:end]
 
     def _open_ranges(self, key: str) -> ByteRangeReader:
         fs, to_path = getattr(self.mapping, "fs", None), getattr(self.mapping, "_key_to_str", None)
