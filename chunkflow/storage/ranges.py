@@ -9,10 +9,11 @@ returns a :class:`ByteRangeReader` bound to the value as it was when opened.
 
 Backends that can hold on to that value do (a local file's open descriptor, an
 in-memory ``bytes`` object, a zip member, which an overwrite never touches). Backends
-that cannot (object stores, other fsspec file systems) check the value's version
-before and after each read, and raise :class:`~chunkflow.errors.StoreValueChangedError`
-if it changed, so the caller opens a new reader and tries again. No reader returns
-bytes of two values.
+that cannot (object stores, other fsspec file systems) compare the value's version
+after each read with the one seen at open, and raise
+:class:`~chunkflow.errors.StoreValueChangedError` if it changed, so the caller opens a
+new reader and tries again. No reader returns bytes of two values. Backends with no
+ranged reads at all fetch the whole value at open, which pins it too.
 
 Examples
 --------
