@@ -14,6 +14,7 @@ prove a copy current without reading the bytes again.
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Hashable, Iterable, Iterator, Mapping, MutableMapping
 from typing import Any, ClassVar
 
@@ -41,6 +42,11 @@ backend cannot tell, and never proves anything current."""
 
 class Store(MutableMapping[str, bytes]):
     """Abstract base of every chunkflow store: a mutable mapping of ``str`` to bytes.
+
+    A backend implements :attr:`identity` and the hooks ``_get``, ``_set``,
+    ``_delete`` and ``_list_prefix`` (abstract: a subclass missing one raises
+    ``TypeError`` when instantiated); batch, prefix, size, version and byte-range
+    hooks have defaults built on them.
 
     Keys are ``/``-separated relative paths (see
     :func:`~chunkflow.storage.normalize_key`).  Values may be given as any
@@ -75,16 +81,23 @@ class Store(MutableMapping[str, bytes]):
     _read_only_reason: str = ""
 
     # ------------------------------------------------------------------ hooks
-    # Backends override these; keys arrive normalized, values as buffers.
+    # Keys arrive normalized, values as buffers. A backend must implement the
+    # abstract ones (identity, _get, _set, _delete, _list_prefix): a class that
+    # forgets one cannot be instantiated (TypeError naming it), as in zarr-python.
+    # Every other hook has a default built on those, which backends override
+    # when they can do better (one batched request, a ranged read).
 
+    @abc.abstractmethod
     def _get(self, key: str) -> bytes:
-        raise NotImplementedError
+        """The value of ``key``; the backend's one place that raises ``KeyError``."""
 
+    @abc.abstractmethod
     def _set(self, key: str, value: bytes | memoryview) -> None:
-        raise NotImplementedError
+        """Store ``value`` at ``key`` (read-only backends raise here)."""
 
+    @abc.abstractmethod
     def _delete(self, key: str) -> None:
-        raise NotImplementedError
+        """Remove ``key``; ``KeyError`` if it is absent."""
 
     def _contains(self, key: str) -> bool:
         try:
@@ -93,8 +106,9 @@ class Store(MutableMapping[str, bytes]):
             return False
         return True
 
+    @abc.abstractmethod
     def _list_prefix(self, prefix: str) -> Iterator[str]:
-        raise NotImplementedError
+        """The full keys below ``prefix`` (``""``: every key), in any order."""
 
     def _get_many(self, keys: list[str]) -> dict[str, bytes]:
         out: dict[str, bytes] = {}
@@ -167,13 +181,13 @@ class Store(MutableMapping[str, bytes]):
         return dict.fromkeys(items)
 
     @property
+    @abc.abstractmethod
     def identity(self) -> str:
         """A stable token naming where the data lives (used as a cache key part).
 
         Two stores over the same location have the same identity; two
         independent in-memory stores never do.
         """
-        raise NotImplementedError
 
     # -------------------------------------------------------- mapping protocol
 

@@ -7,16 +7,14 @@ import functools
 import os
 import shutil
 import stat
-import threading
 import time
-import weakref
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
-from chunkflow.errors import ExternalLinkError, StoreValueChangedError
+from chunkflow.errors import ExternalLinkError
 from chunkflow.storage.base import Store, Version
 from chunkflow.storage.keys import normalize_prefix, slice_bounds
-from chunkflow.storage.ranges import ByteRangeReader
+from chunkflow.storage.ranges import ByteRangeReader, FileRangeReader
 
 __all__ = ["LocalStore"]
 
@@ -102,69 +100,6 @@ def _read_all(fd: int, size: int) -> bytes:
     while chunk := os.read(fd, max(size - len(data), 1 << 20)):
         parts.append(chunk)
     return b"".join(parts)
-
-
-def _pread_all(fd: int, start: int, stop: int) -> bytes:
-    """``stop - start`` bytes at offset ``start`` (fewer only if the file got shorter)."""
-    data = os.pread(fd, stop - start, start)
-    if len(data) == stop - start:
-        return data
-    parts = [data]  # a short read: > 2 GiB on Linux, or a file truncated meanwhile
-    got = len(data)
-    while got < stop - start and (chunk := os.pread(fd, stop - start - got, start + got)):
-        parts.append(chunk)
-        got += len(chunk)
-    return b"".join(parts)
-
-
-class _FileRangeReader(ByteRangeReader):
-    """Ranges of one local file, read with ``os.pread`` on the descriptor opened.
-
-    chunkflow's writes replace a file with a new one (``os.replace``), so the open
-    descriptor keeps the old file, and its bytes, for as long as the reader lives.
-    A foreign writer that rewrites the file in place (zarr-python's LocalStore does)
-    changes its size or modification time; each read compares them with the ones seen
-    at open and raises :class:`~chunkflow.errors.StoreValueChangedError` if they
-    differ. (An in-place rewrite to the same size within one tick of the file
-    system's clock cannot be told apart; atomic writers never cause one.)
-    """
-
-    def __init__(self, key: str, fd: int, st: os.stat_result) -> None:
-        self.key = key
-        self.size = st.st_size
-        self.version = file_version(st)
-        self._fd = fd
-        # Not st_ctime: unlinking the file (a replacement by an atomic writer)
-        # changes it, although the bytes behind the descriptor stay the same.
-        self._content = (st.st_size, st.st_mtime_ns)
-        # A reader that is dropped unclosed must not leak its descriptor.
-        self._release = weakref.finalize(self, os.close, fd)
-        self._seek_lock = threading.Lock()  # only where there is no pread (Windows)
-
-    def _read(self, ranges: list[tuple[int, int]]) -> list[bytes]:
-        if hasattr(os, "pread"):
-            out = [_pread_all(self._fd, start, stop) for start, stop in ranges]
-        else:
-            with self._seek_lock:  # lseek + read share the descriptor's offset
-                out = []
-                for start, stop in ranges:
-                    os.lseek(self._fd, start, os.SEEK_SET)
-                    out.append(_read_all(self._fd, stop - start))
-        st = os.fstat(self._fd)
-        if (st.st_size, st.st_mtime_ns) != self._content or any(
-            len(data) != stop - start for data, (start, stop) in zip(out, ranges)
-        ):
-            raise StoreValueChangedError(
-                self.key,
-                f"key {self.key!r}: the file was changed in place while being read "
-                f"(size {self._content[0]} -> {st.st_size}, mtime_ns {self._content[1]} -> "
-                f"{st.st_mtime_ns}) by a writer that does not replace files atomically; "
-                "open a new reader and read again",
-            )
-        return out
-
-    def _close(self) -> None:
-        self._release()
 
 
 class LocalStore(Store):
@@ -328,7 +263,7 @@ class LocalStore(Store):
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):  # os.open succeeds on folders on POSIX
                 raise IsADirectoryError(key)
-            return _FileRangeReader(key, fd, st)
+            return FileRangeReader(key, fd, st, file_version(st))
         except BaseException:
             os.close(fd)
             raise
