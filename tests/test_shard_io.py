@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import numpy as np
@@ -228,3 +229,95 @@ def test_disjoint_writes_from_threads_to_one_shard_all_land() -> None:
     for row in range(8):
         expected[row * 8 + 1:row * 8 + 6] = row + 1
     np.testing.assert_array_equal(z[...], expected)
+
+
+# -- bytes read ----------------------------------------------------------------------
+
+
+def _backend(kind: str, tmp_path: Any) -> Any:
+    from chunkflow.storage import LocalStore, MemoryStore, make_store
+
+    if kind == "memory":
+        return MemoryStore()
+    if kind == "local":
+        return LocalStore(str(tmp_path / "s.zarr"))
+    if kind == "zip":
+        return make_store(str(tmp_path / "s.zip"), mode="w")
+    return make_store(f"memory://shards-{uuid.uuid4().hex}", mode="w")  # fsspec
+
+
+@pytest.mark.parametrize("kind", ["memory", "local", "zip", "fsspec"])
+def test_ten_pixels_of_a_64_mib_shard_read_kilobytes(kind: str, tmp_path: Any) -> None:
+    from counting import CountingStore
+
+    store = CountingStore(_backend(kind, tmp_path))
+    # One 4096x4096 uint32 shard (64 MiB decoded) of 128x128 inner chunks.
+    z = chunkflow.create_array(store, shape=(4096, 4096), chunks=(128, 128),
+                               shards=(4096, 4096), dtype="u4", cache=False,
+                               compressors={"name": "zstd", "configuration": {"level": 1}})
+    rows = np.arange(4096, dtype="u4")[:, None]
+    z[...] = rows * 4096 + np.arange(4096, dtype="u4")
+    shard_bytes = len(store.inner["c/0/0"])
+    if kind == "zip":  # a zip is read back once it is closed
+        store.inner.close()
+        store = CountingStore(_backend_reopen(tmp_path))
+    reader = chunkflow.open_array(store, mode="r", cache=False)
+    store.counts.reset()
+    np.testing.assert_array_equal(reader[1000, 2000:2010], 1000 * 4096 + np.arange(2000, 2010))
+    index = 16 * 32 * 32 + 4
+    # The index (16 KiB) and one inner chunk (64 KiB decoded, less compressed).
+    assert store.counts.bytes_read <= index + 64 * 1024, store.counts
+    assert store.counts.bytes_read < shard_bytes / 20
+    assert store.counts.bytes_by_key["c/0/0"] >= index
+
+
+def _backend_reopen(tmp_path: Any) -> Any:
+    from chunkflow.storage import make_store
+
+    return make_store(str(tmp_path / "s.zip"), mode="r")
+
+
+class _ChangingStore:
+    """A memory store whose shard readers report a concurrent change on their second
+    read (index read, then the shard is replaced) the first ``changes`` times."""
+
+    @staticmethod
+    def make(changes: int) -> Any:
+        from chunkflow.errors import StoreValueChangedError
+        from chunkflow.storage import ByteRangeReader, MemoryStore
+
+        class Reader(ByteRangeReader):
+            def __init__(self, store: Any, inner: ByteRangeReader) -> None:
+                self.store, self.inner = store, inner
+                self.key, self.size, self.version = inner.key, inner.size, inner.version
+                self.reads = 0
+
+            def _read(self, ranges: list[tuple[int, int]]) -> list[bytes]:
+                self.reads += 1
+                if self.reads > 1 and self.store.changes > 0:
+                    self.store.changes -= 1
+                    raise StoreValueChangedError(self.key, f"key {self.key!r} changed")
+                return self.inner.read(ranges)
+
+            def _close(self) -> None:
+                self.inner.close()
+
+        class Store(MemoryStore):
+            def _open_ranges(self, key: str) -> ByteRangeReader:
+                self.opens += 1
+                return Reader(self, super()._open_ranges(key))
+
+        store = Store()
+        store.changes, store.opens = changes, 0
+        return store
+
+
+@pytest.mark.parametrize("changes, opens", [(1, 2), (2, 3), (50, 3)])
+def test_a_shard_changing_between_reads_is_read_again_never_mixed(changes: int, opens: int) -> None:
+    store = _ChangingStore.make(0)
+    z = sharded((64, 64), (64, 64), (8, 8), store=store, cache=False)
+    values = np.arange(64 * 64, dtype="i4").reshape(64, 64)
+    z[...] = values
+    store.changes, store.opens = changes, 0
+    np.testing.assert_array_equal(z[3:5, 3:5], values[3:5, 3:5])
+    assert store.opens == opens  # after three changes in a row: one whole fetch
