@@ -13,6 +13,7 @@ Runs, one after another, each in its own process:
 ``graph``      graph build, slice-and-sum, mean + std and peak memory (dask + zarr-python)
 ``map``        Gaussian filters in 2-D and 3-D (``map_overlap`` + ``to_zarr``)
 ``xarray``     ``xr.open_dataset`` + load, ``engine="chunkflow"`` vs ``engine="zarr"``
+``sharding``   random windows of a sharded array: time and bytes read (all three)
 =============  =====================================================================
 
 ``--quick`` uses small sizes and one repeat (under a minute or two on 2 cores);
@@ -41,6 +42,7 @@ BENCHMARKS = {
     "graph": "bench_graph.py",
     "map": "bench_map.py",
     "xarray": "bench_xarray.py",
+    "sharding": "bench_sharding.py",
 }
 
 

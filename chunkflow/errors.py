@@ -47,6 +47,7 @@ __all__ = [
     "ChunkTooLargeError",
     "SettingError",
     "UnknownSettingError",
+    "StoreValueChangedError",
 ]
 
 
@@ -160,3 +161,27 @@ class SettingError(ChunkflowError, ValueError):
 
 class UnknownSettingError(ChunkflowError, KeyError):
     """A name given to ``chunkflow.config`` is not one of its settings."""
+
+
+class StoreValueChangedError(ChunkflowError, RuntimeError):
+    """A stored value changed while a byte-range reader was reading it.
+
+    Raised by :meth:`ByteRangeReader.read <chunkflow.storage.ByteRangeReader.read>` on
+    backends that cannot hold on to the value they opened (object stores, most fsspec
+    file systems) when its version changed since the reader was opened, instead of
+    returning bytes of two different values. Nothing is wrong with the data: open a
+    new reader and read again. A ``RuntimeError``, not an ``OSError``, so that code
+    treating ``OSError`` as "missing" or "I/O failure" does not mistake it for either.
+
+    Attributes
+    ----------
+    key : str
+        The key whose value changed.
+    """
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(message)
+        self.key = key
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.key, self.args[0]))

@@ -45,6 +45,19 @@ def expected_sum(seeds: list[int], count: int) -> np.ndarray:
     return expected
 
 
+def new_array(path: Path, layout: str, synchronizer: object) -> chunkflow.Array:
+    """Zeros in plain chunks, or in shards of 32x32 made of 8x8 inner chunks (partial
+    writes then read-modify-write whole shards that several writers share)."""
+    if layout == "sharded":
+        return chunkflow.create_array(str(path), shape=SHAPE, chunks=(8, 8), shards=(32, 32),
+                                      dtype="i4", fill_value=0, synchronizer=synchronizer)
+    return chunkflow.zeros(SHAPE, chunks=CHUNKS, dtype="i4", store=str(path),
+                           synchronizer=synchronizer)
+
+
+LAYOUTS = pytest.mark.parametrize("layout", ["chunks", "sharded"])
+
+
 def add_ones(array: chunkflow.Array, seed: int, count: int) -> int:
     """The writer's job: add 1 to each of its regions (a locked read-modify-write)."""
     for region in random_regions(seed, count):
@@ -52,9 +65,9 @@ def add_ones(array: chunkflow.Array, seed: int, count: int) -> int:
     return seed
 
 
-def test_threads_never_lose_increments(tmp_path: Path) -> None:
-    z = chunkflow.zeros(SHAPE, chunks=CHUNKS, dtype="i4", store=str(tmp_path / "t.zarr"),
-                        synchronizer=ThreadSynchronizer())
+@LAYOUTS
+def test_threads_never_lose_increments(tmp_path: Path, layout: str) -> None:
+    z = new_array(tmp_path / "t.zarr", layout, ThreadSynchronizer())
     seeds = list(range(6))
     threads = [threading.Thread(target=add_ones, args=(z, seed, 40)) for seed in seeds]
     for thread in threads:
@@ -71,10 +84,9 @@ def _process_writer(array: chunkflow.Array, seed: int, count: int) -> None:
     add_ones(array, seed, count)
 
 
-def test_processes_never_lose_increments(tmp_path: Path) -> None:
-    sync = ProcessSynchronizer(tmp_path / "locks")
-    z = chunkflow.zeros(SHAPE, chunks=CHUNKS, dtype="i4", store=str(tmp_path / "p.zarr"),
-                        synchronizer=sync)
+@LAYOUTS
+def test_processes_never_lose_increments(tmp_path: Path, layout: str) -> None:
+    z = new_array(tmp_path / "p.zarr", layout, ProcessSynchronizer(tmp_path / "locks"))
     seeds = list(range(100, 104))
     context = multiprocessing.get_context("spawn")
     processes = [context.Process(target=_process_writer, args=(z, seed, 25)) for seed in seeds]

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import chunkflow
-from chunkflow.errors import ProcessLocalStoreError
+from chunkflow.errors import ProcessLocalStoreError, StoreValueChangedError
 from chunkflow.storage import FsspecStore, MappingStore, MemoryStore, Store
 
 
@@ -51,6 +51,18 @@ class TestInMemoryStores:
         clone[0] = 7  # a write through the unpickled array lands in the original
         assert z[0] == 7
 
+    def test_byte_ranges_stay_ranged_through_a_pickle(self, make: Callable[[], Store]) -> None:
+        store = make()
+        store["shard"] = b"0123456789"
+        clone = pickle.loads(pickle.dumps(store))
+        with clone.open_ranges("shard") as reader, store.open_ranges("shard") as direct:
+            assert type(reader) is type(direct)  # the same backend reader, not a copy's
+            clone["shard"] = b"replaced!!"
+            try:
+                assert reader.read([(8, 10), (0, 2)]) == [b"89", b"01"]
+            except StoreValueChangedError:
+                assert isinstance(store, FsspecStore)  # the only one that cannot pin
+
     def test_other_process_gets_a_clear_error(self, make: Callable[[], Store]) -> None:
         store = make()
         z = chunkflow.zeros(10, chunks=5, dtype="i4", store=store)
@@ -88,6 +100,9 @@ def test_dead_store_gives_a_clear_error() -> None:
     detached = pickle.loads(payload)
     with pytest.raises(ProcessLocalStoreError, match="garbage-collected"):
         detached["zarr.json"]
+    for use in (lambda: detached.open_ranges("c/0"), lambda: detached.get_range("c/0", 0, 1)):
+        with pytest.raises(ProcessLocalStoreError, match="garbage-collected"):
+            use()
 
 
 def test_file_backed_stores_still_pickle_by_value(tmp_path) -> None:

@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from store_conformance import StoreConformance
 
-from chunkflow.errors import InvalidKeyError, ReadOnlyError
+from chunkflow.errors import InvalidKeyError, ReadOnlyError, StoreValueChangedError
 from chunkflow.storage import (
     FsspecStore,
     LocalStore,
@@ -30,6 +30,7 @@ from chunkflow.storage import (
     make_store,
     normalize_key,
 )
+from chunkflow.storage.fsspec_store import FsspecRangeReader
 from chunkflow.storage.local import TMP_SUFFIX
 
 # ------------------------------------------------------------------ backends
@@ -74,6 +75,15 @@ class TestMemoryStore(StoreConformance):
         for th in threads:
             th.join()
         assert len(store) == 800
+
+
+    def test_range_reader_holds_the_value_without_copying(self) -> None:
+        store = MemoryStore()
+        store["k"] = b"x" * 100
+        stored = store._data["k"][0]
+        with store.open_ranges("k") as reader:
+            assert reader._data is stored  # type: ignore[attr-defined]
+            assert reader.version == store._data["k"][1]
 
 
 class _FolderChannel:
@@ -190,6 +200,75 @@ class TestLocalStore(_FolderChannel, StoreConformance):
         assert len(store) == 200
 
 
+    def test_ranges_read_with_pread_not_whole_files(self, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+        store = LocalStore(tmp_path)
+        data = os.urandom(1 << 20)
+        store["shard"] = data
+        asked: list[tuple[int, int]] = []
+        real_pread = os.pread
+
+        def pread(fd: int, n: int, offset: int) -> bytes:
+            asked.append((offset, n))
+            return real_pread(fd, n, offset)
+
+        def no_read(fd: int, n: int) -> bytes:
+            raise AssertionError("a ranged read must not read the file from its start")
+
+        monkeypatch.setattr(os, "pread", pread)
+        monkeypatch.setattr(os, "read", no_read)
+        with store.open_ranges("shard") as reader:
+            got = reader.read([(len(data) - 16, len(data)), (4096, 4196), (4096, 4196)])
+        assert got == [data[-16:], data[4096:4196], data[4096:4196]]
+        assert sorted(asked) == [(4096, 100), (len(data) - 16, 16)]  # repeats fetched once
+
+    def test_range_reader_keeps_its_file_across_atomic_replacements(self, tmp_path: Path) -> None:
+        store = LocalStore(tmp_path)
+        store["k"] = b"old" * 1000
+        reader = store.open_ranges("k")
+        for i in range(20):  # each write replaces the file; the descriptor keeps the old one
+            store["k"] = bytes([i]) * 3000
+        assert reader.read([(0, 3), (2997, 3000)]) == [b"old", b"old"]
+        reader.close()
+        with pytest.raises(OSError):  # the descriptor is released on close
+            os.fstat(reader._fd)  # type: ignore[attr-defined]
+
+    def test_range_reader_version_of_a_settled_file(self, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+        import chunkflow.storage.local as local
+
+        monkeypatch.setattr(local, "SETTLE_NS", -(10**18))  # every file counts as settled
+        store = LocalStore(tmp_path)
+        store["k"] = b"value"
+        with store.open_ranges("k") as reader:
+            assert reader.version is not None and reader.version == store.versions(["k"])["k"]
+            store["k"] = b"other"
+            assert store.versions(["k"])["k"] != reader.version
+            assert reader.read([(0, 5)]) == [b"value"]
+
+    def test_range_reader_notices_an_in_place_rewrite(self, tmp_path: Path) -> None:
+        store = LocalStore(tmp_path)
+        store["k"] = b"a" * 100
+        os.utime(tmp_path / "k", ns=(10**18, 10**18))  # as if written long ago
+        with store.open_ranges("k") as reader:
+            with open(tmp_path / "k", "r+b") as f:  # same size, same inode, new bytes
+                f.write(b"b" * 100)
+            with pytest.raises(StoreValueChangedError, match="in place"):
+                reader.read([(0, 10)])
+
+    def test_unclosed_range_reader_releases_its_descriptor(self, tmp_path: Path) -> None:
+        import gc
+
+        store = LocalStore(tmp_path)
+        store["k"] = b"v"
+        reader = store.open_ranges("k")
+        fd = reader._fd  # type: ignore[attr-defined]
+        del reader
+        gc.collect()
+        with pytest.raises(OSError):
+            os.fstat(fd)
+
+
 class TestZipStore(StoreConformance):
     no_raw_reason = "a zip file being written has no central directory to read it by"
 
@@ -296,6 +375,8 @@ def _path_of(store: Any, key: str) -> str:
 
 
 class TestFsspecMemory(_FsspecChannel, StoreConformance):
+    pins_ranges = False  # an object store cannot keep an old value
+
     def twin(self, store: FsspecStore) -> FsspecStore:
         return FsspecStore(store.url)
 
@@ -317,6 +398,45 @@ class TestFsspecMemory(_FsspecChannel, StoreConformance):
         assert sorted(store) == ["c[0]", "d?"]
 
 
+    def test_ranges_are_one_cat_ranges_call_per_read(self, store: FsspecStore,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+        data = bytes(range(256)) * 8
+        store["shard"] = data
+        calls: list[tuple[list[int], list[int]]] = []
+        real = store.fs.cat_ranges
+
+        def cat_ranges(paths: list[str], starts: list[int], ends: list[int], **kw: Any) -> Any:
+            calls.append((starts, ends))
+            return real(paths, starts, ends, **kw)
+
+        real_cat_file = store.fs.cat_file
+
+        def ranged_cat_file(path: str, start: int | None = None, end: int | None = None,
+                            **kw: Any) -> bytes:
+            assert start is not None and end is not None, "a whole read behind our back"
+            return real_cat_file(path, start=start, end=end, **kw)
+
+        monkeypatch.setattr(store.fs, "cat_ranges", cat_ranges)
+        monkeypatch.setattr(store.fs, "cat_file", ranged_cat_file)
+        with store.open_ranges("shard") as reader:
+            assert isinstance(reader, FsspecRangeReader)
+            got = reader.read([(2000, 2048), (0, 4), (0, 4), (7, 7)])
+        assert got == [data[2000:], data[:4], data[:4], b""]
+        assert calls == [([0, 2000], [4, 2048])]  # sorted, repeats and empties dropped
+
+    def test_range_reader_raises_when_the_file_changes(self, store: FsspecStore) -> None:
+        store["k"] = b"a" * 100
+        reader = store.open_ranges("k")
+        store.fs.pipe_file(_path_of(store, "k"), b"b" * 100)
+        with pytest.raises(StoreValueChangedError, match="'k'.*open a new reader") as info:
+            reader.read([(0, 10)])
+        assert info.value.key == "k"
+        store.fs.rm_file(_path_of(store, "k"))
+        with pytest.raises(StoreValueChangedError, match="deleted"):
+            reader.read([(0, 10)])
+        assert pickle.loads(pickle.dumps(info.value)).key == "k"
+
+
 class TestFsspecLocal(_FolderChannel, StoreConformance):
     def twin(self, store: FsspecStore) -> FsspecStore:
         return FsspecStore(store.url)
@@ -324,6 +444,25 @@ class TestFsspecLocal(_FolderChannel, StoreConformance):
     @pytest.fixture
     def store(self, tmp_path: Path) -> FsspecStore:
         return FsspecStore((tmp_path / "root").as_uri())
+
+
+    def test_ranges_of_local_files_read_the_value_once(self, store: FsspecStore) -> None:
+        # fsspec's local file system rewrites in place, which no info field reliably
+        # tracks: its values are read whole, which pins them.
+        store["k"] = b"abc"
+        assert not isinstance(store.open_ranges("k"), FsspecRangeReader)
+
+
+def test_fsspec_ranges_without_change_tracking_read_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    store = FsspecStore(f"memory://chunkflow-tests/{uuid.uuid4().hex}")
+    store["k"] = b"abcdef"
+    real_info = store.fs.info
+    monkeypatch.setattr(store.fs, "info", lambda path, **kw: {
+        k: v for k, v in real_info(path, **kw).items() if k != "created"})
+    with store.open_ranges("k") as reader:
+        assert not isinstance(reader, FsspecRangeReader)
+        store["k"] = b"ABCDEF"
+        assert reader.read([(0, 3)]) == [b"abc"]
 
 
 class TestZipUrl:
@@ -390,12 +529,20 @@ class TestMappingDict(StoreConformance):
 
 
 class TestMappingFSMap(_FsspecChannel, StoreConformance):
+    pins_ranges = False  # an object store cannot keep an old value
+
     def twin(self, store: MappingStore) -> MappingStore:
         return MappingStore(fsspec.get_mapper(store.mapping.fs.unstrip_protocol(store.mapping.root)))
 
     @pytest.fixture
     def store(self) -> MappingStore:
         return MappingStore(fsspec.get_mapper(f"memory://chunkflow-map/{uuid.uuid4().hex}"))
+
+    def test_ranges_go_through_the_file_system(self, store: MappingStore) -> None:
+        store["k"] = b"0123456789"
+        with store.open_ranges("k") as reader:  # ranged and checked, as FsspecStore's
+            assert isinstance(reader, FsspecRangeReader)
+            assert reader.read([(8, 10)]) == [b"89"]
 
     def test_identity_follows_location(self) -> None:
         url = f"memory://chunkflow-map/{uuid.uuid4().hex}"
@@ -432,6 +579,8 @@ class TestMappingZictZip(StoreConformance):
 
 @pytest.mark.s3
 class TestFsspecS3(_FsspecChannel, StoreConformance):
+    pins_ranges = False  # an object store cannot keep an old value
+
     @pytest.fixture
     def store(self, s3_server: dict[str, Any]) -> FsspecStore:
         return FsspecStore(f"s3://chunkflow-test/{uuid.uuid4().hex}", storage_options=s3_server)
@@ -439,6 +588,15 @@ class TestFsspecS3(_FsspecChannel, StoreConformance):
     def test_identity_names_the_endpoint(self, store: FsspecStore, s3_server: dict[str, Any]) -> None:
         assert store.identity.startswith("s3://chunkflow-test/")
         assert s3_server["endpoint_url"] in store.identity
+
+    def test_ranges_check_the_etag(self, store: FsspecStore) -> None:
+        store["k"] = b"a" * 100
+        with store.open_ranges("k") as reader:
+            assert isinstance(reader, FsspecRangeReader)
+            assert reader.read([(90, 100), (0, 2)]) == [b"a" * 10, b"aa"]
+            store["k"] = b"b" * 100  # same size: only the ETag tells
+            with pytest.raises(StoreValueChangedError, match="'k'"):
+                reader.read([(0, 10)])
 
     def test_make_store_s3(self, s3_server: dict[str, Any]) -> None:
         url = f"s3://chunkflow-test/{uuid.uuid4().hex}"
@@ -498,12 +656,67 @@ def test_make_store_refusals(tmp_path: Path) -> None:
         make_store(tmp_path, storage_options={"anon": True})
 
 
-def test_store_is_abstract_mapping() -> None:
-    class Minimal(Store):
+class _DictBackend(Store):
+    """The least a backend must write: identity and four hooks over a dict."""
+
+    def __init__(self) -> None:
+        self.data: dict[str, bytes] = {}
+
+    @property
+    def identity(self) -> str:
+        return f"test-dict:{id(self)}"
+
+    def _get(self, key: str) -> bytes:
+        return self.data[key]
+
+    def _set(self, key: str, value: bytes | memoryview) -> None:
+        self.data[key] = bytes(value)
+
+    def _delete(self, key: str) -> None:
+        del self.data[key]
+
+    def _list_prefix(self, prefix: str) -> Iterator[str]:
+        start = prefix + "/" if prefix else ""
+        return (k for k in list(self.data) if k.startswith(start))
+
+
+REQUIRED_HOOKS = ["identity", "_get", "_set", "_delete", "_list_prefix"]
+
+
+def test_store_is_abstract() -> None:
+    class Nothing(Store):
         pass
 
-    with pytest.raises(NotImplementedError):
-        Minimal()["k"]
+    with pytest.raises(TypeError, match="abstract") as info:
+        Nothing()
+    assert all(name in str(info.value) for name in REQUIRED_HOOKS)
+
+
+@pytest.mark.parametrize("missing", REQUIRED_HOOKS)
+def test_a_backend_missing_a_hook_fails_at_construction(missing: str) -> None:
+    namespace = {name: getattr(_DictBackend, name) for name in REQUIRED_HOOKS if name != missing}
+    namespace["__init__"] = _DictBackend.__init__
+    forgetful = type("Forgetful", (Store,), namespace)
+    with pytest.raises(TypeError) as info:
+        forgetful()
+    assert missing in str(info.value) and "Forgetful" in str(info.value)
+
+
+def test_the_required_hooks_are_enough() -> None:
+    store = _DictBackend()
+    store["a/0"] = b"0123456789"
+    store.set_many({"a/1": b"x", "b": b"y"})
+    assert store.get_many(["a/0", "a/1", "nope"]) == {"a/0": b"0123456789", "a/1": b"x"}
+    assert store.get_range("a/0", -3) == b"789" and store.getsize("a/0") == 10
+    assert store.list_dir("") == (["b"], ["a"]) and "b" in store and len(store) == 3
+    assert store.versions(["a/0"]) == {"a/0": None}
+    with store.open_ranges("a/0") as reader:  # the whole value, fetched once: pinned
+        store["a/0"] = b"changed"
+        assert reader.read([(8, 10), (0, 1)]) == [b"89", b"0"] and reader.version is None
+    with pytest.raises(KeyError):
+        store.open_ranges("a")
+    store.delete_prefix("a")
+    assert list(store) == ["b"]
 
 
 def _reference_is_safe(key: str) -> bool:

@@ -98,3 +98,51 @@ def test_zip_members_have_versions_for_the_cache(tmp_path: Path) -> None:
         store["k"] = b"two"
     assert store.versions(["k"]) != first and store.versions(["missing"]) == {}
     store.close()
+
+
+def test_ranges_of_stored_members_are_read_at_their_offsets(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    data = os.urandom(1 << 20)
+    with ZipStore(tmp_path / "r.zip", mode="w") as store:
+        store["before"] = b"x" * 1000
+        store["shard"] = data
+        with store.open_ranges("shard") as reader:
+            assert reader.version == store.versions(["shard"])["shard"]
+
+            def whole(*args: object, **kwargs: object) -> None:
+                raise AssertionError("a ranged read must not read the whole member")
+
+            monkeypatch.setattr(zipfile.ZipFile, "read", whole)
+            monkeypatch.setattr(zipfile.ZipFile, "open", whole)
+            far = [(len(data) - 10, len(data)), (0, 10), (500_000, 500_100)]
+            assert reader.read(far) == [data[a:b] for a, b in far]
+
+
+def test_range_reader_keeps_the_member_it_opened(tmp_path: Path) -> None:
+    path = tmp_path / "p.zip"
+    with ZipStore(path, mode="w") as store:
+        store["k"] = b"old" * 100
+        reader = store.open_ranges("k")
+        with pytest.warns(UserWarning, match="appends a newer member"):
+            store["k"] = b"new" * 200  # appended after the old member
+        store["other"] = b"written between two reads"
+        assert reader.read([(0, 3), (297, 300)]) == [b"old", b"old"]
+        store["more"] = b"and after"  # reads leave the writer's position alone
+        assert store.open_ranges("k").read([(0, 3)]) == [b"new"]
+    with zipfile.ZipFile(path) as zf:  # still a valid zip with every member intact
+        assert zf.testzip() is None
+        assert zf.read("other") == b"written between two reads" and zf.read("more") == b"and after"
+    with pytest.raises(ValueError, match="closed"):
+        reader.read([(0, 3)])  # the store (and its file) is closed
+
+
+def test_range_reader_of_compressed_and_read_only_members(tmp_path: Path) -> None:
+    path = tmp_path / "c.zip"
+    data = bytes(range(256)) * 100
+    with ZipStore(path, mode="w", compression=zipfile.ZIP_DEFLATED) as store:
+        store["z"] = data
+        with store.open_ranges("z") as reader:
+            assert reader.size == len(data) and reader.read([(300, 310)]) == [data[300:310]]
+    with ZipStore(path) as ro, ro.open_ranges("z") as reader:
+        assert reader.read([(0, 5), (len(data) - 1, len(data))]) == [data[:5], data[-1:]]
+        assert reader.version == ro.versions(["z"])["z"]

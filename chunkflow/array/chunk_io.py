@@ -38,6 +38,8 @@ from chunkflow.storage.coherence import location
 from chunkflow.array.cached import current_copies, serve_hits
 from chunkflow.array.options import ArrayOptions
 from chunkflow.array.parallel import PARALLEL_MIN_CHUNK_BYTES, map_groups
+from chunkflow.array.shard_reads import ShardReader
+from chunkflow.array.shard_writes import rewrite_shard
 
 _T = TypeVar("_T")
 
@@ -105,6 +107,10 @@ class ChunkIO:
         # same for every handle, path alias or store object reaching this chunk.
         self.identity = self.store.identity
         self._keys: dict[tuple[int, ...], tuple[str, str]] = {}
+        # Sharded arrays: the grid's chunks are shards; parts of them are read by byte
+        # ranges, and the cache holds their inner chunks (never whole shards).
+        stage = getattr(self.pipeline, "shard_stage", None)
+        self.shards: ShardReader | None = None if stage is None else ShardReader(self, stage)
 
     # -- keys and single chunks --------------------------------------------------
 
@@ -235,6 +241,9 @@ class ChunkIO:
         cache = None if fresh else self.options.resolve_cache()
         keep: ChunkCache | None = None
         ticket = 0
+        if self.shards is not None:
+            projections = self.shards.read(projections, out, cache)
+            cache = None  # what is left are whole shards, read without the cache
         if cache is not None:
             projections = serve_hits(self, cache, projections, out)
             if not projections:
@@ -245,8 +254,9 @@ class ChunkIO:
                 # Taken before fetching: a write landing meanwhile makes the cache
                 # refuse the copies fetched here.
                 ticket = cache.ticket()
-        map_groups(lambda group: self._read_group(group, out, keep, ticket), projections,
-                   parallel=self._parallel)
+        if projections:
+            map_groups(lambda group: self._read_group(group, out, keep, ticket), projections,
+                       parallel=self._parallel)
 
     def _read_group(
         self,
@@ -325,7 +335,9 @@ class ChunkIO:
         (``locked=True``); a lock timeout therefore writes nothing.
         """
         scalar = _ScalarChunk(self, value) if value.ndim == 0 else None
-        cache = self.options.resolve_cache()
+        # Shards are never cached whole (their inner chunks are, and the store's
+        # announcement of this write drops those).
+        cache = None if self.shards is not None else self.options.resolve_cache()
         context = contextlib.nullcontext() if locked else self.locked(projections)
         with context:
             map_groups(
@@ -354,9 +366,11 @@ class ChunkIO:
         keys = [self.key(p.chunk_coords) for p in group]
         # Before anything is written: see ChunkCache.put(written=True).
         ticket = cache.ticket() if cache is not None else 0
-        existing = self._existing_chunks(
-            [k for p, k in zip(group, keys) if not p.is_complete_chunk], cache
-        )
+        partial = [k for p, k in zip(group, keys) if not p.is_complete_chunk]
+        # Shards written in part are rewritten from their stored bytes (see
+        # shard_writes); other chunks from a decoded copy.
+        old_shards = self.store.get_many(partial) if self.shards is not None else {}
+        existing = self._existing_chunks(partial, cache) if self.shards is None else {}
         to_store: dict[str, bytes] = {}
         to_delete: list[str] = []
         owned: dict[str, np.ndarray] = {}
@@ -370,6 +384,13 @@ class ChunkIO:
                     to_store[key] = encoded
                 continue
             part = value if scalar is not None else value[proj.out_selection]
+            if self.shards is not None and not interior:
+                shard = self._rewrite_shard(key, old_shards.get(key), proj, part)
+                if shard is None:
+                    to_delete.append(key)
+                else:
+                    to_store[key] = shard
+                continue
             if interior:
                 chunk = part  # a view of the caller's data: never cached
             else:
@@ -392,6 +413,16 @@ class ChunkIO:
             for key, chunk in owned.items():
                 cache.put(self.location(key), chunk, versions.get(key), ticket=ticket,
                           written=True)
+
+    def _rewrite_shard(
+        self, key: str, old: bytes | None, proj: ChunkProjection, part: np.ndarray
+    ) -> bytes | None:
+        """The shard ``key`` with ``part`` written at ``proj`` (``None``: delete it)."""
+        assert self.shards is not None
+        shard = rewrite_shard(self.shards.stage, key, old, proj, part, self._decode_error)
+        if shard is None and self.options.write_empty_chunks:
+            return self.encode(key, self.empty_chunk(key))  # the index alone
+        return shard
 
     def _existing_chunks(
         self, keys: list[str], cache: ChunkCache | None

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from chunkflow.cache.families import Families
 from chunkflow.cache.stats import CacheStats
 from chunkflow.cache.tiers import CachedChunk, Tiers, build_tiers, chunk_weight
 from chunkflow.storage.coherence import add_change_listener, location
@@ -87,6 +88,9 @@ class ChunkCache:
         self._epoch = 0
         self._floor = 0  # tickets below this are refused
         self._log: dict[Hashable, tuple[int, int]] = {}
+        # Inner chunks cached on their own, by the shard they were decoded from: an
+        # invalidation of the shard drops them all.
+        self._families = Families()
         self._tiers: Tiers = self._rebuilt(
             _budget("max_bytes", max_bytes), _budget("compressed_bytes", compressed_bytes)
         )
@@ -194,6 +198,7 @@ class ChunkCache:
         *,
         ticket: int | None = None,
         written: bool = False,
+        parent: CacheKey | None = None,
     ) -> None:
         """Cache ``chunk`` under ``key``, replacing any older version.
 
@@ -216,6 +221,10 @@ class ChunkCache:
             means another write may have landed after it).
         written : bool
             ``chunk`` is what the caller just wrote to the store.
+        parent : str, optional
+            The location ``chunk`` was decoded part of (a shard, for an inner chunk
+            cached on its own): invalidating ``parent`` drops ``key`` too, tickets are
+            checked against ``parent``'s changes and ``version`` is ``parent``'s.
 
         Examples
         --------
@@ -229,6 +238,10 @@ class ChunkCache:
         >>> cache.put("s/a/1", np.ones(10, dtype="u1"), ticket=ticket)  # refused
         >>> "s/a/1" in cache
         False
+        >>> cache.put("s/a/2#0", np.ones(4, dtype="u1"), parent="s/a/2")  # an inner chunk
+        >>> cache.invalidate(["s/a/2"])  # a write of its shard
+        >>> "s/a/2#0" in cache
+        False
         """
         if not isinstance(chunk, np.ndarray):
             raise TypeError(f"ChunkCache.put({key!r}): expected a numpy array, got {type(chunk)!r}")
@@ -237,13 +250,25 @@ class ChunkCache:
         tiers = self._tiers
         too_big = chunk_weight(key, entry) > self.max_bytes
         with self._lock:
-            if too_big or (ticket is not None and self._outdated(key, ticket, written)):
+            changes = key if parent is None else parent
+            if too_big or (ticket is not None and self._outdated(changes, ticket, written)):
                 self._discard(tiers, key)
                 if not too_big:
                     with self._count_lock:
                         self._refused += 1
                 return
+            if parent is not None:
+                self._name_child(key, parent, tiers)
             tiers.data[key] = entry  # zict evicts (or moves down) what no longer fits
+
+    def _name_child(self, key: CacheKey, parent: CacheKey, tiers: Tiers) -> None:
+        """Record ``key`` as a child of ``parent`` (under the lock, before inserting)."""
+        families = self._families
+        # Evictions do not update the index (a name of an evicted entry is harmless);
+        # rebuild it from what is cached once it has grown well past that.
+        if len(families) > 2 * len(tiers.data) + 1024:
+            families.prune(lambda name: name in tiers.data)
+        families.add(key, parent)
 
     def _outdated(self, key: CacheKey, ticket: int, written: bool) -> bool:
         latest, before = self._log.get(key, (0, 0))
@@ -269,9 +294,13 @@ class ChunkCache:
             if len(log) + len(keys) > _LOG_ENTRIES:
                 log.clear()
                 self._floor = epoch
+            families = self._families
             for key in keys:
                 log[key] = (epoch, log.get(key, (0, 0))[0])
                 self._discard(tiers, key)
+                if key in families:
+                    for child in families.pop_children(key):
+                        self._discard(tiers, child)
 
     def invalidate_prefix(self, prefix: str) -> None:
         """Drop every key starting with ``prefix``; refuse every put fetched before."""
@@ -292,8 +321,9 @@ class ChunkCache:
             pass
 
     def discard(self, key: CacheKey) -> None:
-        """Forget one chunk (no error if it is not cached)."""
-        self._discard(self._tiers, key)
+        """Forget one chunk, and the inner chunks cached from it (no error if it is not
+        cached)."""
+        self.discard_many([key])
 
     def discard_many(self, keys: Iterable[CacheKey]) -> None:
         """Forget several chunks.
@@ -307,9 +337,13 @@ class ChunkCache:
         >>> len(cache)
         1
         """
-        tiers = self._tiers
+        tiers, families = self._tiers, self._families
         for key in keys:
             self._discard(tiers, key)
+            if key in families:
+                with self._lock:
+                    for child in families.pop_children(key):
+                        self._discard(tiers, child)
 
     def discard_prefix(self, prefix: str) -> None:
         """Forget every chunk whose location starts with ``prefix``."""
@@ -337,6 +371,7 @@ class ChunkCache:
             self._epoch += 1
             self._floor = self._epoch
             self._log.clear()
+            self._families.clear()
             self._tiers = self._rebuilt(self.max_bytes, self.compressed_max_bytes)
 
     def resize(self, max_bytes: int, compressed_bytes: int | None = None) -> None:

@@ -179,6 +179,14 @@ class V3Pipeline:
             self._stored_dtype = stored
             self._swapped = stored.newbyteorder() if has_endianness(stored) else None
 
+    @property
+    def shard_stage(self) -> ShardingStage | None:
+        """The sharding stage when ``sharding_indexed`` is the only codec: then parts of
+        a shard can be read by byte ranges (no codec transforms the shard as a whole)."""
+        if isinstance(self._a2b, ShardingStage) and not self._a2a and not self._b2b:
+            return self._a2b
+        return None
+
     def __repr__(self) -> str:
         return f"V3Pipeline(dtype={self.dtype}, chunk_shape={self.chunk_shape}, codecs={[c.name for c in self.codecs]})"
 

@@ -6,8 +6,10 @@ chunk in C order, with ``2**64 - 1`` twice for an inner chunk that is not stored
 (it reads as the fill value). The index is encoded with ``index_codecs`` (by default
 little-endian ``bytes`` + ``crc32c``) and sits at the ``end`` (default) or ``start``.
 
-A shard is decoded and encoded whole here: reads of part of a shard fetch the whole
-shard object (the decoded-chunk cache then serves the rest of it).
+A shard is encoded whole here and decoded whole by :meth:`ShardingStage.decode`; the
+array layer reads part of a shard with :meth:`ShardingStage.index_range`,
+:meth:`ShardingStage.parse_index` and the inner pipeline (see
+:mod:`chunkflow.array.shard_reads`): the index and the inner chunks it needs, no more.
 
 Examples
 --------
@@ -217,16 +219,25 @@ class ShardingStage:
         encoded_index = bytes(self.index.encode(index.reshape(*self.grid, 2)))
         return b"".join([encoded_index, *parts] if self.index_at_start else [*parts, encoded_index])
 
-    def decode(self, data: BufferLike) -> np.ndarray:
-        """A new shard-shaped array; inner chunks not stored hold the fill value."""
-        raw = as_u8(data)
-        size = len(raw)
+    def index_range(self, size: int) -> tuple[int, int]:
+        """Where the index lies in a shard of ``size`` bytes: ``(start, stop)``.
+
+        Raises ``ChunkDecodeError`` when the shard is shorter than its index.
+        """
         if size < self.index_nbytes:
             raise ChunkDecodeError(
                 f"shard of {size} bytes is shorter than its index ({self.index_nbytes} bytes)"
             )
-        where = slice(0, self.index_nbytes) if self.index_at_start else slice(size - self.index_nbytes, size)
-        index = np.asarray(self.index.decode(raw[where])).reshape(-1, 2)
+        return (0, self.index_nbytes) if self.index_at_start else (size - self.index_nbytes, size)
+
+    def parse_index(self, encoded: BufferLike, size: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(offsets, lengths)`` per inner chunk (C order) from the encoded index of a
+        shard of ``size`` bytes; both ``MISSING`` for inner chunks not stored.
+
+        Every stored range is checked to lie inside the shard, so a corrupt index can
+        neither read past the shard nor make a reader fetch absurd ranges.
+        """
+        index = np.asarray(self.index.decode(as_u8(encoded))).reshape(-1, 2)
         offsets, lengths = index[:, 0], index[:, 1]
         stored = np.flatnonzero(~((offsets == MISSING) & (lengths == MISSING)))
         ends = offsets[stored] + lengths[stored]
@@ -238,9 +249,18 @@ class ShardingStage:
                 f"{int(offsets[first]) + int(lengths[first])} of a {size}-byte shard "
                 f"(inner chunk {self.region(first)})"
             )
+        return offsets, lengths
+
+    def decode(self, data: BufferLike) -> np.ndarray:
+        """A new shard-shaped array; inner chunks not stored hold the fill value."""
+        raw = as_u8(data)
+        size = len(raw)
+        start, stop = self.index_range(size)
+        offsets, lengths = self.parse_index(raw[start:stop], size)
+        stored = np.flatnonzero(offsets != MISSING)
         out = np.full(self.shape, self.fill_value, self.dtype) if len(stored) < self.count \
             else np.empty(self.shape, self.dtype)
-        for i, start, length in zip(stored.tolist(), offsets[stored].tolist(),
+        for i, begin, length in zip(stored.tolist(), offsets[stored].tolist(),
                                     lengths[stored].tolist()):
-            self.inner.decode_into(raw[start:start + length], out[self.region(i)])
+            self.inner.decode_into(raw[begin:begin + length], out[self.region(i)])
         return out

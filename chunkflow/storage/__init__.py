@@ -18,10 +18,12 @@ from chunkflow.storage.keys import normalize_key
 from chunkflow.storage.local import LocalStore
 from chunkflow.storage.mapping import MappingStore
 from chunkflow.storage.memory import MemoryStore
+from chunkflow.storage.ranges import ByteRangeReader
 from chunkflow.storage.zip import ZipStore
 
 __all__ = [
     "Store",
+    "ByteRangeReader",
     "normalize_key",
     "MemoryStore",
     "LocalStore",

@@ -14,6 +14,7 @@ prove a copy current without reading the bytes again.
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Hashable, Iterable, Iterator, Mapping, MutableMapping
 from typing import Any, ClassVar
 
@@ -26,6 +27,7 @@ from chunkflow.storage.keys import (
     normalize_prefix,
     slice_bounds,
 )
+from chunkflow.storage.ranges import ByteRangeReader, BytesRangeReader
 
 __all__ = ["Store", "Buffer", "Version"]
 
@@ -40,6 +42,11 @@ backend cannot tell, and never proves anything current."""
 
 class Store(MutableMapping[str, bytes]):
     """Abstract base of every chunkflow store: a mutable mapping of ``str`` to bytes.
+
+    A backend implements :attr:`identity` and the hooks ``_get``, ``_set``,
+    ``_delete`` and ``_list_prefix`` (abstract: a subclass missing one raises
+    ``TypeError`` when instantiated); batch, prefix, size, version and byte-range
+    hooks have defaults built on them.
 
     Keys are ``/``-separated relative paths (see
     :func:`~chunkflow.storage.normalize_key`).  Values may be given as any
@@ -74,16 +81,23 @@ class Store(MutableMapping[str, bytes]):
     _read_only_reason: str = ""
 
     # ------------------------------------------------------------------ hooks
-    # Backends override these; keys arrive normalized, values as buffers.
+    # Keys arrive normalized, values as buffers. A backend must implement the
+    # abstract ones (identity, _get, _set, _delete, _list_prefix): a class that
+    # forgets one cannot be instantiated (TypeError naming it), as in zarr-python.
+    # Every other hook has a default built on those, which backends override
+    # when they can do better (one batched request, a ranged read).
 
+    @abc.abstractmethod
     def _get(self, key: str) -> bytes:
-        raise NotImplementedError
+        """The value of ``key``; the backend's one place that raises ``KeyError``."""
 
+    @abc.abstractmethod
     def _set(self, key: str, value: bytes | memoryview) -> None:
-        raise NotImplementedError
+        """Store ``value`` at ``key`` (read-only backends raise here)."""
 
+    @abc.abstractmethod
     def _delete(self, key: str) -> None:
-        raise NotImplementedError
+        """Remove ``key``; ``KeyError`` if it is absent."""
 
     def _contains(self, key: str) -> bool:
         try:
@@ -92,8 +106,9 @@ class Store(MutableMapping[str, bytes]):
             return False
         return True
 
+    @abc.abstractmethod
     def _list_prefix(self, prefix: str) -> Iterator[str]:
-        raise NotImplementedError
+        """The full keys below ``prefix`` (``""``: every key), in any order."""
 
     def _get_many(self, keys: list[str]) -> dict[str, bytes]:
         out: dict[str, bytes] = {}
@@ -116,9 +131,20 @@ class Store(MutableMapping[str, bytes]):
                 pass
 
     def _get_range(self, key: str, start: int, length: int | None) -> bytes:
-        data = self._get(key)
-        begin, end = slice_bounds(len(data), start, length)
-        return bytes(data[begin:end])
+        # Through the pinned reader: a backend that only implements _open_ranges
+        # gets ranged get_range for free, and both see one value.
+        with self._open_ranges(key) as reader:
+            begin, end = slice_bounds(reader.size, start, length)
+            return reader.read([(begin, end)])[0]
+
+    def _open_ranges(self, key: str) -> ByteRangeReader:
+        # The whole value, fetched once with its version, pins itself. Backends
+        # with ranged reads override this.
+        found = self._get_many_versioned([key])
+        if key not in found:
+            raise KeyError(key)
+        data, version = found[key]
+        return BytesRangeReader(key, data, version)
 
     def _list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
         cut = len(prefix) + 1 if prefix else 0
@@ -155,13 +181,13 @@ class Store(MutableMapping[str, bytes]):
         return dict.fromkeys(items)
 
     @property
+    @abc.abstractmethod
     def identity(self) -> str:
         """A stable token naming where the data lives (used as a cache key part).
 
         Two stores over the same location have the same identity; two
         independent in-memory stores never do.
         """
-        raise NotImplementedError
 
     # -------------------------------------------------------- mapping protocol
 
@@ -306,6 +332,36 @@ class Store(MutableMapping[str, bytes]):
         key = normalize_key(key)
         check_range(key, start, length)
         return self._get_range(key, start, length)
+
+    def open_ranges(self, key: str) -> ByteRangeReader:
+        """A reader of byte ranges of the value at `key`, pinned as it is now.
+
+        Every :meth:`~chunkflow.storage.ByteRangeReader.read` returns bytes of this
+        one value, even if the key is overwritten meanwhile, or raises
+        :class:`~chunkflow.errors.StoreValueChangedError` on backends that cannot
+        keep the old value (retry with a new reader); never a mix of two values.
+        Local files are read with ``os.pread`` on the descriptor opened here, fsspec
+        file systems with one ``cat_ranges`` call per read; backends without ranged
+        reads fetch the value once. Close the reader (or use it as a context
+        manager) to release what it holds.
+
+        Raises
+        ------
+        KeyError
+            No value at `key`.
+
+        Examples
+        --------
+        >>> from chunkflow.storage import MemoryStore
+        >>> store = MemoryStore()
+        >>> store["shard"] = bytes(range(100))
+        >>> with store.open_ranges("shard") as reader:
+        ...     reader.read([(98, 100), (0, 3)])
+        [b'bc', b'\\x00\\x01\\x02']
+        >>> reader.version == store.versions(["shard"])["shard"]
+        True
+        """
+        return self._open_ranges(normalize_key(key))
 
     def list_prefix(self, prefix: str) -> Iterator[str]:
         """Iterate over the full keys below the folder-like `prefix` (``""``: all).

@@ -11,12 +11,13 @@ from typing import Any
 import fsspec
 from fsspec.utils import get_protocol
 
-from chunkflow.errors import ReadOnlyError
+from chunkflow.errors import ReadOnlyError, StoreValueChangedError
 from chunkflow.storage.base import Store
 from chunkflow.storage.keys import slice_bounds
 from chunkflow.storage.process_local import reference
+from chunkflow.storage.ranges import ByteRangeReader
 
-__all__ = ["FsspecStore", "GLOB"]
+__all__ = ["FsspecStore", "GLOB", "FsspecRangeReader", "change_token"]
 
 # fsspec expands glob characters in the path lists given to cat/rm; keys that
 # contain them are fetched one by one instead.
@@ -35,6 +36,112 @@ def _is_missing(err: BaseException) -> bool:
     return code in _MISSING_CODES
 
 
+# Fields of fs.info that change whenever a file's bytes do: ETags (S3, Azure, HTTP),
+# generations (GCS), version ids, modification or creation times, inode numbers.
+_CHANGE_FIELDS = ("ETag", "etag", "e_tag", "generation", "VersionId", "version_id",
+                  "md5Hash", "LastModified", "last_modified", "updated", "mtime", "created",
+                  "ino")
+# fsspec's local file system rewrites files in place, and a same-size rewrite within
+# one tick of the file system's clock leaves every info field as it was: ranges of
+# such files cannot be checked, so their values are read whole (see open_ranges).
+_UNCHECKABLE_PROTOCOLS = {"file", "local"}
+
+
+def change_token(info: dict[str, Any]) -> tuple[Any, ...] | None:
+    """What of ``fs.info(path)`` changes with the bytes; ``None`` if nothing does.
+
+    Examples
+    --------
+    >>> change_token({"name": "b/k", "size": 3, "ETag": '"abc"', "type": "file"})
+    (3, ('ETag', '"abc"'))
+    >>> change_token({"name": "b/k", "size": 3}) is None
+    True
+    """
+    found = tuple((name, info[name]) for name in _CHANGE_FIELDS if info.get(name) is not None)
+    return (info.get("size"), *found) if found else None
+
+
+class FsspecRangeReader(ByteRangeReader):
+    """Ranges of one file of an fsspec file system, checked against its version.
+
+    An object store cannot hold on to an object it opened, so each read fetches its
+    ranges in one ``fs.cat_ranges`` call (concurrent on async backends) and then asks
+    ``fs.info`` again: if what identifies the object's bytes (its :func:`change_token`:
+    ETag, generation, modification time...) differs from what it was at open, or the
+    object is gone, the read raises :class:`~chunkflow.errors.StoreValueChangedError`
+    rather than return bytes that may come from two objects.
+
+    Parameters
+    ----------
+    key : str
+        The store key (named in errors).
+    fs : fsspec.AbstractFileSystem
+        The file system.
+    path : str
+        The file's path in `fs`.
+    info : dict
+        ``fs.info(path)`` taken at open; it must have a :func:`change_token`.
+    """
+
+    def __init__(self, key: str, fs: Any, path: str, info: dict[str, Any]) -> None:
+        token = change_token(info)
+        if token is None:
+            raise ValueError(f"key {key!r}: fs.info of {path!r} has no field that tracks changes")
+        self.key = key
+        self.size = int(info["size"])
+        self.version = None  # FsspecStore.versions() cannot tell versions (yet)
+        self._fs = fs
+        self._path = path
+        self._token = token
+
+    def _changed(self, detail: str) -> StoreValueChangedError:
+        return StoreValueChangedError(
+            self.key,
+            f"key {self.key!r} ({self._fs.unstrip_protocol(self._path)}) changed while its "
+            f"byte ranges were being read ({detail}); open a new reader and read again",
+        )
+
+    def _read(self, ranges: list[tuple[int, int]]) -> list[bytes]:
+        starts = [start for start, _ in ranges]
+        stops = [stop for _, stop in ranges]
+        results = self._fs.cat_ranges([self._path] * len(ranges), starts, stops, on_error="return")
+        for part, (start, stop) in zip(results, ranges):
+            if isinstance(part, BaseException):
+                if _is_missing(part):
+                    raise self._changed("it was deleted") from part
+                raise part
+            if len(part) != stop - start:
+                raise self._changed(f"range ({start}, {stop}) came back with {len(part)} bytes")
+        # A listing cache (s3fs's dircache) could answer with the old info.
+        self._fs.invalidate_cache(self._path)
+        try:
+            now = change_token(self._fs.info(self._path))
+        except Exception as err:
+            if _is_missing(err):
+                raise self._changed("it was deleted") from err
+            raise
+        if now != self._token:
+            raise self._changed(f"version {self._token!r} became {now!r}")
+        return [bytes(part) for part in results]
+
+
+def open_fsspec_ranges(fs: Any, path: str, key: str) -> FsspecRangeReader | None:
+    """A checked range reader of ``path``, or ``None`` where fsspec cannot check one
+    (no change-tracking info field, or a local file system): then read the value whole.
+
+    Backend errors are left to the caller to translate (a folder raises
+    ``IsADirectoryError``, which :func:`_is_missing` counts as missing).
+    """
+    if _UNCHECKABLE_PROTOCOLS & set(_protocols(fs)):
+        return None
+    info = fs.info(path)
+    if info.get("type") == "directory":
+        raise IsADirectoryError(path)
+    if change_token(info) is None:
+        return None
+    return FsspecRangeReader(key, fs, path, info)
+
+
 class FsspecStore(Store):
     """Keys as files below an fsspec URL.
 
@@ -42,7 +149,11 @@ class FsspecStore(Store):
     permission errors on writes become :class:`~chunkflow.errors.ReadOnlyError`,
     in one place (:meth:`_translate`).  :meth:`get_many` is one batched
     ``fs.cat`` call (concurrent on async backends such as s3fs) and
-    :meth:`set_many` one ``fs.pipe`` call.
+    :meth:`set_many` one ``fs.pipe`` call.  :meth:`open_ranges` readers fetch their
+    ranges with one ``fs.cat_ranges`` call per read and check the file's ETag (or
+    generation, or modification time) before and after (see
+    :class:`FsspecRangeReader`); file systems whose info tracks no changes, and
+    fsspec's local file system, which rewrites files in place, read the value whole.
 
     A ``zip::`` URL opens fsspec's zip file system, which cannot read and write
     in one session: such stores are read-only, unless the zip mode is set
@@ -203,6 +314,12 @@ class FsspecStore(Store):
             if begin >= end:
                 return b""
             return bytes(self.fs.cat_file(path, start=begin, end=end))
+
+    def _open_ranges(self, key: str) -> ByteRangeReader:
+        with self._translate(key):
+            reader = open_fsspec_ranges(self.fs, self._path(key), key)
+        # Without a way to notice changes, the value is fetched whole, which pins it.
+        return reader if reader is not None else super()._open_ranges(key)
 
     def _info(self, key: str) -> dict[str, Any]:
         with self._translate(key):

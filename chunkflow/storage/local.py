@@ -14,6 +14,7 @@ from typing import TypeVar
 from chunkflow.errors import ExternalLinkError
 from chunkflow.storage.base import Store, Version
 from chunkflow.storage.keys import normalize_prefix, slice_bounds
+from chunkflow.storage.ranges import ByteRangeReader, FileRangeReader
 
 __all__ = ["LocalStore"]
 
@@ -254,6 +255,18 @@ class LocalStore(Store):
             return _read_all(fd, end - begin)
         finally:
             os.close(fd)
+
+    @_missing_to_key_error
+    def _open_ranges(self, key: str) -> ByteRangeReader:
+        fd = self._open_read(key)
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):  # os.open succeeds on folders on POSIX
+                raise IsADirectoryError(key)
+            return FileRangeReader(key, fd, st, file_version(st))
+        except BaseException:
+            os.close(fd)
+            raise
 
     @_missing_to_key_error
     def _getsize(self, key: str) -> int:

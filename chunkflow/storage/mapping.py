@@ -10,8 +10,10 @@ from collections.abc import Iterator, Mapping, MutableMapping
 from typing import Any
 
 from chunkflow.storage.base import Store
-from chunkflow.storage.fsspec_store import GLOB
+from chunkflow.storage.fsspec_store import GLOB, _is_missing, open_fsspec_ranges
+from chunkflow.storage.keys import slice_bounds
 from chunkflow.storage.process_local import reference
+from chunkflow.storage.ranges import ByteRangeReader
 
 __all__ = ["MappingStore"]
 
@@ -52,7 +54,8 @@ class MappingStore(Store):
 
     Values are copied to ``bytes`` on write.  A mapping with ``getitems`` /
     ``setitems`` (fsspec's ``FSMap``) gets batched :meth:`get_many` /
-    :meth:`set_many`; listing iterates over all keys of the mapping.  A mapping
+    :meth:`set_many`, and ranged :meth:`open_ranges` readers over its file system;
+    listing iterates over all keys of the mapping.  A mapping
     that is not mutable is wrapped read-only.  Calls into the mapping are serialized
     with a lock, because most mappings (``zict.Zip`` among them) are not thread-safe
     and chunkflow reads and writes chunks from a thread pool.
@@ -157,6 +160,25 @@ class MappingStore(Store):
                 raise value
             out[key] = bytes(value)
         return out
+
+    def _get_range(self, key: str, start: int, length: int | None) -> bytes:
+        # One read of the value, as mappings have always been read: a checked range
+        # reader over an FSMap would add two fs.info requests to a single range.
+        data = self._get(key)
+        begin, end = slice_bounds(len(data), start, length)
+        return data[begin:end]
+
+    def _open_ranges(self, key: str) -> ByteRangeReader:
+        fs, to_path = getattr(self.mapping, "fs", None), getattr(self.mapping, "_key_to_str", None)
+        if fs is None or to_path is None:  # not an FSMap: the whole value, fetched once
+            return super()._open_ranges(key)
+        try:
+            reader = open_fsspec_ranges(fs, to_path(key), key)
+        except Exception as err:
+            if _is_missing(err):  # as FSMap itself turns these into KeyError
+                raise KeyError(key) from None
+            raise
+        return reader if reader is not None else super()._open_ranges(key)
 
     def _set_many(self, items: dict[str, bytes | memoryview]) -> None:
         setitems = getattr(self.mapping, "setitems", None)

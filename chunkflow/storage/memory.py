@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 from chunkflow.storage.base import Store, Version
 from chunkflow.storage.process_local import reference
+from chunkflow.storage.ranges import ByteRangeReader, BytesRangeReader
 
 # One counter for every in-memory store of the process: a value's version is the
 # number of the write that stored it, so equal versions mean the very same write.
@@ -101,6 +102,12 @@ class MemoryStore(Store):
             if entry is not None:
                 found[key] = entry
         return found
+
+    def _open_ranges(self, key: str) -> ByteRangeReader:
+        # Values are immutable bytes replaced whole on write: holding the entry's
+        # bytes pins the value without a copy, and its version comes with it.
+        data, version = self._data[key]
+        return BytesRangeReader(key, data, version)
 
     def _set_many_versioned(self, items: dict[str, bytes | memoryview]) -> dict[str, Version | None]:
         copied = {key: (bytes(value), next(_writes)) for key, value in items.items()}

@@ -140,7 +140,7 @@ class DetachedStore(Store):
             "distributed.Client(processes=False)), where in-memory stores are shared."
         )
 
-    _get = _set = _delete = _contains = _snapshot = _refuse
+    _get = _set = _delete = _contains = _snapshot = _open_ranges = _get_range = _refuse
 
     def _list_prefix(self, prefix: str) -> Iterator[str]:
         self._refuse()

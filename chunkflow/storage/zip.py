@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import struct
 import threading
 import time
 import warnings
@@ -20,6 +21,7 @@ from collections.abc import Iterator
 
 from chunkflow.storage.base import Store, Version
 from chunkflow.storage.keys import slice_bounds
+from chunkflow.storage.ranges import ByteRangeReader, BytesRangeReader
 
 __all__ = ["ZipStore"]
 
@@ -85,6 +87,44 @@ def _close_all() -> None:
             shared.zf.close()
 
 
+_LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature, ..., name length, extra length
+_LOCAL_SIGNATURE = b"PK\x03\x04"
+
+
+def _member_version(info: zipfile.ZipInfo) -> Version:
+    # A member's offset in the file names its bytes: a rewrite appends a new one.
+    return (info.header_offset, info.CRC, info.file_size)
+
+
+class _MemberRangeReader(ByteRangeReader):
+    """Ranges of one uncompressed zip member, read at their offsets in the zip file.
+
+    Members are never changed in place (an overwrite appends a newer member and the
+    older bytes stay where they were), so the member opened is pinned by its offset.
+    Reads go through the store's shared handle under its lock, as ``zipfile`` itself
+    reads members of a file it is writing; they fail once every store over the file
+    is closed.
+    """
+
+    def __init__(self, store: ZipStore, info: zipfile.ZipInfo, data_offset: int) -> None:
+        self.key = info.filename
+        self.size = info.file_size
+        self.version = _member_version(info)
+        self._store = store
+        self._data_offset = data_offset
+
+    def _read(self, ranges: list[tuple[int, int]]) -> list[bytes]:
+        with self._store._lock:
+            fp = self._store._file().fp
+            out = []
+            for start, stop in ranges:
+                fp.seek(self._data_offset + start)
+                out.append(fp.read(stop - start))
+        if any(len(data) != stop - start for data, (start, stop) in zip(out, ranges)):
+            raise zipfile.BadZipFile(f"zip member {self.key!r} of {self._store.path!r} is truncated")
+        return out
+
+
 class ZipStore(Store):
     """Keys as members of one zip file, like zarr-python's ``ZipStore``.
 
@@ -97,7 +137,9 @@ class ZipStore(Store):
     handle (see the module documentation): the last :meth:`close` writes the
     central directory, and files left open are closed at interpreter exit; until
     then the file is not a valid zip for other processes.  Members are stored
-    uncompressed by default, since chunks are usually compressed already.
+    uncompressed by default, since chunks are usually compressed already, and
+    :meth:`open_ranges` reads ranges of uncompressed members at their offsets in the
+    file (compressed members are decompressed whole, once per reader).
 
     Parameters
     ----------
@@ -166,11 +208,9 @@ class ZipStore(Store):
             _release(shared)
 
     def _versions(self, keys: list[str]) -> dict[str, Version | None]:
-        # A member's offset in the file names its bytes: a rewrite appends a new one.
         with self._lock:
             infos = self._file().NameToInfo
-            return {key: (infos[key].header_offset, infos[key].CRC, infos[key].file_size)
-                    for key in keys if key in infos}
+            return {key: _member_version(infos[key]) for key in keys if key in infos}
 
     # -------------------------------------------------------------- helpers
 
@@ -210,6 +250,25 @@ class ZipStore(Store):
     def _getsize(self, key: str) -> int:
         with self._lock:
             return self._info(key).file_size
+
+    def _open_ranges(self, key: str) -> ByteRangeReader:
+        with self._lock:
+            info = self._info(key)
+            if info.compress_type != zipfile.ZIP_STORED or info.flag_bits & 0x1:
+                # Compressed or encrypted: no byte of the value lies at a known
+                # offset, so the member is decompressed once, which pins it too.
+                return BytesRangeReader(key, self._file().read(info), _member_version(info))
+            fp = self._file().fp
+            fp.seek(info.header_offset)
+            header = fp.read(_LOCAL_HEADER.size)
+        signature, name_length, extra_length = _LOCAL_HEADER.unpack(header)
+        if signature != _LOCAL_SIGNATURE:
+            raise zipfile.BadZipFile(
+                f"zip member {key!r} of {self.path!r}: no local file header at offset "
+                f"{info.header_offset}"
+            )
+        data_offset = info.header_offset + _LOCAL_HEADER.size + name_length + extra_length
+        return _MemberRangeReader(self, info, data_offset)
 
     def _contains(self, key: str) -> bool:
         with self._lock:

@@ -1,0 +1,203 @@
+"""Random 256x256 windows of a sharded array: chunkflow vs zarr-python 3 vs tensorstore.
+
+The array is 8192x8192 uint32 in 4096x4096 shards (64 MiB decoded each) of 256x256
+inner chunks, zstd-compressed, in a local folder (written once by chunkflow; the three
+libraries read the same files). Each library reads the same random windows, not
+aligned to inner chunks (so most touch four), from a handle opened once, without a
+cache. Figures per window: the median time with its range over ``--repeat`` runs, and
+the bytes read from files (``rchar`` of ``/proc/self/io``: every ``read``/``pread``
+of the process, so it counts what each library really fetched, index included).
+
+A line reads windows along a panning path (each overlapping the one before)
+with chunkflow's decoded-chunk cache on: inner chunks decoded once, bytes read only
+for inner chunks not seen before.
+
+Last, concurrent partial-shard writes: 4 threads each write their own rows (disjoint
+cells, but shared shards) of a 512x512 array in 256x256 shards of 32x32 inner chunks;
+the share of cells that do not hold what was written afterwards is the share of
+lost writes (each library's read-modify-write of a shard starting from a copy that
+another thread's write then replaces). chunkflow runs with a thread synchronizer.
+
+Run by hand, with nothing else running::
+
+    python benchmarks/bench_sharding.py [--quick] [--repeat N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import chunkflow
+
+WINDOW = 256
+
+
+def rchar() -> int:
+    """Bytes this process has read with read-like system calls so far."""
+    with open("/proc/self/io") as io:
+        for line in io:
+            if line.startswith("rchar:"):
+                return int(line.split()[1])
+    raise RuntimeError("/proc/self/io has no rchar line")
+
+
+def make_array(path: Path, side: int, shard: int, inner: int) -> np.ndarray:
+    """Write a smooth image with noise (compresses like a micrograph) and return it."""
+    rng = np.random.default_rng(0)
+    y, x = np.mgrid[0:side, 0:side].astype("f4")
+    image = (1000 + 500 * np.sin(x / 97) * np.cos(y / 131)
+             + rng.normal(0, 20, (side, side))).astype("u4")
+    z = chunkflow.create_array(str(path), shape=(side, side), chunks=(inner, inner),
+                               shards=(shard, shard), dtype="u4",
+                               compressors={"name": "zstd", "configuration": {"level": 1}})
+    z[:] = image
+    return image
+
+
+def windows(side: int, count: int, seed: int) -> list[tuple[slice, slice]]:
+    rng = np.random.default_rng(seed)
+    corners = rng.integers(0, side - WINDOW, (count, 2))
+    return [(slice(int(y), int(y) + WINDOW), slice(int(x), int(x) + WINDOW)) for y, x in corners]
+
+
+def readers(path: Path) -> dict[str, Callable[[tuple[slice, slice]], np.ndarray]]:
+    """One read function per installed library, each over a handle opened once."""
+    found: dict[str, Callable[[tuple[slice, slice]], np.ndarray]] = {}
+    z = chunkflow.open_array(str(path), mode="r", cache=False)
+    found["chunkflow"] = lambda window: z[window]
+    try:
+        import zarr
+        zarray = zarr.open_array(str(path), mode="r")
+        found["zarr-python"] = lambda window: zarray[window]
+    except ImportError:
+        pass
+    try:
+        import tensorstore as ts
+        spec = {"driver": "zarr3", "kvstore": {"driver": "file", "path": str(path)},
+                "context": {"cache_pool": {"total_bytes_limit": 0}}}
+        tarray = ts.open(spec, read=True).result()
+        found["tensorstore"] = lambda window: tarray[window].read().result()
+    except ImportError:
+        pass
+    return found
+
+
+def measure(read: Callable[[Any], np.ndarray], chosen: list[Any], image: np.ndarray,
+            repeat: int) -> tuple[list[float], float]:
+    """Seconds per window for each run, and bytes read per window (last run)."""
+    for window in chosen[:3]:  # warm up imports and thread pools; check correctness
+        np.testing.assert_array_equal(read(window), image[window])
+    times = []
+    per_window = 0.0
+    for _ in range(repeat):
+        before = rchar()
+        start = time.perf_counter()
+        for window in chosen:
+            read(window)
+        times.append((time.perf_counter() - start) / len(chosen))
+        per_window = (rchar() - before) / len(chosen)
+    return times, per_window
+
+
+def _median(values: list[float]) -> str:
+    return (f"{statistics.median(values) * 1e3:7.2f} ms "
+            f"[{min(values) * 1e3:.2f}-{max(values) * 1e3:.2f}]")
+
+
+def panning(path: Path, image: np.ndarray, side: int, steps: int) -> tuple[float, float, float]:
+    """Windows moving by a quarter window: (ms per window, KiB read per window, hit rate)."""
+    cache = chunkflow.ChunkCache(512 * 2**20)
+    z = chunkflow.open_array(str(path), mode="r", cache=cache)
+    y = x = side // 3
+    before, start = rchar(), time.perf_counter()
+    for step in range(steps):
+        window = (slice(y, y + WINDOW), slice(x, x + WINDOW))
+        np.testing.assert_array_equal(z[window], image[window])
+        x += WINDOW // 4 if step % 8 < 6 else 0
+        y += WINDOW // 4 if step % 8 >= 6 else 0
+    seconds = (time.perf_counter() - start) / steps
+    stats = cache.stats
+    return seconds * 1e3, (rchar() - before) / steps / 1024, stats.hits / max(1, stats.hits + stats.misses)
+
+
+def lost_writes(folder: Path, library: str, rounds: int = 4) -> float:
+    """Share of cells lost when 4 threads write disjoint rows into shared shards."""
+    import threading
+
+    side, path = 512, folder / f"lost-{library}.zarr"
+    if library == "zarr-python":
+        import zarr
+        array: Any = zarr.create_array(str(path), shape=(side, side), chunks=(32, 32),
+                                       shards=(256, 256), dtype="i4", fill_value=0)
+    else:
+        array = chunkflow.create_array(str(path), shape=(side, side), chunks=(32, 32),
+                                       shards=(256, 256), dtype="i4", fill_value=0,
+                                       synchronizer="thread")
+
+    def writer(worker: int) -> None:
+        for row in range(worker, side, 4):  # rows interleave: every shard is shared
+            array[row, :] = worker + 1
+
+    expected = np.tile(np.arange(1, 5, dtype="i4"), side // 4)[:, None].repeat(side, axis=1)
+    lost = []
+    for _ in range(rounds):
+        array[...] = 0
+        threads = [threading.Thread(target=writer, args=(w,)) for w in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        lost.append(float((np.asarray(array[...]) != expected).mean()))
+    return statistics.median(lost)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="2048^2 in 1024^2 shards")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--windows", type=int, default=50)
+    args = parser.parse_args()
+    side, shard, inner = (2048, 1024, 256) if args.quick else (8192, 4096, 256)
+    folder = Path(tempfile.mkdtemp(prefix="chunkflow-bench-sharding-"))
+    try:
+        path = folder / "image.zarr"
+        image = make_array(path, side, shard, inner)
+        shard_mib = shard * shard * 4 / 2**20
+        print(f"{side}^2 uint32 in {shard}^2 shards ({shard_mib:.0f} MiB decoded) of {inner}^2 "
+              f"inner chunks, zstd; {args.windows} random {WINDOW}^2 windows, "
+              f"median [range] of {args.repeat} runs")
+        chosen = windows(side, args.windows, seed=1)
+        results = {}
+        for name, read in readers(path).items():
+            results[name] = measure(read, chosen, image, args.repeat)
+        base_time = statistics.median(results["chunkflow"][0])
+        base_bytes = results["chunkflow"][1]
+        print(f"  {'library':<12} {'time per window':>28} {'KiB read':>10} "
+              f"{'time / chunkflow':>17} {'bytes / chunkflow':>18}")
+        for name, (times, nbytes) in results.items():
+            print(f"  {name:<12} {_median(times):>28} {nbytes / 1024:10.1f} "
+                  f"{statistics.median(times) / base_time:16.2f}x {nbytes / base_bytes:17.2f}x")
+        ms, kib, hit_rate = panning(path, image, side, steps=16 if args.quick else 64)
+        print(f"  chunkflow with its cache, panning by a quarter window: {ms:.2f} ms and "
+              f"{kib:.1f} KiB read per window, {hit_rate:.0%} of inner chunks from the cache")
+        print("  concurrent partial-shard writes, 4 threads, share of cells lost (median of 4):")
+        for library in ("chunkflow", "zarr-python"):
+            try:
+                print(f"    {library:<12} {lost_writes(folder, library):6.1%}")
+            except ImportError:
+                pass
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
