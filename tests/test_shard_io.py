@@ -321,3 +321,40 @@ def test_a_shard_changing_between_reads_is_read_again_never_mixed(changes: int, 
     store.changes, store.opens = changes, 0
     np.testing.assert_array_equal(z[3:5, 3:5], values[3:5, 3:5])
     assert store.opens == opens  # after three changes in a row: one whole fetch
+
+
+def test_the_index_of_an_unchanged_shard_is_read_once() -> None:
+    from counting import CountingStore
+
+    from chunkflow.storage import MemoryStore
+
+    store = CountingStore(MemoryStore())
+    z = sharded((64, 64), (64, 64), (8, 8), store=store, cache=ChunkCache(64 << 20))
+    z[...] = np.arange(64 * 64, dtype="i4").reshape(64, 64)
+    assert z[1, 1] == 65
+    store.counts.reset()
+    assert z[40, 40] == 40 * 64 + 40  # another inner chunk: the index comes from the cache
+    assert store.counts.requests == 1, store.counts
+    index_bytes = z._io.shards.stage.index_nbytes
+    assert store.counts.bytes_read < index_bytes
+    z[40, 41] = -5  # the shard changes: its index (and inner chunks) leave the cache
+    store.counts.reset()
+    assert z[0, 9] == 9
+    assert store.counts.requests == 2 and store.counts.bytes_read > index_bytes
+
+
+def test_a_cached_index_is_used_only_for_the_version_it_came_from() -> None:
+    from chunkflow.storage import MemoryStore
+
+    store = MemoryStore()
+    z = sharded((64, 64), (64, 64), (8, 8), store=store, cache=ChunkCache(64 << 20),
+                recheck_cached_data=True)
+    z[...] = 1
+    assert z[1, 1] == 1  # the index and one inner chunk cached
+    other = sharded((64, 64), (64, 64), (8, 8), cache=False)
+    other[...] = np.arange(64 * 64, dtype="i4").reshape(64, 64)
+    other[0:8, 0:8] = -1  # one inner chunk less: every offset moves
+    # Replaced behind the cache's back (no change announced in this process).
+    store._set_many_versioned({"c/0/0": other.store["c/0/0"]})
+    assert z[40, 40] == 40 * 64 + 40
+    assert z[1, 1] == -1

@@ -197,7 +197,7 @@ class ShardReader:
             box[self._region(flat, part.origin)] = chunk
         missing = [flat for flat in part.flats.tolist() if flat not in hits]
         if missing:
-            found, version = self._fetch(part.key, missing)
+            found, version = self._fetch(part, missing, cache, ticket)
 
             def decode(flats: Sequence[int]) -> None:
                 for flat in flats:
@@ -267,14 +267,15 @@ class ShardReader:
         return {names[name]: entry.chunk for name, entry in found.items()
                 if entry.chunk.shape == inner and entry.chunk.dtype == dtype}
 
-    def _fetch(self, key: str, flats: list[int]) -> tuple[dict[int, bytes | None], Any]:
+    def _fetch(self, part: ShardPart, flats: list[int], cache: ChunkCache | None,
+               ticket: int) -> tuple[dict[int, bytes | None], Any]:
         """The stored bytes of inner chunks ``flats`` (``None``: not stored) and the
         shard's version, all from one snapshot of the shard."""
-        store = self.io.store
+        store, key = self.io.store, part.key
         for _ in range(_ATTEMPTS):
             try:
                 with store.open_ranges(key) as reader:
-                    return self._fetch_from(reader, flats), reader.version
+                    return self._fetch_from(reader, part, flats, cache, ticket), reader.version
             except KeyError:
                 return {}, None
             except StoreValueChangedError:
@@ -286,21 +287,40 @@ class ShardReader:
         data, version = versioned
         return self._slices(memoryview(data), flats), version
 
-    def _fetch_from(self, reader: Any, flats: list[int]) -> dict[int, bytes | None]:
+    def _fetch_from(self, reader: Any, part: ShardPart, flats: list[int],
+                    cache: ChunkCache | None, ticket: int) -> dict[int, bytes | None]:
         size = reader.size
         if len(flats) * 2 > self.stage.count:
             # Most of the shard: one request for all of it.
             [whole] = reader.read([(0, size)])
             return self._slices(memoryview(whole), flats)
-        start, stop = self.stage.index_range(size)
-        [encoded] = reader.read([(start, stop)])
-        offsets, lengths = self.stage.parse_index(encoded, size)
+        offsets, lengths = self._index(reader, part, cache, ticket)
         stored = [flat for flat in flats if offsets[flat] != MISSING]
         ranges = [(int(offsets[f]), int(offsets[f] + lengths[f])) for f in stored]
         datas = reader.read(ranges) if ranges else []
         found: dict[int, bytes | None] = dict.fromkeys(flats)
         found.update(zip(stored, datas))
         return found
+
+    def _index(self, reader: Any, part: ShardPart, cache: ChunkCache | None,
+               ticket: int) -> tuple[np.ndarray, np.ndarray]:
+        """The shard's ``(offsets, lengths)``: from the cache when it holds the index of
+        this very version of the shard (one request less per read on object stores),
+        else read, checked and cached (as a child of the shard, with its version)."""
+        name = child_key(part.location, "index")
+        version = reader.version
+        if cache is not None and version is not None:
+            entry = cache.lookup([name]).get(name)
+            if entry is not None and entry.version == version and \
+                    entry.chunk.shape == (self.stage.count, 2):
+                return entry.chunk[:, 0], entry.chunk[:, 1]
+        start, stop = self.stage.index_range(reader.size)
+        [encoded] = reader.read([(start, stop)])
+        offsets, lengths = self.stage.parse_index(encoded, reader.size)
+        if cache is not None and version is not None:
+            cache.put(name, np.stack([offsets, lengths], axis=1), version, ticket=ticket,
+                      parent=part.location)
+        return offsets, lengths
 
     def _slices(self, whole: memoryview, flats: list[int]) -> dict[int, bytes | None]:
         """The inner chunks ``flats`` cut out of the whole shard ``whole``."""
