@@ -61,13 +61,19 @@ def _expected(data: np.ndarray, kind: str, selection: Any) -> np.ndarray:
     return data[selection]
 
 
+def _layout(data: st.DataObject, most_per_shard: int, largest: int) -> tuple[tuple[int, ...], ...]:
+    """Random (shape, shards, inner chunks) of 1 to 3 dimensions."""
+    ndim = data.draw(st.integers(1, 3))
+    inner = tuple(data.draw(st.integers(1, 4)) for _ in range(ndim))
+    shards = tuple(c * data.draw(st.integers(1, most_per_shard)) for c in inner)
+    shape = tuple(data.draw(st.integers(1, largest)) for _ in range(ndim))
+    return shape, shards, inner
+
+
 @settings(max_examples=60, deadline=None)
 @given(data=st.data())
 def test_partial_shard_reads_match_numpy(data: st.DataObject) -> None:
-    ndim = data.draw(st.integers(1, 3))
-    inner = tuple(data.draw(st.integers(1, 4)) for _ in range(ndim))
-    shards = tuple(c * data.draw(st.integers(1, 4)) for c in inner)
-    shape = tuple(data.draw(st.integers(1, 20)) for _ in range(ndim))
+    shape, shards, inner = _layout(data, most_per_shard=4, largest=20)
     cache = data.draw(st.sampled_from([False, True]))
     z = sharded(shape, shards, inner, cache=ChunkCache(1 << 20) if cache else False)
     values = np.random.default_rng(0).integers(0, 1000, shape).astype("i4")
@@ -145,10 +151,7 @@ def test_a_change_behind_the_process_is_seen_by_a_handle_opened_after_it(tmp_pat
 @settings(max_examples=40, deadline=None)
 @given(data=st.data())
 def test_partial_shard_writes_match_numpy(data: st.DataObject) -> None:
-    ndim = data.draw(st.integers(1, 3))
-    inner = tuple(data.draw(st.integers(1, 4)) for _ in range(ndim))
-    shards = tuple(c * data.draw(st.integers(1, 3)) for c in inner)
-    shape = tuple(data.draw(st.integers(1, 14)) for _ in range(ndim))
+    shape, shards, inner = _layout(data, most_per_shard=3, largest=14)
     z = sharded(shape, shards, inner, cache=False)
     expected = np.full(shape, -1, dtype="i4")
     rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))

@@ -29,7 +29,7 @@ from chunkflow.indexing import ChunkProjection
 if TYPE_CHECKING:
     from chunkflow.array.chunk_io import ChunkIO
 
-__all__ = ["current_copies", "recheck_threshold", "serve_hits"]
+__all__ = ["current_copies", "recheck", "recheck_threshold", "serve_hits"]
 
 
 def recheck_threshold(policy: bool | str | float, opened_at: float) -> float:
@@ -62,7 +62,7 @@ def serve_hits(
     threshold = recheck_threshold(io.options.resolve_recheck(), io.opened_at)
     due = [(key, loc) for key, loc in keyed if loc in found and found[loc].checked < threshold]
     if due:
-        _recheck(io, cache, found, due)
+        recheck(io, cache, found, due)
     dtype, shape = io.pipeline.dtype, io.grid.chunks
     misses = []
     for proj, (_, loc) in zip(projections, keyed):
@@ -76,10 +76,14 @@ def serve_hits(
     return misses
 
 
-def _recheck(
+def recheck(
     io: ChunkIO, cache: ChunkCache, found: dict[str, CachedChunk], due: list[tuple[str, str]]
 ) -> None:
-    """Compare ``due`` entries with the store; drop the outdated ones from ``found``."""
+    """Compare ``due`` entries with the store; drop the outdated ones from ``found``.
+
+    ``due`` pairs a store key with a cache key: a chunk's, or an inner chunk's with its
+    shard's key (an inner chunk is current when its shard is).
+    """
     current = io.store.versions([key for key, _ in due])
     now = time.monotonic()
     stale = 0

@@ -29,7 +29,6 @@ Examples
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -42,7 +41,7 @@ from chunkflow.codecs.sharding import MISSING, ShardingStage
 from chunkflow.errors import ChunkDecodeError, StoreValueChangedError
 from chunkflow.indexing import ChunkProjection
 
-from chunkflow.array.cached import recheck_threshold
+from chunkflow.array.cached import recheck, recheck_threshold
 from chunkflow.array.parallel import PARALLEL_MIN_CHUNK_BYTES, map_groups
 
 if TYPE_CHECKING:
@@ -247,20 +246,9 @@ class ShardReader:
             return {}
         io = self.io
         threshold = recheck_threshold(io.options.resolve_recheck(), io.opened_at)
-        due = [name for name, entry in found.items() if entry.checked < threshold]
+        due = [(part.key, name) for name, entry in found.items() if entry.checked < threshold]
         if due:
-            current = io.store.versions([part.key]).get(part.key)
-            now = time.monotonic()
-            stale = 0
-            for name in due:
-                entry = found[name]
-                if current is not None and current == entry.version:
-                    entry.checked = now
-                else:
-                    stale += 1
-                    del found[name]
-                    cache.discard(name)
-            cache.count_rechecks(len(due), stale)
+            recheck(io, cache, found, due)
         inner, dtype = self.stage.inner_shape, self.stage.dtype
         # A chunk of another dtype or shape can only be a leftover of an array that
         # was replaced behind this process's back: never serve it.
