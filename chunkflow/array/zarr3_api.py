@@ -163,6 +163,9 @@ def from_array(store: Any, *, data: Any, **kwargs: Any) -> Array:
     >>> from_array(None, data=np.arange(6).reshape(2, 3), chunks=(1, 3))[1].tolist()
     [3, 4, 5]
     """
-    if isinstance(data, Array) and "chunks" not in kwargs:
-        kwargs["chunks"] = data.metadata.chunks
+    if isinstance(data, Array):
+        # zarr-python's chunks="keep"/shards="keep": the source's inner chunks and shards.
+        kwargs.setdefault("chunks", data.chunks)
+        if data.shards is not None and kwargs.get("zarr_format", 3) == 3:
+            kwargs.setdefault("shards", data.shards)
     return create_array(store, data=data[...] if isinstance(data, Array) else data, **kwargs)
