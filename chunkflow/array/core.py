@@ -23,6 +23,7 @@ from chunkflow.metadata import ArrayMetadataV2
 from chunkflow.storage import Store, make_store
 
 from chunkflow.array.attrs import Attributes
+from chunkflow.array.blocks import BlockSelection
 from chunkflow.array.chunk_io import ChunkIO
 from chunkflow.array.layout import layout_of
 from chunkflow.array.nodes import (
@@ -43,7 +44,7 @@ from chunkflow.array.values import copy_from_source, is_chunked_source, prepare_
 __all__ = ["Array"]
 
 
-class Array(ArrayProperties):
+class Array(ArrayProperties, BlockSelection):
     """A chunked, compressed N-dimensional array stored in Zarr v2 or v3 format.
 
     Open an existing array from its store (``Array(store, path)``) or create one with
