@@ -90,3 +90,9 @@ def test_group_create_array_takes_zarr_python_3_keywords(tmp_path: Path) -> None
     data = np.arange(6, dtype="i4")
     made = chunkflow.group().create_array("d", data=data, chunks=(3,), compressors=None)
     assert made[:].tolist() == data.tolist() and made.compressors == ()
+
+
+def test_group_info_complete_counts_members(tmp_path: Path) -> None:
+    root = _hierarchy(tmp_path / "h.zarr")
+    rows = root.info_complete().as_dict()
+    assert (rows["No. members"], rows["No. arrays"], rows["No. groups"]) == ("3", "1", "2")
