@@ -159,19 +159,6 @@ def _open_consolidated_aware(store: Store, path: str, consolidated: bool | None,
                       use_consolidated=consolidated, cache=cache)
 
 
-def _chunk_layout(array: Array) -> tuple[tuple[int, ...], tuple[int, ...] | None]:
-    """(inner chunk, shard or ``None``) of ``array``, read from its codecs."""
-    shards = getattr(array, "shards", None)
-    if shards is not None:  # zarr-python 3 meaning: chunks is the inner chunk
-        return tuple(array.chunks), tuple(shards)
-    if array.zarr_format == 3:
-        for codec in array.codecs:
-            if codec.get("name") == "sharding_indexed":
-                inner = tuple(codec["configuration"]["chunk_shape"])
-                return inner, tuple(array.chunks)
-    return tuple(array.chunks), None
-
-
 class ChunkflowDataStore(AbstractDataStore):
     """The variables, attributes and dimensions of one chunkflow group, for xarray.
 
@@ -260,13 +247,12 @@ class ChunkflowDataStore(AbstractDataStore):
         """One array as a lazily indexed xarray variable, with its encoding."""
         dims, attrs = self._dims_and_attrs(array)
         wrapper = ChunkflowArrayWrapper(array)
-        chunks, shards = _chunk_layout(array)
-        # The I/O unit: dask blocks of xarray's chunking fall on its edges.
-        unit = shards if shards is not None else chunks
+        # As the zarr engine: "chunks" is the inner chunk, "shards" the shard; dask
+        # blocks of xarray's chunking fall on the stored objects' edges.
         encoding: dict[str, Any] = {
-            "chunks": chunks,
-            "preferred_chunks": dict(zip(dims, unit)),
-            "shards": shards,
+            "chunks": array.chunks,
+            "preferred_chunks": dict(zip(dims, array.write_chunks)),
+            "shards": array.shards,
         }
         if self.use_zarr_fill_value_as_mask:
             if array.fill_value is not None:

@@ -125,11 +125,15 @@ def test_properties_and_info(tmp_path) -> None:
     assert z.attrs["unit"] == "nm"
     assert isinstance(z.compressor, numcodecs.Blosc)
     info = z.info
-    for label in ["Type", "Name", "Data type", "Shape", "Chunk shape", "Order", "Read-only",
-                  "Codecs", "Store type", "No. bytes", "No. bytes stored", "Storage ratio",
-                  "Chunks initialized"]:
-        assert label in repr(info)
-    assert info["Chunks initialized"] == "4/12"
+    labels = ["Type", "Name", "Zarr format", "Data type", "Fill value", "Shape", "Chunk shape",
+              "Order", "Read-only", "Store type", "Store URL", "Filters", "Serializer",
+              "Compressors", "No. bytes"]
+    assert [label for label, _ in info.rows] == labels  # .info reads nothing from the store
+    complete = z.info_complete()
+    assert [label for label, _ in complete.rows] == labels + [
+        "No. bytes stored", "Storage ratio", "Chunks Initialized"]
+    assert complete["Chunks Initialized"] == "4/12"
+    assert complete["Store URL"] == str(z.store.identity) and "i.zarr" in complete["Store URL"]
     assert "<table" in info._repr_html_()
     assert "shape=(100, 100)" in repr(z)
 

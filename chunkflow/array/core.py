@@ -23,7 +23,9 @@ from chunkflow.metadata import ArrayMetadataV2
 from chunkflow.storage import Store, make_store
 
 from chunkflow.array.attrs import Attributes
+from chunkflow.array.blocks import BlockSelection
 from chunkflow.array.chunk_io import ChunkIO
+from chunkflow.array.layout import layout_of
 from chunkflow.array.nodes import (
     ZARR_JSON,
     ZARRAY,
@@ -42,7 +44,7 @@ from chunkflow.array.values import copy_from_source, is_chunked_source, prepare_
 __all__ = ["Array"]
 
 
-class Array(ArrayProperties):
+class Array(ArrayProperties, BlockSelection):
     """A chunked, compressed N-dimensional array stored in Zarr v2 or v3 format.
 
     Open an existing array from its store (``Array(store, path)``) or create one with
@@ -146,6 +148,7 @@ class Array(ArrayProperties):
 
     def _set_metadata(self, metadata: ArrayMetadata) -> None:
         self._metadata = metadata
+        self._layout = layout_of(metadata)
         grid = RegularChunkGrid(metadata.shape, metadata.chunks)
         name, separator = metadata.chunk_key_encoding
         allow_pickle = self._options.allow_pickle
@@ -295,7 +298,7 @@ class Array(ArrayProperties):
     def __iter__(self) -> Any:
         if self.ndim == 0:
             raise TypeError("iteration over a 0-d array")
-        step = self.chunks[0]
+        step = self.write_chunks[0]  # one whole stored object per read
         for start in range(0, self.shape[0], step):
             yield from self[start:start + step]
 

@@ -240,7 +240,8 @@ def array(data: Any, **kwargs: Any) -> Array:
         data = _as_numpy(data, kwargs.get("dtype"), kwargs.get("path"))
     kwargs.setdefault("dtype", data.dtype)
     if getattr(data, "chunks", None) is not None and "chunks" not in kwargs:
-        chunks = data.chunks
+        # A chunkflow source lends its stored-object shape (its shards, if sharded).
+        chunks = data.write_chunks if isinstance(data, Array) else data.chunks
         if isinstance(chunks, tuple) and all(isinstance(c, (int, np.integer)) for c in chunks):
             kwargs["chunks"] = chunks
     z = create(data.shape, **kwargs)
@@ -272,7 +273,7 @@ def _like(a: Any, **kwargs: Any) -> dict[str, Any]:
     like: dict[str, Any] = {"shape": tuple(a.shape), "dtype": a.dtype}
     if isinstance(a, Array):
         meta = a.metadata
-        like.update(chunks=a.chunks, zarr_format=a.zarr_format, fill_value=a.fill_value)
+        like.update(chunks=a.write_chunks, zarr_format=a.zarr_format, fill_value=a.fill_value)
         if a.zarr_format == 2:
             like.update(compressor=meta.compressor, filters=meta.filters, order=meta.order,
                         dimension_separator=meta.dimension_separator)

@@ -11,9 +11,17 @@ import numcodecs
 from chunkflow.codecs import compressor_of
 from chunkflow.metadata import ArrayMetadataV2
 
-from chunkflow.array.info import InfoReport, format_bytes
+from chunkflow.array.info import InfoReport
+from chunkflow.array.layout import (
+    ARRAY_TO_ARRAY,
+    ARRAY_TO_BYTES,
+    BYTES_TO_BYTES,
+    ChunkLayout,
+    ceil_grid,
+)
 from chunkflow.array.node import NodeProperties
-from chunkflow.node import array_html, array_repr, describe_codecs
+from chunkflow.array.report import array_info
+from chunkflow.node import array_html, array_repr
 
 if TYPE_CHECKING:
     from chunkflow.array.attrs import Attributes
@@ -35,10 +43,26 @@ class ArrayProperties(NodeProperties):
     _path: str
     _options: ArrayOptions
     _attrs: Attributes
+    _layout: ChunkLayout
 
     @property
     def metadata(self) -> ArrayMetadata:
-        """The parsed metadata document (``.zarray`` or ``zarr.json``)."""
+        """The parsed metadata document (``.zarray`` or ``zarr.json``).
+
+        Like zarr-python 3's ``Array.metadata`` it has ``to_dict()`` (the JSON document)
+        and ``shape``/``dtype``/``fill_value``/``zarr_format`` fields. Unlike it, its
+        ``chunks`` is the regular chunk grid as stored (the *shard* shape of a sharded
+        array, where zarr-python's ``metadata.chunks`` gives the inner chunk), its
+        ``dtype`` is a numpy dtype and v3 ``codecs`` are JSON documents, not codec
+        objects.
+
+        Examples
+        --------
+        >>> import chunkflow
+        >>> z = chunkflow.create_array(None, shape=(8,), chunks=(2,), shards=(4,), dtype="u1")
+        >>> z.metadata.to_dict()["chunk_grid"]
+        {'name': 'regular', 'configuration': {'chunk_shape': [4]}}
+        """
         return self._metadata
 
     @property
@@ -72,7 +96,33 @@ class ArrayProperties(NodeProperties):
 
     @property
     def chunks(self) -> tuple[int, ...]:
-        return self._metadata.chunks
+        """The chunk shape; for a sharded array the *inner* chunk, as in zarr-python 3.
+
+        Examples
+        --------
+        >>> import chunkflow
+        >>> z = chunkflow.create_array(None, shape=(8, 8), chunks=(2, 2), shards=(4, 8),
+        ...                            dtype="u1")
+        >>> z.chunks, z.shards, z.write_chunks
+        ((2, 2), (4, 8), (4, 8))
+        """
+        return self._layout.chunks
+
+    @property
+    def shards(self) -> tuple[int, ...] | None:
+        """The shard shape, or ``None`` when the array is not sharded (always in v2)."""
+        return self._layout.shards
+
+    @property
+    def write_chunks(self) -> tuple[int, ...]:
+        """The shape of one stored object: the shard of a sharded array, else the chunk.
+
+        A write that covers whole ``write_chunks`` never reads anything back and needs
+        no lock; dask blocks of :func:`chunkflow.to_dask` and the writes of
+        :func:`chunkflow.store` and :func:`chunkflow.map_chunks` fall on these edges.
+        (zarr-python 3 has no public name for it; it uses the shard grid internally.)
+        """
+        return self._layout.write_chunks
 
     @property
     def dtype(self) -> np.dtype:
@@ -118,18 +168,39 @@ class ArrayProperties(NodeProperties):
 
     @property
     def cdata_shape(self) -> tuple[int, ...]:
-        """Number of chunks along each dimension."""
-        return self._io.grid.grid_shape
+        """Number of (inner) chunks along each dimension, as zarr-python 3 counts them."""
+        return ceil_grid(self.shape, self.chunks)
 
     @property
     def nchunks(self) -> int:
-        """Total number of chunks of the grid."""
+        """Total number of (inner) chunks; a sharded array stores fewer objects
+        (:attr:`nshards`)."""
+        return math.prod(self.cdata_shape)
+
+    @property
+    def nshards(self) -> int:
+        """Number of stored objects of the grid: shards, or chunks without sharding."""
         return self._io.grid.nchunks
 
     @property
-    def nchunks_initialized(self) -> int:
-        """Number of chunks present in the store."""
+    def nshards_initialized(self) -> int:
+        """Number of stored objects (shards, or chunks without sharding) present."""
         return len(self._io.stored_chunks())
+
+    @property
+    def nchunks_initialized(self) -> int:
+        """Stored shards times chunks per shard, as zarr-python 3.1 defines it (without
+        sharding: the number of chunks present).
+
+        Examples
+        --------
+        >>> import chunkflow
+        >>> z = chunkflow.create_array(None, shape=(10,), chunks=(1,), shards=(2,), dtype="u1")
+        >>> z[:5] = 1
+        >>> z.nchunks_initialized, z.nshards_initialized
+        (6, 3)
+        """
+        return self.nshards_initialized * self._layout.chunks_per_shard
 
     @property
     def nbytes_stored(self) -> int:
@@ -138,21 +209,46 @@ class ArrayProperties(NodeProperties):
 
     @property
     def compressor(self) -> numcodecs.abc.Codec | None:
-        """The (first) compressor as a numcodecs codec, or ``None``."""
+        """The (first) compressor as a numcodecs codec, or ``None`` (zarr-python 2's
+        spelling; see :attr:`compressors`). For a sharded array, the inner chunks'."""
         if isinstance(self._metadata, ArrayMetadataV2):
             return compressor_of(2, self._metadata.compressor)
-        return compressor_of(3, self._metadata.codecs)
+        return compressor_of(3, self._layout.inner_codecs)
 
     @property
-    def filters(self) -> tuple[Any, ...] | None:
-        """v2: numcodecs filter codecs; v3: the array->array codec documents."""
+    def compressors(self) -> tuple[Any, ...]:
+        """The bytes->bytes stage: v2 a tuple of the numcodecs compressor (or ``()``); v3
+        the codec documents (checksums included), inside the shard if sharded.
+
+        The documents equal ``codec.to_dict()`` of what zarr-python 3's ``compressors``
+        holds.
+
+        Examples
+        --------
+        >>> import chunkflow
+        >>> chunkflow.create_array(None, shape=(4,), dtype="u1").compressors
+        ({'name': 'zstd', 'configuration': {'level': 0, 'checksum': False}},)
+        """
         if isinstance(self._metadata, ArrayMetadataV2):
-            if not self._metadata.filters:
-                return None
-            return tuple(numcodecs.get_codec(dict(doc)) for doc in self._metadata.filters)
-        names = [codec.get("name") for codec in self._metadata.codecs]
-        cut = next((i for i, n in enumerate(names) if n in ("bytes", "vlen-utf8")), 0)
-        return tuple(self._metadata.codecs[:cut]) or None
+            compressor = self.compressor
+            return () if compressor is None else (compressor,)
+        return self._layout.stage(BYTES_TO_BYTES)
+
+    @property
+    def filters(self) -> tuple[Any, ...]:
+        """The array->array stage: v2 numcodecs filter codecs; v3 codec documents
+        (inside the shard if sharded). Empty when there are none, as in zarr-python 3."""
+        if isinstance(self._metadata, ArrayMetadataV2):
+            return tuple(numcodecs.get_codec(dict(doc)) for doc in self._metadata.filters or ())
+        return self._layout.stage(ARRAY_TO_ARRAY)
+
+    @property
+    def serializer(self) -> dict[str, Any] | None:
+        """The array->bytes codec document of the (inner) chunks; ``None`` in v2."""
+        if isinstance(self._metadata, ArrayMetadataV2):
+            return None
+        stage = self._layout.stage(ARRAY_TO_BYTES)
+        return stage[0] if stage else None
 
     @property
     def codecs(self) -> tuple[dict[str, Any], ...]:
@@ -166,25 +262,23 @@ class ArrayProperties(NodeProperties):
 
     @property
     def info(self) -> InfoReport:
-        """A report of type, shape, codecs and storage statistics."""
-        stored = self.nbytes_stored
-        rows = [
-            ("Type", type(self).__name__),
-            ("Name", self.name),
-            ("Zarr format", str(self.zarr_format)),
-            ("Data type", str(self.dtype)),
-            ("Shape", str(self.shape)),
-            ("Chunk shape", str(self.chunks)),
-            ("Order", self.order),
-            ("Read-only", str(self.read_only)),
-            ("Codecs", describe_codecs(self.codecs)),
-            ("Store type", type(self._store).__name__),
-            ("No. bytes", format_bytes(self.nbytes)),
-            ("No. bytes stored", format_bytes(stored)),
-            ("Storage ratio", f"{self.nbytes / stored:.1f}" if stored else "-"),
-            ("Chunks initialized", f"{self.nchunks_initialized}/{self.nchunks}"),
-        ]
-        return InfoReport(rows)
+        """A report of type, shape, shards and chunks, codec stages and store, like
+        zarr-python 3's ``Array.info``; reads nothing from the store (see
+        :meth:`info_complete`).
+
+        Examples
+        --------
+        >>> import chunkflow
+        >>> z = chunkflow.create_array(None, shape=(4, 4), chunks=(2, 2), dtype="u1")
+        >>> z.info["Chunk shape"], z.info["Filters"]
+        ('(2, 2)', '()')
+        """
+        return array_info(self)
+
+    def info_complete(self) -> InfoReport:
+        """:attr:`info` plus what needs a store listing: bytes stored, storage ratio
+        and initialized shards (or chunks), as zarr-python 3's ``info_complete()``."""
+        return array_info(self, complete=True)
 
     def __repr__(self) -> str:
         return array_repr(self)

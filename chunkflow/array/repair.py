@@ -108,7 +108,7 @@ def clear_grown_region(
     Called before the new shape is published: readers of the old shape never look
     where this writes (chunks past the old grid, padding of the old edge chunks).
     """
-    chunks = array.chunks
+    chunks = array.write_chunks
     if count_grown_chunks(old_shape, new_shape, chunks) <= ENUMERATE_LIMIT:
         candidates: Iterator[tuple[int, ...]] = grown_chunk_coords(old_shape, new_shape, chunks)
     else:
@@ -164,7 +164,7 @@ def _reset_chunk(array: Array, coords: tuple[int, ...], shape: Sequence[int]) ->
     if key not in io.store:
         return 0
     chunk = io.read_chunk(coords)
-    regions = _beyond_regions(coords, array.chunks, shape)
+    regions = _beyond_regions(coords, array.write_chunks, shape)
     if all(is_all_fill(chunk[region], io.fill_value) for region in regions):
         return 0
     for region in regions:
@@ -194,7 +194,7 @@ def trim_beyond_shape(array: Array, dims: Sequence[int] | None = None) -> tuple[
 
     Lists the array's stored chunks. Returns ``(deleted, cleared)`` chunk counts.
     """
-    shape, chunks = array.shape, array.chunks
+    shape, chunks = array.shape, array.write_chunks
     dims = range(array.ndim) if dims is None else dims
     outside: list[str] = []
     cut: list[tuple[int, ...]] = []

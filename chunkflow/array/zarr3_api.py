@@ -26,6 +26,15 @@ from chunkflow.errors import MetadataError
 
 from chunkflow.array.core import Array
 from chunkflow.array.creation import create
+from chunkflow.array.partition import auto_partition
+from chunkflow.array.zarr3_checks import (
+    check_shards,
+    check_stage,
+    check_v2_keywords,
+    key_encoding_document,
+    merge_compressor,
+    warn_order_v3,
+)
 
 __all__ = ["create_array", "from_array"]
 
@@ -64,15 +73,18 @@ def _codec_list(value: Any, default: list[dict[str, Any]], zarr_format: int) -> 
     return [_as_document(value, zarr_format)]
 
 
-def _check_shards(shards: Sequence[int], chunks: Sequence[int]) -> None:
-    if len(shards) != len(chunks) or any(s % c for s, c in zip(shards, chunks)):
-        below = tuple(max(c, s // c * c) for s, c in zip(shards, chunks))
-        above = tuple(-(-s // c) * c for s, c in zip(shards, chunks))
-        raise MetadataError(
-            f"shards {tuple(shards)} must be a whole multiple of chunks {tuple(chunks)} in "
-            f"every dimension, as zarr-python requires; for example shards={below} or "
-            f"shards={above}"
-        )
+def _itemsize(dtype: Any) -> int:
+    try:
+        return max(np.dtype(dtype).itemsize, 1)
+    except TypeError:  # a dtype only chunkflow names ("string"...): variable length
+        return 1
+
+
+def _serializer(value: Any) -> list[dict[str, Any]]:
+    if isinstance(value, (list, tuple)):
+        raise MetadataError(f"serializer= takes one array->bytes codec, got a list of "
+                            f"{len(value)}: {value!r}")
+    return _codec_list(value, [DEFAULT_SERIALIZER], 3)
 
 
 def create_array(
@@ -83,7 +95,7 @@ def create_array(
     dtype: Any = None,
     data: Any = None,
     chunks: Any = "auto",
-    shards: Sequence[int] | None = None,
+    shards: Sequence[int] | str | None = None,
     filters: Any = "auto",
     compressors: Any = "auto",
     serializer: Any = "auto",
@@ -117,28 +129,34 @@ def create_array(
     if isinstance(chunk_arg, (int, np.integer)) and not isinstance(chunk_arg, bool):
         chunk_arg = (int(chunk_arg),) * len(shape)
     options: dict[str, Any] = dict(chunkflow_options)
+    compressors = merge_compressor(compressors, options)
+    chunk_key_encoding = key_encoding_document(chunk_key_encoding, zarr_format)
     if config and "write_empty_chunks" in config:
         options["write_empty_chunks"] = bool(config["write_empty_chunks"])
     if fill_value is not None:
         options["fill_value"] = fill_value
     if zarr_format == 2:
-        if shards is not None:
-            raise MetadataError("shards exist only in Zarr v3; pass zarr_format=3")
+        check_v2_keywords(serializer, dimension_names, shards)
         compressor = _codec_list(compressors, [DEFAULT_V2_COMPRESSOR], 2)
         if len(compressor) > 1:
             raise MetadataError(f"Zarr v2 takes one compressor, got {len(compressor)}")
-        separator = (chunk_key_encoding.get("separator") if isinstance(chunk_key_encoding, Mapping)
-                     else None)
+        separator = (chunk_key_encoding["configuration"].get("separator")
+                     if isinstance(chunk_key_encoding, Mapping) else None)
         options.update(compressor=compressor[0] if compressor else None,
                        filters=_codec_list(filters, [], 2) or None, order=order or "C",
                        dimension_separator=separator)
     else:
-        inner = [*_codec_list(filters, [], 3), *_codec_list(serializer, [DEFAULT_SERIALIZER], 3),
-                 *_codec_list(compressors, [DEFAULT_V3_COMPRESSOR], 3)]
+        warn_order_v3(order)
+        stages = {"filters": _codec_list(filters, [], 3),
+                  "serializer": _serializer(serializer),
+                  "compressors": _codec_list(compressors, [DEFAULT_V3_COMPRESSOR], 3)}
+        for keyword, documents in stages.items():
+            check_stage(keyword, documents)
+        inner = [*stages["filters"], *stages["serializer"], *stages["compressors"]]
         if shards is not None:
-            if chunk_arg is True:
-                raise MetadataError("shards= needs explicit chunks= (the inner chunk shape)")
-            _check_shards(tuple(shards), tuple(chunk_arg))
+            shards, chunk_arg = auto_partition(shape, "auto" if chunk_arg is True else chunk_arg,
+                                               shards, _itemsize(dtype))
+            check_shards(tuple(shards), tuple(chunk_arg), shape)
             inner = [{"name": "sharding_indexed", "configuration": {
                 "chunk_shape": list(chunk_arg), "codecs": inner,
                 "index_codecs": [dict(c) for c in INDEX_CODECS], "index_location": "end"}}]
@@ -163,6 +181,9 @@ def from_array(store: Any, *, data: Any, **kwargs: Any) -> Array:
     >>> from_array(None, data=np.arange(6).reshape(2, 3), chunks=(1, 3))[1].tolist()
     [3, 4, 5]
     """
-    if isinstance(data, Array) and "chunks" not in kwargs:
-        kwargs["chunks"] = data.metadata.chunks
+    if isinstance(data, Array):
+        # zarr-python's chunks="keep"/shards="keep": the source's inner chunks and shards.
+        kwargs.setdefault("chunks", data.chunks)
+        if data.shards is not None and kwargs.get("zarr_format", 3) == 3:
+            kwargs.setdefault("shards", data.shards)
     return create_array(store, data=data[...] if isinstance(data, Array) else data, **kwargs)

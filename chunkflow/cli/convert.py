@@ -93,7 +93,7 @@ def create_target(args: argparse.Namespace, source: chunkflow.Array) -> chunkflo
     given = hasattr(args, "compressor")
     compressor = args.compressor if given else source.compressor
     kwargs: dict[str, Any] = {}
-    chunks = args.chunks or source.chunks
+    chunks = args.chunks or source.write_chunks
     if args.shards:
         # Default inner chunks: the source's where they divide the shard, else the
         # largest size that does (sharding needs inner chunks that tile the shard).
@@ -139,7 +139,7 @@ def copy_data(source: chunkflow.Array, target: chunkflow.Array, scheduler: str,
         target[...] = source[...]
         return
     rest = tuple(slice(0, n) for n in source.shape[1:])
-    parts = slabs(source.shape, target.chunks[0], source.dtype.itemsize, SLAB_BYTES)
+    parts = slabs(source.shape, target.write_chunks[0], source.dtype.itemsize, SLAB_BYTES)
     with _slab_bar(len(parts), progress) as advance:
         for rows in parts:
             blocks = chunkflow.to_dask(source, (rows, *rest), chunks=BLOCK_BYTES)
@@ -165,11 +165,10 @@ def _slab_bar(total: int, enabled: bool) -> Iterator[Callable[[], None]]:
         bar.close()
 
 
-def _inner_chunks(target: chunkflow.Array) -> Any:
-    for codec in target.codecs:
-        if isinstance(codec, dict) and codec.get("name") == "sharding_indexed":
-            return tuple(codec["configuration"]["chunk_shape"])
-    return None
+def _layout(array: chunkflow.Array) -> str:
+    if array.shards is None:
+        return f"chunks {array.chunks}"
+    return f"shards {array.shards} of chunks {array.chunks}"
 
 
 def run_copy(args: argparse.Namespace) -> int:
@@ -179,10 +178,8 @@ def run_copy(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     copy_data(source, target, args.scheduler, progress_wanted(args))
     seconds = time.perf_counter() - start
-    inner = _inner_chunks(target)
-    layout = f"shards {target.chunks} of chunks {inner}" if inner else f"chunks {target.chunks}"
-    print(f"copied {args.src} (Zarr v{source.zarr_format}, chunks {source.chunks}) to "
-          f"{args.dst} (Zarr v{target.zarr_format}, {layout}) in {seconds:.2f} s")
+    print(f"copied {args.src} (Zarr v{source.zarr_format}, {_layout(source)}) to "
+          f"{args.dst} (Zarr v{target.zarr_format}, {_layout(target)}) in {seconds:.2f} s")
     return 0
 
 

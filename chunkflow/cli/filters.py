@@ -76,7 +76,7 @@ def _create_output(args: argparse.Namespace, source: chunkflow.Array) -> chunkfl
     if source.fill_value is not None and not args.dtype:
         kwargs["fill_value"] = source.fill_value
     return create_at(
-        args.dst, source.shape, chunks=source.chunks, dtype=args.dtype or source.dtype,
+        args.dst, source.shape, chunks=source.write_chunks, dtype=args.dtype or source.dtype,
         overwrite=args.overwrite, zarr_format=source.zarr_format, compressor=source.compressor,
         storage_options=storage_options(args, args.dst), **kwargs,
     )

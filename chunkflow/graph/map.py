@@ -240,7 +240,7 @@ def _layout(sources: tuple[Array, ...], grid_owner: Array, out_itemsize: int,
             depth: tuple[int, ...], chunks: Any, max_memory: Any, scheduler: Any,
             func_memory_factor: float) -> _Layout:
     shape = grid_owner.shape
-    unit = tuple(grid_owner._io.grid.chunks)
+    unit = grid_owner.write_chunks
     if chunks is None:
         multiples = auto_per_block(shape, unit, Ellipsis, out_itemsize, DEFAULT_BLOCK_BYTES)
     elif chunks == "chunk":  # one chunk (shard) per block: the tiles of a summary
@@ -249,7 +249,7 @@ def _layout(sources: tuple[Array, ...], grid_owner: Array, out_itemsize: int,
         multiples = block_multiples(grid_owner, Ellipsis, chunks)
     dims = plan_dims(shape, unit, Ellipsis, multiples)
     dep = RegionDep(dims)
-    source_shapes = [(s.dtype.itemsize, tuple(s._io.grid.chunks)) for s in sources]
+    source_shapes = [(s.dtype.itemsize, s.write_chunks) for s in sources]
 
     def estimate_for(block: tuple[int, ...]) -> TaskMemory:
         return plan_task_memory(block, depth, source_shapes, out_itemsize, unit,

@@ -145,7 +145,7 @@ def block_multiples(array: Array, selection: Any, chunks: Any) -> tuple[int, ...
     >>> block_multiples(z, ..., (2, -1)), block_multiples(z, ..., 40_000)
     ((2, 10), (2, 2))
     """
-    unit = array._io.grid.chunks  # the unit of I/O: the shard of a sharded array
+    unit = array.write_chunks  # the unit of I/O: the shard of a sharded array
     if chunks is None or chunks == "auto":
         chunks = dask.config.get("array.chunk-size")
     if isinstance(chunks, str):
@@ -230,7 +230,7 @@ def to_dask(
     """
     array = as_source_array(source, storage_options)
     multiples = block_multiples(array, selection, chunks)
-    dims = plan_dims(array.shape, array._io.grid.chunks, selection, multiples)
+    dims = plan_dims(array.shape, array.write_chunks, selection, multiples)
     dep = SelectionDep(dims)
     array_key = f"chunkflow-array-{tokenize(array)}"
     name = f"chunkflow-read-{tokenize(array_key, dep)}"

@@ -273,7 +273,7 @@ def percentile(
         row_bytes = builtins.max(1, int(np.prod(array.shape[1:])) * array.dtype.itemsize)
         target = chunks or reduction_block_bytes(array.dtype.itemsize, memory_limit, scheduler)
         target = parse_bytes(target) if isinstance(target, str) else int(target)
-        chunk_rows = array._io.grid.chunks[0] if array.ndim else 1
+        chunk_rows = array.write_chunks[0] if array.ndim else 1
         multiples = (builtins.max(1, target // row_bytes // chunk_rows),) + (-1,) * (array.ndim - 1)
         flat = to_dask(array, selection, multiples if array.ndim else None).reshape(-1)
     (result,) = compute(da.percentile(flat, q), scheduler=scheduler, progress=progress)

@@ -159,7 +159,7 @@ def _store_layer(source: da.Array, target: Array, region: tuple[slice, ...], nam
     source_edges = [_block_edges(sizes) for sizes in source.chunks]
     write_edges = [
         aligned_edges(r.start, r.stop, c, max(1, max(sizes, default=1) // c))
-        for r, c, sizes in zip(region, target.chunks, source.chunks)
+        for r, c, sizes in zip(region, target.write_chunks, source.chunks)
     ]
     per_dim = [
         [(lo, hi, _dim_pieces(src, lo, hi)) for lo, hi in itertools.pairwise(edges)]

@@ -10,6 +10,7 @@ from chunkflow.errors import ContainsGroupError, DtypeMismatchError, ShapeMismat
 
 from chunkflow.array import Array
 from chunkflow.array import creation
+from chunkflow.array.zarr3_api import create_array
 from chunkflow.group.documents import fetch_nodes, parse_node
 from chunkflow.group.options import MemberOptions
 
@@ -17,6 +18,9 @@ if TYPE_CHECKING:
     from chunkflow.storage import Store
 
 __all__ = ["ArrayCreation"]
+
+# Keywords only zarr-python 3's create_array has: they select its defaults and meanings.
+ZARR3_ONLY = frozenset({"shards", "compressors", "serializer", "config", "write_data"})
 
 
 class ArrayCreation:
@@ -30,7 +34,10 @@ class ArrayCreation:
                      chunks: Any = True, overwrite: bool = False, **create_kwargs: Any) -> Array:
         """Create the array ``name``; with ``data=``, its shape, dtype and values.
 
-        Extra arguments go to :func:`chunkflow.create` (``fill_value``, ``compressor``...).
+        Takes the keywords of :func:`chunkflow.create_array` (zarr-python 3: ``shards=``,
+        ``compressors=``, ``serializer=``, ``config=``...): when one of those is given the
+        array is made as ``chunkflow.create_array`` makes it. Otherwise extra arguments go
+        to :func:`chunkflow.create` (``fill_value``, ``compressor``...).
 
         Examples
         --------
@@ -38,11 +45,19 @@ class ArrayCreation:
         >>> z = cg_group().create_array("x", data=np.arange(6).reshape(2, 3), chunks=(1, 3))
         >>> z[1]
         array([3, 4, 5])
+        >>> s = cg_group().create_array("s", shape=(8,), chunks=(2,), shards=(4,), dtype="u1")
+        >>> s.chunks, s.shards
+        ((2,), (4,))
         """
         self._check_writable()
         path = self._child_path(name)
         kwargs: dict[str, Any] = {"zarr_format": self._zarr_format,
                                   **self._member_options.array_kwargs(), **create_kwargs}
+        if ZARR3_ONLY & create_kwargs.keys():
+            self._changed()
+            return create_array(self._store, name=path, shape=shape, dtype=dtype, data=data,
+                                chunks="auto" if chunks is True else chunks,
+                                overwrite=overwrite, **kwargs)
         if dtype is not None:
             kwargs["dtype"] = dtype
         if chunks is not True:

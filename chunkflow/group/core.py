@@ -37,6 +37,7 @@ from chunkflow.group.documents import (
 )
 from chunkflow.group.arrays import ArrayCreation
 from chunkflow.group.index import ConsolidatedIndex
+from chunkflow.group.navigation import GroupNavigation
 from chunkflow.group.members import open_members, scan_members, warn_invalid
 from chunkflow.group.options import MemberOptions
 from chunkflow.group.tree import Tree
@@ -45,7 +46,7 @@ from chunkflow.node import group_html, group_repr
 __all__ = ["Group"]
 
 
-class Group(NodeProperties, ArrayCreation):
+class Group(NodeProperties, ArrayCreation, GroupNavigation):
     """A group of a Zarr hierarchy: a mapping of names to arrays and groups.
 
     Open one with :func:`chunkflow.open_group` or :func:`chunkflow.group`, or
@@ -241,7 +242,7 @@ class Group(NodeProperties, ArrayCreation):
         """Names of the members, sorted."""
         return list(self._member_records())
 
-    def members(self) -> Iterator[tuple[str, Array | Group]]:
+    def _direct_members(self) -> Iterator[tuple[str, Array | Group]]:
         """``(name, node)`` of every member, sorted by name (one batched read); members
         that cannot be opened are skipped with a warning (see :meth:`invalid_members`)."""
         invalid: dict[str, str] = {}

@@ -42,6 +42,8 @@ class _ArrayNode(_Node, Protocol):
     @property
     def chunks(self) -> tuple[int, ...]: ...
     @property
+    def shards(self) -> tuple[int, ...] | None: ...
+    @property
     def dtype(self) -> Any: ...
     @property
     def codecs(self) -> tuple[dict[str, Any], ...]: ...
@@ -111,10 +113,10 @@ def _kwargs(config: dict[str, Any]) -> str:
 
 
 def _chunk_fields(array: _ArrayNode) -> str:
-    inner = shard_layout(array.codecs)
-    if inner is None:
+    shards = array.shards
+    if shards is None:
         return f"chunks={array.chunks}"
-    return f"shards={array.chunks} inner_chunks={inner}"
+    return f"shards={shards} inner_chunks={array.chunks}"
 
 
 def array_repr(array: _ArrayNode) -> str:
@@ -160,11 +162,10 @@ def array_rows(array: _ArrayNode) -> list[tuple[str, str]]:
     """The rows of an array's HTML table: location, layout, codecs, sizes."""
     rows = [("Path", array.name), ("Store", store_url(array)), ("Shape", str(array.shape)),
             ("Data type", str(array.dtype))]
-    inner = shard_layout(array.codecs)
-    if inner is None:
+    if array.shards is None:
         rows.append(("Chunks", str(array.chunks)))
     else:
-        rows += [("Shards", str(array.chunks)), ("Inner chunks", str(inner))]
+        rows += [("Shards", str(array.shards)), ("Inner chunks", str(array.chunks))]
     rows += [("Codecs", describe_codecs(array.codecs)), ("Fill value", _fill(array.fill_value)),
              ("Zarr format", str(array.zarr_format)), ("Bytes", _size(array.nbytes))]
     if store_url(array).startswith(_CHEAP_LISTING):
