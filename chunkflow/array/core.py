@@ -21,10 +21,8 @@ from chunkflow.indexing import (
 )
 from chunkflow.metadata import ArrayMetadataV2
 from chunkflow.storage import Store, make_store
-
-from chunkflow.array.attrs import Attributes
-from chunkflow.array.chunk_io import ChunkIO
-from chunkflow.array.nodes import (
+from chunkflow.node.attrs import Attributes
+from chunkflow.node.documents import (
     ZARR_JSON,
     ZARRAY,
     ArrayMetadata,
@@ -34,6 +32,8 @@ from chunkflow.array.nodes import (
     normalize_path,
     store_array_metadata,
 )
+
+from chunkflow.array.chunk_io import ChunkIO
 from chunkflow.array.options import ArrayOptions
 from chunkflow.array.properties import ArrayProperties
 from chunkflow.array.selection import SelectionAccessor, has_ellipsis, selection_kind

@@ -10,15 +10,14 @@ import numcodecs
 
 from chunkflow.codecs import compressor_of
 from chunkflow.metadata import ArrayMetadataV2
-
-from chunkflow.array.info import InfoReport, format_bytes
-from chunkflow.array.node import NodeProperties
+from chunkflow.node.info import InfoReport, format_bytes
+from chunkflow.node.base import NodeProperties
 from chunkflow.node import array_html, array_repr, describe_codecs
 
 if TYPE_CHECKING:
-    from chunkflow.array.attrs import Attributes
+    from chunkflow.node.attrs import Attributes
+    from chunkflow.node.documents import ArrayMetadata
     from chunkflow.array.chunk_io import ChunkIO
-    from chunkflow.array.nodes import ArrayMetadata
     from chunkflow.array.options import ArrayOptions
     from chunkflow.sync import Synchronizer
     from chunkflow.storage import Store

@@ -20,8 +20,8 @@ from chunkflow.metadata import (
     normalize_fill_value,
     parse_data_type_v3,
 )
+from chunkflow.node.documents import ArrayMetadata
 
-from chunkflow.array.nodes import ArrayMetadata
 
 __all__ = ["DEFAULT", "build_metadata", "normalize_dtype", "default_fill_value"]
 

@@ -14,11 +14,9 @@ from chunkflow.errors import (
     ReadOnlyError,
 )
 from chunkflow.storage import Store, make_store
-
-from chunkflow.array import Array
-from chunkflow.array.attrs import Attributes
-from chunkflow.array.info import InfoReport
-from chunkflow.array.nodes import (
+from chunkflow.node.attrs import Attributes
+from chunkflow.node.info import InfoReport
+from chunkflow.node.documents import (
     ZARR_JSON,
     ZGROUP,
     ensure_ancestor_groups,
@@ -26,7 +24,10 @@ from chunkflow.array.nodes import (
     normalize_attributes,
     normalize_path,
 )
-from chunkflow.array.node import NodeProperties
+from chunkflow.node.base import NodeProperties
+from chunkflow.node import group_html, group_repr
+
+from chunkflow.array import Array
 from chunkflow.array.options import ArrayOptions
 from chunkflow.group.documents import (
     NodeRecord,
@@ -40,7 +41,6 @@ from chunkflow.group.index import ConsolidatedIndex
 from chunkflow.group.members import open_members, scan_members, warn_invalid
 from chunkflow.group.options import MemberOptions
 from chunkflow.group.tree import Tree
-from chunkflow.node import group_html, group_repr
 
 __all__ = ["Group"]
 

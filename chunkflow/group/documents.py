@@ -20,8 +20,7 @@ from chunkflow.metadata import (
     load_json_document,
 )
 from chunkflow.storage import Store
-
-from chunkflow.array.nodes import (
+from chunkflow.node.documents import (
     ZARR_JSON,
     ZARRAY,
     ZATTRS,
@@ -30,6 +29,7 @@ from chunkflow.array.nodes import (
     join_path,
     normalize_attributes,
 )
+
 
 __all__ = ["NodeRecord", "ZMETADATA", "node_keys", "fetch_nodes", "parse_node", "write_group",
            "record_from_documents", "forget_cached_under"]

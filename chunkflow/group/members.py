@@ -15,8 +15,8 @@ from typing import Any
 
 from chunkflow.errors import ChunkflowError
 from chunkflow.storage import Store, normalize_key
+from chunkflow.node.documents import join_path
 
-from chunkflow.array.nodes import join_path
 from chunkflow.group.documents import NodeRecord, fetch_nodes, parse_node
 
 __all__ = ["open_members", "scan_members", "warn_invalid"]

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from chunkflow.storage.factory import opened_by_chunkflow
 
 if TYPE_CHECKING:
-    from chunkflow.array.attrs import Attributes
+    from chunkflow.node.attrs import Attributes
     from chunkflow.storage import Store
 
 __all__ = ["NodeProperties"]
