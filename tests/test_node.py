@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
 import chunkflow
-from chunkflow.errors import ArrayNotFoundError, ContainsArrayError, MetadataError
+from chunkflow.errors import (
+    ArrayNotFoundError,
+    ContainsArrayError,
+    MetadataError,
+    ReadOnlyError,
+)
 from chunkflow.group.documents import fetch_nodes, parse_node
 from chunkflow.node.documents import (
     classify_node,
@@ -16,6 +22,7 @@ from chunkflow.node.documents import (
     node_kind,
 )
 from chunkflow.storage import MemoryStore
+from chunkflow.sync import ThreadSynchronizer
 
 V3_GROUP = {"zarr_format": 3, "node_type": "group"}
 V3_ARRAY = {"zarr_format": 3, "node_type": "array"}
@@ -91,3 +98,65 @@ def test_ensure_ancestor_groups_refuses_an_array_ancestor(documents: dict) -> No
     store.set_many(documents)
     with pytest.raises(ContainsArrayError, match=r"ancestor 'a' is an array"):
         ensure_ancestor_groups(store, "a/b", 3)
+
+
+# -- what arrays and groups share: read-only refusal, the node lock, attribute updates --
+
+
+class RecordingSynchronizer(ThreadSynchronizer):
+    """A thread synchronizer that records the keys it locks."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.locked: list[str] = []
+
+    def lock(self, key: str, *, timeout: float | None = None) -> Any:
+        self.locked.append(key)
+        return super().lock(key, timeout=timeout)
+
+
+def _node(kind: str, zarr_format: int, store: MemoryStore, **options: Any) -> Any:
+    root = chunkflow.open_group(store, mode="a", zarr_format=zarr_format, **options)
+    if kind == "group":
+        return root.create_group("n")
+    return root.zeros("n", shape=4, chunks=2, dtype="u1")
+
+
+@pytest.mark.parametrize("kind", ["array", "group"])
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_attribute_updates_lock_the_node_document(kind: str, zarr_format: int) -> None:
+    sync = RecordingSynchronizer()
+    node = _node(kind, zarr_format, MemoryStore(), synchronizer=sync)
+    sync.locked.clear()
+    node.attrs["unit"] = "nm"
+    document = {(3, "array"): "zarr.json", (3, "group"): "zarr.json",
+                (2, "array"): ".zarray", (2, "group"): ".zgroup"}[zarr_format, kind]
+    assert sync.locked == [f"n/{document}"]
+
+
+@pytest.mark.parametrize("kind", ["array", "group"])
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_attribute_updates_through_two_handles_all_land(kind: str, zarr_format: int) -> None:
+    # Under a synchronizer each update re-reads the stored attributes: the second
+    # handle does not write back its stale copy over the first handle's key.
+    store = MemoryStore()
+    first = _node(kind, zarr_format, store, synchronizer="thread")
+    second = chunkflow.open_group(store, mode="r+", synchronizer="thread")["n"]
+    first.attrs["a"] = 1
+    second.attrs["b"] = 2
+    reopened = chunkflow.open_group(store, mode="r")["n"]
+    assert dict(reopened.attrs) == {"a": 1, "b": 2} == dict(second.attrs)
+
+
+@pytest.mark.parametrize("kind", ["array", "group"])
+def test_read_only_nodes_refuse_changes_naming_the_node(kind: str) -> None:
+    store = MemoryStore()
+    _node(kind, 3, store)
+    node = chunkflow.open_group(store, mode="r")["n"]
+    with pytest.raises(ReadOnlyError, match=r"^node 'n' is read-only"):
+        node.attrs["a"] = 1
+    change = (lambda: node.create_group("x")) if kind == "group" else \
+        (lambda: node.__setitem__(0, 1))
+    with pytest.raises(ReadOnlyError, match=rf"^{kind} 'n' in MemoryStore.* is read-only"):
+        change()
+    assert dict(node.attrs) == {}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import time
 from typing import Any, Callable
@@ -10,7 +9,6 @@ from typing import Any, Callable
 import numpy as np
 
 from chunkflow.codecs import v2_pipeline, v3_pipeline
-from chunkflow.errors import ReadOnlyError
 from chunkflow.grid import ChunkKeyEncoding, RegularChunkGrid
 from chunkflow.indexing import (
     BasicIndexer,
@@ -23,12 +21,8 @@ from chunkflow.metadata import ArrayMetadataV2
 from chunkflow.storage import Store, make_store
 from chunkflow.node.attrs import Attributes
 from chunkflow.node.documents import (
-    ZARR_JSON,
-    ZARRAY,
     ArrayMetadata,
-    join_path,
     load_array_metadata,
-    normalize_attributes,
     normalize_path,
     store_array_metadata,
 )
@@ -86,6 +80,8 @@ class Array(ArrayProperties):
     >>> int(again[:].sum())
     42
     """
+
+    _kind = "array"
 
     def __init__(
         self,
@@ -178,13 +174,16 @@ class Array(ArrayProperties):
             return ""
         return np.zeros((), dtype=metadata.dtype)[()]
 
-    def _persist_attributes(self, change: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
-        """Apply ``change`` to the stored attributes and write them (under the array lock)."""
-        with self._metadata_lock():
-            self._refresh_if_shared()
-            new = normalize_attributes(change(self._attrs.asdict()), self._path)
-            self._metadata = store_array_metadata(self._store, self._path, self._metadata, new)
-        return new
+    def _lock_options(self) -> tuple[Any, float | None]:
+        return self._options.synchronizer, self._options.lock_timeout
+
+    def _current_attributes(self) -> dict[str, Any]:
+        self._refresh_if_shared()
+        return self._attrs.asdict()
+
+    def _store_attributes(self, attributes: dict[str, Any]) -> None:
+        self._metadata = store_array_metadata(self._store, self._path, self._metadata,
+                                              attributes)
 
     def _refresh_if_shared(self) -> None:
         """Under a synchronizer, re-read metadata and attributes: another process may
@@ -194,14 +193,6 @@ class Array(ArrayProperties):
         metadata, attributes = load_array_metadata(self._store, self._path)
         self._set_metadata(metadata)
         self._attrs.refresh(attributes)
-
-    def _metadata_lock(self) -> Any:
-        """The array-level lock of resize, append and attribute updates."""
-        synchronizer = self._options.synchronizer
-        if synchronizer is None:
-            return contextlib.nullcontext()
-        key = join_path(self._path, ZARR_JSON if self.zarr_format == 3 else ZARRAY)
-        return synchronizer.lock(key, timeout=self._options.lock_timeout)
 
     # -- pickling: store, path, metadata and options, never data ----------------
 
@@ -361,10 +352,6 @@ class Array(ArrayProperties):
     def _write(self, indexer: Any, value: Any) -> None:
         prepared = prepare_value(value, self.dtype, indexer, self._path)
         self._io.write(list(indexer), prepared)
-
-    def _check_writable(self) -> None:
-        if self._options.read_only:
-            raise ReadOnlyError(f"array {self._path or '/'!r} is read-only: writes are refused")
 
     # -- shape changes ---------------------------------------------------------
 
