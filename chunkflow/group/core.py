@@ -34,7 +34,7 @@ from chunkflow.group.documents import (
 )
 from chunkflow.group.arrays import ArrayCreation
 from chunkflow.group.index import ConsolidatedIndex
-from chunkflow.group.members import open_members, scan_members, warn_invalid
+from chunkflow.group.members import member_tree, open_members, scan_members, warn_invalid
 from chunkflow.group.options import MemberOptions
 from chunkflow.group.tree import Tree
 
@@ -282,7 +282,7 @@ class Group(NodeProperties, ArrayCreation):
         └── group_1
             └── inner
         """
-        return Tree(self, level)
+        return Tree(member_tree(self, level))
 
     # -- changing ----------------------------------------------------------------
 
