@@ -330,7 +330,7 @@ class Array(ArrayProperties):
         self._check_writable()
         indexer = BasicIndexer(selection, self._io.grid)
         if is_chunked_source(value):
-            copy_from_source(self, indexer, value)
+            copy_from_source(self._io, self.dtype, indexer, value)
         else:
             self._write(indexer, value)
 
@@ -378,7 +378,7 @@ class Array(ArrayProperties):
         self._check_writable()
         with self._metadata_lock():
             self._refresh_if_shared()
-            resize_array(self, shape)
+            resize_array(self._io, self._metadata, shape, self._write_metadata)
 
     def append(self, data: Any, axis: int = 0) -> tuple[int, ...]:
         """Append ``data`` along ``axis``; returns the new shape.
@@ -400,7 +400,8 @@ class Array(ArrayProperties):
         # processes each extend the shape they find and write their own rows.
         with self._metadata_lock():
             self._refresh_if_shared()
-            return append_to_array(self, data, axis)
+            return append_to_array(self._metadata, self._path, data, axis,
+                                   stage=self._staged, publish=self._write_metadata)
 
     def repair(self, temporary_max_age: float | None = None) -> Any:
         """Remove what interrupted writers left: data beyond the shape, temporary files.
@@ -418,15 +419,22 @@ class Array(ArrayProperties):
         >>> z.repair()
         RepairReport(deleted_chunks=0, cleared_chunks=0, removed_temporaries=0)
         """
-        from chunkflow.array.repair import TEMPORARY_MAX_AGE, repair_array
+        from chunkflow.array.repair import TEMPORARY_MAX_AGE
 
         self._check_writable()
         age = TEMPORARY_MAX_AGE if temporary_max_age is None else temporary_max_age
         with self._metadata_lock():
             self._refresh_if_shared()
-            return repair_array(self, age)
+            return self._io.repair(age)
 
-    def _write_metadata(self, metadata: ArrayMetadata) -> None:
+    def _write_metadata(self, metadata: ArrayMetadata) -> ChunkIO:
+        """Publish ``metadata``; returns the chunk I/O of the array it describes."""
         self._metadata = store_array_metadata(self._store, self._path, metadata,
                                               self._attrs.asdict())
         self._set_metadata(self._metadata)
+        return self._io
+
+    def _staged(self, metadata: ArrayMetadata) -> Array:
+        """A handle on ``metadata`` that is not published (nobody else sees it yet)."""
+        return type(self)._from_metadata(self._store, self._path, metadata,
+                                         self._attrs.asdict(), self._options)

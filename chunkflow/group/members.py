@@ -85,8 +85,11 @@ def member_tree(group: Any, level: int | None, name: str | None = None) -> TreeN
     >>> import chunkflow
     >>> root = chunkflow.group()
     >>> _ = root.create_group("g").zeros("a", shape=2, dtype="i1")
-    >>> member_tree(root, None)
-    TreeNode(name='/', description='', children=[TreeNode(name='g', description='', children=[TreeNode(name='a', description='(2,) int8', children=[])])])
+    >>> from chunkflow.group.tree import Tree
+    >>> print(Tree(member_tree(root, None)))
+    /
+    └── g
+        └── a (2,) int8
     >>> member_tree(root, 0).children
     []
     """
