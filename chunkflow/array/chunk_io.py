@@ -25,9 +25,9 @@ from typing import Callable, ContextManager, Sequence, TypeVar
 
 import numpy as np
 
+from chunkflow.buffers import scratch_buffer
 from chunkflow.cache import ChunkCache, discard_everywhere
 from chunkflow.codecs import CodecPipeline
-from chunkflow.codecs.stages import scratch_buffer
 from chunkflow.errors import ChunkDecodeError, ChunkEncodeError, ChunkTooLargeError
 from chunkflow.grid import ChunkKeyEncoding, RegularChunkGrid
 from chunkflow.indexing import ChunkProjection
