@@ -19,6 +19,7 @@ from chunkflow.errors import (
     ShapeMismatchError,
 )
 from chunkflow.group import Group, Tree, group, open_group, open_node
+from chunkflow.group.tree import TreeNode
 from chunkflow.storage import LocalStore, MemoryStore
 
 FORMATS = [2, 3]
@@ -159,6 +160,29 @@ def test_tree_and_info():
     info = root.info
     assert info["Type"] == "Group" and info["No. members"] == "2" and info["No. arrays"] == "1"
     assert "<table" in info._repr_html_()
+
+
+def test_tree_of_a_subgroup_and_a_bad_level():
+    root = group()
+    root.create_group("a/b").zeros("z", shape=(2,), dtype="u1")
+    assert repr(root["a"].tree()) == "/a\n└── b\n    └── z (2,) uint8"
+    with pytest.raises(ValueError, match="tree level must be None or >= 0, got -1"):
+        root.tree(level=-1)
+
+
+def test_tree_rendering_needs_no_group():
+    # tree.py is pure rendering: it draws TreeNode data and imports nothing of
+    # chunkflow (Group.tree reads the members), so group/core <-> group/tree is no cycle.
+    import ast
+    import importlib
+
+    tree_module = importlib.import_module("chunkflow.group.tree")
+
+    source = ast.parse(open(tree_module.__file__, encoding="utf-8").read())
+    imported = [node.module for node in ast.walk(source) if isinstance(node, ast.ImportFrom)]
+    assert not [name for name in imported if name and name.startswith("chunkflow")]
+    drawn = Tree(TreeNode("/", children=[TreeNode("g", children=[TreeNode("x", "(1,) i1")])]))
+    assert repr(drawn) == "/\n└── g\n    └── x (1,) i1"
 
 
 def test_open_node(make_store):

@@ -25,9 +25,9 @@ from typing import Callable, ContextManager, Sequence, TypeVar
 
 import numpy as np
 
+from chunkflow.buffers import scratch_buffer
 from chunkflow.cache import ChunkCache, discard_everywhere
 from chunkflow.codecs import CodecPipeline
-from chunkflow.codecs.stages import scratch_buffer
 from chunkflow.errors import ChunkDecodeError, ChunkEncodeError, ChunkTooLargeError
 from chunkflow.grid import ChunkKeyEncoding, RegularChunkGrid
 from chunkflow.indexing import ChunkProjection
@@ -38,6 +38,12 @@ from chunkflow.storage.coherence import location
 from chunkflow.array.cached import current_copies, serve_hits
 from chunkflow.array.options import ArrayOptions
 from chunkflow.array.parallel import PARALLEL_MIN_CHUNK_BYTES, map_groups
+from chunkflow.array.repair import (
+    RepairReport,
+    clear_grown_region,
+    repair_array,
+    trim_beyond_shape,
+)
 from chunkflow.array.shard_reads import ShardReader
 from chunkflow.array.shard_writes import rewrite_shard
 
@@ -448,6 +454,22 @@ class ChunkIO:
         if present:
             encoded = bytes(self.encode(present[0], self.empty_chunk(present[0])))
             self.store.set_many({key: encoded for key in present})
+
+    # -- shape changes and repair (the work is done in chunkflow.array.repair) --------
+
+    def clear_grown_region(self, old_shape: tuple[int, ...], new_shape: tuple[int, ...]) -> None:
+        """Make every element of ``new_shape`` outside ``old_shape`` read as fill_value;
+        called before a grow publishes the larger shape."""
+        clear_grown_region(self, old_shape, new_shape)
+
+    def trim_beyond_shape(self, dims: Sequence[int] | None = None) -> tuple[int, int]:
+        """Delete stored chunks outside this grid and reset edge padding (in ``dims``)
+        to fill; returns ``(deleted, cleared)`` chunk counts."""
+        return trim_beyond_shape(self, dims)
+
+    def repair(self, temporary_max_age: float) -> RepairReport:
+        """Remove what interrupted writers left; see :meth:`chunkflow.Array.repair`."""
+        return repair_array(self, temporary_max_age)
 
 
 class _ScalarChunk:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import time
 from typing import Any, Callable
@@ -10,7 +9,6 @@ from typing import Any, Callable
 import numpy as np
 
 from chunkflow.codecs import v2_pipeline, v3_pipeline
-from chunkflow.errors import ReadOnlyError
 from chunkflow.grid import ChunkKeyEncoding, RegularChunkGrid
 from chunkflow.indexing import (
     BasicIndexer,
@@ -21,21 +19,17 @@ from chunkflow.indexing import (
 )
 from chunkflow.metadata import ArrayMetadataV2
 from chunkflow.storage import Store, make_store
-
-from chunkflow.array.attrs import Attributes
-from chunkflow.array.blocks import BlockSelection
-from chunkflow.array.chunk_io import ChunkIO
-from chunkflow.array.layout import layout_of
-from chunkflow.array.nodes import (
-    ZARR_JSON,
-    ZARRAY,
+from chunkflow.node.attrs import Attributes
+from chunkflow.node.documents import (
     ArrayMetadata,
-    join_path,
     load_array_metadata,
-    normalize_attributes,
     normalize_path,
     store_array_metadata,
 )
+
+from chunkflow.array.blocks import BlockSelection
+from chunkflow.array.chunk_io import ChunkIO
+from chunkflow.array.layout import layout_of
 from chunkflow.array.options import ArrayOptions
 from chunkflow.array.properties import ArrayProperties
 from chunkflow.array.selection import SelectionAccessor, has_ellipsis, selection_kind
@@ -88,6 +82,8 @@ class Array(ArrayProperties, BlockSelection):
     >>> int(again[:].sum())
     42
     """
+
+    _kind = "array"
 
     def __init__(
         self,
@@ -181,13 +177,16 @@ class Array(ArrayProperties, BlockSelection):
             return ""
         return np.zeros((), dtype=metadata.dtype)[()]
 
-    def _persist_attributes(self, change: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
-        """Apply ``change`` to the stored attributes and write them (under the array lock)."""
-        with self._metadata_lock():
-            self._refresh_if_shared()
-            new = normalize_attributes(change(self._attrs.asdict()), self._path)
-            self._metadata = store_array_metadata(self._store, self._path, self._metadata, new)
-        return new
+    def _lock_options(self) -> tuple[Any, float | None]:
+        return self._options.synchronizer, self._options.lock_timeout
+
+    def _current_attributes(self) -> dict[str, Any]:
+        self._refresh_if_shared()
+        return self._attrs.asdict()
+
+    def _store_attributes(self, attributes: dict[str, Any]) -> None:
+        self._metadata = store_array_metadata(self._store, self._path, self._metadata,
+                                              attributes)
 
     def _refresh_if_shared(self) -> None:
         """Under a synchronizer, re-read metadata and attributes: another process may
@@ -197,14 +196,6 @@ class Array(ArrayProperties, BlockSelection):
         metadata, attributes = load_array_metadata(self._store, self._path)
         self._set_metadata(metadata)
         self._attrs.refresh(attributes)
-
-    def _metadata_lock(self) -> Any:
-        """The array-level lock of resize, append and attribute updates."""
-        synchronizer = self._options.synchronizer
-        if synchronizer is None:
-            return contextlib.nullcontext()
-        key = join_path(self._path, ZARR_JSON if self.zarr_format == 3 else ZARRAY)
-        return synchronizer.lock(key, timeout=self._options.lock_timeout)
 
     # -- pickling: store, path, metadata and options, never data ----------------
 
@@ -342,7 +333,7 @@ class Array(ArrayProperties, BlockSelection):
         self._check_writable()
         indexer = BasicIndexer(selection, self._io.grid)
         if is_chunked_source(value):
-            copy_from_source(self, indexer, value)
+            copy_from_source(self._io, self.dtype, indexer, value)
         else:
             self._write(indexer, value)
 
@@ -364,10 +355,6 @@ class Array(ArrayProperties, BlockSelection):
     def _write(self, indexer: Any, value: Any) -> None:
         prepared = prepare_value(value, self.dtype, indexer, self._path)
         self._io.write(list(indexer), prepared)
-
-    def _check_writable(self) -> None:
-        if self._options.read_only:
-            raise ReadOnlyError(f"array {self._path or '/'!r} is read-only: writes are refused")
 
     # -- shape changes ---------------------------------------------------------
 
@@ -394,7 +381,7 @@ class Array(ArrayProperties, BlockSelection):
         self._check_writable()
         with self._metadata_lock():
             self._refresh_if_shared()
-            resize_array(self, shape)
+            resize_array(self._io, self._metadata, shape, self._write_metadata)
 
     def append(self, data: Any, axis: int = 0) -> tuple[int, ...]:
         """Append ``data`` along ``axis``; returns the new shape.
@@ -416,7 +403,8 @@ class Array(ArrayProperties, BlockSelection):
         # processes each extend the shape they find and write their own rows.
         with self._metadata_lock():
             self._refresh_if_shared()
-            return append_to_array(self, data, axis)
+            return append_to_array(self._metadata, self._path, data, axis,
+                                   stage=self._staged, publish=self._write_metadata)
 
     def repair(self, temporary_max_age: float | None = None) -> Any:
         """Remove what interrupted writers left: data beyond the shape, temporary files.
@@ -434,15 +422,22 @@ class Array(ArrayProperties, BlockSelection):
         >>> z.repair()
         RepairReport(deleted_chunks=0, cleared_chunks=0, removed_temporaries=0)
         """
-        from chunkflow.array.repair import TEMPORARY_MAX_AGE, repair_array
+        from chunkflow.array.repair import TEMPORARY_MAX_AGE
 
         self._check_writable()
         age = TEMPORARY_MAX_AGE if temporary_max_age is None else temporary_max_age
         with self._metadata_lock():
             self._refresh_if_shared()
-            return repair_array(self, age)
+            return self._io.repair(age)
 
-    def _write_metadata(self, metadata: ArrayMetadata) -> None:
+    def _write_metadata(self, metadata: ArrayMetadata) -> ChunkIO:
+        """Publish ``metadata``; returns the chunk I/O of the array it describes."""
         self._metadata = store_array_metadata(self._store, self._path, metadata,
                                               self._attrs.asdict())
         self._set_metadata(self._metadata)
+        return self._io
+
+    def _staged(self, metadata: ArrayMetadata) -> Array:
+        """A handle on ``metadata`` that is not published (nobody else sees it yet)."""
+        return type(self)._from_metadata(self._store, self._path, metadata,
+                                         self._attrs.asdict(), self._options)

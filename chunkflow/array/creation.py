@@ -13,14 +13,14 @@ import numpy as np
 
 from chunkflow.errors import ArrayNotFoundError, ContainsArrayError, ContainsGroupError
 from chunkflow.storage import make_store
-
-from chunkflow.array.core import Array
-from chunkflow.array.nodes import (
+from chunkflow.node.documents import (
     ensure_ancestor_groups,
     node_kind,
     normalize_path,
     store_array_metadata,
 )
+
+from chunkflow.array.core import Array
 from chunkflow.array.options import ArrayOptions
 from chunkflow.array.spec import DEFAULT, build_metadata
 from chunkflow.array.values import convert_dtype, is_chunked_source

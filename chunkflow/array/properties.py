@@ -10,8 +10,10 @@ import numcodecs
 
 from chunkflow.codecs import compressor_of
 from chunkflow.metadata import ArrayMetadataV2
+from chunkflow.node import array_html, array_repr
+from chunkflow.node.base import NodeProperties
+from chunkflow.node.info import InfoReport
 
-from chunkflow.array.info import InfoReport
 from chunkflow.array.layout import (
     ARRAY_TO_ARRAY,
     ARRAY_TO_BYTES,
@@ -19,14 +21,12 @@ from chunkflow.array.layout import (
     ChunkLayout,
     ceil_grid,
 )
-from chunkflow.array.node import NodeProperties
 from chunkflow.array.report import array_info
-from chunkflow.node import array_html, array_repr
 
 if TYPE_CHECKING:
-    from chunkflow.array.attrs import Attributes
+    from chunkflow.node.attrs import Attributes
+    from chunkflow.node.documents import ArrayMetadata
     from chunkflow.array.chunk_io import ChunkIO
-    from chunkflow.array.nodes import ArrayMetadata
     from chunkflow.array.options import ArrayOptions
     from chunkflow.sync import Synchronizer
     from chunkflow.storage import Store

@@ -11,6 +11,10 @@ it publishes the larger shape.* Data outside the shape is therefore garbage that
 reader can reach, and :func:`repair_array` (``Array.repair()``) removes it for good
 (which also protects other Zarr tools that grow the array without this rule).
 
+Everything here works on an array's :class:`~chunkflow.array.chunk_io.ChunkIO` (its
+store, path, chunk grid, key encoding and codecs), which offers it as
+``clear_grown_region``, ``trim_beyond_shape`` and ``repair``.
+
 The grown region is found by arithmetic on the chunk grid, never by listing the store,
 as long as it spans at most :data:`ENUMERATE_LIMIT` chunks; a larger growth lists the
 array's stored chunks instead (cheaper than touching every possible key).
@@ -26,7 +30,7 @@ from typing import TYPE_CHECKING, Iterator, Sequence
 from chunkflow.metadata import is_all_fill
 
 if TYPE_CHECKING:
-    from chunkflow.array.core import Array
+    from chunkflow.array.chunk_io import ChunkIO
 
 __all__ = ["ENUMERATE_LIMIT", "RepairReport", "clear_grown_region", "grown_chunk_coords",
            "repair_array", "trim_beyond_shape"]
@@ -101,29 +105,29 @@ def _grown_bounds(
 
 
 def clear_grown_region(
-    array: Array, old_shape: tuple[int, ...], new_shape: tuple[int, ...]
+    io: ChunkIO, old_shape: tuple[int, ...], new_shape: tuple[int, ...]
 ) -> None:
     """Make every element of ``new_shape`` outside ``old_shape`` read as ``fill_value``.
 
     Called before the new shape is published: readers of the old shape never look
     where this writes (chunks past the old grid, padding of the old edge chunks).
     """
-    chunks = array.write_chunks
+    chunks = io.grid.chunks
     if count_grown_chunks(old_shape, new_shape, chunks) <= ENUMERATE_LIMIT:
         candidates: Iterator[tuple[int, ...]] = grown_chunk_coords(old_shape, new_shape, chunks)
     else:
-        candidates = (coords for coords in _listed_coords(array)
+        candidates = (coords for coords in _listed_coords(io)
                       if _is_grown(coords, old_shape, new_shape, chunks))
     outside: list[str] = []
     straddling: list[tuple[int, ...]] = []
     for coords in candidates:
         if any(c * size >= o for c, size, o in zip(coords, chunks, old_shape)):
-            outside.append(array._io.key(coords))
+            outside.append(io.key(coords))
         else:
             straddling.append(coords)
     if outside:
-        array._io.discard(outside)
-    _reset_beyond(array, straddling, old_shape)
+        io.discard(outside)
+    _reset_beyond(io, straddling, old_shape)
 
 
 def _is_grown(coords: tuple[int, ...], old_shape: Sequence[int], new_shape: Sequence[int],
@@ -134,42 +138,40 @@ def _is_grown(coords: tuple[int, ...], old_shape: Sequence[int], new_shape: Sequ
     return inside_new and reaches_out
 
 
-def _listed_coords(array: Array) -> Iterator[tuple[int, ...]]:
+def _listed_coords(io: ChunkIO) -> Iterator[tuple[int, ...]]:
     """Coordinates of every chunk key stored under the array, inside its grid or not."""
-    io = array._io
-    start = len(array.path) + 1 if array.path else 0
-    for key in array.store.list_prefix(array.path):
-        coords = io.key_encoding.decode(key[start:], array.ndim)
+    start = len(io.path) + 1 if io.path else 0
+    ndim = len(io.grid.shape)
+    for key in io.store.list_prefix(io.path):
+        coords = io.key_encoding.decode(key[start:], ndim)
         if coords is not None:
             yield coords
 
 
-def _reset_beyond(array: Array, coords_list: list[tuple[int, ...]],
+def _reset_beyond(io: ChunkIO, coords_list: list[tuple[int, ...]],
                   shape: Sequence[int]) -> int:
     """Reset the part of each chunk beyond ``shape`` to fill; returns chunks rewritten."""
     if not coords_list:
         return 0
-    io = array._io
     rewritten = 0
     # A writer of the part inside the shape may race with this read-modify-write.
     with io.lock_keys([io.key(coords) for coords in coords_list]):
         for coords in coords_list:
-            rewritten += _reset_chunk(array, coords, shape)
+            rewritten += _reset_chunk(io, coords, shape)
     return rewritten
 
 
-def _reset_chunk(array: Array, coords: tuple[int, ...], shape: Sequence[int]) -> int:
-    io = array._io
+def _reset_chunk(io: ChunkIO, coords: tuple[int, ...], shape: Sequence[int]) -> int:
     key = io.key(coords)
     if key not in io.store:
         return 0
     chunk = io.read_chunk(coords)
-    regions = _beyond_regions(coords, array.write_chunks, shape)
+    regions = _beyond_regions(coords, io.grid.chunks, shape)
     if all(is_all_fill(chunk[region], io.fill_value) for region in regions):
         return 0
     for region in regions:
         chunk[region] = io.fill_value
-    if not array.write_empty_chunks and is_all_fill(chunk, io.fill_value):
+    if not io.options.write_empty_chunks and is_all_fill(chunk, io.fill_value):
         io.discard([key])
     else:
         io.store[key] = io.encode(key, chunk)
@@ -189,31 +191,31 @@ def _beyond_regions(coords: Sequence[int], chunks: Sequence[int],
     return regions
 
 
-def trim_beyond_shape(array: Array, dims: Sequence[int] | None = None) -> tuple[int, int]:
+def trim_beyond_shape(io: ChunkIO, dims: Sequence[int] | None = None) -> tuple[int, int]:
     """Delete stored chunks outside the grid; reset edge padding (in ``dims``) to fill.
 
     Lists the array's stored chunks. Returns ``(deleted, cleared)`` chunk counts.
     """
-    shape, chunks = array.shape, array.write_chunks
-    dims = range(array.ndim) if dims is None else dims
+    shape, chunks = io.grid.shape, io.grid.chunks
+    dims = range(len(shape)) if dims is None else dims
     outside: list[str] = []
     cut: list[tuple[int, ...]] = []
-    for coords in _listed_coords(array):
+    for coords in _listed_coords(io):
         starts = [c * size for c, size in zip(coords, chunks)]
         if any(start >= n for start, n in zip(starts, shape)):
-            outside.append(array._io.key(coords))
+            outside.append(io.key(coords))
         elif any(starts[d] + chunks[d] > shape[d] for d in dims):
             cut.append(coords)
     if outside:
-        array._io.discard(outside)
-    return len(outside), _reset_beyond(array, cut, shape)
+        io.discard(outside)
+    return len(outside), _reset_beyond(io, cut, shape)
 
 
-def repair_array(array: Array, temporary_max_age: float = TEMPORARY_MAX_AGE) -> RepairReport:
+def repair_array(io: ChunkIO, temporary_max_age: float = TEMPORARY_MAX_AGE) -> RepairReport:
     """Remove what interrupted writes left behind; see :meth:`chunkflow.Array.repair`."""
     # Temporaries first: the listing below would remove (but not count) old ones.
-    remove = getattr(array.store, "remove_stale_temporaries", None)
-    removed = remove(array.path, temporary_max_age) if callable(remove) else 0
-    deleted, cleared = trim_beyond_shape(array)
-    array._io.forget_cached()
+    remove = getattr(io.store, "remove_stale_temporaries", None)
+    removed = remove(io.path, temporary_max_age) if callable(remove) else 0
+    deleted, cleared = trim_beyond_shape(io)
+    io.forget_cached()
     return RepairReport(deleted, cleared, removed)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
 
-from chunkflow.array.info import InfoReport, format_bytes
+from chunkflow.node.info import InfoReport, format_bytes
 from chunkflow.node import describe_codecs
 
 if TYPE_CHECKING:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
@@ -20,10 +21,10 @@ from chunkflow.metadata import (
     normalize_fill_value,
     parse_data_type_v3,
 )
+from chunkflow.node.documents import ArrayMetadata
 
-from chunkflow.array.nodes import ArrayMetadata
 
-__all__ = ["DEFAULT", "build_metadata", "normalize_dtype", "default_fill_value"]
+__all__ = ["DEFAULT", "ArraySpec", "build_metadata", "normalize_dtype", "default_fill_value"]
 
 
 class _Default:
@@ -91,7 +92,17 @@ def build_metadata(
     attributes: dict[str, Any] | None,
     path: str,
 ) -> ArrayMetadata:
-    """Validate creation arguments and build the array's metadata document."""
+    """Validate creation arguments and build the array's metadata document.
+
+    Examples
+    --------
+    >>> meta = build_metadata(shape=(4, 4), chunks=2, dtype="u2", fill_value=DEFAULT,
+    ...     order="C", compressor=None, filters=None, codecs=None,
+    ...     dimension_separator=None, chunk_key_encoding=None, dimension_names=("y", "x"),
+    ...     zarr_format=3, attributes={"a": 1}, path="p")
+    >>> meta.chunks, meta.fill_value, meta.dimension_names, meta.attributes
+    ((2, 2), np.uint16(0), ('y', 'x'), {'a': 1})
+    """
     where = f"array {path or '/'!r}"
     shape_t = normalize_shape(shape)
     np_dtype, is_string = normalize_dtype(dtype)
@@ -100,97 +111,96 @@ def build_metadata(
         raise MetadataError(f"{where}: order must be 'C' or 'F', got {order!r}")
     if fill_value is DEFAULT:
         fill_value = default_fill_value(np_dtype, is_string)
+    spec = ArraySpec(
+        shape=shape_t, chunks=chunks_t, dtype=np_dtype, is_string=is_string,
+        fill_value=fill_value, order=order, compressor=compressor, filters=filters,
+        codecs=codecs, dimension_separator=dimension_separator,
+        chunk_key_encoding=chunk_key_encoding, dimension_names=dimension_names,
+        attributes=attributes, where=where,
+    )
     if zarr_format == 2:
-        return _build_v2(
-            shape_t, chunks_t, np_dtype, is_string, fill_value, order, compressor, filters,
-            codecs, dimension_separator, chunk_key_encoding, dimension_names, where,
-        )
+        return _build_v2(spec)
     if zarr_format == 3:
-        return _build_v3(
-            shape_t, chunks_t, np_dtype, is_string, fill_value, order, compressor, filters,
-            codecs, dimension_separator, chunk_key_encoding, dimension_names, attributes, where,
-        )
+        return _build_v3(spec)
     raise MetadataError(f"{where}: zarr_format must be 2 or 3, got {zarr_format!r}")
 
 
-def _build_v3(
-    shape: tuple[int, ...],
-    chunks: tuple[int, ...],
-    dtype: np.dtype,
-    is_string: bool,
-    fill_value: Any,
-    order: str,
-    compressor: Any,
-    filters: Any,
-    codecs: Any,
-    dimension_separator: str | None,
-    chunk_key_encoding: Any,
-    dimension_names: Sequence[str | None] | None,
-    attributes: dict[str, Any] | None,
-    where: str,
-) -> ArrayMetadataV3:
+@dataclass(frozen=True)
+class ArraySpec:
+    """The creation arguments of an array once shape, chunks, dtype, order and the
+    default fill value are settled: what the v2 and v3 builders start from.
+
+    ``where`` names the array in error messages (``"array 'a/b'"``).
+    """
+
+    shape: tuple[int, ...]
+    chunks: tuple[int, ...]
+    dtype: np.dtype
+    is_string: bool
+    fill_value: Any
+    order: str
+    compressor: Any
+    filters: Any
+    codecs: Any
+    dimension_separator: str | None
+    chunk_key_encoding: Any
+    dimension_names: Sequence[str | None] | None
+    attributes: dict[str, Any] | None
+    where: str
+
+
+def _build_v3(spec: ArraySpec) -> ArrayMetadataV3:
+    dtype, fill_value, where = spec.dtype, spec.fill_value, spec.where
     if dtype.fields is not None:
         # v3 data types carry no byte order and structured items go through a bare
         # `bytes` codec: keep the fields in the order every reader parses (native),
         # or a big-endian field would be stored as is and read back byte-swapped.
         dtype = parse_data_type_v3(encode_data_type_v3(dtype))
     if fill_value is None:
-        fill_value = default_fill_value(dtype, is_string)
+        fill_value = default_fill_value(dtype, spec.is_string)
     codec_docs = normalize_v3_codecs(
-        codecs,
+        spec.codecs,
         dtype=dtype,
-        order=order,
-        compressor="default" if compressor is DEFAULT else compressor,
-        filters=filters,
+        order=spec.order,
+        compressor="default" if spec.compressor is DEFAULT else spec.compressor,
+        filters=spec.filters,
         # order="F" (and "C"/"F" transpose orders) need the rank to build a permutation.
-        ndim=len(shape),
+        ndim=len(spec.shape),
     )
-    names = None if dimension_names is None else tuple(dimension_names)
-    if names is not None and len(names) != len(shape):
+    names = None if spec.dimension_names is None else tuple(spec.dimension_names)
+    if names is not None and len(names) != len(spec.shape):
         raise MetadataError(
             f"{where}: dimension_names {list(names)} must have one entry per "
-            f"dimension of shape {shape}"
+            f"dimension of shape {spec.shape}"
         )
     return ArrayMetadataV3(
-        shape=shape,
-        chunks=chunks,
+        shape=spec.shape,
+        chunks=spec.chunks,
         dtype=dtype,
         fill_value=normalize_fill_value(fill_value, dtype),
         codecs=tuple(codec_docs),
-        chunk_key_encoding=_v3_key_encoding(chunk_key_encoding, dimension_separator, where),
-        attributes=dict(attributes or {}),
+        chunk_key_encoding=_v3_key_encoding(spec.chunk_key_encoding, spec.dimension_separator,
+                                            where),
+        attributes=dict(spec.attributes or {}),
         dimension_names=names,
     )
 
 
-def _build_v2(
-    shape: tuple[int, ...],
-    chunks: tuple[int, ...],
-    dtype: np.dtype,
-    is_string: bool,
-    fill_value: Any,
-    order: str,
-    compressor: Any,
-    filters: Any,
-    codecs: Any,
-    dimension_separator: str | None,
-    chunk_key_encoding: Any,
-    dimension_names: Any,
-    where: str,
-) -> ArrayMetadataV2:
-    if codecs is not None:
+def _build_v2(spec: ArraySpec) -> ArrayMetadataV2:
+    where = spec.where
+    if spec.codecs is not None:
         raise MetadataError(
             f"{where}: codecs= describes a Zarr v3 pipeline; for zarr_format=2 pass "
             f"compressor= and filters= instead"
         )
-    if dimension_names is not None:
+    if spec.dimension_names is not None:
         raise MetadataError(f"{where}: dimension_names needs zarr_format=3")
-    filter_docs = normalize_v2_filters(filters)
-    if is_string and not any(doc.get("id") == "vlen-utf8" for doc in filter_docs or ()):
+    filter_docs = normalize_v2_filters(spec.filters)
+    if spec.is_string and not any(doc.get("id") == "vlen-utf8" for doc in filter_docs or ()):
         filter_docs = ({"id": "vlen-utf8"},) + tuple(filter_docs or ())
-    separator = dimension_separator
-    if separator is None and chunk_key_encoding is not None:
-        name, separator = _key_encoding_pair(chunk_key_encoding, where)
+    separator = spec.dimension_separator
+    if separator is None and spec.chunk_key_encoding is not None:
+        name, separator = _key_encoding_pair(spec.chunk_key_encoding, where)
         if name != "v2":
             raise MetadataError(
                 f"{where}: zarr_format=2 uses chunk_key_encoding 'v2', got {name!r}"
@@ -198,14 +208,15 @@ def _build_v2(
     separator = separator or "."
     if separator not in (".", "/"):
         raise MetadataError(f"{where}: dimension_separator must be '.' or '/', got {separator!r}")
+    compressor = "default" if spec.compressor is DEFAULT else spec.compressor
     return ArrayMetadataV2(
-        shape=shape,
-        chunks=chunks,
-        dtype=dtype,
-        compressor=normalize_v2_compressor("default" if compressor is DEFAULT else compressor),
+        shape=spec.shape,
+        chunks=spec.chunks,
+        dtype=spec.dtype,
+        compressor=normalize_v2_compressor(compressor),
         filters=filter_docs or None,
-        fill_value=normalize_fill_value(fill_value, dtype),
-        order=order,
+        fill_value=normalize_fill_value(spec.fill_value, spec.dtype),
+        order=spec.order,
         dimension_separator=separator,
     )
 

@@ -12,7 +12,7 @@ from chunkflow.indexing import BasicIndexer, ChunkProjection
 from chunkflow.array.parallel import io_threads
 
 if TYPE_CHECKING:
-    from chunkflow.array.core import Array
+    from chunkflow.array.chunk_io import ChunkIO
 
 __all__ = ["prepare_value", "convert_dtype", "is_chunked_source", "copy_from_source"]
 
@@ -124,8 +124,9 @@ def is_chunked_source(value: Any) -> bool:
     )
 
 
-def copy_from_source(dst: Array, indexer: BasicIndexer, source: Any) -> None:
-    """Write ``source`` into ``dst`` a few destination chunks at a time.
+def copy_from_source(dst: ChunkIO, dtype: np.dtype, indexer: BasicIndexer, source: Any) -> None:
+    """Write ``source`` through the chunk I/O ``dst`` of an array of ``dtype``, a few
+    destination chunks at a time.
 
     Memory stays bounded by one batch of destination chunks (a few per I/O thread),
     whatever the size of ``source``.
@@ -142,24 +143,25 @@ def copy_from_source(dst: Array, indexer: BasicIndexer, source: Any) -> None:
         # A batch holds chunks of one row of the grid, so its bounding box is small.
         if batch and (len(batch) == batch_size
                       or proj.chunk_coords[:-1] != batch[0].chunk_coords[:-1]):
-            _copy_batch(dst, batch, source)
+            _copy_batch(dst, dtype, batch, source)
             batch = []
         batch.append(proj)
     if batch:
-        _copy_batch(dst, batch, source)
+        _copy_batch(dst, dtype, batch, source)
 
 
-def _copy_batch(dst: Array, batch: list[ChunkProjection], source: Any) -> None:
+def _copy_batch(dst: ChunkIO, dtype: np.dtype, batch: list[ChunkProjection],
+                source: Any) -> None:
     # Read the bounding box of the batch's output regions once, then write each chunk
     # from its part of it.
     lower = [min(p.out_selection[d].start for p in batch) for d in range(len(batch[0].out_selection))]
     upper = [max(p.out_selection[d].stop for p in batch) for d in range(len(lower))]
     box = tuple(slice(lo, hi) for lo, hi in zip(lower, upper))
-    block = convert_dtype(source[box], dst.dtype, dst.path)
+    block = convert_dtype(source[box], dtype, dst.path)
     rebased = [
         p._replace(out_selection=tuple(
             slice(s.start - lo, s.stop - lo) for s, lo in zip(p.out_selection, lower)
         ))
         for p in batch
     ]
-    dst._io.write(rebased, block)
+    dst.write(rebased, block)

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from chunkflow.codecs.bounded import limit_for
+from chunkflow.buffers import scratch_buffer
 from chunkflow.codecs.stages import (
     BufferLike,
     BytesStage,
@@ -31,7 +32,6 @@ from chunkflow.codecs.stages import (
     copy_exact,
     detach,
     make_bytes_stage,
-    scratch_buffer,
 )
 from chunkflow.errors import ChunkDecodeError, ChunkEncodeError, UnsupportedCodecError
 

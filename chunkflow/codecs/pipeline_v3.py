@@ -37,6 +37,7 @@ from chunkflow.codecs.array_stages import (
 from chunkflow.codecs.registry import V3Codec, codec_from_json
 from chunkflow.codecs.sharding import ShardingCodec, ShardingStage
 from chunkflow.codecs.bounded import limit_for
+from chunkflow.buffers import scratch_buffer
 from chunkflow.codecs.stages import (
     BufferLike,
     BytesStage,
@@ -44,7 +45,6 @@ from chunkflow.codecs.stages import (
     copy_exact,
     detach,
     make_bytes_stage,
-    scratch_buffer,
 )
 from chunkflow.codecs.v3_codecs import ARRAY_TO_ARRAY, ARRAY_TO_BYTES, BloscCodec, BytesCodec, TransposeCodec
 from chunkflow.errors import ChunkEncodeError, UnsupportedCodecError

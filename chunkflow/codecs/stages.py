@@ -25,7 +25,6 @@ from __future__ import annotations
 import pickle
 
 import struct
-import threading
 from typing import Any, Union
 
 import numcodecs
@@ -121,39 +120,6 @@ def detach(buf: BufferLike, source: np.ndarray) -> bytes | memoryview:
     if np.may_share_memory(u8, source):
         return u8.tobytes()
     return memoryview(u8)
-
-
-_scratch = threading.local()
-
-
-def scratch_buffer(shape: tuple[int, ...], dtype: np.dtype, slot: str = "codec") -> np.ndarray:
-    """A C-contiguous array for this thread only, reused from call to call.
-
-    Decoding many chunks into views of a larger output cannot decompress in place
-    (the views are strided); decompressing into a reused buffer and copying once
-    avoids allocating and page-faulting a fresh buffer per chunk. The caller must be
-    done with the buffer before its next call on the same thread with the same
-    ``slot``: the pipelines use ``"codec"``, callers holding a decoded chunk while a
-    pipeline runs use another slot. Not for object dtypes (raw memory is no object).
-
-    Examples
-    --------
-    >>> a = scratch_buffer((2, 3), np.dtype("u2"))
-    >>> b = scratch_buffer((3, 2), np.dtype("u2"))
-    >>> c = scratch_buffer((3, 2), np.dtype("u2"), slot="chunk")
-    >>> a.shape, b.shape, np.shares_memory(a, b), np.shares_memory(b, c)
-    ((2, 3), (3, 2), True, False)
-    """
-    nbytes = dtype.itemsize
-    for size in shape:
-        nbytes *= size
-    buffers = getattr(_scratch, "buffers", None)
-    if buffers is None:
-        buffers = _scratch.buffers = {}
-    buffer = buffers.get(slot)
-    if buffer is None or buffer.nbytes < nbytes:
-        buffer = buffers[slot] = np.empty(max(nbytes, 1), dtype=np.uint8)
-    return buffer[:nbytes].view(dtype).reshape(shape)
 
 
 def check_safe(codec_id: str, allow_pickle: bool) -> None:

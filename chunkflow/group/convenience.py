@@ -19,10 +19,10 @@ import numpy as np
 from chunkflow.array import Array
 from chunkflow.array.creation import array as create_array_from
 from chunkflow.array.creation import open_array
-from chunkflow.array.nodes import node_kind, normalize_path
 from chunkflow.errors import NodeNotFoundError
 from chunkflow.group.copying import copy, copy_all, copy_store
 from chunkflow.storage import Store, make_store
+from chunkflow.node.documents import node_kind, normalize_path
 
 if TYPE_CHECKING:
     from chunkflow.group.core import Group

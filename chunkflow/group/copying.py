@@ -17,13 +17,13 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Literal
 
 from chunkflow.array import Array
-from chunkflow.array.nodes import join_path, node_kind, normalize_path
 from chunkflow.errors import (
     ContainsArrayError,
     ContainsGroupError,
     UnsupportedCodecError,
 )
 from chunkflow.storage import Store, make_store
+from chunkflow.node.documents import join_path, node_kind, normalize_path
 
 if TYPE_CHECKING:
     from chunkflow.group.core import Group

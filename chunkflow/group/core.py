@@ -2,31 +2,28 @@
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterator
-from typing import Any, Callable
+from typing import Any
 
 
 from chunkflow.errors import (
     ContainsArrayError,
     ContainsGroupError,
     GroupNotFoundError,
-    ReadOnlyError,
 )
 from chunkflow.storage import Store, make_store
-
-from chunkflow.array import Array
-from chunkflow.array.attrs import Attributes
-from chunkflow.array.info import InfoReport
-from chunkflow.array.nodes import (
-    ZARR_JSON,
-    ZGROUP,
+from chunkflow.node.attrs import Attributes
+from chunkflow.node.info import InfoReport
+from chunkflow.node.documents import (
     ensure_ancestor_groups,
     join_path,
     normalize_attributes,
     normalize_path,
 )
-from chunkflow.array.node import NodeProperties
+from chunkflow.node.base import NodeProperties
+from chunkflow.node import group_html, group_repr
+
+from chunkflow.array import Array
 from chunkflow.array.options import ArrayOptions
 from chunkflow.group.documents import (
     NodeRecord,
@@ -37,11 +34,10 @@ from chunkflow.group.documents import (
 )
 from chunkflow.group.arrays import ArrayCreation
 from chunkflow.group.index import ConsolidatedIndex
+from chunkflow.group.members import member_tree, open_members, scan_members, warn_invalid
 from chunkflow.group.navigation import GroupNavigation
-from chunkflow.group.members import open_members, scan_members, warn_invalid
 from chunkflow.group.options import MemberOptions
 from chunkflow.group.tree import Tree
-from chunkflow.node import group_html, group_repr
 
 __all__ = ["Group"]
 
@@ -76,6 +72,8 @@ class Group(NodeProperties, ArrayCreation, GroupNavigation):
     >>> sorted(root), root["images/frame"].shape, dict(root["images"].attrs)
     (['images'], (4, 4), {'kind': 'raw'})
     """
+
+    _kind = "group"
 
     def __init__(
         self,
@@ -285,13 +283,9 @@ class Group(NodeProperties, ArrayCreation, GroupNavigation):
         └── group_1
             └── inner
         """
-        return Tree(self, level)
+        return Tree(member_tree(self, level))
 
     # -- changing ----------------------------------------------------------------
-
-    def _check_writable(self) -> None:
-        if self._read_only:
-            raise ReadOnlyError(f"group {self.name!r} in {self._store!r} is read-only")
 
     def _changed(self) -> None:
         # A consolidated snapshot no longer describes the store: every group that
@@ -299,25 +293,21 @@ class Group(NodeProperties, ArrayCreation, GroupNavigation):
         if self._index is not None:
             self._index.stale = True
 
-    def _lock(self) -> Any:
-        synchronizer = self._member_options.synchronizer
-        if synchronizer is None:
-            return contextlib.nullcontext()
-        key = join_path(self._path, ZARR_JSON if self._zarr_format == 3 else ZGROUP)
-        return synchronizer.lock(key, timeout=self._member_options.lock_timeout)
+    def _lock_options(self) -> tuple[Any, float | None]:
+        return self._member_options.synchronizer, self._member_options.lock_timeout
 
-    def _persist_attributes(self, change: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
-        with self._lock():
-            current = self._attrs.asdict()
-            if self._member_options.synchronizer is not None:
-                fresh = parse_node(fetch_nodes(self._store, [self._path]), self._path,
-                                   self._zarr_format)
-                current = dict(fresh.attributes) if fresh is not None else current
-            new = normalize_attributes(change(current), self._path)
-            consolidated = getattr(self._metadata, "consolidated_metadata", None)
-            self._metadata = write_group(self._store, self._path, self._zarr_format, new,
-                                         consolidated, attributes_only=True)
-        return new
+    def _current_attributes(self) -> dict[str, Any]:
+        if self._member_options.synchronizer is None:
+            return self._attrs.asdict()
+        # Another process may have changed them since this handle read them.
+        fresh = parse_node(fetch_nodes(self._store, [self._path]), self._path,
+                           self._zarr_format)
+        return dict(fresh.attributes) if fresh is not None else self._attrs.asdict()
+
+    def _store_attributes(self, attributes: dict[str, Any]) -> None:
+        consolidated = getattr(self._metadata, "consolidated_metadata", None)
+        self._metadata = write_group(self._store, self._path, self._zarr_format, attributes,
+                                     consolidated, attributes_only=True)
 
     def _refuse_existing(self, path: str, overwrite: bool) -> None:
         record = parse_node(fetch_nodes(self._store, [path]), path)

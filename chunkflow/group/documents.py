@@ -20,12 +20,12 @@ from chunkflow.metadata import (
     load_json_document,
 )
 from chunkflow.storage import Store
-
-from chunkflow.array.nodes import (
+from chunkflow.node.documents import (
     ZARR_JSON,
     ZARRAY,
     ZATTRS,
     ZGROUP,
+    classify_node,
     dump_node_document,
     join_path,
     normalize_attributes,
@@ -120,23 +120,21 @@ def record_from_documents(
 def _record_from_documents(
     docs: Mapping[str, dict[str, Any]], path: str, zarr_format: int | None
 ) -> NodeRecord | None:
-    if ZARR_JSON in docs and zarr_format in (None, 3):
-        doc = docs[ZARR_JSON]
-        is_group = doc.get("node_type") == "group"
-        meta = (GroupMetadataV3 if is_group else ArrayMetadataV3).from_dict(doc, path)
-        kind: Literal["array", "group"] = "group" if isinstance(meta, GroupMetadataV3) else "array"
-        return NodeRecord(path, kind, 3, meta, dict(meta.attributes), {ZARR_JSON: doc})
-    if zarr_format == 3:
+    classified = classify_node(docs, zarr_format)
+    if classified is None:
         return None
+    kind, found_format = classified
+    if found_format == 3:
+        doc = docs[ZARR_JSON]
+        meta = (GroupMetadataV3 if kind == "group" else ArrayMetadataV3).from_dict(doc, path)
+        return NodeRecord(path, kind, 3, meta, dict(meta.attributes), {ZARR_JSON: doc})
     attributes = dict(docs.get(ZATTRS, {}))
     kept = {name: docs[name] for name in (ZARRAY, ZGROUP, ZATTRS) if name in docs}
-    if ZARRAY in docs:
-        return NodeRecord(path, "array", 2, ArrayMetadataV2.from_dict(docs[ZARRAY], path),
+    if kind == "array":
+        return NodeRecord(path, kind, 2, ArrayMetadataV2.from_dict(docs[ZARRAY], path),
                           attributes, kept)
-    if ZGROUP in docs:
-        return NodeRecord(path, "group", 2, GroupMetadataV2.from_dict(docs[ZGROUP], path),
-                          attributes, kept)
-    return None
+    return NodeRecord(path, kind, 2, GroupMetadataV2.from_dict(docs[ZGROUP], path),
+                      attributes, kept)
 
 
 def write_group(

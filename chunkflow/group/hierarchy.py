@@ -15,10 +15,7 @@ from chunkflow.errors import (
 )
 from chunkflow.metadata import load_json_document
 from chunkflow.storage import Store, make_store
-
-from chunkflow.array import Array
-from chunkflow.array.creation import MODES, open_array
-from chunkflow.array.nodes import (
+from chunkflow.node.documents import (
     ZARR_JSON,
     ZARRAY,
     ZGROUP,
@@ -26,6 +23,9 @@ from chunkflow.array.nodes import (
     join_path,
     normalize_path,
 )
+
+from chunkflow.array import Array
+from chunkflow.array.creation import MODES, open_array
 from chunkflow.group.core import Group
 from chunkflow.group.documents import (
     ZMETADATA,
@@ -256,7 +256,7 @@ def consolidate_metadata(store: Any, path: str | None = None,
             for name, doc in record.documents.items():
                 metadata[f"{record.path[start:]}/{name}"] = doc
         doc = {"zarr_consolidated_format": 1, "metadata": metadata}
-        from chunkflow.array.nodes import dump_node_document
+        from chunkflow.node.documents import dump_node_document
 
         resolved[join_path(root_path, ZMETADATA)] = dump_node_document(doc)
     else:

@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from chunkflow.errors import MetadataError
+from chunkflow.node.documents import join_path
 
-from chunkflow.array.nodes import join_path
 from chunkflow.group.documents import NodeRecord, record_from_documents
 
 __all__ = ["ConsolidatedIndex"]

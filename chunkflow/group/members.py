@@ -4,7 +4,8 @@ A folder named ``C:`` or ``a\\b`` (valid on one file system, not a portable key)
 a member whose metadata is broken or needs a codec that is refused (pickle), must not
 make a whole group unlistable. :func:`scan_members` lists what it can and reports the
 rest by name, with the reason; the group warns once per listing and offers
-``Group.invalid_members()``.
+``Group.invalid_members()``. :func:`member_tree` reads a hierarchy for
+:class:`~chunkflow.group.tree.Tree` to draw.
 """
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ from typing import Any
 
 from chunkflow.errors import ChunkflowError
 from chunkflow.storage import Store, normalize_key
+from chunkflow.node.documents import join_path
 
-from chunkflow.array.nodes import join_path
+from chunkflow.array import Array
 from chunkflow.group.documents import NodeRecord, fetch_nodes, parse_node
+from chunkflow.group.tree import TreeNode
 
-__all__ = ["open_members", "scan_members", "warn_invalid"]
+__all__ = ["member_tree", "open_members", "scan_members", "warn_invalid"]
 
 
 def scan_members(store: Store, path: str, zarr_format: int | None
@@ -70,3 +73,35 @@ def warn_invalid(group_name: str, invalid: dict[str, str]) -> None:
             UserWarning,
             stacklevel=4,
         )
+
+
+def member_tree(group: Any, level: int | None, name: str | None = None) -> TreeNode:
+    """The members of ``group`` (a :class:`~chunkflow.Group`), ``level`` levels deep
+    (``None``: all), as :class:`TreeNode` data; ``name`` labels the top line (default:
+    the group's name).
+
+    Examples
+    --------
+    >>> import chunkflow
+    >>> root = chunkflow.group()
+    >>> _ = root.create_group("g").zeros("a", shape=2, dtype="i1")
+    >>> from chunkflow.group.tree import Tree
+    >>> print(Tree(member_tree(root, None)))
+    /
+    └── g
+        └── a (2,) int8
+    >>> member_tree(root, 0).children
+    []
+    """
+    if level is not None and level < 0:
+        raise ValueError(f"tree level must be None or >= 0, got {level}")
+    node = TreeNode(group.name if name is None else name)
+    if level == 0:
+        return node
+    deeper = None if level is None else level - 1
+    for child_name, child in group.members():
+        if isinstance(child, Array):
+            node.children.append(TreeNode(child_name, f"{child.shape} {child.dtype}"))
+        else:
+            node.children.append(member_tree(child, deeper, child_name))
+    return node

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from chunkflow.sync import as_synchronizer
+
 __all__ = ["MemberOptions"]
 
 
@@ -24,6 +26,11 @@ class MemberOptions:
     synchronizer: Any = None
     cache: Any = None
     lock_timeout: float | None = None
+
+    def __post_init__(self) -> None:
+        # "thread" becomes one ThreadSynchronizer here, once: the group's own attribute
+        # updates need its lock() and every member shares its locks.
+        object.__setattr__(self, "synchronizer", as_synchronizer(self.synchronizer))
 
     def array_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for :func:`chunkflow.create` / :func:`chunkflow.open_array`."""

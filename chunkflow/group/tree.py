@@ -1,13 +1,13 @@
-"""A group's hierarchy as a tree: box-drawing text for terminals, HTML for notebooks."""
+"""A hierarchy drawn as a tree: box-drawing text for terminals, HTML for notebooks.
+
+Pure rendering: :meth:`chunkflow.Group.tree` reads the members and hands the result
+over as :class:`TreeNode` data.
+"""
 
 from __future__ import annotations
 
 import html
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from chunkflow.group.core import Group
 
 __all__ = ["Tree", "TreeNode"]
 
@@ -26,36 +26,28 @@ class TreeNode:
 
 
 class Tree:
-    """The members of a group, recursively, read once when the tree is built.
+    """A hierarchy, printable as text or shown as HTML.
 
     Parameters
     ----------
-    group : Group
-        The root of the tree (shown by its name, ``/`` for the store root).
-    level : int, optional
-        How many levels below ``group`` to show (``None``: all).
+    root : TreeNode
+        The top line (a group's name, ``/`` for the store root) and everything below.
 
     Examples
     --------
-    >>> tree = Tree.from_nodes(TreeNode("/", children=[TreeNode("a", "(2,) int8")]))
+    >>> tree = Tree(TreeNode("/", children=[TreeNode("a", "(2,) int8"),
+    ...                                     TreeNode("g", children=[TreeNode("b")])]))
     >>> print(tree)
     /
-    └── a (2,) int8
+    ├── a (2,) int8
+    └── g
+        └── b
     >>> tree._repr_html_().startswith("<ul")
     True
     """
 
-    def __init__(self, group: Group | None, level: int | None = None) -> None:
-        if level is not None and level < 0:
-            raise ValueError(f"tree level must be None or >= 0, got {level}")
-        self.root = _build(group, group.name, level) if group is not None else TreeNode("/")
-
-    @classmethod
-    def from_nodes(cls, root: TreeNode) -> Tree:
-        """A tree over already-built nodes."""
-        tree = cls(None)
-        tree.root = root
-        return tree
+    def __init__(self, root: TreeNode) -> None:
+        self.root = root
 
     def __repr__(self) -> str:
         lines = [self.root.label]
@@ -67,21 +59,6 @@ class Tree:
 
     def _repr_html_(self) -> str:
         return f"<ul class='chunkflow-tree'>{_html(self.root)}</ul>"
-
-
-def _build(group: Group, name: str, level: int | None) -> TreeNode:
-    from chunkflow.group.core import Group
-
-    node = TreeNode(name)
-    if level == 0:
-        return node
-    deeper = None if level is None else level - 1
-    for child_name, child in group.members():
-        if isinstance(child, Group):
-            node.children.append(_build(child, child_name, deeper))
-        else:
-            node.children.append(TreeNode(child_name, f"{child.shape} {child.dtype}"))
-    return node
 
 
 def _text(node: TreeNode, prefix: str, lines: list[str]) -> None:

@@ -1,4 +1,11 @@
-"""Code shared by arrays and groups: text and notebook (HTML) representations."""
+"""Code shared by arrays and groups.
+
+* :mod:`chunkflow.node.base` — the properties and lifecycle every node has;
+* :mod:`chunkflow.node.documents` — where node documents live, reading and writing them;
+* :mod:`chunkflow.node.attrs` — user attributes, persisted on every change;
+* :mod:`chunkflow.node.info` — the ``.info`` reports;
+* :mod:`chunkflow.node.reprs` — text and notebook (HTML) representations.
+"""
 
 from chunkflow.node.reprs import (
     array_html,

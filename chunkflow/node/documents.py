@@ -8,6 +8,7 @@ batch, so opening an array costs one store round trip and one metadata parse.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from chunkflow.errors import ArrayNotFoundError, ContainsArrayError, MetadataError
@@ -17,7 +18,6 @@ from chunkflow.metadata import (
     GroupMetadataV2,
     GroupMetadataV3,
     load_json_document,
-    parse_zarr_json,
 )
 from chunkflow.storage import Store, normalize_key
 
@@ -29,6 +29,7 @@ __all__ = [
     "ArrayMetadata",
     "join_path",
     "normalize_path",
+    "classify_node",
     "node_kind",
     "load_array_metadata",
     "store_array_metadata",
@@ -73,18 +74,67 @@ def normalize_path(path: str | None) -> str:
     return normalize_key(stripped) if stripped else ""
 
 
-def node_kind(store: Store, path: str) -> NodeKind | None:
-    """``"array"``, ``"group"`` or ``None`` for what ``store`` holds at ``path``."""
-    keys = [join_path(path, name) for name in (ZARR_JSON, ZARRAY, ZGROUP)]
-    found = store.get_many(keys)
-    if keys[0] in found:
-        node = parse_zarr_json(bytes(found[keys[0]]), path)
-        return "group" if isinstance(node, GroupMetadataV3) else "array"
-    if keys[1] in found:
-        return "array"
-    if keys[2] in found:
-        return "group"
+def classify_node(
+    docs: Mapping[str, Any], zarr_format: int | None = None
+) -> tuple[NodeKind, int] | None:
+    """``(kind, zarr_format)`` of the node whose documents are ``docs``, or ``None``.
+
+    The one place that tells arrays from groups. ``docs`` maps document names
+    (``"zarr.json"``, ``".zarray"``, ``".zgroup"``...) to documents; only the parsed
+    ``zarr.json`` is looked into (its ``node_type``), v2 nodes are told apart by which
+    document exists. A ``zarr.json`` that is not a group is taken for an array, whose
+    parse then names what is wrong with it. ``zarr_format`` restricts the answer to one
+    format (a v3 group only has v3 members, as in zarr-python); ``None`` prefers v3,
+    then v2.
+
+    Examples
+    --------
+    >>> classify_node({"zarr.json": {"zarr_format": 3, "node_type": "group"}})
+    ('group', 3)
+    >>> classify_node({".zarray": {}, ".zattrs": {}})
+    ('array', 2)
+    >>> classify_node({".zgroup": {}}, zarr_format=3) is None
+    True
+    """
+    if ZARR_JSON in docs and zarr_format in (None, 3):
+        document = docs[ZARR_JSON]
+        is_group = isinstance(document, Mapping) and document.get("node_type") == "group"
+        return ("group" if is_group else "array"), 3
+    if zarr_format == 3:
+        return None
+    if ZARRAY in docs:
+        return "array", 2
+    if ZGROUP in docs:
+        return "group", 2
     return None
+
+
+def node_kind(store: Store, path: str) -> NodeKind | None:
+    """``"array"``, ``"group"`` or ``None`` for what ``store`` holds at ``path``.
+
+    Examples
+    --------
+    >>> from chunkflow.storage import MemoryStore
+    >>> store = MemoryStore()
+    >>> store["g/.zgroup"] = b'{"zarr_format": 2}'
+    >>> node_kind(store, "g"), node_kind(store, "nothing")
+    ('group', None)
+    """
+    keys = [join_path(path, name) for name in (ZARR_JSON, ZARRAY, ZGROUP)]
+    classified = classify_node(_documents(store.get_many(keys), path))
+    return None if classified is None else classified[0]
+
+
+def _documents(found: Mapping[str, Any], path: str) -> dict[str, Any]:
+    """The fetched documents of the node at ``path`` by name, ``zarr.json`` parsed
+    (:func:`classify_node` reads its ``node_type``), the others as stored."""
+    docs: dict[str, Any] = {}
+    for name in (ZARR_JSON, ZARRAY, ZGROUP, ZATTRS):
+        key = join_path(path, name)
+        if key in found:
+            data = found[key]
+            docs[name] = load_json_document(bytes(data), path, name) if name == ZARR_JSON else data
+    return docs
 
 
 def load_array_metadata(store: Store, path: str) -> tuple[ArrayMetadata, dict[str, Any]]:
@@ -100,22 +150,23 @@ def load_array_metadata(store: Store, path: str) -> tuple[ArrayMetadata, dict[st
     json_key, zarray_key, zattrs_key, zgroup_key = (
         join_path(path, name) for name in (ZARR_JSON, ZARRAY, ZATTRS, ZGROUP)
     )
-    found = store.get_many([json_key, zarray_key, zattrs_key, zgroup_key])
+    docs = _documents(store.get_many([json_key, zarray_key, zattrs_key, zgroup_key]), path)
     where = f"array {path or '/'!r} in {store!r}"
-    if json_key in found:
-        node = parse_zarr_json(bytes(found[json_key]), path)
-        if isinstance(node, GroupMetadataV3):
-            raise ArrayNotFoundError(f"{where}: {json_key!r} describes a group, not an array")
-        return node, dict(node.attributes)
-    if zarray_key in found:
-        metadata = ArrayMetadataV2.from_bytes(bytes(found[zarray_key]), path)
-        attributes: dict[str, Any] = {}
-        if zattrs_key in found:
-            attributes = load_json_document(bytes(found[zattrs_key]), path, ZATTRS)
-        return metadata, attributes
-    if zgroup_key in found:
-        raise ArrayNotFoundError(f"{where}: {zgroup_key!r} describes a group, not an array")
-    raise ArrayNotFoundError(f"{where}: found neither {json_key!r} nor {zarray_key!r}")
+    classified = classify_node(docs)
+    if classified is None:
+        raise ArrayNotFoundError(f"{where}: found neither {json_key!r} nor {zarray_key!r}")
+    kind, zarr_format = classified
+    if kind == "group":
+        key = json_key if zarr_format == 3 else zgroup_key
+        raise ArrayNotFoundError(f"{where}: {key!r} describes a group, not an array")
+    if zarr_format == 3:
+        metadata = ArrayMetadataV3.from_dict(docs[ZARR_JSON], path)
+        return metadata, dict(metadata.attributes)
+    metadata_v2 = ArrayMetadataV2.from_bytes(bytes(docs[ZARRAY]), path)
+    attributes: dict[str, Any] = {}
+    if ZATTRS in docs:
+        attributes = load_json_document(bytes(docs[ZATTRS]), path, ZATTRS)
+    return metadata_v2, attributes
 
 
 def store_array_metadata(
@@ -216,12 +267,11 @@ def ensure_ancestor_groups(store: Store, path: str, zarr_format: int) -> None:
     found = store.get_many([join_path(a, n) for a in ancestors for n in names])
     missing: dict[str, bytes] = {}
     for ancestor in ancestors:
-        json_key, zarray_key, zgroup_key = (join_path(ancestor, n) for n in names)
-        is_array = zarray_key in found or (
-            json_key in found
-            and not isinstance(parse_zarr_json(bytes(found[json_key]), ancestor), GroupMetadataV3)
-        )
-        if is_array:
+        json_key, zgroup_key = join_path(ancestor, ZARR_JSON), join_path(ancestor, ZGROUP)
+        docs = _documents(found, ancestor)
+        # An array of either format beside a group document of the other is an array.
+        kinds = {classify_node(docs, 3), classify_node(docs, 2)}
+        if ("array", 3) in kinds or ("array", 2) in kinds:
             raise ContainsArrayError(
                 f"cannot create node {path!r} in {store!r}: its ancestor {ancestor or '/'!r} "
                 f"is an array, expected a group or nothing"

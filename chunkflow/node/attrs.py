@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 from chunkflow.errors import ReadOnlyError
 
-from chunkflow.array.nodes import normalize_attributes
+from chunkflow.node.documents import normalize_attributes
 
 __all__ = ["Attributes"]
 
