@@ -23,9 +23,10 @@ from chunkflow.errors import ChunkflowError, SettingError, UnknownSettingError
 
 ROOT = Path(__file__).resolve().parents[1]
 OLD_ENV = ("CHUNKFLOW_CACHE_MAX_BYTES", "CHUNKFLOW_CACHE_COMPRESSED_BYTES",
-           "CHUNKFLOW_CACHE_ENABLED", "CHUNKFLOW_RECHECK_CACHED_DATA")
+           "CHUNKFLOW_CACHE_ENABLED", "CHUNKFLOW_RECHECK_CACHED_DATA", "CHUNKFLOW_IO_THREADS")
 DASK_ENV = ("DASK_CHUNKFLOW__CACHE__MAX_BYTES", "DASK_CHUNKFLOW__CACHE__COMPRESSED_BYTES",
-            "DASK_CHUNKFLOW__CACHE__ENABLED", "DASK_CHUNKFLOW__CACHE__RECHECK_CACHED_DATA")
+            "DASK_CHUNKFLOW__CACHE__ENABLED", "DASK_CHUNKFLOW__CACHE__RECHECK_CACHED_DATA",
+            "DASK_CHUNKFLOW__IO__THREADS")
 ENV = OLD_ENV + DASK_ENV
 
 
@@ -112,7 +113,8 @@ def test_unknown_setting_lists_the_known_ones() -> None:
     ("name", "value"),
     [("cache_max_bytes", -1), ("cache_max_bytes", 1.5), ("cache_max_bytes", "huge"),
      ("cache_max_bytes", None), ("cache_max_bytes", True), ("cache_compressed_bytes", [1]),
-     ("cache_enabled", 2), ("cache_enabled", "perhaps"), ("cache_enabled", None)],
+     ("cache_enabled", 2), ("cache_enabled", "perhaps"), ("cache_enabled", None),
+     ("io_threads", 0), ("io_threads", "many"), ("io_threads", 2.5), ("io_threads", True)],
 )
 def test_bad_values_name_the_setting_and_value(name: str, value: object) -> None:
     before = repr(config)
@@ -407,3 +409,23 @@ def test_a_bare_number_in_a_dask_variable_is_seconds(clean_env: pytest.MonkeyPat
     clean_env.delenv("DASK_CHUNKFLOW__CACHE__RECHECK_CACHED_DATA")
     clean_env.setenv("CHUNKFLOW_RECHECK_CACHED_DATA", "0")
     assert Config().get("recheck_cached_data") is False
+
+
+def test_io_threads_setting_sizes_the_pool_and_follows_changes(
+    clean_env: pytest.MonkeyPatch,
+) -> None:
+    from chunkflow.array import parallel
+    from chunkflow.cache.config import usable_cores
+
+    assert Config().get("io_threads") == usable_cores()  # "auto"
+    clean_env.setenv("CHUNKFLOW_IO_THREADS", "7")
+    assert Config().get("io_threads") == 7  # the old variable still works
+    with chunkflow.config.set(io_threads=3):
+        assert dask.config.get("chunkflow.io.threads") == 3
+        assert parallel.io_threads() == 3
+        assert parallel._get_pool()._max_workers == 3
+    with dask.config.set({"chunkflow.io.threads": "5"}):
+        assert parallel._get_pool()._max_workers == 5
+        z = chunkflow.array(np.arange(4096.0).reshape(64, 64), chunks=(8, 8), cache=False)
+        assert float(z[...].sum()) == float(np.arange(4096.0).sum())
+    assert parallel._get_pool()._max_workers == parallel.io_threads()

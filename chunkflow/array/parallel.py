@@ -17,6 +17,8 @@ import os
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+
+from chunkflow.cache.config import config
 from typing import Callable, Sequence, TypeVar
 
 __all__ = ["PARALLEL_MIN_CHUNK_BYTES", "io_threads", "map_groups", "serial_io", "split_groups"]
@@ -28,6 +30,7 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 _pool: ThreadPoolExecutor | None = None
+_pool_size = 0
 _pool_lock = threading.Lock()
 _local = threading.local()
 
@@ -55,32 +58,32 @@ def serial_io() -> Iterator[None]:
 
 
 def io_threads() -> int:
-    """Threads for chunk I/O: ``CHUNKFLOW_IO_THREADS``, else the usable core count.
+    """Threads for chunk I/O: the ``io_threads`` setting (``chunkflow.io.threads``).
 
     Decoding, encoding and copying keep a core busy, and reads from the page cache are
     short: one thread per core was fastest (measured on 2 cores, 8192x8192 uint16 in
     2 MiB chunks: 64 ms to write and 24 ms to read with 2 threads, 77 ms and 29 ms
-    with 4). Set ``CHUNKFLOW_IO_THREADS`` higher for storage with long latencies.
+    with 4), which is the default (``"auto"``). Set it higher for storage with long
+    latencies: ``chunkflow.config.set(io_threads=16)``.
 
     Examples
     --------
     >>> io_threads() >= 1
     True
     """
-    configured = os.environ.get("CHUNKFLOW_IO_THREADS")
-    if configured:
-        return max(1, int(configured))
-    try:
-        return max(1, len(os.sched_getaffinity(0)))  # cores this process may use
-    except AttributeError:  # macOS, Windows
-        return max(1, os.cpu_count() or 1)
+    return config.get("io_threads")
 
 
 def _get_pool() -> ThreadPoolExecutor:
-    global _pool
+    global _pool, _pool_size
+    threads = io_threads()
     with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(io_threads(), thread_name_prefix="chunkflow-io")
+        if _pool is None or _pool_size != threads:
+            # The setting changed: a new pool; the old one finishes its tasks and exits.
+            if _pool is not None:
+                _pool.shutdown(wait=False)
+            _pool = ThreadPoolExecutor(threads, thread_name_prefix="chunkflow-io")
+            _pool_size = threads
         return _pool
 
 

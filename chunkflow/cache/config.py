@@ -25,6 +25,10 @@ Settings
     than that many seconds ago. (Writes in this process always reach every cache at
     once, and a partial-chunk write always proves its starting copy current.) Old
     variable: ``CHUNKFLOW_RECHECK_CACHED_DATA``.
+``io_threads`` (``chunkflow.io.threads``)
+    Threads that fetch, decode and encode the chunks of one read or write. Default
+    ``"auto"``: the cores this process may use (one per core was fastest from the page
+    cache); more for storage with long latencies. Old variable: ``CHUNKFLOW_IO_THREADS``.
 
 Byte sizes may be given with a unit (``"512 MiB"``, ``"2GB"``), read by
 :func:`dask.utils.parse_bytes`. Flags accept ``True``/``False``, ``0``/``1`` and the
@@ -136,6 +140,40 @@ def _flag(name: str, value: Any) -> bool:
     raise SettingError(f"setting {name!r} must be True or False, got {value!r}")
 
 
+def usable_cores() -> int:
+    """The cores this process may use (its CPU affinity where the system has one).
+
+    Examples
+    --------
+    >>> usable_cores() >= 1
+    True
+    """
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # macOS, Windows
+        return max(1, os.cpu_count() or 1)
+
+
+def thread_count(name: str, value: Any) -> int:
+    """Validate a thread count: a whole number >= 1, or ``"auto"`` for the usable cores.
+
+    Examples
+    --------
+    >>> thread_count("io_threads", "3"), thread_count("io_threads", "auto") >= 1
+    (3, True)
+    """
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text == "auto":
+            return usable_cores()
+        value = int(text) if text.isdigit() else text
+    if isinstance(value, bool) or not hasattr(value, "__index__") or value.__index__() < 1:
+        raise SettingError(
+            f"setting {name!r} must be a whole number of threads >= 1 or 'auto', got {value!r}"
+        )
+    return int(value.__index__())
+
+
 def recheck_policy(name: str, value: Any) -> bool | str | float:
     """Validate a ``recheck_cached_data`` value: ``"open"``, a bool, or seconds >= 0.
 
@@ -193,6 +231,7 @@ _SETTINGS: dict[str, _Setting] = {
     "cache_enabled": _Setting("chunkflow.cache.enabled", _flag, "CHUNKFLOW_CACHE_ENABLED"),
     "recheck_cached_data": _Setting(
         "chunkflow.cache.recheck-cached-data", recheck_policy, "CHUNKFLOW_RECHECK_CACHED_DATA"),
+    "io_threads": _Setting("chunkflow.io.threads", thread_count, "CHUNKFLOW_IO_THREADS"),
 }
 
 with DEFAULTS_FILE.open() as _file:
