@@ -420,7 +420,7 @@ def test_demo_image_is_larger_than_the_cache_budget(capsys: pytest.CaptureFixtur
     code, out, _ = run(capsys, "demo", "--size", "128", "--chunk", "32", "--folder",
                        tmp_path / "d", "--scheduler", "sync")
     assert code == 0
-    assert "128x128 uint16 image (32.0 KiB)" in out and "cache budget 16.0 KiB" in out
+    assert "128x128 uint16 image (32.00 kiB)" in out and "cache budget 16.00 kiB" in out
     assert chunkflow.config.get("cache_max_bytes") == budget_before  # restored
     assert (tmp_path / "d" / "smooth.zarr").exists()
 

@@ -189,7 +189,7 @@ def test_bad_arguments() -> None:
 
 def test_impossible_block_size_is_refused_with_advice() -> None:
     z = chunkflow.zeros((4096, 4096), chunks=(256, 256), dtype="f4")
-    with pytest.raises(MemoryPlanError, match=r"more than max_memory 8\.0 MiB.*chunks=\(2, 2\)"):
+    with pytest.raises(MemoryPlanError, match=r"more than max_memory 8\.00 MiB.*chunks=\(2, 2\)"):
         chunkflow.map_chunks(np.negative, z, depth=8, chunks=(4, 4), max_memory="8 MiB")
     with pytest.raises(MemoryPlanError, match="not even one chunk"):
         chunkflow.map_chunks(np.negative, z, depth=8, chunks=(1, 1), max_memory="1 MiB")

@@ -25,12 +25,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from dask.utils import format_bytes
 
 import chunkflow
 from chunkflow.cli.filters import apply_filter, filter_depth
 from chunkflow.cli.options import add_scheduler_option, progress_wanted
 from chunkflow.cli.stats import text_histogram
-from chunkflow.graph.memory_plan import format_bytes
 
 __all__ = ["make_blobs", "register", "run_demo", "synthetic_band"]
 

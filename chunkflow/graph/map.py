@@ -41,14 +41,14 @@ from dask._task_spec import TaskRef
 from dask.base import tokenize
 from dask.blockwise import blockwise
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
-from dask.utils import parse_bytes
+from dask.utils import format_bytes, parse_bytes
 
 from chunkflow.array import Array, create
 from chunkflow.array.parallel import serial_io
 from chunkflow.errors import ChunkflowError, InvalidSelectionError, ReadOnlyError, ShapeMismatchError
 from chunkflow.graph.compute import ProgressArg, compute as run
 from chunkflow.graph.halo import BOUNDARIES, normalize_depth, read_window
-from chunkflow.graph.memory_plan import TaskMemory, fitting_multiples, format_bytes, plan_task_memory
+from chunkflow.graph.memory_plan import TaskMemory, fitting_multiples, plan_task_memory
 from chunkflow.graph.plan import auto_per_block, plan_dims
 from chunkflow.graph.read import SelectionDep, as_source_array, block_multiples
 from chunkflow.graph.reductions import memory_budget

@@ -27,21 +27,9 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["TaskMemory", "fitting_multiples", "format_bytes", "plan_task_memory"]
+from dask.utils import format_bytes
 
-
-def format_bytes(n: float) -> str:
-    """``n`` bytes for people.
-
-    Examples
-    --------
-    >>> format_bytes(3 * 2**20), format_bytes(512)
-    ('3.0 MiB', '512 B')
-    """
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{int(n)} B"
+__all__ = ["TaskMemory", "fitting_multiples", "plan_task_memory"]
 
 
 @dataclass(frozen=True)

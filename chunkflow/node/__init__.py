@@ -13,8 +13,6 @@ from chunkflow.node.reprs import (
     describe_codecs,
     group_html,
     group_repr,
-    shard_layout,
 )
 
-__all__ = ["array_html", "array_repr", "describe_codecs", "group_html", "group_repr",
-           "shard_layout"]
+__all__ = ["array_html", "array_repr", "describe_codecs", "group_html", "group_repr"]

@@ -5,25 +5,22 @@ from __future__ import annotations
 import html
 from typing import Sequence
 
+import dask.utils
+
 __all__ = ["InfoReport", "format_bytes"]
 
 
 def format_bytes(nbytes: int) -> str:
-    """Bytes with a human-readable size in brackets.
+    """Bytes, with dask's human-readable size in brackets from 1 KiB on.
 
     Examples
     --------
     >>> format_bytes(100), format_bytes(134217728)
-    ('100', '134217728 (128.0M)')
+    ('100', '134217728 (128.00 MiB)')
     """
     if nbytes < 1024:
         return str(nbytes)
-    size = float(nbytes)
-    for unit in "KMGTP":
-        size /= 1024
-        if size < 1024:
-            break
-    return f"{nbytes} ({size:.1f}{unit})"
+    return f"{nbytes} ({dask.utils.format_bytes(nbytes)})"
 
 
 class InfoReport:

@@ -10,8 +10,7 @@ from __future__ import annotations
 import html
 from typing import Any, Iterator, Protocol, Sequence
 
-__all__ = ["array_html", "array_repr", "describe_codecs", "group_html", "group_repr",
-           "shard_layout"]
+__all__ = ["array_html", "array_repr", "describe_codecs", "group_html", "group_repr"]
 
 # Stores whose listing is a local directory walk or a dict scan: the stored byte
 # count is cheap there, while on a remote store it means listing every chunk.
@@ -70,22 +69,6 @@ def store_url(node: _Node) -> str:
     'memory:///reprs-doc'
     """
     return str(node.store.identity)
-
-
-def shard_layout(codecs: Sequence[dict[str, Any]]) -> tuple[int, ...] | None:
-    """The inner chunk shape when ``codecs`` store shards (``sharding_indexed``), else ``None``.
-
-    Examples
-    --------
-    >>> shard_layout([{"name": "sharding_indexed", "configuration": {"chunk_shape": [2, 3]}}])
-    (2, 3)
-    >>> shard_layout([{"name": "bytes"}]) is None
-    True
-    """
-    for codec in codecs:
-        if codec.get("name") == "sharding_indexed":
-            return tuple(int(n) for n in codec.get("configuration", {}).get("chunk_shape", ()))
-    return None
 
 
 def describe_codecs(docs: Sequence[dict[str, Any]]) -> str:
