@@ -82,3 +82,19 @@ def test_create_group_and_tree_match_zarr_python(tmp_path: Path) -> None:
     with pytest.raises(FileExistsError):
         chunkflow.create_group(str(tmp_path / "g.zarr"))
     assert chunkflow.create_group(str(tmp_path / "g.zarr"), overwrite=True).keys() == []
+
+
+def test_open_array_and_group_create_array_take_zarr3_keywords(tmp_path: Path) -> None:
+    # The call from the issue: zarr-python 3 users open with mode="w" and shards=.
+    zarr = pytest.importorskip("zarr")
+    call = dict(shape=(100, 100), chunks=(10, 10), shards=(50, 50), dtype="f4",
+                compressors={"name": "zstd", "configuration": {"level": 3, "checksum": False}})
+    ours, theirs = tmp_path / "ours.zarr", tmp_path / "theirs.zarr"
+    z = chunkflow.open_array(str(ours), mode="w", **call)
+    # zarr-python 3.1's own open_array refuses shards= (AsyncArray._create() has no such
+    # keyword): compare with the array its create_array makes from the same call.
+    zarr.create_array(str(theirs), **call)
+    assert (z.chunks, z.shards) == ((10, 10), (50, 50))
+    assert _metadata(zarr, ours) == _metadata(zarr, theirs)
+    in_group = chunkflow.open_group(str(tmp_path / "g.zarr"), mode="w").create_array("x", **call)
+    assert in_group.shards == (50, 50)

@@ -24,6 +24,7 @@ from chunkflow.array.core import Array
 from chunkflow.array.options import ArrayOptions
 from chunkflow.array.spec import DEFAULT, build_metadata
 from chunkflow.array.values import convert_dtype, is_chunked_source
+from chunkflow.array.zarr3_checks import ZARR3_ONLY
 
 __all__ = [
     "create", "open_array", "zeros", "ones", "empty", "full", "array",
@@ -169,6 +170,8 @@ def open_array(
     >>> z[:] = [1, 2, 3, 4]
     >>> open_array(store, mode="r")[:]
     array([1, 2, 3, 4], dtype=uint8)
+    >>> open_array(store, mode="w", shape=(8,), chunks=(2,), shards=(4,), dtype="u1").shards
+    (4,)
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
@@ -184,8 +187,14 @@ def open_array(
             f"no array at path {node_path or '/'!r} in {resolved!r}; pass shape= (and "
             f"dtype=, chunks=...) to create one with mode={mode!r}"
         )
-    return create(shape, store=resolved, path=node_path, overwrite=mode == "w", **options,
-                  **kwargs)
+    if ZARR3_ONLY.isdisjoint(kwargs):
+        return create(shape, store=resolved, path=node_path, overwrite=mode == "w", **options,
+                      **kwargs)
+    # zarr-python 3 keywords (shards=, compressors=...): its create_array's meanings.
+    from chunkflow.array.zarr3_api import create_array  # it builds on this module
+
+    return create_array(resolved, name=node_path, shape=shape, overwrite=mode == "w",
+                        **options, **kwargs)
 
 
 def zeros(shape: Any, **kwargs: Any) -> Array:

@@ -36,10 +36,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from chunkflow.cache import ChunkCache
+from chunkflow.buffers import scratch_buffer
 from chunkflow.cache.families import child_key
 from chunkflow.codecs.sharding import MISSING, ShardingStage
 from chunkflow.errors import ChunkDecodeError, StoreValueChangedError
-from chunkflow.indexing import ChunkProjection
+from chunkflow.grid import RegularChunkGrid
+from chunkflow.indexing import BasicIndexer, ChunkProjection
 
 from chunkflow.array.cached import recheck, recheck_threshold
 from chunkflow.array.parallel import PARALLEL_MIN_CHUNK_BYTES, map_groups
@@ -127,14 +129,28 @@ def shifted_selection(chunk_selection: tuple[Any, ...], origin: Sequence[int],
 
 @dataclass(frozen=True)
 class ShardPart:
-    """What one projection needs from one shard."""
+    """What one projection needs from one shard.
+
+    ``inner`` is set for selections of slices and integers: the projections of the
+    selection onto the shard's inner chunks, so that each inner chunk lands straight
+    in the output. Otherwise (points, index arrays) the inner chunks are decoded into
+    a box of ``box`` elements at ``origin``, which the selection then reads.
+    """
 
     projection: ChunkProjection
     key: str
     location: str
     flats: np.ndarray
-    origin: tuple[int, ...]
-    box: tuple[int, ...]
+    origin: tuple[int, ...] = ()
+    box: tuple[int, ...] = ()
+    inner: tuple[tuple[int, ChunkProjection], ...] | None = None
+
+
+def _is_basic(projection: ChunkProjection) -> bool:
+    """Whether the projection selects by slices and integers into a view of the output."""
+    return bool(projection.chunk_selection) and all(
+        isinstance(entry, (slice, int, np.integer)) for entry in projection.chunk_selection
+    ) and all(isinstance(entry, slice) for entry in projection.out_selection)
 
 
 class ShardReader:
@@ -153,6 +169,7 @@ class ShardReader:
         self.stage = stage
         self.inner_nbytes = stage.dtype.itemsize * int(np.prod(stage.inner_shape))
         self._parallel = self.inner_nbytes >= PARALLEL_MIN_CHUNK_BYTES
+        self._inner_grid = RegularChunkGrid(stage.shape, stage.inner_shape)
 
     def read(
         self, projections: Sequence[ChunkProjection], out: np.ndarray, cache: ChunkCache | None
@@ -169,10 +186,7 @@ class ShardReader:
             if cache is None and proj.is_complete_chunk and io.is_interior(proj.chunk_coords):
                 rest.append(proj)
                 continue
-            key, loc = io.keys(proj.chunk_coords)
-            flats, origin, box = touched_inner_chunks(
-                proj.chunk_selection, self.stage.inner_shape, self.stage.grid)
-            parts.append(ShardPart(proj, key, loc, flats, origin, box))
+            parts.append(self._part(proj))
         if parts:
             keep: ChunkCache | None = None
             ticket = 0
@@ -185,29 +199,77 @@ class ShardReader:
                                       for p in group], parts, parallel=io._parallel)
         return rest
 
+    def _part(self, proj: ChunkProjection) -> ShardPart:
+        key, loc = self.io.keys(proj.chunk_coords)
+        if _is_basic(proj):
+            grid = self.stage.grid
+            inner = tuple((int(np.ravel_multi_index(p.chunk_coords, grid)), p)
+                          for p in BasicIndexer(proj.chunk_selection, self._inner_grid))
+            flats = np.array(sorted(flat for flat, _ in inner), dtype=np.intp)
+            return ShardPart(proj, key, loc, flats, inner=inner)
+        flats, origin, box = touched_inner_chunks(
+            proj.chunk_selection, self.stage.inner_shape, self.stage.grid)
+        return ShardPart(proj, key, loc, flats, origin, box)
+
     # -- one shard --------------------------------------------------------------
 
     def _read_part(self, part: ShardPart, out: np.ndarray, cache: ChunkCache | None,
                    keep: ChunkCache | None, ticket: int) -> None:
-        stage = self.stage
-        box = np.empty(part.box, stage.dtype)
         hits = self._cached(part, cache) if cache is not None else {}
-        for flat, chunk in hits.items():
-            box[self._region(flat, part.origin)] = chunk
         missing = [flat for flat in part.flats.tolist() if flat not in hits]
+        found: dict[int, bytes | None] = {}
+        version = None
         if missing:
             found, version = self._fetch(part, missing, cache, ticket)
-
-            def decode(flats: Sequence[int]) -> None:
-                for flat in flats:
-                    self._fill(part, flat, found.get(flat), box, keep, version, ticket)
-
-            # One shard's inner chunks in parallel (several shards already are, one
-            # per thread: map_groups runs inline in a worker thread).
-            map_groups(decode, missing, parallel=self._parallel)
+        # One shard's inner chunks in parallel (several shards already are, one per
+        # thread: map_groups runs inline in a worker thread).
+        parallel = self._parallel and len(missing) > 1
+        if part.inner is not None:
+            where = part.projection.out_selection
+            target = out[where] if where else out[...]  # a view (out[()] is a scalar)
+            map_groups(lambda group: [self._place(part, flat, inner, target, hits, found,
+                                                  keep, version, ticket)
+                                      for flat, inner in group],
+                       part.inner, parallel=parallel)
+            return
+        box = np.empty(part.box, self.stage.dtype)
+        for flat, chunk in hits.items():
+            box[self._region(flat, part.origin)] = chunk
+        map_groups(lambda flats: [self._fill(part, flat, found.get(flat), box, keep, version,
+                                             ticket) for flat in flats],
+                   missing, parallel=parallel)
         proj = part.projection
-        selection = shifted_selection(proj.chunk_selection, part.origin, stage.shape)
+        selection = shifted_selection(proj.chunk_selection, part.origin, self.stage.shape)
         out[proj.out_selection] = box[selection]
+
+    def _place(self, part: ShardPart, flat: int, inner: ChunkProjection, target: np.ndarray,
+               hits: dict[int, np.ndarray], found: dict[int, bytes | None],
+               keep: ChunkCache | None, version: Any, ticket: int) -> None:
+        """Put what ``inner`` selects of inner chunk ``flat`` at its place in ``target``."""
+        stage = self.stage
+        where = inner.out_selection
+        chunk = hits.get(flat)
+        if chunk is not None:
+            target[where] = chunk[inner.chunk_selection]
+            return
+        data = found.get(flat)
+        if data is None:
+            target[where] = stage.fill_value
+        elif keep is not None:
+            chunk = self._decode(part.key, flat, lambda: stage.inner.decode(data))
+            target[where] = chunk[inner.chunk_selection]
+            keep.put(child_key(part.location, flat), chunk, version, ticket=ticket,
+                     parent=part.location)
+        elif inner.is_complete_chunk:
+            self._decode(part.key, flat, lambda: stage.inner.decode_into(data, target[where]))
+        elif stage.dtype.hasobject:
+            chunk = self._decode(part.key, flat, lambda: stage.inner.decode(data))
+            target[where] = chunk[inner.chunk_selection]
+        else:
+            # Decoded into this thread's reused buffer, then the part selected is copied.
+            chunk = scratch_buffer(stage.inner_shape, stage.dtype, slot="inner chunk")
+            self._decode(part.key, flat, lambda: stage.inner.decode_into(data, chunk))
+            target[where] = chunk[inner.chunk_selection]
 
     def _fill(self, part: ShardPart, flat: int, data: Any, box: np.ndarray,
               keep: ChunkCache | None, version: Any, ticket: int) -> None:

@@ -23,6 +23,11 @@ from chunkflow.errors import MetadataError
 
 from chunkflow.array.layout import ARRAY_TO_ARRAY, ARRAY_TO_BYTES, BYTES_TO_BYTES
 
+#: Keywords only zarr-python 3's create_array has: they select its defaults and meanings,
+#: so creation functions that see one (``open_array``, ``Group.create_array``) hand the
+#: call to :func:`chunkflow.create_array`.
+ZARR3_ONLY = frozenset({"shards", "compressors", "serializer", "config", "write_data"})
+
 __all__ = ["check_shards", "check_stage", "check_v2_keywords", "key_encoding_document",
            "merge_compressor", "warn_order_v3"]
 

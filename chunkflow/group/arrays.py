@@ -11,6 +11,7 @@ from chunkflow.errors import ContainsGroupError, DtypeMismatchError, ShapeMismat
 from chunkflow.array import Array
 from chunkflow.array import creation
 from chunkflow.array.zarr3_api import create_array
+from chunkflow.array.zarr3_checks import ZARR3_ONLY
 from chunkflow.group.documents import fetch_nodes, parse_node
 from chunkflow.group.options import MemberOptions
 
@@ -18,10 +19,6 @@ if TYPE_CHECKING:
     from chunkflow.storage import Store
 
 __all__ = ["ArrayCreation"]
-
-# Keywords only zarr-python 3's create_array has: they select its defaults and meanings.
-ZARR3_ONLY = frozenset({"shards", "compressors", "serializer", "config", "write_data"})
-
 
 class ArrayCreation:
     """Mixin of :class:`~chunkflow.Group`: the methods that create arrays in it."""
