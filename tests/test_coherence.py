@@ -96,6 +96,27 @@ def test_every_read_after_a_write_in_this_process_sees_it(
     np.testing.assert_array_equal(writer[:], expected)
 
 
+def test_handles_over_one_dict_share_their_identity_and_invalidations() -> None:
+    import gc
+
+    from chunkflow.storage import MappingStore
+
+    backing: dict[str, bytes] = {}
+    cache = ChunkCache(1 << 20)
+    cached = chunkflow.zeros((8, 8), chunks=(4, 4), dtype="i4", store=backing, cache=cache)
+    cached[...] = 1
+    assert cached[0, 0] == 1  # cached
+    writer = chunkflow.open_array(backing, mode="r+", cache=False)  # another wrapper
+    assert writer.store.identity == cached.store.identity
+    writer[0:4, 0:4] = 2
+    assert cached[0, 0] == 2  # never the stale copy
+    identity = cached.store.identity
+    del cached, writer
+    gc.collect()
+    # Once no store wraps a dict, its id() may name another dict: a new identity.
+    assert MappingStore({}).identity != identity
+
+
 def test_a_raw_store_write_reaches_cached_handles(tmp_path: Path) -> None:
     z = chunkflow.zeros((8,), chunks=(4,), dtype="u1", store=str(tmp_path / "raw.zarr"))
     z[:] = 1

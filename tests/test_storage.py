@@ -521,9 +521,18 @@ class TestMappingDict(StoreConformance):
         MappingStore(backing).set_many({"a": bytearray(b"1")})
         assert backing == {"a": b"1"} and type(backing["a"]) is bytes
 
-    def test_identity_per_store_for_dicts(self) -> None:
+    def test_stores_over_one_dict_share_its_identity_while_they_live(self) -> None:
+        import gc
+
         backing: dict[str, bytes] = {}
-        assert MappingStore(backing).identity != MappingStore(backing).identity
+        first, second = MappingStore(backing), MappingStore(backing)
+        assert first.identity == second.identity  # the same data: one name
+        assert MappingStore({}).identity != first.identity
+        identity = first.identity
+        del first, second
+        gc.collect()
+        # No store holds the dict any more: its id() could name a new dict.
+        assert MappingStore(backing).identity != identity
 
     def test_read_only_mapping(self) -> None:
         from types import MappingProxyType

@@ -20,10 +20,16 @@ __all__ = ["MappingStore"]
 # id(mapping) -> (weak reference, token): one identity per live mapping object,
 # dropped when the mapping dies so a new object reusing its id() gets a new one.
 _TOKENS: dict[int, tuple[weakref.ref[Any], str]] = {}
+# For mappings that cannot be tracked weakly (a plain dict): id(mapping) -> (token,
+# number of live stores wrapping it). Each such store holds the mapping, so while one
+# lives the id() names this very mapping; stores wrapping the same dict share one
+# identity (a write through one drops what another cached), and once the last one is
+# gone a new dict reusing the id() gets a new token.
+_WRAPPED: dict[int, tuple[str, int]] = {}
 _TOKENS_LOCK = threading.Lock()
 
 
-def _token(mapping: object) -> str:
+def _token(mapping: object, owner: object) -> str:
     with _TOKENS_LOCK:
         entry = _TOKENS.get(id(mapping))
         if entry is not None and entry[0]() is mapping:
@@ -31,12 +37,29 @@ def _token(mapping: object) -> str:
         try:
             ref = weakref.ref(mapping, _forget(id(mapping)))
         except TypeError:
-            # dict and other non-weakref-able mappings: a token per store, so a
-            # cache can never serve a dead mapping's data for a new one.
-            return uuid.uuid4().hex
+            return _shared_token(mapping, owner)
         token = uuid.uuid4().hex
         _TOKENS[id(mapping)] = (ref, token)
         return token
+
+
+def _shared_token(mapping: object, owner: object) -> str:
+    """The token of a mapping that cannot be tracked weakly, held while ``owner`` lives
+    (called under ``_TOKENS_LOCK``)."""
+    ident = id(mapping)
+    token, count = _WRAPPED.get(ident, (uuid.uuid4().hex, 0))
+    _WRAPPED[ident] = (token, count + 1)
+    weakref.finalize(owner, _release, ident)
+    return token
+
+
+def _release(ident: int) -> None:
+    with _TOKENS_LOCK:
+        token, count = _WRAPPED[ident]
+        if count > 1:
+            _WRAPPED[ident] = (token, count - 1)
+        else:
+            del _WRAPPED[ident]
 
 
 def _forget(ident: int) -> Any:
@@ -61,8 +84,8 @@ class MappingStore(Store):
     and chunkflow reads and writes chunks from a thread pool.
 
     The identity follows the data where it can: an ``FSMap`` and a ``zict.Zip``
-    are named by their location; other mappings by the object (for a plain
-    ``dict``, which cannot be tracked weakly, by the store).
+    are named by their location; other mappings by the object (a plain ``dict``,
+    which cannot be tracked weakly, for as long as a store wraps it).
 
     Parameters
     ----------
@@ -89,7 +112,7 @@ class MappingStore(Store):
         self.read_only = read_only or not isinstance(mapping, MutableMapping)
         if not isinstance(mapping, MutableMapping):
             self._read_only_reason = "the wrapped mapping is not mutable"
-        self._identity = _identity_of(mapping)
+        self._identity = _identity_of(mapping, self)
         self._lock = threading.RLock()
 
     @property
@@ -202,7 +225,7 @@ def _in_process_memory(mapping: Mapping[str, Any], identity: str) -> bool:
     return identity.startswith("mapping:") and not file_backed
 
 
-def _identity_of(mapping: Mapping[str, Any]) -> str:
+def _identity_of(mapping: Mapping[str, Any], owner: object) -> str:
     fs, root = getattr(mapping, "fs", None), getattr(mapping, "root", None)
     if fs is not None and isinstance(root, str):  # fsspec FSMap
         protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
@@ -212,4 +235,4 @@ def _identity_of(mapping: Mapping[str, Any]) -> str:
     filename = getattr(mapping, "filename", None)
     if type(mapping).__name__ == "Zip" and isinstance(filename, str):  # zict.Zip
         return "zip:" + os.path.realpath(filename)
-    return f"mapping:{type(mapping).__name__}:{_token(mapping)}"
+    return f"mapping:{type(mapping).__name__}:{_token(mapping, owner)}"
