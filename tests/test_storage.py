@@ -534,6 +534,27 @@ class TestMappingDict(StoreConformance):
         # No store holds the dict any more: its id() could name a new dict.
         assert MappingStore(backing).identity != identity
 
+    def test_stores_dying_in_the_garbage_collector_never_deadlock_new_ones(self) -> None:
+        # A store in a reference cycle dies inside a collection, which may run while
+        # another store is being created (holding the identity lock) in this thread.
+        import gc
+
+        class Cycle:
+            def __init__(self) -> None:
+                self.store = MappingStore({})
+                self.me = self
+
+        def churn() -> None:
+            for i in range(5000):
+                Cycle()
+                if i % 500 == 0:
+                    gc.collect()
+
+        worker = threading.Thread(target=churn, daemon=True)
+        worker.start()
+        worker.join(timeout=120)
+        assert not worker.is_alive(), "creating stores deadlocked"
+
     def test_read_only_mapping(self) -> None:
         from types import MappingProxyType
 

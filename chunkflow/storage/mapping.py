@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import collections
+import functools
 import os
 import threading
 import uuid
 import weakref
-from collections.abc import Iterator, Mapping, MutableMapping
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from typing import Any
 
 from chunkflow.storage.base import Store
@@ -27,10 +29,21 @@ _TOKENS: dict[int, tuple[weakref.ref[Any], str]] = {}
 # gone a new dict reusing the id() gets a new token.
 _WRAPPED: dict[int, tuple[str, int]] = {}
 _TOKENS_LOCK = threading.Lock()
+# Releases from finalizers and weakref callbacks, applied under the lock by the next
+# caller: they may run inside the garbage collector while this very thread holds the
+# lock (an allocation below collects a dead store), so they must never take it.
+_PENDING: collections.deque[Callable[[], None]] = collections.deque()
+
+
+def _apply_pending() -> None:
+    """Apply the queued releases (under ``_TOKENS_LOCK``)."""
+    while _PENDING:
+        _PENDING.popleft()()
 
 
 def _token(mapping: object, owner: object) -> str:
     with _TOKENS_LOCK:
+        _apply_pending()  # first: a dead mapping's id() may be this one's now
         entry = _TOKENS.get(id(mapping))
         if entry is not None and entry[0]() is mapping:
             return entry[1]
@@ -49,27 +62,25 @@ def _shared_token(mapping: object, owner: object) -> str:
     ident = id(mapping)
     token, count = _WRAPPED.get(ident, (uuid.uuid4().hex, 0))
     _WRAPPED[ident] = (token, count + 1)
-    weakref.finalize(owner, _release, ident)
+    weakref.finalize(owner, _PENDING.append, functools.partial(_release, ident))
     return token
 
 
 def _release(ident: int) -> None:
-    with _TOKENS_LOCK:
-        token, count = _WRAPPED[ident]
-        if count > 1:
-            _WRAPPED[ident] = (token, count - 1)
-        else:
-            del _WRAPPED[ident]
+    token, count = _WRAPPED[ident]
+    if count > 1:
+        _WRAPPED[ident] = (token, count - 1)
+    else:
+        del _WRAPPED[ident]
 
 
 def _forget(ident: int) -> Any:
-    def callback(ref: weakref.ref[Any]) -> None:
-        with _TOKENS_LOCK:
-            entry = _TOKENS.get(ident)
-            if entry is not None and entry[0] is ref:
-                del _TOKENS[ident]
+    def forget(ref: weakref.ref[Any]) -> None:
+        entry = _TOKENS.get(ident)
+        if entry is not None and entry[0] is ref:
+            del _TOKENS[ident]
 
-    return callback
+    return lambda ref: _PENDING.append(functools.partial(forget, ref))
 
 
 class MappingStore(Store):
