@@ -131,19 +131,20 @@ def shifted_selection(chunk_selection: tuple[Any, ...], origin: Sequence[int],
 class ShardPart:
     """What one projection needs from one shard.
 
-    ``inner`` is set for selections of slices and integers: the projections of the
-    selection onto the shard's inner chunks, so that each inner chunk lands straight
-    in the output. Otherwise (points, index arrays) the inner chunks are decoded into
-    a box of ``box`` elements at ``origin``, which the selection then reads.
+    ``inner`` pairs each touched inner chunk (its number) with where it goes. For
+    selections of slices and integers these are the selection's projections onto the
+    inner chunks, and each inner chunk lands straight in the output. Otherwise (points,
+    index arrays) the inner chunks are placed whole in a box of ``box`` elements at
+    ``origin``, which the selection then reads.
     """
 
     projection: ChunkProjection
     key: str
     location: str
     flats: np.ndarray
+    inner: tuple[tuple[int, ChunkProjection], ...]
     origin: tuple[int, ...] = ()
     box: tuple[int, ...] = ()
-    inner: tuple[tuple[int, ChunkProjection], ...] | None = None
 
 
 def _is_basic(projection: ChunkProjection) -> bool:
@@ -206,10 +207,13 @@ class ShardReader:
             inner = tuple((int(np.ravel_multi_index(p.chunk_coords, grid)), p)
                           for p in BasicIndexer(proj.chunk_selection, self._inner_grid))
             flats = np.array(sorted(flat for flat, _ in inner), dtype=np.intp)
-            return ShardPart(proj, key, loc, flats, inner=inner)
+            return ShardPart(proj, key, loc, flats, inner)
         flats, origin, box = touched_inner_chunks(
             proj.chunk_selection, self.stage.inner_shape, self.stage.grid)
-        return ShardPart(proj, key, loc, flats, origin, box)
+        whole = (slice(None),) * len(box)
+        placed = tuple((flat, ChunkProjection((), whole, self._region(flat, origin), True))
+                       for flat in flats.tolist())
+        return ShardPart(proj, key, loc, flats, placed, origin, box)
 
     # -- one shard --------------------------------------------------------------
 
@@ -224,23 +228,17 @@ class ShardReader:
         # One shard's inner chunks in parallel (several shards already are, one per
         # thread: map_groups runs inline in a worker thread).
         parallel = self._parallel and len(missing) > 1
-        if part.inner is not None:
-            where = part.projection.out_selection
-            target = out[where] if where else out[...]  # a view (out[()] is a scalar)
-            map_groups(lambda group: [self._place(part, flat, inner, target, hits, found,
-                                                  keep, version, ticket)
-                                      for flat, inner in group],
-                       part.inner, parallel=parallel)
-            return
-        box = np.empty(part.box, self.stage.dtype)
-        for flat, chunk in hits.items():
-            box[self._region(flat, part.origin)] = chunk
-        map_groups(lambda flats: [self._fill(part, flat, found.get(flat), box, keep, version,
-                                             ticket) for flat in flats],
-                   missing, parallel=parallel)
         proj = part.projection
-        selection = shifted_selection(proj.chunk_selection, part.origin, self.stage.shape)
-        out[proj.out_selection] = box[selection]
+        if part.box:
+            target = np.empty(part.box, self.stage.dtype)
+        else:
+            target = out[proj.out_selection] if proj.out_selection else out[...]  # a view
+        map_groups(lambda group: [self._place(part, flat, inner, target, hits, found, keep,
+                                              version, ticket) for flat, inner in group],
+                   part.inner, parallel=parallel)
+        if part.box:
+            selection = shifted_selection(proj.chunk_selection, part.origin, self.stage.shape)
+            out[proj.out_selection] = target[selection]
 
     def _place(self, part: ShardPart, flat: int, inner: ChunkProjection, target: np.ndarray,
                hits: dict[int, np.ndarray], found: dict[int, bytes | None],
@@ -270,21 +268,6 @@ class ShardReader:
             chunk = scratch_buffer(stage.inner_shape, stage.dtype, slot="inner chunk")
             self._decode(part.key, flat, lambda: stage.inner.decode_into(data, chunk))
             target[where] = chunk[inner.chunk_selection]
-
-    def _fill(self, part: ShardPart, flat: int, data: Any, box: np.ndarray,
-              keep: ChunkCache | None, version: Any, ticket: int) -> None:
-        """Decode inner chunk ``flat`` (``data is None``: not stored) into ``box``."""
-        stage = self.stage
-        target = box[self._region(flat, part.origin)]
-        if data is None:
-            target[...] = stage.fill_value
-        elif keep is None:
-            self._decode(part.key, flat, lambda: stage.inner.decode_into(data, target))
-        else:
-            chunk = self._decode(part.key, flat, lambda: stage.inner.decode(data))
-            target[...] = chunk
-            keep.put(child_key(part.location, flat), chunk, version, ticket=ticket,
-                     parent=part.location)
 
     def _region(self, flat: int, origin: Sequence[int]) -> tuple[slice, ...]:
         """Where inner chunk ``flat`` lies in a box starting at ``origin``."""
