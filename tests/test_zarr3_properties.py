@@ -15,7 +15,7 @@ import numcodecs
 import pytest
 
 import chunkflow
-from counting import CountingMapping
+from counting import CountingMapping, CountingStore, Counts
 
 CALLS: list[dict[str, Any]] = [
     dict(shape=(20, 30), chunks=(4, 6), dtype="u2"),
@@ -91,7 +91,7 @@ def test_info_lists_shards_chunks_and_stages_separately() -> None:
     assert rows["Serializer"] == "bytes(endian='little')"
     assert rows["Compressors"] == "(zstd(level=0, checksum=False),)"
     assert rows["Store URL"] == str(z.store.identity)
-    assert "No. bytes stored" not in rows  # the cheap report lists nothing
+    assert rows["Shards Initialized"] == "0/2"  # memory is cheap to list: zarr 2's rows
     z[:12] = 5
     complete = z.info_complete().as_dict()
     assert complete["Shards Initialized"] == "2/2"
@@ -147,3 +147,17 @@ def test_like_and_from_array_keep_the_shard_layout() -> None:
     copied = chunkflow.from_array(None, data=z)  # zarr-python's chunks="keep", shards="keep"
     assert (copied.chunks, copied.shards) == ((4, 5), (8, 10)) and int(copied[:].sum()) == 960
     assert list(iter(z))[15].tolist() == [3] * 20  # iteration reads a shard of rows at a time
+
+
+def test_info_reads_nothing_where_listing_costs_requests() -> None:
+    """On object storage ``.info`` lists nothing; ``info_complete()`` counts."""
+    counts = Counts()
+    store = CountingStore(chunkflow.storage.make_store("memory://info-no-listing"), counts)
+    z = chunkflow.create_array(store, shape=(8,), chunks=(2,), dtype="u1")
+    z[:3] = 1
+    assert not store.listing_is_cheap
+    counts.reset()
+    rows = z.info.as_dict()
+    assert not counts.calls  # no request, no listing
+    assert "No. bytes stored" not in rows and "Chunks Initialized" not in rows
+    assert z.info_complete()["Chunks Initialized"] == "2/4"

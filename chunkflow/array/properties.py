@@ -263,15 +263,20 @@ class ArrayProperties(NodeProperties):
     @property
     def info(self) -> InfoReport:
         """A report of type, shape, shards and chunks, codec stages and store, like
-        zarr-python 3's ``Array.info``; reads nothing from the store (see
-        :meth:`info_complete`).
+        zarr-python 3's ``Array.info``.
+
+        Where listing the store is cheap (memory, folder and zip stores) it also shows
+        zarr-python 2's "No. bytes stored", "Storage ratio" and "Chunks Initialized"
+        rows; elsewhere (object storage) it reads nothing from the store, and
+        :meth:`info_complete` adds them.
 
         Examples
         --------
         >>> import chunkflow
         >>> z = chunkflow.create_array(None, shape=(4, 4), chunks=(2, 2), dtype="u1")
-        >>> z.info["Chunk shape"], z.info["Filters"]
-        ('(2, 2)', '()')
+        >>> z[:2, :2] = 1
+        >>> z.info["Chunk shape"], z.info["Filters"], z.info["Chunks Initialized"]
+        ('(2, 2)', '()', '1/4')
         """
         return array_info(self)
 

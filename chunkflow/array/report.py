@@ -1,8 +1,10 @@
 """The rows of an array's ``.info`` and ``info_complete()``, as zarr-python 3's
 ``ArrayInfo`` lays them out (plus the array's name and store URL).
 
-``.info`` costs no store access; ``info_complete()`` adds what needs a listing of the
-store (bytes stored, initialized shards or chunks).
+``info_complete()`` adds what needs a listing of the store (bytes stored, storage ratio,
+initialized shards or chunks). ``.info`` adds them too where listing is cheap (memory,
+folder and zip stores, :attr:`~chunkflow.storage.Store.listing_is_cheap`), as
+zarr-python 2's ``.info`` did; on object storage it reads nothing from the store.
 """
 
 from __future__ import annotations
@@ -36,7 +38,8 @@ def describe_stage(codecs: Sequence[Any]) -> str:
 
 
 def array_info(array: ArrayProperties, complete: bool = False) -> InfoReport:
-    """The ``.info`` report of ``array``; ``complete=True`` adds the stored sizes and counts.
+    """The ``.info`` report of ``array``, with the stored sizes and counts where listing
+    the store is cheap or ``complete=True``.
 
     Examples
     --------
@@ -71,7 +74,7 @@ def array_info(array: ArrayProperties, complete: bool = False) -> InfoReport:
         rows.append(("Serializer", describe_codecs([array.serializer])))
     rows += [("Compressors", describe_stage(array.compressors)),
              ("No. bytes", format_bytes(array.nbytes))]
-    if complete:
+    if complete or array.store.listing_is_cheap:
         stored = array.nbytes_stored
         initialized = f"{array.nshards_initialized}/{array.nshards}"
         rows += [

@@ -64,6 +64,9 @@ class Store(MutableMapping[str, bytes]):
         Writes raise ``ReadOnlyError`` when true.
     supports_deletes : bool
         False for backends that cannot delete (zip files).
+    listing_is_cheap : bool
+        True where listing the keys costs no request (memory, folders, zip files), so
+        ``.info`` may count stored chunks and bytes as zarr-python 2's did.
 
     Examples
     --------
@@ -78,6 +81,7 @@ class Store(MutableMapping[str, bytes]):
 
     read_only: bool = False
     supports_deletes: ClassVar[bool] = True
+    listing_is_cheap: ClassVar[bool] = False
     _read_only_reason: str = ""
 
     # ------------------------------------------------------------------ hooks

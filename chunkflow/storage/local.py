@@ -141,6 +141,8 @@ class LocalStore(Store):
     True
     """
 
+    listing_is_cheap = True
+
     def __init__(self, root: str | os.PathLike[str], read_only: bool = False, *,
                  allow_external_links: bool = False) -> None:
         self.root = os.path.abspath(os.fspath(root))

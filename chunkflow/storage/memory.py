@@ -58,6 +58,8 @@ class MemoryStore(Store):
     ({'a': b'12'}, False)
     """
 
+    listing_is_cheap = True
+
     def __init__(self, name: str | None = None, *, read_only: bool = False) -> None:
         self.name = name
         self.read_only = read_only

@@ -163,6 +163,7 @@ class ZipStore(Store):
     """
 
     supports_deletes = False
+    listing_is_cheap = True
 
     def __init__(
         self,
