@@ -120,13 +120,30 @@ def test_comments_of_prints_are_found() -> None:
     assert expected_prints(source) == {1: "1", 5: "a # b 2"}
 
 
+def make_folders(tmp_path: Path) -> tuple[Path, Path]:
+    """The scratch working folder, and the folder of the ``sitecustomize`` module."""
+    site, folder = tmp_path / "site", tmp_path / "work"
+    site.mkdir()
+    folder.mkdir()
+    (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    return folder, site
+
+
+def test_scripts_run_under_spawn_and_prints_are_checked(tmp_path: Path) -> None:
+    folder, site = make_folders(tmp_path)
+    script = "import multiprocessing\nprint(multiprocessing.get_start_method())  # spawn\n"
+    run_python_block(0, script, folder, site)
+    with pytest.raises(AssertionError, match="printed \\['spawn'\\], the comment says 'fork'"):
+        run_python_block(1, script.replace("# spawn", "# fork"), folder, site)
+    with pytest.raises(AssertionError, match="printed \\[\\]"):  # a checked print not run
+        run_python_block(2, "if False:\n    print(1)  # 1\n", folder, site)
+    with pytest.raises(AssertionError, match="failed as `python readme_block_03.py`"):
+        run_python_block(3, "import no_such_module_here\n", folder, site)
+
+
 @pytest.mark.slow
 def test_every_snippet_runs_as_a_script(tmp_path: Path) -> None:
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
-    folder = tmp_path / "work"
-    folder.mkdir()
+    folder, site = make_folders(tmp_path)
     for number, (kind, body) in enumerate(BLOCKS):
         if kind == "python":
             run_python_block(number, body, folder, site)
