@@ -1,19 +1,32 @@
-"""Every notebook under notebooks/ runs top to bottom (code cells, in a scratch folder).
+"""Every notebook under notebooks/ runs top to bottom (code cells, in a scratch folder),
+and is stored with the outputs of such a run, plots included, for readers who open it on
+a repository page.
 
-Notebooks read ``CHUNKFLOW_NOTEBOOK_SCALE`` (``full`` for people, ``small`` here) and
-draw with matplotlib's non-interactive Agg backend.
+Notebooks read ``CHUNKFLOW_NOTEBOOK_SCALE`` (``small`` by default and here, ``full`` for
+the big run); here they draw with matplotlib's non-interactive Agg backend. After
+changing a notebook, store it again with its outputs (a fresh kernel, run in a scratch
+folder so nothing is left in the repository; needs nbclient and ipykernel)::
+
+    python tests/test_notebooks.py              # every notebook
+    python tests/test_notebooks.py quickstart   # the ones whose name contains that
 """
 
 from __future__ import annotations
 
 import json
+import os
+import sys
+import tempfile
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-NOTEBOOKS = sorted((Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+MAX_NOTEBOOK_BYTES = 1_000_000
 STORIES = ["01_image_filtering.ipynb", "02_per_tile_analysis.ipynb",
            "03_larger_than_memory_reduction.ipynb"]
 
@@ -76,3 +89,93 @@ def test_there_are_notebooks() -> None:
     names = {path.name for path in NOTEBOOKS}
     assert "quickstart.ipynb" in names
     assert set(STORIES) <= names, f"missing: {sorted(set(STORIES) - names)}"
+
+
+def plots(source: str) -> bool:
+    """Whether a code cell draws a matplotlib figure."""
+    return "plt.subplots(" in source or "plt.figure(" in source
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_is_stored_with_its_outputs(path: Path) -> None:
+    """One run top to bottom in a fresh kernel, no errors, every plot as an image."""
+    cells = [cell for cell in json.loads(path.read_text())["cells"]
+             if cell["cell_type"] == "code"]
+    again = "store it with its outputs: python tests/test_notebooks.py"
+    counts = [cell["execution_count"] for cell in cells]
+    assert counts == list(range(1, len(cells) + 1)), (
+        f"{path.name}: not the outputs of one run top to bottom; {again}")
+    outputs = [output for cell in cells for output in cell["outputs"]]
+    assert outputs, f"{path.name}: stored without outputs; {again}"
+    assert not [o for o in outputs if o["output_type"] == "error"], f"{path.name}: an error"
+    for index, cell in enumerate(cells):
+        if plots("".join(cell["source"])):
+            images = [o for o in cell["outputs"] if "image/png" in o.get("data", {})]
+            assert images, f"{path.name}, code cell {index}: its plot is not stored; {again}"
+    assert path.stat().st_size < MAX_NOTEBOOK_BYTES, f"{path.name}: too big to read online"
+
+
+def test_some_notebooks_plot() -> None:
+    assert sum(any(plots(source) for source in code_cells(path)) for path in NOTEBOOKS) >= 3
+
+
+def execute(path: Path, folder: Path) -> Any:
+    """``path`` run top to bottom in a fresh kernel working in ``folder``, with outputs."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    notebook = nbformat.read(path, as_version=4)
+    client = NotebookClient(notebook, timeout=600, kernel_name="python3", record_timing=False,
+                            resources={"metadata": {"path": str(folder)}})
+    client.execute()
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            cell.outputs = coalesce_streams(cell.outputs)
+    return notebook
+
+
+def coalesce_streams(outputs: list[Any]) -> list[Any]:
+    """Consecutive pieces of one stream as one output, each line as a terminal shows it.
+
+    A progress bar redraws its line after a carriage return: only the last drawing of
+    each line is kept, as Jupyter itself displays it.
+    """
+    merged: list[Any] = []
+    for output in outputs:
+        if (output.output_type == "stream" and merged
+                and merged[-1].output_type == "stream" and merged[-1].name == output.name):
+            merged[-1].text += output.text
+        else:
+            merged.append(output)
+    for output in merged:
+        if output.output_type == "stream":
+            lines = output.text.split("\n")
+            output.text = "\n".join(
+                next((part for part in reversed(line.split("\r")) if part), "")
+                for line in lines)
+    return merged
+
+
+def store_with_outputs(names: list[str]) -> None:
+    """Run the notebooks (all, or those whose name holds one of ``names``) and save them."""
+    import nbformat
+
+    # The kernel imports this checkout's chunkflow and draws inline (PNG outputs).
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
+    os.environ.pop("MPLBACKEND", None)
+    # Without ipywidgets, tqdm.auto warns that it draws text bars: text is what a
+    # repository page shows anyway.
+    os.environ["PYTHONWARNINGS"] = "ignore:IProgress not found"
+    os.environ.pop("CHUNKFLOW_NOTEBOOK_SCALE", None)
+    for path in NOTEBOOKS:
+        if names and not any(name in path.name for name in names):
+            continue
+        with tempfile.TemporaryDirectory() as folder:
+            notebook = execute(path, Path(folder))
+        nbformat.write(notebook, path)
+        print(f"{path.relative_to(ROOT)}: {path.stat().st_size / 1024:.0f} KiB")
+
+
+if __name__ == "__main__":
+    store_with_outputs(sys.argv[1:])
