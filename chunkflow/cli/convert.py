@@ -28,8 +28,9 @@ from typing import Any
 import numcodecs
 
 import chunkflow
+from chunkflow.cli.cleanup import removed_on_failure, waited_for
 from chunkflow.cli.errors import UsageError
-from chunkflow.cli.nodes import create_at, open_array_at
+from chunkflow.cli.nodes import create_at, naming_source, open_array_at
 from chunkflow.cli.options import add_compute_options, parse_shape, progress_wanted, storage_options
 
 __all__ = ["parse_compressor", "register", "run_copy"]
@@ -174,9 +175,11 @@ def _layout(array: chunkflow.Array) -> str:
 def run_copy(args: argparse.Namespace) -> int:
     """Copy ``args.src`` to a new array at ``args.dst``."""
     source = open_array_at(args.src, storage_options(args, args.src), cache=False)
-    target = create_target(args, source)
     start = time.perf_counter()
-    copy_data(source, target, args.scheduler, progress_wanted(args))
+    with removed_on_failure(args.dst, storage_options(args, args.dst)):
+        target = create_target(args, source)
+        with waited_for(args.scheduler), naming_source(args.src):
+            copy_data(source, target, args.scheduler, progress_wanted(args))
     seconds = time.perf_counter() - start
     print(f"copied {args.src} (Zarr v{source.zarr_format}, {_layout(source)}) to "
           f"{args.dst} (Zarr v{target.zarr_format}, {_layout(target)}) in {seconds:.2f} s")
