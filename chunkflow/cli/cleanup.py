@@ -16,7 +16,7 @@ Examples
 ...             raise ValueError("chunk '1.1' is corrupt")
 ...     except RemovedOutputError as err:
 ...         print(str(err).replace(tmp, "TMP"), "|", os.listdir(tmp))
-chunk '1.1' is corrupt (ValueError); removed the unfinished 'TMP/new/out.zarr' that this run created | []
+ValueError: chunk '1.1' is corrupt; removed the unfinished 'TMP/new' that this run created | []
 """
 
 from __future__ import annotations
@@ -41,13 +41,6 @@ __all__ = ["RemovedOutputError", "new_entries_removed_on_failure", "removed_on_f
 
 class RemovedOutputError(ChunkflowError, RuntimeError):
     """A command failed part-way; the output it had created was removed."""
-
-
-def _describe(err: BaseException) -> str:
-    # A chunkflow message reads on its own; a foreign one keeps its type as a hint.
-    text = describe(err)
-    return text if isinstance(err, ChunkflowError) or text.startswith(type(err).__name__) \
-        else f"{text} ({type(err).__name__})"
 
 
 def _is_url(location: str) -> bool:
@@ -133,7 +126,7 @@ def removed_on_failure(location: str, storage_options: dict[str, Any] | None = N
             raise
         shown = location if url else str(root)
         raise RemovedOutputError(
-            f"{_describe(err)}; removed the unfinished {shown!r} that this run created"
+            f"{describe(err)}; removed the unfinished {shown!r} that this run created"
         ) from err
 
 
@@ -155,6 +148,6 @@ def new_entries_removed_on_failure(folder: Path) -> Iterator[None]:
         if not new or not isinstance(err, Exception):
             raise
         raise RemovedOutputError(
-            f"{_describe(err)}; removed what this run had created in {str(folder)!r}: "
+            f"{describe(err)}; removed what this run had created in {str(folder)!r}: "
             f"{', '.join(new)}"
         ) from err
