@@ -326,16 +326,17 @@ def test_a_destination_that_was_there_is_never_removed(
 def test_chunks_still_being_written_do_not_outlive_the_cleanup(
         capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     # Many chunks, the very first one corrupt: dask raises while other threads still
-    # write theirs; the cleanup waits for them, so nothing comes back after it.
-    data = image((64, 1024))
+    # filter and write theirs (measured: without waiting for them, out.zarr came back
+    # within a second of its removal); the cleanup waits, so nothing outlives it.
+    data = image((2048, 2048))
     src = tmp_path / "src.zarr"
-    z = chunkflow.create(data.shape, chunks=(8, 8), dtype=data.dtype, store=str(src))
+    z = chunkflow.create(data.shape, chunks=(128, 128), dtype=data.dtype, store=str(src))
     z[:] = data
     _garble(src / "c" / "0" / "0", at_end=False)
     dst = tmp_path / "out.zarr"
-    code, _, err = run(capsys, "filter", src, dst, "--uniform", "3")
+    code, _, err = run(capsys, "filter", src, dst, "--median", "5")
     assert code == 1 and "removed the unfinished" in err
-    time.sleep(0.5)
+    time.sleep(2)
     assert not dst.exists()
 
 
