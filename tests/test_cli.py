@@ -539,7 +539,8 @@ def test_demo_without_matplotlib_skips_the_picture(capsys: pytest.CaptureFixture
         monkeypatch.setitem(sys.modules, name, None)
     code, out, err = run(capsys, "demo", "--size", "64", "--chunk", "32", "--folder", tmp_path)
     assert code == 0, err
-    assert "matplotlib is not installed: no PNG" in out
+    assert "matplotlib is not installed: no PNG (python -m pip install matplotlib" in out
+    assert 'python -m pip install ".[plot]"' in out  # the README's first line, as written
     assert not (tmp_path / "before-after.png").exists()
     assert (tmp_path / "smooth.zarr").exists()
 

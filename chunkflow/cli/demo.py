@@ -98,7 +98,7 @@ def _save_png(path: Path, before: np.ndarray, after: np.ndarray) -> str:
         from matplotlib.figure import Figure
     except ImportError:
         return ("matplotlib is not installed: no PNG (python -m pip install matplotlib, "
-                "or install chunkflow with its plot extra: python -m pip install \".[plot]\")")
+                "or in chunkflow's folder: python -m pip install \".[plot]\")")
     figure = Figure(figsize=(10, 5), layout="constrained")
     FigureCanvasAgg(figure)
     low, high = np.percentile(before, [1, 99.5])
