@@ -189,6 +189,8 @@ def test_copy_refuses_to_replace_without_overwrite(
     (["--chunks", "5,5", "--shards", "16,16"], "must divide"),
     (["--chunks", "8,a"], "is not a shape"),
     (["--compressor", "lzw"], "is not a compressor"),
+    (["--compressor", "zstd:99"], "argument --compressor: 'zstd:99': codec 'zstd': level"),
+    (["--compressor", "blosc:foo:5"], "argument --compressor: 'blosc:foo:5': codec 'blosc'"),
 ])
 def test_copy_bad_arguments_exit_2(capsys: pytest.CaptureFixture[str],
                                    stored: tuple[str, np.ndarray], tmp_path: Path,
@@ -354,6 +356,15 @@ def test_reduce_prints_the_statistics(capsys: pytest.CaptureFixture[str],
     assert values.keys() == {"mean", "std", "min", "max", "sum"}
     for op, value in values.items():
         assert value == pytest.approx(expected[op], rel=1e-6)
+
+
+def test_reduce_of_a_corrupt_chunk_names_path_array_and_chunk(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    src, key, _ = corrupt_source(tmp_path, "v2 chunk")
+    code, out, err = run(capsys, "reduce", src)
+    assert code == 1 and out == ""
+    assert_one_line(err, f"chunkflow reduce: error: {str(src)!r}, array '/': chunk {key!r} "
+                         "could not be decoded: codec ")
 
 
 def test_reduce_histogram_is_a_text_plot(capsys: pytest.CaptureFixture[str],
@@ -584,8 +595,9 @@ def test_a_failed_demo_keeps_what_its_folder_held(capsys: pytest.CaptureFixture[
 
 
 @pytest.mark.parametrize("argv, option, wrong", [
-    (["--chunk", "0"], "argument --chunk: must be at least 16, got 0", "--size"),
-    (["--size", "8"], "argument --size: must be at least 16, got 8", "--chunk"),
+    (["--chunk", "0"], "argument --chunk: must be from 16 to 65536, got 0", "--size"),
+    (["--size", "8"], "argument --size: must be from 16 to 65536, got 8", "--chunk"),
+    (["--size", "100000000"], "argument --size: must be from 16 to 65536", "--chunk"),
     (["--chunk", "big"], "argument --chunk: 'big' is not an integer", "--size"),
 ])
 def test_demo_option_errors_name_the_option_typed(capsys: pytest.CaptureFixture[str],

@@ -38,6 +38,7 @@ __all__ = ["make_blobs", "register", "run_demo", "synthetic_band"]
 DEFAULT_FOLDER = "chunkflow-demo"
 BACKGROUND, NOISE = 300.0, 120.0
 SIGMA = 2.0
+MAX_SIDE = 65536  # an 8 GiB image: beyond that a demo only fills the disk
 # Cells about every 32 px; each a Gaussian spot of radius 1.5 to 4 px, dim enough that
 # the noise hides the faint ones until the filter averages it away.
 SPACING, RADIUS_RANGE, BRIGHTNESS_RANGE = 32, (1.5, 4.0), (150.0, 1500.0)
@@ -177,20 +178,21 @@ def _report(timings: list[tuple[str, float]], stats: dict[str, dict[str, Any]],
 
 
 def _side(text: str) -> int:
-    """A side in pixels, at least 16 (argparse names the option: ``--size``, ``--chunk``).
+    """A side in pixels, 16 to ``MAX_SIDE`` (argparse names the option: ``--size``,
+    ``--chunk``).
 
     Examples
     --------
     >>> _side("0")
     Traceback (most recent call last):
-    argparse.ArgumentTypeError: must be at least 16, got 0
+    argparse.ArgumentTypeError: must be from 16 to 65536, got 0
     """
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 16:
-        raise argparse.ArgumentTypeError(f"must be at least 16, got {value}")
+    if not 16 <= value <= MAX_SIDE:
+        raise argparse.ArgumentTypeError(f"must be from 16 to {MAX_SIDE}, got {value}")
     return value
 
 
