@@ -249,6 +249,16 @@ def test_filter_needs_exactly_one_filter(capsys: pytest.CaptureFixture[str],
     assert code == 2 and "must be positive" in err and not out.exists()
 
 
+def test_a_filter_too_wide_for_memory_names_its_option(
+        capsys: pytest.CaptureFixture[str], stored: tuple[str, np.ndarray],
+        tmp_path: Path) -> None:
+    out = tmp_path / "out.zarr"
+    code, _, err = run(capsys, "filter", stored[0], out, "--median", "200001")
+    assert code == 2 and not out.exists()
+    assert_one_line(err, "chunkflow filter: error: --median 200001 needs a halo of 100000 "
+                         "per side", "choose a smaller --median", "removed the unfinished")
+
+
 def test_filter_without_scipy(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
                               stored: tuple[str, np.ndarray], tmp_path: Path) -> None:
     monkeypatch.setitem(sys.modules, "scipy", None)  # import scipy now fails

@@ -76,4 +76,6 @@ def run_guarded(command: str, run: Callable[[Any], int | None], args: Any) -> in
         if debug:
             traceback.print_exc()
         print(f"{prefix} {describe(err)}", file=sys.stderr)
-        return EXIT_USAGE if isinstance(err, UsageError) else EXIT_RUNTIME
+        # A usage error stays one when a wrapper adds to it (e.g. what was removed).
+        usage = isinstance(err, UsageError) or isinstance(err.__cause__, UsageError)
+        return EXIT_USAGE if usage else EXIT_RUNTIME

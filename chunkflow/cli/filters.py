@@ -12,7 +12,9 @@ Examples
 from __future__ import annotations
 
 import argparse
+import contextlib
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -21,6 +23,7 @@ import chunkflow
 from chunkflow.cli.cleanup import removed_on_failure, waited_for
 from chunkflow.cli.errors import MissingDependencyError, UsageError
 from chunkflow.cli.nodes import create_at, naming_source, open_array_at
+from chunkflow.graph import MemoryPlanError
 from chunkflow.cli.options import add_compute_options, progress_wanted, storage_options
 
 __all__ = ["BOUNDARIES", "apply_filter", "filter_depth", "register", "run_filter",
@@ -97,7 +100,8 @@ def run_filter(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     with removed_on_failure(args.dst, storage_options(args, args.dst)):
         target = _create_output(args, source)
-        with waited_for(args.scheduler), naming_source(args.src):
+        with waited_for(args.scheduler), naming_source(args.src), \
+                naming_filter(kind, size, depth):
             # Windows arrive in the output's dtype so scipy computes in it (floats stay
             # floats).
             chunkflow.map_chunks(
@@ -110,6 +114,16 @@ def run_filter(args: argparse.Namespace) -> int:
     print(f"{kind} filter ({size:g}, halo {depth}, boundary {args.boundary}) of {args.src} "
           f"{source.shape} written to {args.dst} in {seconds:.2f} s")
     return 0
+
+
+@contextlib.contextmanager
+def naming_filter(kind: str, size: float, depth: int) -> Iterator[None]:
+    """A filter too wide for memory is the option's fault: say which option."""
+    try:
+        yield
+    except MemoryPlanError as err:
+        raise UsageError(f"--{kind} {size:g} needs a halo of {depth} per side, too wide to "
+                         f"filter in memory ({err}); choose a smaller --{kind}") from err
 
 
 def _as_dtype_then_filter(window: np.ndarray, *, kind: str, size: float,
