@@ -92,4 +92,10 @@ def test_quickstart_first_line_on_a_fresh_venv(tmp_path: Path) -> None:
                     "python -c 'import chunkflow, scipy.ndimage, yaml'"):
         step = run_shell(command, repo, env, timeout=300)
         assert step.returncode == 0, f"{command}:\n{step.stdout}{step.stderr}"
+    # On a terminal the commands draw a progress bar, without tqdm (a test extra) too.
+    on_terminal = ("python -c 'import os, pty, sys; sys.exit(os.waitstatus_to_exitcode("
+                   f"pty.spawn([\"chunkflow\", \"reduce\", \"{demo}/smooth.zarr\"])))'")
+    step = run_shell(on_terminal, repo, env, timeout=300)
+    assert step.returncode == 0 and "100%" in step.stdout and "mean" in step.stdout, \
+        step.stdout + step.stderr
     assert sorted(p.name for p in ROOT.iterdir()) == top_before  # no build/, no egg-info
