@@ -64,7 +64,7 @@ def test_quickstart_first_line_on_a_fresh_venv(tmp_path: Path) -> None:
     first = quickstart_lines((ROOT / "README.md").read_text(encoding="utf-8"))[0]
     top_before = sorted(p.name for p in ROOT.iterdir())
     assert "chunkflow demo" in first and "pip install" in first, first
-    repo = tmp_path / "chunkflow"  # a copy: the build leaves no debris in the tree
+    repo = tmp_path / "repo"  # a copy: the build leaves no debris in the tree
     shutil.copytree(ROOT, repo, ignore=_NOT_COPIED)
     venv_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True, system_site_packages=False).create(venv_dir)
@@ -79,10 +79,13 @@ def test_quickstart_first_line_on_a_fresh_venv(tmp_path: Path) -> None:
     for name in ("raw.zarr", "smooth.zarr"):
         assert (repo / "chunkflow-demo" / name / "zarr.json").is_file()
 
-    # Whatever the documented install brings, every command works with it.
-    which = run_shell("command -v chunkflow python", repo, env)
-    assert which.stdout.split() == [str(venv_dir / "bin" / "chunkflow"),
-                                    str(venv_dir / "bin" / "python")]
+    # Whatever the documented install brings, every command works with it. (Run outside
+    # the copy, so that `python -c` cannot import its chunkflow/ instead of the installed.)
+    which = run_shell("command -v chunkflow python && python -c "
+                      "'import chunkflow; print(chunkflow.__file__)'", tmp_path, env)
+    assert which.stdout.split()[:2] == [str(venv_dir / "bin" / "chunkflow"),
+                                        str(venv_dir / "bin" / "python")]
+    assert which.stdout.split()[2].startswith(str(venv_dir)), which.stdout  # installed
     demo = repo / "chunkflow-demo"
     for command in (f"chunkflow info {demo}/smooth.zarr",
                     f"chunkflow tree {demo}/raw.zarr",
@@ -90,12 +93,12 @@ def test_quickstart_first_line_on_a_fresh_venv(tmp_path: Path) -> None:
                     f"chunkflow copy {demo}/raw.zarr {tmp_path}/copy.zarr --format 2",
                     f"chunkflow filter {demo}/raw.zarr {tmp_path}/median.zarr --median 3",
                     "python -c 'import chunkflow, scipy.ndimage, yaml'"):
-        step = run_shell(command, repo, env, timeout=300)
+        step = run_shell(command, tmp_path, env, timeout=300)
         assert step.returncode == 0, f"{command}:\n{step.stdout}{step.stderr}"
     # On a terminal the commands draw a progress bar, without tqdm (a test extra) too.
     on_terminal = ("python -c 'import os, pty, sys; sys.exit(os.waitstatus_to_exitcode("
                    f"pty.spawn([\"chunkflow\", \"reduce\", \"{demo}/smooth.zarr\"])))'")
-    step = run_shell(on_terminal, repo, env, timeout=300)
+    step = run_shell(on_terminal, tmp_path, env, timeout=300)
     assert step.returncode == 0 and "100%" in step.stdout and "mean" in step.stdout, \
         step.stdout + step.stderr
     assert sorted(p.name for p in ROOT.iterdir()) == top_before  # no build/, no egg-info
