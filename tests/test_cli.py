@@ -473,6 +473,26 @@ def test_s3_with_storage_options(capsys: pytest.CaptureFixture[str], s3_server: 
     assert_one_line(err, "chunkflow info: error:", "no-such-bucket-here")
 
 
+def test_a_failed_copy_to_s3_removes_what_it_wrote_there(
+        capsys: pytest.CaptureFixture[str], s3_server: dict[str, Any],
+        tmp_path: Path) -> None:
+    import fsspec
+
+    flags = [f"--storage-option={key}={json.dumps(value) if isinstance(value, dict) else value}"
+             for key, value in s3_server.items()]
+    src, key, _ = corrupt_source(tmp_path, "v3 chunk")
+    fs = fsspec.filesystem("s3", skip_instance_cache=True, **s3_server)
+    fs.pipe("chunkflow-test/kept.zarr/notes.txt", b"mine")  # there before: never removed
+    for name, removed in (("failed.zarr", True), ("kept.zarr", False)):
+        url = f"s3://chunkflow-test/{name}"
+        code, _, err = run(capsys, "copy", src, url, *flags)
+        assert code == 1 and f"chunk {key!r} could not be decoded" in err
+        assert ("removed the unfinished" in err) is removed
+        fs.invalidate_cache()
+        assert fs.exists(f"chunkflow-test/{name}") is not removed
+    assert fs.cat("chunkflow-test/kept.zarr/notes.txt") == b"mine"
+
+
 def test_storage_option_values_are_json_when_they_parse() -> None:
     parse = cli_options.parse_storage_option
     assert parse("anon=true") == ("anon", True)
