@@ -18,6 +18,8 @@ import pytest
 import chunkflow
 from chunkflow.cli import main
 from chunkflow.cli import options as cli_options
+from chunkflow.cli.cleanup import removed_on_failure
+from chunkflow.cli.errors import run_guarded
 
 ROOT = Path(__file__).resolve().parents[1]  # the tree whose chunkflow is under test
 COMMANDS = ("info", "tree", "copy", "filter", "reduce", "demo")
@@ -333,6 +335,23 @@ def test_a_destination_that_was_there_is_never_removed(
         code, _, err = run(capsys, "copy", src, dst, "--scheduler", scheduler, *extra)
         assert code == 1 and f"{key!r} could not be decoded" in err
         assert "removed" not in err and dst.is_dir()
+
+
+def test_an_interrupted_command_removes_what_it_created(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    out = tmp_path / "out.zarr"
+
+    def interrupted(args: Any) -> int:  # a command that Ctrl-C stops half-way
+        with removed_on_failure(str(out)):
+            out.mkdir()
+            raise KeyboardInterrupt
+        return 0
+
+    assert run_guarded("copy", interrupted, None) == 130
+    err = capsys.readouterr().err
+    assert err == f"chunkflow copy: interrupted; removed the unfinished {str(out)!r} that " \
+                  "this run created\n"
+    assert not out.exists()
 
 
 def test_chunks_still_being_written_do_not_outlive_the_cleanup(

@@ -3,7 +3,7 @@
 :func:`removed_on_failure` notes whether a destination exists before a command writes
 it. If the command then fails, a destination the run created is removed (with the
 folders the run made above it) and the error says so; a destination that existed
-before is never touched. A re-run then starts clean, without ``--overwrite``.
+before is never removed. A re-run then starts clean, without ``--overwrite``.
 
 Examples
 --------
@@ -27,7 +27,7 @@ import shutil
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import dask
 import dask.threaded
@@ -122,12 +122,19 @@ def removed_on_failure(location: str, storage_options: dict[str, Any] | None = N
         if existed:
             raise
         removed = _remove_url(location, storage_options) if url else _remove_local(root)
-        if not removed or not isinstance(err, Exception):
+        if not removed:
             raise
         shown = location if url else str(root)
-        raise RemovedOutputError(
-            f"{describe(err)}; removed the unfinished {shown!r} that this run created"
-        ) from err
+        _raise_saying(err, f"removed the unfinished {shown!r} that this run created")
+
+
+def _raise_saying(err: BaseException, removal: str) -> NoReturn:
+    """Raise ``err`` again, told with ``removal`` (an interrupt stays an interrupt)."""
+    if isinstance(err, KeyboardInterrupt):
+        raise KeyboardInterrupt(removal) from err
+    if not isinstance(err, Exception):
+        raise err
+    raise RemovedOutputError(f"{describe(err)}; {removal}") from err
 
 
 @contextlib.contextmanager
@@ -145,9 +152,7 @@ def new_entries_removed_on_failure(folder: Path) -> Iterator[None]:
         new = sorted(set(os.listdir(folder)) - before)
         for name in new:
             _remove_local(folder / name)
-        if not new or not isinstance(err, Exception):
+        if not new:
             raise
-        raise RemovedOutputError(
-            f"{describe(err)}; removed what this run had created in {str(folder)!r}: "
-            f"{', '.join(new)}"
-        ) from err
+        _raise_saying(err, f"removed what this run had created in {str(folder)!r}: "
+                           f"{', '.join(new)}")

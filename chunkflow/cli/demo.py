@@ -6,7 +6,8 @@
 3. reduce both (mean, std, a histogram) in bounded memory;
 4. draw a crop before and after into a PNG (matplotlib, if installed).
 
-Everything lands in one folder (default ``./chunkflow-demo``), which is kept.
+Everything lands in one folder (default ``./chunkflow-demo``), which is kept. A run
+that fails removes what it created there (the folder itself if it made it).
 
 Examples
 --------
