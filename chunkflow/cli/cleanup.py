@@ -59,21 +59,32 @@ def _created_root(location: str) -> Path | None:
 
 
 def _url_exists(location: str, storage_options: dict[str, Any] | None) -> bool:
+    """Whether anything is at URL ``location``; when that cannot be told (a chained
+    URL, no credentials yet...), ``True``: what might have been there is kept, and the
+    command itself reports what is wrong with the URL."""
     if "::" in location:
-        return True  # a chained URL: no reliable test, so treat it as existing (keep it)
+        return True
     import fsspec
 
-    fs, path = fsspec.core.url_to_fs(location, **(storage_options or {}))
-    return bool(fs.exists(path))
+    try:
+        fs, path = fsspec.core.url_to_fs(location, **(storage_options or {}))
+        return bool(fs.exists(path))
+    except Exception:  # noqa: BLE001 - see above: keep, and let the command say why
+        return True
 
 
 def _remove_url(location: str, storage_options: dict[str, Any] | None) -> bool:
+    """Remove what is at URL ``location``; ``False`` if nothing was (or it could not be
+    removed: then the command's own error is what the user needs first)."""
     import fsspec
 
-    fs, path = fsspec.core.url_to_fs(location, **(storage_options or {}))
-    if not fs.exists(path):
+    try:
+        fs, path = fsspec.core.url_to_fs(location, **(storage_options or {}))
+        if not fs.exists(path):
+            return False
+        fs.rm(path, recursive=True)
+    except Exception:  # noqa: BLE001 - see above
         return False
-    fs.rm(path, recursive=True)
     return True
 
 
