@@ -7,15 +7,19 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
+import dask
 import numpy as np
 import pytest
 
 import chunkflow
 from chunkflow.cli import main
 from chunkflow.cli import options as cli_options
+from chunkflow.cli.cleanup import removed_on_failure
+from chunkflow.cli.errors import run_guarded
 
 ROOT = Path(__file__).resolve().parents[1]  # the tree whose chunkflow is under test
 COMMANDS = ("info", "tree", "copy", "filter", "reduce", "demo")
@@ -187,6 +191,8 @@ def test_copy_refuses_to_replace_without_overwrite(
     (["--chunks", "5,5", "--shards", "16,16"], "must divide"),
     (["--chunks", "8,a"], "is not a shape"),
     (["--compressor", "lzw"], "is not a compressor"),
+    (["--compressor", "zstd:99"], "argument --compressor: 'zstd:99': codec 'zstd': level"),
+    (["--compressor", "blosc:foo:5"], "argument --compressor: 'blosc:foo:5': codec 'blosc'"),
 ])
 def test_copy_bad_arguments_exit_2(capsys: pytest.CaptureFixture[str],
                                    stored: tuple[str, np.ndarray], tmp_path: Path,
@@ -245,12 +251,124 @@ def test_filter_needs_exactly_one_filter(capsys: pytest.CaptureFixture[str],
     assert code == 2 and "must be positive" in err and not out.exists()
 
 
+def test_a_filter_too_wide_for_memory_names_its_option(
+        capsys: pytest.CaptureFixture[str], stored: tuple[str, np.ndarray],
+        tmp_path: Path) -> None:
+    out = tmp_path / "out.zarr"
+    code, _, err = run(capsys, "filter", stored[0], out, "--median", "200001")
+    assert code == 2 and not out.exists()
+    assert_one_line(err, "chunkflow filter: error: --median 200001 needs a halo of 100000 "
+                         "per side", "choose a smaller --median", "removed the unfinished")
+
+
 def test_filter_without_scipy(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
                               stored: tuple[str, np.ndarray], tmp_path: Path) -> None:
     monkeypatch.setitem(sys.modules, "scipy", None)  # import scipy now fails
     code, _, err = run(capsys, "filter", stored[0], tmp_path / "out.zarr", "--median", "3")
     assert code == 1 and not (tmp_path / "out.zarr").exists()
-    assert_one_line(err, "needs scipy, which is not installed", "pip install scipy")
+    assert_one_line(err, "chunkflow filter: error:", "need scipy, which is not installed",
+                    "pip install scipy")
+
+
+# -- failures part-way: errors name array and chunk, and what the run made is removed ----
+
+
+def _garble(path: Path, at_end: bool) -> None:
+    """Overwrite a stored chunk's first half (codec data) or last 32 bytes (a shard's
+    index) with a fixed pattern: still present, no longer decodable."""
+    data = bytearray(path.read_bytes())
+    n = 32 if at_end else len(data) // 2
+    where = slice(len(data) - n, len(data)) if at_end else slice(0, n)
+    data[where] = b"\x5a" * n
+    path.write_bytes(bytes(data))
+
+
+CORRUPTIONS = {  # name: (creation keywords, key of the garbled chunk or shard, at its end)
+    "v2 chunk": ({"zarr_format": 2, "chunks": (16, 16)}, "1.1", False),
+    "v3 chunk": ({"zarr_format": 3, "chunks": (16, 16)}, "c/1/1", False),
+    "shard index": ({"chunks": (8, 8), "shards": (16, 16)}, "c/1/1", True),
+    "inner chunk": ({"chunks": (8, 8), "shards": (16, 16)}, "c/1/1", False),
+}
+
+
+def corrupt_source(tmp_path: Path, case: str) -> tuple[Path, str, np.ndarray]:
+    """A 48x48 array with one garbled chunk (or shard); its path, key and values."""
+    kwargs, key, at_end = CORRUPTIONS[case]
+    path = tmp_path / "src.zarr"
+    data = image((48, 48))
+    z = chunkflow.open_array(str(path), mode="w", shape=data.shape, dtype=data.dtype,
+                             **kwargs)
+    z[:] = data
+    _garble(path / key, at_end)
+    return path, key, data
+
+
+@pytest.mark.parametrize("case", list(CORRUPTIONS))
+@pytest.mark.parametrize("command", [["filter", "--uniform", "3"], ["copy"]])
+def test_a_corrupt_chunk_names_it_and_the_output_is_removed(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, case: str,
+        command: list[str]) -> None:
+    src, key, data = corrupt_source(tmp_path, case)
+    dst = tmp_path / "new" / "out.zarr"  # "new" too is made by the run, and removed
+    code, out, err = run(capsys, command[0], src, dst, *command[1:])
+    assert code == 1 and out == ""
+    assert_one_line(err, f"chunkflow {command[0]}: error: {str(src)!r}, array '/': ",
+                    f"{key!r} could not be decoded: codec ",
+                    f"removed the unfinished {str(tmp_path / 'new')!r} that this run created")
+    assert not (tmp_path / "new").exists()
+    # Repaired, the same command runs again: no --overwrite, nothing left in the way.
+    chunkflow.open(str(src), mode="r+")[:] = data
+    code, _, err = run(capsys, command[0], src, dst, *command[1:])
+    assert code == 0, err
+    assert chunkflow.open(str(dst), mode="r").shape == data.shape
+
+
+@pytest.mark.parametrize("scheduler", ["threads", "processes"])
+def test_a_destination_that_was_there_is_never_removed(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, scheduler: str) -> None:
+    src, key, _ = corrupt_source(tmp_path, "v3 chunk")
+    empty = tmp_path / "empty.zarr"  # a folder the user made for the result
+    empty.mkdir()
+    previous = tmp_path / "previous.zarr"  # an earlier result, replaced with --overwrite
+    chunkflow.zeros((4, 4), chunks=(2, 2), store=str(previous))
+    for dst, extra in ((empty, []), (previous, ["--overwrite"])):
+        code, _, err = run(capsys, "copy", src, dst, "--scheduler", scheduler, *extra)
+        assert code == 1 and f"{key!r} could not be decoded" in err
+        assert "removed" not in err and dst.is_dir()
+
+
+def test_an_interrupted_command_removes_what_it_created(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    out = tmp_path / "out.zarr"
+
+    def interrupted(args: Any) -> int:  # a command that Ctrl-C stops half-way
+        with removed_on_failure(str(out)):
+            out.mkdir()
+            raise KeyboardInterrupt
+        return 0
+
+    assert run_guarded("copy", interrupted, None) == 130
+    err = capsys.readouterr().err
+    assert err == f"chunkflow copy: interrupted; removed the unfinished {str(out)!r} that " \
+                  "this run created\n"
+    assert not out.exists()
+
+
+def test_chunks_still_being_written_do_not_outlive_the_cleanup(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # Many chunks, the very first one corrupt: dask raises while other threads still
+    # filter and write theirs (measured: without waiting for them, out.zarr came back
+    # within a second of its removal); the cleanup waits, so nothing outlives it.
+    data = image((2048, 2048))
+    src = tmp_path / "src.zarr"
+    z = chunkflow.create(data.shape, chunks=(128, 128), dtype=data.dtype, store=str(src))
+    z[:] = data
+    _garble(src / "c" / "0" / "0", at_end=False)
+    dst = tmp_path / "out.zarr"
+    code, _, err = run(capsys, "filter", src, dst, "--median", "5")
+    assert code == 1 and "removed the unfinished" in err
+    time.sleep(2)
+    assert not dst.exists()
 
 
 # -- reduce ----------------------------------------------------------------------------
@@ -267,6 +385,15 @@ def test_reduce_prints_the_statistics(capsys: pytest.CaptureFixture[str],
     assert values.keys() == {"mean", "std", "min", "max", "sum"}
     for op, value in values.items():
         assert value == pytest.approx(expected[op], rel=1e-6)
+
+
+def test_reduce_of_a_corrupt_chunk_names_path_array_and_chunk(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    src, key, _ = corrupt_source(tmp_path, "v2 chunk")
+    code, out, err = run(capsys, "reduce", src)
+    assert code == 1 and out == ""
+    assert_one_line(err, f"chunkflow reduce: error: {str(src)!r}, array '/': chunk {key!r} "
+                         "could not be decoded: codec ")
 
 
 def test_reduce_histogram_is_a_text_plot(capsys: pytest.CaptureFixture[str],
@@ -365,6 +492,26 @@ def test_s3_with_storage_options(capsys: pytest.CaptureFixture[str], s3_server: 
     assert_one_line(err, "chunkflow info: error:", "no-such-bucket-here")
 
 
+def test_a_failed_copy_to_s3_removes_what_it_wrote_there(
+        capsys: pytest.CaptureFixture[str], s3_server: dict[str, Any],
+        tmp_path: Path) -> None:
+    import fsspec
+
+    flags = [f"--storage-option={key}={json.dumps(value) if isinstance(value, dict) else value}"
+             for key, value in s3_server.items()]
+    src, key, _ = corrupt_source(tmp_path, "v3 chunk")
+    fs = fsspec.filesystem("s3", skip_instance_cache=True, **s3_server)
+    fs.pipe("chunkflow-test/kept.zarr/notes.txt", b"mine")  # there before: never removed
+    for name, removed in (("failed.zarr", True), ("kept.zarr", False)):
+        url = f"s3://chunkflow-test/{name}"
+        code, _, err = run(capsys, "copy", src, url, *flags)
+        assert code == 1 and f"chunk {key!r} could not be decoded" in err
+        assert ("removed the unfinished" in err) is removed
+        fs.invalidate_cache()
+        assert fs.exists(f"chunkflow-test/{name}") is not removed
+    assert fs.cat("chunkflow-test/kept.zarr/notes.txt") == b"mine"
+
+
 def test_storage_option_values_are_json_when_they_parse() -> None:
     parse = cli_options.parse_storage_option
     assert parse("anon=true") == ("anon", True)
@@ -452,6 +599,61 @@ def test_demo_without_matplotlib_skips_the_picture(capsys: pytest.CaptureFixture
         monkeypatch.setitem(sys.modules, name, None)
     code, out, err = run(capsys, "demo", "--size", "64", "--chunk", "32", "--folder", tmp_path)
     assert code == 0, err
-    assert "matplotlib is not installed: no PNG" in out
+    assert "matplotlib is not installed: no PNG (python -m pip install matplotlib" in out
+    assert 'python -m pip install ".[plot]"' in out  # the README's first line, as written
     assert not (tmp_path / "before-after.png").exists()
     assert (tmp_path / "smooth.zarr").exists()
+
+
+def test_demo_without_scipy_says_demo_and_creates_nothing(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        tmp_path: Path) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setitem(sys.modules, "scipy", None)  # a broken install: import scipy fails
+    code, out, err = run(capsys, "demo", "--size", "64", "--chunk", "32")
+    assert code == 1 and out == ""
+    assert_one_line(err, "chunkflow demo: error:", "need scipy", "pip install scipy")
+    assert "chunkflow filter" not in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_failed_demo_removes_the_folder_it_made(capsys: pytest.CaptureFixture[str],
+                                                  monkeypatch: pytest.MonkeyPatch,
+                                                  tmp_path: Path) -> None:
+    # Fails after the image is written: the scheduler named is unreachable.
+    monkeypatch.chdir(tmp_path)
+    with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
+        code, out, err = run(capsys, "demo", "--size", "64", "--chunk", "32",
+                             "--scheduler", "tcp://127.0.0.1:1")
+    assert code == 1 and "make the image" in out
+    assert_one_line(err, "chunkflow demo: error:", "127.0.0.1:1",
+                    f"removed the unfinished {str(tmp_path / 'chunkflow-demo')!r}")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_failed_demo_keeps_what_its_folder_held(capsys: pytest.CaptureFixture[str],
+                                                 tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("mine")
+    (tmp_path / "smooth.zarr").write_text("a file where the demo wants a folder")
+    code, _, err = run(capsys, "demo", "--size", "64", "--chunk", "32", "--folder", tmp_path)
+    assert code == 1
+    assert_one_line(err, "chunkflow demo: error:",
+                    f"removed what this run had created in {str(tmp_path)!r}: raw.zarr")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt", "smooth.zarr"]
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+@pytest.mark.parametrize("argv, option, wrong", [
+    (["--chunk", "0"], "argument --chunk: must be from 16 to 65536, got 0", "--size"),
+    (["--size", "8"], "argument --size: must be from 16 to 65536, got 8", "--chunk"),
+    (["--size", "100000000"], "argument --size: must be from 16 to 65536", "--chunk"),
+    (["--chunk", "big"], "argument --chunk: 'big' is not an integer", "--size"),
+])
+def test_demo_option_errors_name_the_option_typed(capsys: pytest.CaptureFixture[str],
+                                                  monkeypatch: pytest.MonkeyPatch,
+                                                  tmp_path: Path, argv: list[str],
+                                                  option: str, wrong: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run(capsys, "demo", *argv)
+    assert code == 2 and option in err.splitlines()[-1] and wrong not in err.splitlines()[-1]
+    assert list(tmp_path.iterdir()) == []

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 import chunkflow
 from chunkflow.array.shard_reads import shifted_selection, touched_inner_chunks
 from chunkflow.cache import ChunkCache
+from chunkflow.errors import ChunkDecodeError
 
 
 def sharded(shape: tuple[int, ...], shards: tuple[int, ...], inner: tuple[int, ...],
@@ -361,3 +362,37 @@ def test_a_cached_index_is_used_only_for_the_version_it_came_from() -> None:
     store._set_many_versioned({"c/0/0": other.store["c/0/0"]})
     assert z[40, 40] == 40 * 64 + 40
     assert z[1, 1] == -1
+
+
+@pytest.mark.parametrize("selection", [np.s_[20, 20], np.s_[16:32, 16:32], np.s_[:]],
+                         ids=["one value (index read)", "whole shard", "whole array"])
+def test_a_garbled_shard_index_names_array_and_shard(tmp_path: Any, selection: Any) -> None:
+    root = chunkflow.open_group(str(tmp_path / "g.zarr"), mode="w")
+    z = root.create_array("images/a", shape=(32, 32), chunks=(8, 8), shards=(16, 16),
+                          dtype="u2")
+    z[:] = np.arange(32 * 32, dtype="u2").reshape(32, 32)
+    shard = tmp_path / "g.zarr" / "images" / "a" / "c" / "1" / "1"
+    raw = bytearray(shard.read_bytes())
+    raw[-20:] = b"\x5a" * 20  # the index (at the shard's end) and its checksum
+    shard.write_bytes(bytes(raw))
+    again = chunkflow.open(str(tmp_path / "g.zarr"), mode="r")["images/a"]
+    with pytest.raises(ChunkDecodeError) as caught:
+        again[selection]
+    message = str(caught.value)
+    assert message.startswith("array 'images/a': the index of shard 'images/a/c/1/1' "
+                              "could not be decoded: codec 'crc32c'"), message
+    assert isinstance(caught.value, ValueError) and caught.value.__cause__ is not None
+
+
+def test_a_garbled_inner_chunk_names_array_shard_and_inner_chunk(tmp_path: Any) -> None:
+    z = chunkflow.open_array(str(tmp_path / "a.zarr"), mode="w", shape=(32, 32),
+                             chunks=(8, 8), shards=(16, 16), dtype="f4")
+    z[:] = np.random.default_rng(0).random((32, 32), dtype="f4")
+    shard = tmp_path / "a.zarr" / "c" / "0" / "1"
+    raw = bytearray(shard.read_bytes())
+    raw[:64] = b"\x5a" * 64  # the first stored inner chunk: (0, 0) of the shard
+    shard.write_bytes(bytes(raw))
+    with pytest.raises(ChunkDecodeError, match=r"^array '/': inner chunk \(0, 0\) of shard "
+                                               r"'c/0/1' could not be decoded: codec ") as caught:
+        chunkflow.open(str(tmp_path / "a.zarr"), mode="r")[0:4, 16:20]
+    assert caught.value.__cause__ is not None

@@ -83,7 +83,7 @@ def test_corrupt_index_names_the_array_and_shard() -> None:
     shard[-1] ^= 0xFF  # break the index checksum
     z.store["img/c/0/0"] = bytes(shard)
     fresh = chunkflow.open_array(z.store, path="img", mode="r", cache=False)
-    with pytest.raises(ChunkDecodeError, match=r"array 'img': chunk 'img/c/0/0'.*crc32c"):
+    with pytest.raises(ChunkDecodeError, match=r"array 'img': shard 'img/c/0/0'.*crc32c"):
         fresh[:]
 
 

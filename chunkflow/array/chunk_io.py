@@ -326,8 +326,10 @@ class ChunkIO:
             keep.put(self.location(key), chunk, version, ticket=ticket)
 
     def _decode_error(self, key: str, err: Exception) -> ChunkDecodeError:
+        # A sharded array's grid keys are shards (whose index or inner chunks are bad).
+        what = "chunk" if self.shards is None else "shard"
         return ChunkDecodeError(
-            f"array {self.path or '/'!r}: chunk {key!r} could not be decoded: {err}"
+            f"array {self.path or '/'!r}: {what} {key!r} could not be decoded: {err}"
         )
 
     # -- writes ----------------------------------------------------------------

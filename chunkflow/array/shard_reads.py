@@ -29,9 +29,9 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -54,6 +54,7 @@ __all__ = ["ShardPart", "ShardReader", "shifted_selection", "touched_inner_chunk
 #: Attempts at reading one snapshot of a shard that keeps changing before fetching
 #: it whole (one request, atomic in every store).
 _ATTEMPTS = 3
+_T = TypeVar("_T")
 
 
 def _axis_positions(entry: Any, size: int) -> np.ndarray:
@@ -278,9 +279,20 @@ class ShardReader:
         try:
             return decode()
         except Exception as err:
+            where = tuple(int(i) for i in np.unravel_index(flat, self.stage.grid))
             raise ChunkDecodeError(
-                f"array {self.io.path or '/'!r}: inner chunk {self.stage.region(flat)} of shard "
-                f"{key!r} could not be decoded: {err}"
+                f"array {self.io.path or '/'!r}: inner chunk {where} of shard {key!r} "
+                f"could not be decoded: {err}"
+            ) from err
+
+    def _parsed_index(self, key: str, read: Callable[[], _T]) -> _T:
+        """``read()``'s ``(offsets, lengths)``, a corrupt index named by array and shard."""
+        try:
+            return read()
+        except Exception as err:
+            raise ChunkDecodeError(
+                f"array {self.io.path or '/'!r}: the index of shard {key!r} could not be "
+                f"decoded: {err}"
             ) from err
 
     def _cached(self, part: ShardPart, cache: ChunkCache) -> dict[int, np.ndarray]:
@@ -318,7 +330,7 @@ class ShardReader:
         if versioned is None:
             return {}, None
         data, version = versioned
-        return self._slices(memoryview(data), flats), version
+        return self._slices(part.key, memoryview(data), flats), version
 
     def _fetch_from(self, reader: Any, part: ShardPart, flats: list[int],
                     cache: ChunkCache | None, ticket: int) -> dict[int, bytes | None]:
@@ -326,7 +338,7 @@ class ShardReader:
         if len(flats) * 2 > self.stage.count:
             # Most of the shard: one request for all of it.
             [whole] = reader.read([(0, size)])
-            return self._slices(memoryview(whole), flats)
+            return self._slices(part.key, memoryview(whole), flats)
         offsets, lengths = self._index(reader, part, cache, ticket)
         stored = [flat for flat in flats if offsets[flat] != MISSING]
         ranges = [(int(offsets[f]), int(offsets[f] + lengths[f])) for f in stored]
@@ -347,19 +359,25 @@ class ShardReader:
             if entry is not None and entry.version == version and \
                     entry.chunk.shape == (self.stage.count, 2):
                 return entry.chunk[:, 0], entry.chunk[:, 1]
-        start, stop = self.stage.index_range(reader.size)
+        start, stop = self._parsed_index(part.key, lambda: self.stage.index_range(reader.size))
         [encoded] = reader.read([(start, stop)])
-        offsets, lengths = self.stage.parse_index(encoded, reader.size)
+        offsets, lengths = self._parsed_index(
+            part.key, lambda: self.stage.parse_index(encoded, reader.size))
         if cache is not None and version is not None:
             cache.put(name, np.stack([offsets, lengths], axis=1), version, ticket=ticket,
                       parent=part.location)
         return offsets, lengths
 
-    def _slices(self, whole: memoryview, flats: list[int]) -> dict[int, bytes | None]:
-        """The inner chunks ``flats`` cut out of the whole shard ``whole``."""
+    def _slices(self, key: str, whole: memoryview,
+                flats: list[int]) -> dict[int, bytes | None]:
+        """The inner chunks ``flats`` cut out of the whole shard ``whole`` (at ``key``)."""
         size = len(whole)
-        start, stop = self.stage.index_range(size)
-        offsets, lengths = self.stage.parse_index(whole[start:stop], size)
+
+        def index() -> tuple[np.ndarray, np.ndarray]:
+            start, stop = self.stage.index_range(size)
+            return self.stage.parse_index(whole[start:stop], size)
+
+        offsets, lengths = self._parsed_index(key, index)
         return {flat: None if offsets[flat] == MISSING
                 else whole[int(offsets[flat]):int(offsets[flat] + lengths[flat])]
                 for flat in flats}

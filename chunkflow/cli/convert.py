@@ -28,9 +28,12 @@ from typing import Any
 import numcodecs
 
 import chunkflow
+from chunkflow.cli.cleanup import removed_on_failure, waited_for
 from chunkflow.cli.errors import UsageError
-from chunkflow.cli.nodes import create_at, open_array_at
+from chunkflow.cli.nodes import create_at, naming_source, open_array_at
 from chunkflow.cli.options import add_compute_options, parse_shape, progress_wanted, storage_options
+from chunkflow.codecs.normalize import to_v3_codec
+from chunkflow.errors import ChunkflowError
 
 __all__ = ["parse_compressor", "register", "run_copy"]
 
@@ -45,21 +48,34 @@ def parse_compressor(text: str) -> numcodecs.abc.Codec | None:
     """``none``, ``zstd:5``, ``blosc:lz4:5``, ``gzip:6`` or ``lz4`` as a numcodecs codec."""
     name, *params = text.lower().split(":")
     try:
-        if name == "none" and not params:
-            return None
-        if name == "zstd" and len(params) <= 1:
-            return numcodecs.Zstd(level=int(params[0]) if params else 3)
-        if name == "gzip" and len(params) <= 1:
-            return numcodecs.GZip(level=int(params[0]) if params else 5)
-        if name == "lz4" and len(params) <= 1:
-            return numcodecs.LZ4(acceleration=int(params[0]) if params else 1)
-        if name == "blosc" and len(params) <= 2:
-            cname = params[0] if params else "lz4"
-            level = int(params[1]) if len(params) > 1 else 5
-            return numcodecs.Blosc(cname=cname, clevel=level, shuffle=numcodecs.Blosc.SHUFFLE)
+        codec = _compressor(name, params)
     except ValueError:
-        pass
-    raise argparse.ArgumentTypeError(f"{text!r} is not a compressor; expected {COMPRESSORS}")
+        codec = False
+    if codec is False:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a compressor; expected {COMPRESSORS}")
+    if codec is not None:
+        try:  # a bad level or cname is told here, naming the option, not when writing
+            to_v3_codec(codec, itemsize=1)
+        except ChunkflowError as err:
+            raise argparse.ArgumentTypeError(f"{text!r}: {err}") from None
+    return codec
+
+
+def _compressor(name: str, params: list[str]) -> numcodecs.abc.Codec | None | bool:
+    """The codec ``name`` with ``params``; ``False`` when there is no such compressor."""
+    if name == "none" and not params:
+        return None
+    if name == "zstd" and len(params) <= 1:
+        return numcodecs.Zstd(level=int(params[0]) if params else 3)
+    if name == "gzip" and len(params) <= 1:
+        return numcodecs.GZip(level=int(params[0]) if params else 5)
+    if name == "lz4" and len(params) <= 1:
+        return numcodecs.LZ4(acceleration=int(params[0]) if params else 1)
+    if name == "blosc" and len(params) <= 2:
+        cname = params[0] if params else "lz4"
+        level = int(params[1]) if len(params) > 1 else 5
+        return numcodecs.Blosc(cname=cname, clevel=level, shuffle=numcodecs.Blosc.SHUFFLE)
+    return False
 
 
 def _sharding_codecs(inner: tuple[int, ...], compressor: Any) -> list[dict[str, Any]]:
@@ -174,9 +190,11 @@ def _layout(array: chunkflow.Array) -> str:
 def run_copy(args: argparse.Namespace) -> int:
     """Copy ``args.src`` to a new array at ``args.dst``."""
     source = open_array_at(args.src, storage_options(args, args.src), cache=False)
-    target = create_target(args, source)
     start = time.perf_counter()
-    copy_data(source, target, args.scheduler, progress_wanted(args))
+    with removed_on_failure(args.dst, storage_options(args, args.dst)):
+        target = create_target(args, source)
+        with waited_for(args.scheduler), naming_source(args.src):
+            copy_data(source, target, args.scheduler, progress_wanted(args))
     seconds = time.perf_counter() - start
     print(f"copied {args.src} (Zarr v{source.zarr_format}, {_layout(source)}) to "
           f"{args.dst} (Zarr v{target.zarr_format}, {_layout(target)}) in {seconds:.2f} s")

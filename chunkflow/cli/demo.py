@@ -6,7 +6,8 @@
 3. reduce both (mean, std, a histogram) in bounded memory;
 4. draw a crop before and after into a PNG (matplotlib, if installed).
 
-Everything lands in one folder (default ``./chunkflow-demo``), which is kept.
+Everything lands in one folder (default ``./chunkflow-demo``), which is kept. A run
+that fails removes what it created there (the folder itself if it made it).
 
 Examples
 --------
@@ -28,7 +29,8 @@ import numpy as np
 from dask.utils import format_bytes
 
 import chunkflow
-from chunkflow.cli.filters import apply_filter, filter_depth
+from chunkflow.cli.cleanup import new_entries_removed_on_failure, waited_for
+from chunkflow.cli.filters import apply_filter, filter_depth, scipy_ndimage
 from chunkflow.cli.options import add_scheduler_option, progress_wanted
 from chunkflow.cli.stats import text_histogram
 
@@ -37,6 +39,7 @@ __all__ = ["make_blobs", "register", "run_demo", "synthetic_band"]
 DEFAULT_FOLDER = "chunkflow-demo"
 BACKGROUND, NOISE = 300.0, 120.0
 SIGMA = 2.0
+MAX_SIDE = 65536  # an 8 GiB image: beyond that a demo only fills the disk
 # Cells about every 32 px; each a Gaussian spot of radius 1.5 to 4 px, dim enough that
 # the noise hides the faint ones until the filter averages it away.
 SPACING, RADIUS_RANGE, BRIGHTNESS_RANGE = 32, (1.5, 4.0), (150.0, 1500.0)
@@ -96,7 +99,8 @@ def _save_png(path: Path, before: np.ndarray, after: np.ndarray) -> str:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
     except ImportError:
-        return "matplotlib is not installed: no PNG (python -m pip install matplotlib)"
+        return ("matplotlib is not installed: no PNG (python -m pip install matplotlib, "
+                "or in chunkflow's folder: python -m pip install \".[plot]\")")
     figure = Figure(figsize=(10, 5), layout="constrained")
     FigureCanvasAgg(figure)
     low, high = np.percentile(before, [1, 99.5])
@@ -110,9 +114,20 @@ def _save_png(path: Path, before: np.ndarray, after: np.ndarray) -> str:
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    """Make, filter, reduce and picture the demo image; print what happened."""
+    """Make, filter, reduce and picture the demo image; print what happened.
+
+    A failed run removes what it created (the folder, or the new entries of a folder
+    that was there before); earlier results it replaced are not brought back.
+    """
+    scipy_ndimage()  # fail before creating anything
     folder = Path(args.folder).resolve()
-    folder.mkdir(parents=True, exist_ok=True)
+    with new_entries_removed_on_failure(folder):
+        folder.mkdir(parents=True, exist_ok=True)
+        with waited_for(args.scheduler):
+            return _run_in(folder, args)
+
+
+def _run_in(folder: Path, args: argparse.Namespace) -> int:
     size, chunk = args.size, min(args.chunk, args.size)
     nbytes = size * size * 2
     cache_budget = nbytes // 2  # the image is twice the cache budget
@@ -163,10 +178,22 @@ def _report(timings: list[tuple[str, float]], stats: dict[str, dict[str, Any]],
     print(f"\nnext: chunkflow info {smooth_path}")
 
 
-def _size(text: str) -> int:
-    value = int(text)
-    if value < 16:
-        raise argparse.ArgumentTypeError(f"--size must be at least 16, got {value}")
+def _side(text: str) -> int:
+    """A side in pixels, 16 to ``MAX_SIDE`` (argparse names the option: ``--size``,
+    ``--chunk``).
+
+    Examples
+    --------
+    >>> _side("0")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: must be from 16 to 65536, got 0
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if not 16 <= value <= MAX_SIDE:
+        raise argparse.ArgumentTypeError(f"must be from 16 to {MAX_SIDE}, got {value}")
     return value
 
 
@@ -179,9 +206,9 @@ def register(commands: argparse._SubParsersAction, parents: list[argparse.Argume
                     "filter it with halos, reduce it, and draw it before and after. Prints "
                     "each step's time and where the results are; keeps them.",
     )
-    parser.add_argument("--size", type=_size, default=4096,
+    parser.add_argument("--size", type=_side, default=4096,
                         help="image side in pixels (default 4096: 32 MiB)")
-    parser.add_argument("--chunk", type=_size, default=512, help="chunk side (default 512)")
+    parser.add_argument("--chunk", type=_side, default=512, help="chunk side (default 512)")
     parser.add_argument("--folder", default=DEFAULT_FOLDER,
                         help=f"where to write (default: ./{DEFAULT_FOLDER}; replaces "
                              "earlier demo results there)")

@@ -67,8 +67,9 @@ def run_guarded(command: str, run: Callable[[Any], int | None], args: Any) -> in
     prefix = f"chunkflow {command}: error:"
     try:
         return run(args) or 0
-    except KeyboardInterrupt:
-        print(f"chunkflow {command}: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as stop:  # its text, if any, says what was cleaned up
+        print(f"chunkflow {command}: interrupted" + (f"; {stop}" if str(stop) else ""),
+              file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:  # output piped into `head`: nothing left to say
         return EXIT_RUNTIME
@@ -76,4 +77,6 @@ def run_guarded(command: str, run: Callable[[Any], int | None], args: Any) -> in
         if debug:
             traceback.print_exc()
         print(f"{prefix} {describe(err)}", file=sys.stderr)
-        return EXIT_USAGE if isinstance(err, UsageError) else EXIT_RUNTIME
+        # A usage error stays one when a wrapper adds to it (e.g. what was removed).
+        usage = isinstance(err, UsageError) or isinstance(err.__cause__, UsageError)
+        return EXIT_USAGE if usage else EXIT_RUNTIME

@@ -12,17 +12,22 @@ Examples
 from __future__ import annotations
 
 import argparse
+import contextlib
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
 import chunkflow
+from chunkflow.cli.cleanup import removed_on_failure, waited_for
 from chunkflow.cli.errors import MissingDependencyError, UsageError
-from chunkflow.cli.nodes import create_at, open_array_at
+from chunkflow.cli.nodes import create_at, naming_source, open_array_at
+from chunkflow.graph import MemoryPlanError
 from chunkflow.cli.options import add_compute_options, progress_wanted, storage_options
 
-__all__ = ["BOUNDARIES", "apply_filter", "filter_depth", "register", "run_filter"]
+__all__ = ["BOUNDARIES", "apply_filter", "filter_depth", "register", "run_filter",
+           "scipy_ndimage"]
 
 BOUNDARIES = ("reflect", "nearest", "constant", "periodic", "none")
 # scipy's name for each boundary; with a full halo only the array's edges use it, and
@@ -39,19 +44,23 @@ def filter_depth(kind: str, size: float) -> int:
     return int(size) // 2
 
 
-def _scipy_ndimage() -> Any:
+def scipy_ndimage() -> Any:
+    """``scipy.ndimage``, or an error that fits whichever command needs it.
+
+    scipy is one of chunkflow's dependencies, so this fails only in a broken install.
+    """
     try:
         from scipy import ndimage
     except ImportError:
         raise MissingDependencyError(
-            "chunkflow filter needs scipy, which is not installed (python -m pip install scipy)"
+            "the filters need scipy, which is not installed (python -m pip install scipy)"
         ) from None
     return ndimage
 
 
 def apply_filter(window: np.ndarray, *, kind: str, size: float, boundary: str) -> np.ndarray:
     """Filter one window (block plus halo) with scipy.ndimage."""
-    ndimage = _scipy_ndimage()
+    ndimage = scipy_ndimage()
     mode = _SCIPY_MODES[boundary]
     if kind == "gaussian":
         return ndimage.gaussian_filter(window, sigma=size, mode=mode, truncate=GAUSSIAN_TRUNCATE)
@@ -85,21 +94,36 @@ def _create_output(args: argparse.Namespace, source: chunkflow.Array) -> chunkfl
 def run_filter(args: argparse.Namespace) -> int:
     """Filter ``args.src`` into a new array at ``args.dst``."""
     kind, size = chosen_filter(args)
-    _scipy_ndimage()  # fail before creating anything
+    scipy_ndimage()  # fail before creating anything
     source = open_array_at(args.src, storage_options(args, args.src), cache=False)
-    target = _create_output(args, source)
     depth = filter_depth(kind, size)
     start = time.perf_counter()
-    # Windows arrive in the output's dtype so scipy computes in it (floats stay floats).
-    chunkflow.map_chunks(
-        _as_dtype_then_filter, source, out=target, depth=depth, boundary=args.boundary,
-        scheduler=args.scheduler, progress=progress_wanted(args),
-        kind=kind, size=size, dtype_name=str(target.dtype), edge=args.boundary,
-    )
+    with removed_on_failure(args.dst, storage_options(args, args.dst)):
+        target = _create_output(args, source)
+        with waited_for(args.scheduler), naming_source(args.src), \
+                naming_filter(kind, size, depth):
+            # Windows arrive in the output's dtype so scipy computes in it (floats stay
+            # floats).
+            chunkflow.map_chunks(
+                _as_dtype_then_filter, source, out=target, depth=depth,
+                boundary=args.boundary, scheduler=args.scheduler,
+                progress=progress_wanted(args), kind=kind, size=size,
+                dtype_name=str(target.dtype), edge=args.boundary,
+            )
     seconds = time.perf_counter() - start
     print(f"{kind} filter ({size:g}, halo {depth}, boundary {args.boundary}) of {args.src} "
           f"{source.shape} written to {args.dst} in {seconds:.2f} s")
     return 0
+
+
+@contextlib.contextmanager
+def naming_filter(kind: str, size: float, depth: int) -> Iterator[None]:
+    """A filter too wide for memory is the option's fault: say which option."""
+    try:
+        yield
+    except MemoryPlanError as err:
+        raise UsageError(f"--{kind} {size:g} needs a halo of {depth} per side, too wide to "
+                         f"filter in memory ({err}); choose a smaller --{kind}") from err
 
 
 def _as_dtype_then_filter(window: np.ndarray, *, kind: str, size: float,

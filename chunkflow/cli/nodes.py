@@ -11,13 +11,21 @@ Examples
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import chunkflow
 from chunkflow.cli.errors import UsageError, describe
-from chunkflow.errors import ChunkflowError, ContainsArrayError, ContainsGroupError
+from chunkflow.errors import (
+    ChunkDecodeError,
+    ChunkflowError,
+    ChunkTooLargeError,
+    ContainsArrayError,
+    ContainsGroupError,
+)
 
-__all__ = ["OpenError", "create_at", "open_array_at", "open_node_at"]
+__all__ = ["OpenError", "create_at", "naming_source", "open_array_at", "open_node_at"]
 
 
 class OpenError(ChunkflowError, OSError):
@@ -59,3 +67,23 @@ def create_at(location: str, shape: tuple[int, ...], **kwargs: Any) -> chunkflow
         raise
     except Exception as err:  # backend errors carry no location
         raise OpenError(f"cannot create {location!r}: {describe(err)}") from err
+
+
+@contextlib.contextmanager
+def naming_source(location: str) -> Iterator[None]:
+    """Prefix the location the user typed to an unreadable chunk's error.
+
+    The engine's message names the array's path inside its store and the chunk key;
+    on the command line the store is what the user typed.
+
+    Examples
+    --------
+    >>> with naming_source("in.zarr"):
+    ...     raise ChunkDecodeError("array '/': chunk '0.1' could not be decoded: ...")
+    Traceback (most recent call last):
+    chunkflow.errors.ChunkDecodeError: 'in.zarr', array '/': chunk '0.1' could not be decoded: ...
+    """
+    try:
+        yield
+    except (ChunkDecodeError, ChunkTooLargeError) as err:
+        raise type(err)(f"{location!r}, {err}") from err

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 import chunkflow
-from chunkflow.cli.nodes import open_array_at
+from chunkflow.cli.nodes import naming_source, open_array_at
 from chunkflow.cli.options import add_compute_options, progress_wanted, storage_options
 
 __all__ = ["OPS", "register", "run_reduce", "text_histogram"]
@@ -59,7 +59,13 @@ def run_reduce(args: argparse.Namespace) -> int:
     """Print the chosen statistics of the array at ``args.path``."""
     ops = list(dict.fromkeys(args.op or DEFAULT_OPS))
     source = open_array_at(args.path, storage_options(args, args.path), cache=False)
-    progress = progress_wanted(args)
+    with naming_source(args.path):
+        _print_reductions(args, source, ops, progress_wanted(args))
+    return 0
+
+
+def _print_reductions(args: argparse.Namespace, source: chunkflow.Array, ops: list[str],
+                      progress: bool) -> None:
     plain = [op for op in ops if op != "histogram"]
     if plain:
         values = chunkflow.reduce(source, plain, scheduler=args.scheduler, progress=progress)
@@ -71,7 +77,6 @@ def run_reduce(args: argparse.Namespace) -> int:
                                             progress=progress)
         print(f"histogram of {args.path} ({int(counts.sum())} values, {args.bins} bins):")
         print(text_histogram(counts, edges))
-    return 0
 
 
 def _positive_int(text: str) -> int:
