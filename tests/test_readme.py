@@ -29,7 +29,8 @@ ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
 BLOCK = re.compile(r"```(python|bash)\n(.*?)```", re.S)
 BLOCKS = [(kind, body) for kind, body in BLOCK.findall(README)]
-# The Quickstart's install commands are what CI itself runs; they are not re-run here.
+# The Quickstart's install commands are not re-run here: CI runs the second line, and
+# tests/test_fresh_install.py runs the first in a fresh venv.
 QUICKSTART = BLOCK.search(README[README.index("## Quickstart"):]).group(2)
 
 # Imported by every Python process of a snippet run (the script and the processes it
