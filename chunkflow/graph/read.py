@@ -44,9 +44,29 @@ from chunkflow.errors import InvalidSelectionError
 from chunkflow.group import open_node
 from chunkflow.storage import Store
 
-from chunkflow.graph.plan import DimPlan, auto_per_block, compose_selection, plan_dims
+from chunkflow.graph.compute import scheduler_choice
+from chunkflow.graph.plan import (
+    DimPlan,
+    auto_per_block,
+    compose_selection,
+    default_per_block,
+    plan_dims,
+)
 
-__all__ = ["ChunkflowDaskArray", "SelectionDep", "as_source_array", "block_multiples", "to_dask"]
+__all__ = [
+    "ChunkflowDaskArray", "SelectionDep", "as_source_array", "block_multiples", "to_dask",
+    "worker_threads",
+]
+
+# The default plan (chunks=None) follows da.from_zarr: one block per stored chunk (per
+# shard). Only chunks smaller than this are grouped, up to this many decoded bytes per
+# block: a task costs dask about 0.1 ms of scheduling and a few KiB of graph, which
+# dwarfs reading an 8 KiB chunk. See benchmarks/bench_graph.py ("default blocks") for
+# the measurements behind the figure.
+DEFAULT_MIN_BLOCK_BYTES = 2**18
+# ...and grouping never leaves fewer blocks than this many per worker thread, where the
+# selection spans that many chunks, so that every thread has work until the end.
+BLOCKS_PER_THREAD = 4
 
 
 class SelectionDep(ArrayBlockwiseDep):
@@ -131,12 +151,45 @@ def read_block(array: Array, selection: tuple[int | slice, ...], serial: bool = 
         return np.asarray(array.get_basic_selection(selection))
 
 
+def worker_threads() -> int:
+    """The threads a dask computation started now would run on.
+
+    The active distributed client's threads (all workers'), else dask's
+    ``num_workers`` setting, else the cores this process may use (what dask's threaded
+    scheduler starts).
+
+    Examples
+    --------
+    >>> worker_threads() >= 1
+    True
+    >>> with dask.config.set(num_workers=3):
+    ...     worker_threads()
+    3
+    """
+    _, client = scheduler_choice(None)
+    if client is not None:
+        threads = sum(client.nthreads().values())
+        if threads:
+            return int(threads)
+    configured = dask.config.get("num_workers", None)
+    if configured:
+        return int(configured)
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # macOS, Windows
+        return max(1, os.cpu_count() or 1)
+
+
 def block_multiples(array: Array, selection: Any, chunks: Any) -> tuple[int, ...]:
     """Chunks per block along each dimension, from ``to_dask``'s ``chunks=`` argument.
 
-    ``None`` or ``"auto"``: blocks near dask's ``array.chunk-size``; a byte size (int or
-    text such as ``"64 MiB"``): blocks near that size; a tuple: that many chunks per
-    block in each dimension (``-1`` or ``None``: the whole dimension).
+    ``None`` (the default): one block per chunk (per shard), as ``da.from_zarr``,
+    except that chunks smaller than :data:`DEFAULT_MIN_BLOCK_BYTES` are grouped
+    toward that size, never leaving fewer than :data:`BLOCKS_PER_THREAD` blocks per
+    :func:`worker_threads` where there are that many chunks. ``"auto"``: blocks near
+    dask's ``array.chunk-size``; a byte size (int or text such as ``"64 MiB"``):
+    blocks near that size; a tuple: that many chunks per block in each dimension
+    (``-1`` or ``None``: the whole dimension).
 
     Examples
     --------
@@ -144,9 +197,14 @@ def block_multiples(array: Array, selection: Any, chunks: Any) -> tuple[int, ...
     >>> z = chunkflow.zeros((1000, 1000), chunks=(100, 100), dtype="u1")
     >>> block_multiples(z, ..., (2, -1)), block_multiples(z, ..., 40_000)
     ((2, 10), (2, 2))
+    >>> block_multiples(chunkflow.zeros((8192, 8192), chunks=(1024, 1024)), ..., None)
+    (1, 1)
     """
     unit = array.write_chunks  # the unit of I/O: the shard of a sharded array
-    if chunks is None or chunks == "auto":
+    if chunks is None:
+        return default_per_block(array.shape, unit, selection, array.dtype.itemsize,
+                                 DEFAULT_MIN_BLOCK_BYTES, BLOCKS_PER_THREAD * worker_threads())
+    if chunks == "auto":
         chunks = dask.config.get("array.chunk-size")
     if isinstance(chunks, str):
         chunks = parse_bytes(chunks)
@@ -202,13 +260,18 @@ def to_dask(
     Parameters
     ----------
     source : chunkflow.Array, path, URL or store
-        The array to read (opened read-only when given by location).
+        The array to read. Given by location it is opened read-only and read past the
+        process-wide chunk cache (as ``da.from_zarr`` reads); an open Array reads
+        through its own cache setting.
     selection : basic selection
         Integers, slices (any step, negative too) and one Ellipsis, as numpy.
     chunks : None, "auto", int, str or tuple
-        Blocks of whole chunks: ``None``/``"auto"`` near dask's ``array.chunk-size``,
-        a byte size, or a tuple of chunks per block per dimension (see
-        :func:`block_multiples`). For a sharded array the unit is the shard.
+        Blocks of whole chunks. ``None`` (default): one block per chunk, as
+        ``da.from_zarr`` makes, with chunks under 256 KiB grouped (but never fewer
+        than 4 blocks per worker thread where there are that many chunks).
+        ``"auto"``: blocks near dask's ``array.chunk-size``; a byte size; or a tuple of
+        chunks per block per dimension (see :func:`block_multiples`). For a sharded
+        array the unit is the shard.
     storage_options : dict, optional
         fsspec options when ``source`` is a URL.
 
@@ -228,7 +291,12 @@ def to_dask(
     >>> int(x[:2000, :3000].sum().compute())
     0
     """
-    array = as_source_array(source, storage_options)
+    # By location: read past the process-wide chunk cache, as da.from_zarr reads. A
+    # computation reads each chunk once, and caching them held up to the cache budget
+    # for nothing (mean + std of 8192^2 uint16: 290 MiB peak RSS instead of 160 MiB).
+    # An open Array reads through its own cache setting.
+    array = as_source_array(source, storage_options,
+                            **({} if isinstance(source, Array) else {"cache": False}))
     multiples = block_multiples(array, selection, chunks)
     dims = plan_dims(array.shape, array.write_chunks, selection, multiples)
     dep = SelectionDep(dims)
