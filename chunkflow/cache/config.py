@@ -8,8 +8,10 @@ values live in dask's config, whose defaults chunkflow registers from
 Settings
 --------
 ``cache_max_bytes`` (dask key ``chunkflow.cache.max-bytes``)
-    Budget of the decoded-chunk cache. Default ``"auto"``: 1 GiB or 1/16 of physical
-    memory, whichever is smaller. Old variable: ``CHUNKFLOW_CACHE_MAX_BYTES``.
+    Budget of the decoded-chunk cache, one per process. Default ``"auto"``: 1 GiB or
+    1/16 of physical memory, whichever is smaller; inside a dask distributed worker,
+    also no more than 1/8 of the worker's memory limit (see :func:`auto_cache_bytes`).
+    Old variable: ``CHUNKFLOW_CACHE_MAX_BYTES``.
 ``cache_compressed_bytes`` (``chunkflow.cache.compressed-bytes``)
     Budget of the compressed second tier; 0 (the default) means none. Old variable:
     ``CHUNKFLOW_CACHE_COMPRESSED_BYTES``.
@@ -60,6 +62,8 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,7 +76,10 @@ from dask.utils import parse_bytes
 
 from chunkflow.errors import SettingError, UnknownSettingError
 
-__all__ = ["Config", "config", "default_cache_bytes", "recheck_policy"]
+__all__ = [
+    "Config", "WORKER_CACHE_SHARE", "auto_cache_bytes", "cache_bytes_for", "config",
+    "default_cache_bytes", "recheck_policy", "worker_memory_limit",
+]
 
 DEFAULTS_FILE = Path(__file__).resolve().parents[1] / "chunkflow.yaml"
 """The built-in defaults, registered with ``dask.config.update_defaults`` at import."""
@@ -98,6 +105,69 @@ def default_cache_bytes() -> int:
     return int(min(2**30, physical // 16))
 
 
+# Inside a dask worker the "auto" cache takes at most this fraction of the worker's
+# memory limit. dask sees the cache only as unmanaged memory: it spills the worker's
+# results at 60% of the limit (70% by process memory), pauses it at 80%. A cache of
+# 1/8 (12.5%) leaves the tasks and their results about half the limit before spilling
+# starts, and still holds a few hundred chunks of a 4 GiB worker (512 MiB).
+WORKER_CACHE_SHARE = 1 / 8
+
+# The worker this process hosts, once a task of it has asked: the chunk I/O threads
+# that a task starts do not see distributed's per-task context, and the budget must
+# not change with the thread that asks (that would resize the cache back and forth).
+_worker: weakref.ref[Any] | None = None
+
+
+def worker_memory_limit() -> int | None:
+    """The memory limit of the dask distributed worker this process hosts, if any.
+
+    ``None`` outside a worker, when the worker has no limit, or once it has closed.
+    Found with ``distributed.get_worker()`` from a task, and remembered for the other
+    threads of the process.
+
+    Examples
+    --------
+    >>> worker_memory_limit() is None  # not in a dask worker
+    True
+    """
+    global _worker
+    distributed = sys.modules.get("distributed")  # never imported here just to look
+    if distributed is None:
+        return None
+    try:
+        worker = distributed.get_worker()
+    except ValueError:  # not in a task: the worker seen before, if it still runs
+        worker = _worker() if _worker is not None else None
+    else:
+        if _worker is None or _worker() is not worker:
+            _worker = weakref.ref(worker)
+    if worker is None or worker.status.name in ("closing", "closed", "failed"):
+        return None
+    limit = worker.memory_manager.memory_limit
+    return int(limit) if limit else None
+
+
+def auto_cache_bytes(memory_limit: int | None = None) -> int:
+    """The budget ``cache_max_bytes="auto"`` gives a process.
+
+    :func:`default_cache_bytes`, or :data:`WORKER_CACHE_SHARE` of ``memory_limit`` if
+    smaller. ``memory_limit`` defaults to the limit of the dask worker this process
+    hosts (:func:`worker_memory_limit`).
+
+    Examples
+    --------
+    >>> auto_cache_bytes(2**30) == 2**27  # a worker of 1 GiB: 128 MiB
+    True
+    >>> auto_cache_bytes() == default_cache_bytes()  # not in a worker
+    True
+    """
+    if memory_limit is None:
+        memory_limit = worker_memory_limit()
+    if not memory_limit:
+        return default_cache_bytes()
+    return min(default_cache_bytes(), int(memory_limit * WORKER_CACHE_SHARE))
+
+
 def _byte_count(name: str, value: Any) -> int:
     """Validate a budget: a non-negative whole number of bytes, or a size string."""
     expected = "a non-negative whole number of bytes such as 1000000 or '512 MiB'"
@@ -120,10 +190,14 @@ def _byte_count(name: str, value: Any) -> int:
 
 
 def _cache_budget(name: str, value: Any) -> int:
-    """A byte count, or ``"auto"`` for :func:`default_cache_bytes`."""
-    if isinstance(value, str) and value.strip().lower() == "auto":
-        return default_cache_bytes()
+    """A byte count, or ``"auto"`` for :func:`auto_cache_bytes`."""
+    if _is_auto(value):
+        return auto_cache_bytes()
     return _byte_count(name, value)
+
+
+def _is_auto(value: Any) -> bool:
+    return isinstance(value, str) and value.strip().lower() == "auto"
 
 
 def _flag(name: str, value: Any) -> bool:
@@ -376,6 +450,35 @@ class Config:
                 raw = dask.config.get(_SETTINGS[name].key, None, config=self._dask_config)
                 values.append(f"{name}=<invalid {raw!r}>")
         return "Config(" + ", ".join(values) + ")"
+
+
+def cache_bytes_for(memory_limit: int | None, settings: Config | None = None) -> int:
+    """The budget the process-wide cache has in a process with ``memory_limit``.
+
+    What a dask worker with that memory limit (``None``: none) gives its cache under
+    ``settings`` (default: this process's, which a ``LocalCluster`` hands to its
+    workers): 0 if the cache is disabled, the set budget, or for ``"auto"``
+    :func:`auto_cache_bytes` of ``memory_limit``. Memory plans count it.
+
+    Examples
+    --------
+    >>> cache_bytes_for(2**30) == 2**27
+    True
+    >>> with config.set(cache_max_bytes="64 MiB"):
+    ...     cache_bytes_for(2**30)
+    67108864
+    >>> with config.set(cache_enabled=False):
+    ...     cache_bytes_for(2**30)
+    0
+    """
+    settings = config if settings is None else settings
+    if not settings.get("cache_enabled"):
+        return 0
+    key = _SETTINGS["cache_max_bytes"].key
+    raw = dask.config.get(key, default="auto", config=settings._dask_config)
+    if _is_auto(raw):
+        return auto_cache_bytes(memory_limit) if memory_limit else default_cache_bytes()
+    return int(settings.get("cache_max_bytes"))
 
 
 class _Change:

@@ -35,6 +35,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import dask
 import dask.array as da
 import numpy as np
 from dask._task_spec import TaskRef
@@ -45,8 +46,9 @@ from dask.utils import format_bytes, parse_bytes
 
 from chunkflow.array import Array, create
 from chunkflow.array.parallel import serial_io
+from chunkflow.cache.config import cache_bytes_for
 from chunkflow.errors import ChunkflowError, InvalidSelectionError, ReadOnlyError, ShapeMismatchError
-from chunkflow.graph.compute import ProgressArg, compute as run
+from chunkflow.graph.compute import ProgressArg, compute as run, scheduler_choice
 from chunkflow.graph.halo import BOUNDARIES, normalize_depth, read_window
 from chunkflow.graph.memory_plan import TaskMemory, fitting_multiples, plan_task_memory
 from chunkflow.graph.plan import auto_per_block, plan_dims
@@ -177,8 +179,27 @@ def _open_sources(sources: Sequence[Any], storage_options: Mapping[str, Any] | N
     return arrays
 
 
+@dataclass(frozen=True)
+class _NewOut:
+    """An output array to create at ``location`` once the plan holds.
+
+    ``template`` is the same array in memory (no chunks): creating it checks every
+    creation argument, and it stands in for the output while the blocks and their
+    memory are planned, so that a refusal leaves nothing behind.
+    """
+
+    location: Any
+    spec: Mapping[str, Any]
+    storage_options: Mapping[str, Any] | None
+    template: Array
+
+    def create(self) -> Array:
+        return create(**self.spec, store=self.location,
+                      storage_options=dict(self.storage_options or {}) or None)
+
+
 def _resolve_out(out: Any, first: Array, dtype: Any,
-                 storage_options: Mapping[str, Any] | None) -> Array | None:
+                 storage_options: Mapping[str, Any] | None) -> Array | _NewOut | None:
     if out is None or isinstance(out, Array):
         array = out
     elif isinstance(out, (str, os.PathLike, Store)):
@@ -190,8 +211,8 @@ def _resolve_out(out: Any, first: Array, dtype: Any,
             from chunkflow.array.creation import _like
 
             like = _like(first, dtype=np.dtype(dtype) if dtype is not None else first.dtype)
-            array = create(**like, store=out, storage_options=dict(storage_options or {}) or None)
-        elif not isinstance(array, Array):
+            return _NewOut(out, like, storage_options, create(**like))
+        if not isinstance(array, Array):
             raise InvalidSelectionError(f"map_chunks: out={out!r} holds a group, not an array")
     else:
         raise TypeError(f"map_chunks: out must be None, a chunkflow.Array, a path or a URL, "
@@ -207,14 +228,32 @@ def _resolve_out(out: Any, first: Array, dtype: Any,
     return array
 
 
-def _default_max_memory(scheduler: Any) -> int:
+def _default_max_memory(scheduler: Any) -> tuple[int, str]:
+    """What one task may use by default, and how that was reckoned (for messages).
+
+    The memory of a worker (or of this machine's share, see :func:`memory_budget`)
+    less the decoded-chunk cache each of its processes may fill, shared by its
+    threads: dask's memory manager does not see the cache, so the plan must.
+    """
     budget, threads = memory_budget(scheduler)
-    return budget // max(1, threads)
+    choice, client = scheduler_choice(scheduler)
+    on_cluster = client is not None and not isinstance(client, str)
+    # One cache per process: a distributed worker's is sized from its memory limit;
+    # the "processes" scheduler runs one process (one cache) per thread.
+    cache = cache_bytes_for(budget if on_cluster else None)
+    local = choice if choice is not None else dask.config.get("scheduler", None)
+    caches = cache * (threads if not on_cluster and local == "processes" else 1)
+    per_task = max(0, budget - caches) // max(1, threads)
+    where = "each worker's" if on_cluster else "this machine's"
+    note = (f"{where} {format_bytes(budget)} less {format_bytes(caches)} of chunk cache "
+            f"(chunkflow.cache.max-bytes), shared by {threads} threads")
+    return per_task, note
 
 
 def _check_memory(estimate: TaskMemory, limit: int, multiples: tuple[int, ...],
                   unit: tuple[int, ...], shape: tuple[int, ...],
-                  estimate_for: Callable[[tuple[int, ...]], TaskMemory]) -> None:
+                  estimate_for: Callable[[tuple[int, ...]], TaskMemory],
+                  note: str = "") -> None:
     if estimate.total <= limit:
         return
     fit = fitting_multiples(multiples, unit, shape, lambda b: estimate_for(b).total <= limit)
@@ -225,7 +264,7 @@ def _check_memory(estimate: TaskMemory, limit: int, multiples: tuple[int, ...],
         advice = f"chunks={fit} (blocks of {tuple(k * u for k, u in zip(fit, unit))}) would fit"
     raise MemoryPlanError(
         f"map_chunks: each task would need about {estimate.describe()}, more than max_memory "
-        f"{format_bytes(limit)}; {advice}"
+        f"{format_bytes(limit)}{f' ({note})' if note else ''}; {advice}"
     )
 
 
@@ -257,9 +296,12 @@ def _layout(sources: tuple[Array, ...], grid_owner: Array, out_itemsize: int,
 
     block = tuple(max(c) for c in dep.chunks) if dep.chunks else ()
     estimate = estimate_for(block)
-    limit = _default_max_memory(scheduler) if max_memory is None else (
-        parse_bytes(max_memory) if isinstance(max_memory, str) else int(max_memory))
-    _check_memory(estimate, limit, multiples, unit, shape, estimate_for)
+    if max_memory is None:
+        limit, note = _default_max_memory(scheduler)
+    else:
+        limit = parse_bytes(max_memory) if isinstance(max_memory, str) else int(max_memory)
+        note = ""
+    _check_memory(estimate, limit, multiples, unit, shape, estimate_for, note)
     return _Layout(dep, multiples, estimate)
 
 
@@ -290,7 +332,9 @@ def _plan(func: Callable[..., Any], sources: Sequence[Any], *, out: Any, depth: 
     if boundary not in BOUNDARIES:
         raise InvalidSelectionError(f"boundary {boundary!r} is not one of {', '.join(BOUNDARIES)}")
     halo = normalize_depth(depth, first.ndim)
-    target = _resolve_out(out, first, dtype, storage_options)
+    resolved = _resolve_out(out, first, dtype, storage_options)
+    # Everything is checked against the template of a new output before it is created.
+    target = resolved.template if isinstance(resolved, _NewOut) else resolved
     out_dtype = np.dtype(dtype if dtype is not None else (target.dtype if target is not None
                                                           else first.dtype))
     if target is not None and dtype is None:
@@ -298,6 +342,8 @@ def _plan(func: Callable[..., Any], sources: Sequence[Any], *, out: Any, depth: 
     itemsize = out_dtype.itemsize * max(1, math.prod(summary_shape or ()))
     layout = _layout(arrays, target if target is not None else first, itemsize, halo, chunks,
                      max_memory, scheduler, func_memory_factor)
+    if isinstance(resolved, _NewOut):
+        target = resolved.create()  # last: the plan holds
     plan = MapPlan(func, arrays, halo, boundary, constant_value, trim, block_info, out_dtype,
                    layout.dep.numblocks, dict(kwargs), target, summary_shape)
     return plan, layout
@@ -355,8 +401,14 @@ def map_chunks(
     scheduler, progress
         See :func:`chunkflow.compute`.
     max_memory : int or str, optional
-        What one task may use; default: the worker's (or machine's) share per thread.
-        The plan is checked before anything runs; see :mod:`chunkflow.graph.memory_plan`.
+        What one task may use. Default: the worker's memory limit (or a quarter of
+        this machine's memory) less the decoded-chunk cache of its process, shared by
+        its threads. That cache is per process and invisible to dask's memory manager;
+        in a distributed worker it defaults to 1/8 of the worker's memory limit (at
+        most 1 GiB); set ``chunkflow.cache.max-bytes`` to change it (0 for none), as
+        in ``chunkflow.config.set(cache_max_bytes="256 MiB")`` before the cluster
+        starts. The plan is checked before anything runs, and a refused job creates
+        nothing; see :mod:`chunkflow.graph.memory_plan`.
     compute : bool
         With ``out``: write now and return ``out`` (default), or return a lazy dask
         scalar that writes when computed (to ``True``). Without ``out`` it is ignored.
