@@ -51,15 +51,23 @@ from chunkflow.errors import ChunkflowError, InvalidSelectionError, ReadOnlyErro
 from chunkflow.graph.compute import ProgressArg, compute as run, scheduler_choice
 from chunkflow.graph.halo import BOUNDARIES, normalize_depth, read_window
 from chunkflow.graph.memory_plan import TaskMemory, fitting_multiples, plan_task_memory
-from chunkflow.graph.plan import auto_per_block, plan_dims
-from chunkflow.graph.read import SelectionDep, as_source_array, block_multiples
+from chunkflow.graph.plan import default_per_block, plan_dims
+from chunkflow.graph.read import (
+    BLOCKS_PER_THREAD,
+    SelectionDep,
+    as_source_array,
+    block_multiples,
+    worker_threads,
+)
 from chunkflow.graph.reductions import memory_budget
 from chunkflow.group import open_node
 from chunkflow.storage import Store
 
 __all__ = ["MapPlan", "MemoryPlanError", "map_chunks", "summarize_chunks"]
 
-# Blocks of small chunks grow toward this many output bytes (fewer, larger tasks).
+# Blocks of small chunks grow toward this many output bytes (fewer, larger tasks), but
+# never leave fewer than BLOCKS_PER_THREAD blocks per worker thread where the output
+# has that many chunks (the same rule as to_dask's default).
 # Measured on 2 cores, Gaussian of 8192^2 uint16 in 512^2 chunks to float32: blocks of
 # 1 MiB took 1.6 s at 118 MB peak RSS, 2 MiB 1.3 s at 122 MB, 8 MiB 1.1 s at 150 MB
 # (86 MB of it the interpreter and libraries); memory is what map jobs run out of.
@@ -242,7 +250,8 @@ def _default_max_memory(scheduler: Any) -> tuple[int, str]:
     # the "processes" scheduler runs one process (one cache) per thread.
     cache = cache_bytes_for(budget if on_cluster else None)
     local = choice if choice is not None else dask.config.get("scheduler", None)
-    caches = cache * (threads if not on_cluster and local == "processes" else 1)
+    processes = not on_cluster and local in ("processes", "multiprocessing")
+    caches = cache * (threads if processes else 1)
     per_task = max(0, budget - caches) // max(1, threads)
     where = "each worker's" if on_cluster else "this machine's"
     note = (f"{where} {format_bytes(budget)} less {format_bytes(caches)} of chunk cache "
@@ -281,7 +290,8 @@ def _layout(sources: tuple[Array, ...], grid_owner: Array, out_itemsize: int,
     shape = grid_owner.shape
     unit = grid_owner.write_chunks
     if chunks is None:
-        multiples = auto_per_block(shape, unit, Ellipsis, out_itemsize, DEFAULT_BLOCK_BYTES)
+        multiples = default_per_block(shape, unit, Ellipsis, out_itemsize, DEFAULT_BLOCK_BYTES,
+                                      BLOCKS_PER_THREAD * worker_threads(scheduler))
     elif chunks == "chunk":  # one chunk (shard) per block: the tiles of a summary
         multiples = (1,) * len(shape)
     else:
@@ -397,7 +407,8 @@ def map_chunks(
     chunks : optional
         Blocks as whole chunks of the output grid: ``"auto"``, a byte size or
         multiples per axis (see :func:`chunkflow.to_dask`). Default: one chunk per
-        block, small chunks grouped toward 1 MiB.
+        block, small chunks grouped toward 1 MiB, but never fewer than 4 blocks per
+        worker thread where the output has that many chunks.
     scheduler, progress
         See :func:`chunkflow.compute`.
     max_memory : int or str, optional

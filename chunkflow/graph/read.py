@@ -154,12 +154,12 @@ def read_block(array: Array, selection: tuple[int | slice, ...], serial: bool = 
         return np.asarray(array.get_basic_selection(selection))
 
 
-def worker_threads() -> int:
-    """The threads a dask computation started now would run on.
+def worker_threads(scheduler: Any = None) -> int:
+    """The threads a dask computation started now (on ``scheduler``) would run on.
 
-    The active distributed client's threads (all workers'), else dask's
-    ``num_workers`` setting, else the cores this process may use (what dask's threaded
-    scheduler starts).
+    The distributed client's threads (all its workers'; by default the active
+    client's), 1 for ``"sync"``, else dask's ``num_workers`` setting, else the cores
+    this process may use (what dask's threaded scheduler starts).
 
     Examples
     --------
@@ -169,11 +169,14 @@ def worker_threads() -> int:
     ...     worker_threads()
     3
     """
-    _, client = scheduler_choice(None)
-    if client is not None:
+    choice, client = scheduler_choice(scheduler)
+    if client is not None and not isinstance(client, str):
         threads = sum(client.nthreads().values())
         if threads:
             return int(threads)
+    if (choice or dask.config.get("scheduler", None)) in ("sync", "synchronous",
+                                                            "single-threaded"):
+        return 1
     configured = dask.config.get("num_workers", None)
     if configured:
         return int(configured)
