@@ -323,5 +323,14 @@ def test_worker_cache_is_a_share_of_its_memory_and_the_plan_counts_it(tmp_path: 
             chunkflow.map_chunks(np.negative, path, scheduler=client, compute=False)
         with chunkflow.config.set(cache_max_bytes=0):  # no cache: the same task fits
             chunkflow.map_chunks(np.negative, path, scheduler=client, compute=False)
-        assert chunkflow.graph.read.worker_threads(client) == 2
+        # Default blocks count the cluster's threads, not this process's setting.
+        with dask.config.set(num_workers=7):
+            assert chunkflow.graph.read.worker_threads(client) == 2
+            with client.as_current():  # as a default Client: the plan finds it too
+                assert chunkflow.graph.read.worker_threads() == 2
+                with pytest.raises(MemoryPlanError, match=r"each worker's 400\.00 MiB less"):
+                    chunkflow.map_chunks(np.negative, path, compute=False)
+                small = chunkflow.zeros((1024, 1024), chunks=(64, 64), dtype="u2")
+                assert np.prod(chunkflow.to_dask(small).numblocks) == 8  # 4 x 2 threads
+            assert np.prod(chunkflow.to_dask(small).numblocks) == 32  # >= 4 x 7
     assert chunkflow.get_cache().max_bytes != share  # this process: not a worker

@@ -35,6 +35,7 @@ from dask.utils import format_bytes
 from chunkflow.cache.config import cache_bytes_for
 from chunkflow.errors import ChunkflowError
 from chunkflow.graph.compute import scheduler_choice
+from chunkflow.graph.read import active_client
 from chunkflow.graph.reductions import memory_budget
 
 __all__ = [
@@ -133,9 +134,10 @@ def default_max_memory(scheduler: Any) -> tuple[int, str]:
     less the decoded-chunk cache each of its processes may fill, shared by its
     threads: dask's memory manager does not see the cache, so the plan must.
     """
-    budget, threads = memory_budget(scheduler)
-    choice, client = scheduler_choice(scheduler)
-    on_cluster = client is not None and not isinstance(client, str)
+    client = active_client(scheduler)
+    on_cluster = client is not None
+    budget, threads = memory_budget(client if on_cluster else scheduler)
+    choice, _ = scheduler_choice(scheduler)
     # One cache per process: a distributed worker's is sized from its memory limit;
     # the "processes" scheduler runs one process (one cache) per thread.
     cache = cache_bytes_for(budget if on_cluster else None)

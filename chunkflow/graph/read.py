@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -54,7 +55,7 @@ from chunkflow.graph.plan import (
 )
 
 __all__ = [
-    "ChunkflowDaskArray", "SelectionDep", "as_source_array", "block_multiples", "to_dask",
+    "ChunkflowDaskArray", "SelectionDep", "active_client", "as_source_array", "block_multiples", "to_dask",
     "worker_threads",
 ]
 
@@ -154,6 +155,30 @@ def read_block(array: Array, selection: tuple[int | slice, ...], serial: bool = 
         return np.asarray(array.get_basic_selection(selection))
 
 
+def active_client(scheduler: Any = None) -> Any:
+    """The distributed client ``scheduler`` names or, by default, the active one.
+
+    ``None`` for a local scheduler or without a client (or a scheduler address, which
+    is not a client yet). A default ``Client`` sets dask's ``scheduler`` setting to
+    ``"dask.distributed"``; that is the active client too.
+
+    Examples
+    --------
+    >>> active_client("threads") is None
+    True
+    """
+    choice, client = scheduler_choice(scheduler)
+    if isinstance(client, str):
+        return None
+    if client is None and scheduler is None and "distributed" in sys.modules:
+        if dask.config.get("scheduler", None) in ("dask.distributed", "distributed"):
+            try:
+                client = sys.modules["distributed"].default_client()
+            except ValueError:  # no client is active
+                client = None
+    return client
+
+
 def worker_threads(scheduler: Any = None) -> int:
     """The threads a dask computation started now (on ``scheduler``) would run on.
 
@@ -169,8 +194,10 @@ def worker_threads(scheduler: Any = None) -> int:
     ...     worker_threads()
     3
     """
-    choice, client = scheduler_choice(scheduler)
-    if client is not None and not isinstance(client, str):
+    choice, _ = scheduler_choice(scheduler)
+    client = active_client(scheduler)
+    # An asynchronous client cannot answer here without an event loop: it falls back.
+    if client is not None and not client.asynchronous:
         threads = sum(client.nthreads().values())
         if threads:
             return int(threads)
