@@ -359,3 +359,19 @@ def test_percentile_is_exact_on_one_block_and_close_on_many() -> None:
     approx = chunkflow.percentile(z, q, chunks=(1, 1))
     np.testing.assert_allclose(approx[1:4], np.percentile(data, q[1:4]), atol=0.1)
     np.testing.assert_allclose(approx, np.percentile(data, q), atol=0.4)
+
+
+def test_slicing_most_blocks_shares_the_reads_of_x() -> None:
+    data = np.arange(64 * 64).reshape(64, 64)
+    x = chunkflow.to_dask(chunkflow.array(data, chunks=(8, 8)), chunks=(1, 1))
+    most, few = x[::3, 4:-4], x[:8, 8:24]
+    assert x.name in most.dask.layers  # dask's getitem over x's blocks
+    assert x.name not in few.dask.layers and few.numblocks == (1, 2)  # re-planned
+    both = dask.optimize(x.sum(), most.sum())
+    graph: dict[Any, Any] = {}
+    for collection in both:
+        graph.update(collection.__dask_graph__())
+    reads = [key for key in graph if isinstance(key, tuple) and key[0].startswith("chunkflow-read")]
+    assert len(reads) == 64  # each chunk read once for both results
+    assert dask.compute(x.sum(), most.sum(), few.sum()) == (
+        data.sum(), data[::3, 4:-4].sum(), data[:8, 8:24].sum())

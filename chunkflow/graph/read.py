@@ -49,6 +49,7 @@ from chunkflow.graph.compute import scheduler_choice
 from chunkflow.graph.plan import (
     DimPlan,
     auto_per_block,
+    block_counts,
     compose_selection,
     default_per_block,
     plan_dims,
@@ -130,7 +131,9 @@ class ChunkflowDaskArray(da.Array):
     two-layer graph over only the selected chunks, instead of a ``getitem`` layer over
     every block of ``x``. That matters at scale, because dask materializes the keys of
     every block of every layer when it culls a graph (10^6 keys for a 10^6-chunk array),
-    whatever a computation needs. Anything else behaves as any dask array.
+    whatever a computation needs. A selection of more than half of the blocks stays
+    dask's ``getitem``, which shares the reads with other uses of ``x``. Anything else
+    behaves as any dask array.
     """
 
     _chunkflow_plan: tuple[Array, tuple[DimPlan, ...], tuple[int, ...]]
@@ -139,7 +142,14 @@ class ChunkflowDaskArray(da.Array):
         if not _is_basic(index) or not hasattr(self, "_chunkflow_plan"):
             return super().__getitem__(index)
         array, dims, multiples = self._chunkflow_plan
-        return to_dask(array, compose_selection(dims, index), multiples)
+        selection = compose_selection(dims, index)
+        selected = math.prod(block_counts(array.shape, array.write_chunks, selection, multiples))
+        if 2 * selected > math.prod(self.numblocks):
+            # Most of the blocks: dask's getitem shares their reads with whatever else a
+            # computation does with x (x.sum() and x[::3].sum() together read each
+            # chunk once, not twice), and its layer is no larger than x's own.
+            return super().__getitem__(index)
+        return to_dask(array, selection, multiples)
 
 
 # A block of more chunks than this reads them with the I/O pool (a task that reads
