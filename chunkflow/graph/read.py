@@ -333,6 +333,11 @@ def to_dask(
     ((1000, 1000), 2)
     >>> int(x[:2000, :3000].sum().compute())
     0
+
+    By default, a block per chunk, as ``da.from_zarr`` makes:
+
+    >>> to_dask(chunkflow.zeros((4096, 4096), chunks=(1024, 1024), dtype="u2")).numblocks
+    (4, 4)
     """
     # By location: read past the process-wide chunk cache, as da.from_zarr reads. A
     # computation reads each chunk once, and caching them held up to the cache budget
