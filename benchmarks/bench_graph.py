@@ -15,6 +15,12 @@ Cases (issue 10):
    ``chunkflow.reduce(z, ("mean", "std"))`` against ``dask.compute(x.mean(), x.std())``
    over ``da.from_zarr``, each in a fresh process.
 4. **Peak RSS at two sizes**: the same mean + std at 8192^2 and 16384^2.
+5. **Default blocks** (issue 18): plain dask code on ``chunkflow.to_dask(path)`` with no
+   ``chunks=`` against ``da.from_zarr(zarr_array)``, for an 8192^2 uint16 array (2048^2
+   with ``--quick``) in chunks of 64^2, 256^2, 1024^2 and 4096^2. Two workloads, each
+   in a fresh process per case (time and peak RSS): ``dask.compute(x.mean(), x.std())``,
+   and ``dask.compute(x.sum(), x.max(), x[::3, 100:-100].sum(),
+   x.map_blocks(np.sqrt).sum())``. Ratios above 1 favour chunkflow.
 
 Every figure is the median of ``--repeat`` runs, with the range in brackets.
 """
@@ -135,8 +141,38 @@ def _peak_rss() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
+def _default_workload(kind: str, path: str, work: str) -> tuple[float, int]:
+    """One workload on a default dask array over ``path``: (seconds, peak RSS)."""
+    import dask
+    import dask.array as da
+    import zarr
+
+    import chunkflow
+
+    start = time.perf_counter()
+    if kind.startswith("to_dask"):
+        if "@" in kind:  # to_dask@BYTES: another grouping threshold, to compare
+            import chunkflow.graph.read as read
+
+            read.DEFAULT_MIN_BLOCK_BYTES = int(kind.split("@")[1])
+        x = chunkflow.to_dask(path)
+    else:
+        x = da.from_zarr(zarr.open_array(path, mode="r"))
+    if work == "mean+std":
+        dask.compute(x.mean(), x.std())
+    else:
+        dask.compute(x.sum(), x.max(), x[::3, 100:-100].sum(),
+                     x.map_blocks(np.sqrt, dtype="f8").sum())
+    return time.perf_counter() - start, _peak_rss()
+
+
 def _child(kind: str, path: str) -> None:
     """Runs in a fresh process: one mean + std, prints seconds and peak RSS."""
+    if "|" in kind:  # case 5: "<kind>|<workload>"
+        which, work = kind.split("|")
+        seconds, peak = _default_workload(which, path, work)
+        print(json.dumps({"seconds": seconds, "rss": peak}))
+        return
     import dask
     import dask.array as da
     import zarr
@@ -186,6 +222,42 @@ def bench_mean_std(folder: Path, repeat: int, sides: tuple[int, ...]) -> None:
             print(f"   RSS {large}^2 / {small}^2 ({kind}): {rss[kind, large] / rss[kind, small]:.2f}x")
 
 
+def _make_chunked(path: Path, side: int, chunk: int) -> None:
+    import chunkflow
+
+    if path.exists():
+        return
+    z = chunkflow.create((side, side), chunks=(chunk, chunk), dtype="u2", store=str(path),
+                         codecs=[{"name": "bytes", "configuration": {"endian": "little"}},
+                                 {"name": "zstd", "configuration": {"level": 1}}])
+    rng = np.random.default_rng(chunk)
+    rows = max(chunk, 1024)
+    for row in range(0, side, rows):
+        z[row:row + rows] = rng.integers(0, 4096, (min(rows, side - row), side), dtype="u2")
+
+
+def bench_default_blocks(folder: Path, repeat: int, side: int,
+                         kinds: tuple[str, ...] = ("to_dask", "from_zarr")) -> None:
+    print(f"5. default blocks, {side}^2 uint16, fresh process per run "
+          "(seconds; peak RSS MiB; ratios from_zarr / to_dask)")
+    for work in ("mean+std", "sum,max,slice,map_blocks"):
+        for chunk in (c for c in (64, 256, 1024, 4096) if c <= side):
+            path = folder / f"default{side}-{chunk}.zarr"
+            _make_chunked(path, side, chunk)
+            figures = {}
+            for kind in kinds:
+                runs = [_run_child(f"{kind}|{work}", path) for _ in range(repeat)]
+                figures[kind] = ([r["seconds"] for r in runs],
+                                 [r["rss"] / 2**20 for r in runs])
+            line = f"   {work:24s} {chunk:5d}^2"
+            for kind, (secs, mib) in figures.items():
+                line += f" | {kind} {statistics.median(secs):6.2f} s {statistics.median(mib):6.0f} MiB"
+            ours, theirs = figures[kinds[0]], figures[kinds[-1]]
+            line += (f" | time {statistics.median(theirs[0]) / statistics.median(ours[0]):4.2f}x"
+                     f" memory {statistics.median(theirs[1]) / statistics.median(ours[1]):4.2f}x")
+            print(line, flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
@@ -193,6 +265,9 @@ def main() -> None:
                         help="10^4 chunks to slice, 2048^2 and 4096^2 images")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--keep", type=Path, help="reuse this folder for the data")
+    parser.add_argument("--only-default", action="store_true",
+                        help="only case 5 (default blocks)")
+    parser.add_argument("--kinds", default="to_dask,from_zarr", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         _child(*args.child)
@@ -200,10 +275,15 @@ def main() -> None:
     folder = args.keep or Path(tempfile.mkdtemp(prefix="chunkflow-bench-graph-"))
     folder.mkdir(parents=True, exist_ok=True)
     try:
+        side = 2048 if args.quick else 8192
+        if args.only_default:
+            bench_default_blocks(folder, args.repeat, side, tuple(args.kinds.split(",")))
+            return
         bench_build(folder, args.repeat)
         bench_slice_sum(folder, args.repeat, args.quick)
         sides = (2048, 4096) if args.quick else (8192, 16384)
         bench_mean_std(folder, args.repeat, sides)
+        bench_default_blocks(folder, args.repeat, side)
     finally:
         if args.keep is None:
             shutil.rmtree(folder, ignore_errors=True)

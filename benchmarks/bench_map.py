@@ -10,7 +10,11 @@ Cases (issue 11): a Gaussian filter (sigma 2, halo 8) of
 - a 512^3 uint16 volume in 128^3 chunks into float32,
 
 each run in a fresh process that prints its time and peak RSS (VmHWM). The task
-counts of both graphs are printed too. Every figure is the median of ``--repeat`` runs,
+counts of both graphs are printed too.
+
+Default blocks (issue 18): the same 2-D filter with no arguments but ``depth`` and
+``dtype``, on a 4096^2 image (2048^2 with ``--quick``) in chunks of 64^2, 256^2,
+1024^2 and 4096^2, against ``map_overlap`` + ``to_zarr``: time, peak RSS and tasks. Every figure is the median of ``--repeat`` runs,
 with the range in brackets.
 """
 
@@ -128,12 +132,35 @@ def bench_case(folder: Path, label: str, shape: tuple[int, ...], chunks: tuple[i
           f"{_check_same(folder / f'{label}-chunkflow.out.zarr', folder / f'{label}-dask+zarr.out.zarr'):.2e}")
 
 
+def bench_default_blocks(folder: Path, side: int, repeat: int) -> None:
+    print(f"default blocks: Gaussian of {side}^2 uint16 -> float32, map_chunks with no "
+          "chunks= vs map_overlap + to_zarr (ratios: dask+zarr / chunkflow)")
+    for chunk in (c for c in (64, 256, 1024, 4096) if c <= side):
+        label = f"sweep-{side}-{chunk}"
+        source = folder / f"{label}.zarr"
+        _make(source, (side, side), (chunk, chunk))
+        figures = {}
+        for kind in ("chunkflow", "dask+zarr"):
+            runs = [_run(kind, source, folder / f"{label}-{kind}.out.zarr")
+                    for _ in range(repeat)]
+            figures[kind] = (statistics.median(r["seconds"] for r in runs),
+                             statistics.median(r["rss"] for r in runs) / 2**20,
+                             int(runs[0]["tasks"]))
+        ours, theirs = figures["chunkflow"], figures["dask+zarr"]
+        print(f"   {chunk:5d}^2 chunks | chunkflow {ours[0]:6.2f} s {ours[1]:5.0f} MiB "
+              f"{ours[2]:5d} tasks | dask+zarr {theirs[0]:6.2f} s {theirs[1]:5.0f} MiB "
+              f"{theirs[2]:5d} tasks | time {theirs[0] / ours[0]:4.2f}x memory "
+              f"{theirs[1] / ours[1]:4.2f}x", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="2048^2 and 256^3")
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     parser.add_argument("--keep", type=Path, help="reuse this folder for the data")
+    parser.add_argument("--only-default", action="store_true",
+                        help="only the default-blocks sweep")
     args = parser.parse_args()
     if args.child:
         _child(*args.child)
@@ -142,8 +169,12 @@ def main() -> None:
     folder.mkdir(parents=True, exist_ok=True)
     try:
         side, cube = (2048, 256) if args.quick else (8192, 512)
+        if args.only_default:
+            bench_default_blocks(folder, side // 2 if not args.quick else side, args.repeat)
+            return
         bench_case(folder, f"2d-{side}", (side, side), (512, 512), args.repeat)
         bench_case(folder, f"3d-{cube}", (cube,) * 3, (128,) * 3, args.repeat)
+        bench_default_blocks(folder, side // 2 if not args.quick else side, args.repeat)
     finally:
         if args.keep is None:
             shutil.rmtree(folder, ignore_errors=True)

@@ -429,3 +429,23 @@ def test_io_threads_setting_sizes_the_pool_and_follows_changes(
         z = chunkflow.array(np.arange(4096.0).reshape(64, 64), chunks=(8, 8), cache=False)
         assert float(z[...].sum()) == float(np.arange(4096.0).sum())
     assert parallel._get_pool()._max_workers == parallel.io_threads()
+
+
+def test_auto_cache_budget_follows_a_worker_memory_limit() -> None:
+    from chunkflow.cache.config import (
+        auto_cache_bytes,
+        cache_bytes_for,
+        default_cache_bytes,
+        worker_memory_limit,
+    )
+
+    assert worker_memory_limit() is None  # the test process hosts no worker
+    assert auto_cache_bytes() == default_cache_bytes() == config.get("cache_max_bytes")
+    assert auto_cache_bytes(400 * 2**20) == 50 * 2**20  # an eighth of a small worker
+    assert auto_cache_bytes(2**40) == default_cache_bytes()  # never above the default
+    assert cache_bytes_for(400 * 2**20) == 50 * 2**20
+    assert cache_bytes_for(None) == default_cache_bytes()
+    with config.set(cache_max_bytes="64 MiB"):
+        assert cache_bytes_for(400 * 2**20) == 64 * 2**20  # a set budget is kept
+    with config.set(cache_enabled=False):
+        assert cache_bytes_for(400 * 2**20) == 0

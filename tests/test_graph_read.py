@@ -115,8 +115,37 @@ def test_auto_and_byte_sizes_group_chunks() -> None:
     z = chunkflow.zeros((4096, 4096), chunks=(256, 256), dtype="u2")
     assert chunkflow.to_dask(z, chunks="2 MiB").chunksize == (1024, 1024)
     with dask.config.set({"array.chunk-size": "512 KiB"}):
-        assert chunkflow.to_dask(z).chunksize == (512, 512)
+        assert chunkflow.to_dask(z, chunks="auto").chunksize == (512, 512)
     assert chunkflow.to_dask(z, chunks=(2, -1)).chunks[1] == (4096,)
+
+
+# ------------------------------------------------------------- default blocks
+
+
+@pytest.mark.parametrize("chunk", [512, 1024, 4096])
+def test_default_is_one_block_per_chunk(chunk: int) -> None:
+    # The old default grouped chunks up to dask's array.chunk-size (128 MiB): this
+    # 128 MiB array was one block, read and reduced by one thread.
+    z = chunkflow.zeros((8192, 8192), chunks=(chunk, chunk), dtype="u2")
+    x = chunkflow.to_dask(z)
+    assert x.chunksize == (chunk, chunk)
+    assert x.numblocks == (8192 // chunk,) * 2
+    assert chunkflow.to_dask(z, (slice(100, 5000), 7)).chunks[0][1:-1] == (chunk,) * (
+        len(range(chunk, 5000, chunk)) - 1)
+
+
+def test_default_groups_tiny_chunks_but_keeps_every_thread_busy() -> None:
+    z = chunkflow.zeros((8192, 8192), chunks=(64, 64), dtype="u2")  # 8 KiB chunks
+    x = chunkflow.to_dask(z)
+    assert x.dtype.itemsize * np.prod(x.chunksize) == 2**18  # grouped to 256 KiB
+    small = chunkflow.zeros((1024, 1024), chunks=(64, 64), dtype="u2")  # 256 chunks
+    for threads in (1, 2, 16, 64, 1000):
+        with dask.config.set(num_workers=threads):
+            blocks = int(np.prod(chunkflow.to_dask(small).numblocks))
+            assert blocks >= min(256, 4 * threads)
+            assert chunkflow.graph.read.worker_threads() == threads
+    with dask.config.set(num_workers=1):
+        assert chunkflow.to_dask(small).numblocks == (4, 2)  # 256 KiB: 4 x 8 chunks a block
 
 
 def test_bad_arguments_are_named() -> None:
@@ -330,3 +359,19 @@ def test_percentile_is_exact_on_one_block_and_close_on_many() -> None:
     approx = chunkflow.percentile(z, q, chunks=(1, 1))
     np.testing.assert_allclose(approx[1:4], np.percentile(data, q[1:4]), atol=0.1)
     np.testing.assert_allclose(approx, np.percentile(data, q), atol=0.4)
+
+
+def test_slicing_most_blocks_shares_the_reads_of_x() -> None:
+    data = np.arange(64 * 64).reshape(64, 64)
+    x = chunkflow.to_dask(chunkflow.array(data, chunks=(8, 8)), chunks=(1, 1))
+    most, few = x[::3, 4:-4], x[:8, 8:24]
+    assert x.name in most.dask.layers  # dask's getitem over x's blocks
+    assert x.name not in few.dask.layers and few.numblocks == (1, 2)  # re-planned
+    both = dask.optimize(x.sum(), most.sum())
+    graph: dict[Any, Any] = {}
+    for collection in both:
+        graph.update(collection.__dask_graph__())
+    reads = [key for key in graph if isinstance(key, tuple) and key[0].startswith("chunkflow-read")]
+    assert len(reads) == 64  # each chunk read once for both results
+    assert dask.compute(x.sum(), most.sum(), few.sum()) == (
+        data.sum(), data[::3, 4:-4].sum(), data[:8, 8:24].sum())

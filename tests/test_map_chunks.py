@@ -267,3 +267,70 @@ def test_progress_counts_output_blocks(capfd: pytest.CaptureFixture[str]) -> Non
     assert seen[0] == (0, 12) and seen[-1] == (12, 12)
     chunkflow.map_chunks(np.negative, z, out=out, depth=2, chunks=(1, 1), progress=True)
     assert "12/12" in capfd.readouterr().err
+
+
+# ------------------------------------------------------- refusals create nothing
+
+
+def test_refusals_create_no_output(tmp_path: Path) -> None:
+    source = tmp_path / "in.zarr"
+    chunkflow.zeros((4096, 4096), chunks=(256, 256), dtype="f4", store=str(source))
+    target = tmp_path / "out.zarr"
+    with pytest.raises(MemoryPlanError):
+        chunkflow.map_chunks(np.negative, str(source), out=str(target), depth=8,
+                             chunks=(4, 4), max_memory="8 MiB")
+    assert not target.exists()
+    with pytest.raises(InvalidSelectionError, match=r"chunks\[1\]"):
+        chunkflow.map_chunks(np.negative, str(source), out=str(target), chunks=(1, 0))
+    assert not target.exists()
+    with pytest.raises(TypeError):  # an unknown dtype: refused before anything exists
+        chunkflow.map_chunks(np.negative, str(source), out=str(target), dtype="no such type")
+    assert not target.exists()
+    # The same call with a plan that holds creates it, like the source.
+    done = chunkflow.map_chunks(np.negative, str(source), out=str(target), chunks=(4, 4),
+                                max_memory="64 MiB")
+    assert target.exists() and done.chunks == (256, 256) and done.dtype == np.float32
+
+
+# ------------------------------------------------- the cache on a dask cluster
+
+
+def test_worker_cache_is_a_share_of_its_memory_and_the_plan_counts_it(tmp_path: Path) -> None:
+    import distributed
+
+    from chunkflow.cache.config import WORKER_CACHE_SHARE
+
+    limit = 400 * 2**20
+    share = int(limit * WORKER_CACHE_SHARE)  # 50 MiB
+    # One chunk of 32 MiB float32: a task plans 192 MiB (window, decoding, result x2,
+    # output and its chunk), within the worker's 400 MiB / 2 threads, but not once the
+    # 50 MiB cache comes off first.
+    path = str(tmp_path / "a.zarr")
+    chunkflow.zeros((2048, 4096), chunks=(2048, 4096), dtype="f4", store=path)
+
+    def cache_budget() -> tuple[int, int | None]:
+        from chunkflow.cache.config import worker_memory_limit
+
+        return chunkflow.get_cache().max_bytes, worker_memory_limit()
+
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=True,
+                                  memory_limit=limit, dashboard_address=":0") as cluster, \
+            distributed.Client(cluster, set_as_default=False) as client:
+        assert client.submit(cache_budget, pure=False).result() == (share, limit)
+        # Outside a task (client.run), the worker process keeps the same budget.
+        assert list(client.run(cache_budget).values()) == [(share, limit)]
+        with pytest.raises(MemoryPlanError, match=r"less 50\.00 MiB of chunk cache"):
+            chunkflow.map_chunks(np.negative, path, scheduler=client, compute=False)
+        with chunkflow.config.set(cache_max_bytes=0):  # no cache: the same task fits
+            chunkflow.map_chunks(np.negative, path, scheduler=client, compute=False)
+        # Default blocks count the cluster's threads, not this process's setting.
+        with dask.config.set(num_workers=7):
+            assert chunkflow.graph.read.worker_threads(client) == 2
+            with client.as_current():  # as a default Client: the plan finds it too
+                assert chunkflow.graph.read.worker_threads() == 2
+                with pytest.raises(MemoryPlanError, match=r"each worker's 400\.00 MiB less"):
+                    chunkflow.map_chunks(np.negative, path, compute=False)
+                small = chunkflow.zeros((1024, 1024), chunks=(64, 64), dtype="u2")
+                assert np.prod(chunkflow.to_dask(small).numblocks) == 8  # 4 x 2 threads
+            assert np.prod(chunkflow.to_dask(small).numblocks) == 32  # >= 4 x 7
+    assert chunkflow.get_cache().max_bytes != share  # this process: not a worker

@@ -30,7 +30,12 @@ Across processes
     in time still need a synchronizer.
 On a dask cluster
     Each worker process has its own cache, under the same rules. ``chunkflow.store``
-    drops its targets' chunks from the client's caches when it finishes.
+    drops its targets' chunks from the client's caches when it finishes. dask's
+    memory manager does not see the cache, so its ``"auto"`` budget in a worker is at
+    most 1/8 of the worker's memory limit, and ``map_chunks`` plans each task's memory
+    with the cache taken off first. Set ``chunkflow.cache.max-bytes`` (for example
+    ``chunkflow.config.set(cache_max_bytes="256 MiB")``, or 0 for none) before the
+    cluster starts to change it.
 
 Local files have no version for :data:`chunkflow.storage.local.SETTLE_NS` (2 s) after
 they change: a cached copy of a chunk written that recently is always read again.
@@ -67,6 +72,9 @@ _cache_lock = threading.Lock()
 
 def get_cache() -> ChunkCache:
     """The process-wide cache, built lazily from ``config`` and resized when it changes.
+
+    Its budget is ``config.get("cache_max_bytes")``: by default ``"auto"`` (see
+    :func:`chunkflow.cache.config.auto_cache_bytes`), smaller inside a dask worker.
 
     Examples
     --------

@@ -8,8 +8,10 @@ values live in dask's config, whose defaults chunkflow registers from
 Settings
 --------
 ``cache_max_bytes`` (dask key ``chunkflow.cache.max-bytes``)
-    Budget of the decoded-chunk cache. Default ``"auto"``: 1 GiB or 1/16 of physical
-    memory, whichever is smaller. Old variable: ``CHUNKFLOW_CACHE_MAX_BYTES``.
+    Budget of the decoded-chunk cache, one per process. Default ``"auto"``: 1 GiB or
+    1/16 of physical memory, whichever is smaller; inside a dask distributed worker,
+    also no more than 1/8 of the worker's memory limit (see :func:`auto_cache_bytes`).
+    Old variable: ``CHUNKFLOW_CACHE_MAX_BYTES``.
 ``cache_compressed_bytes`` (``chunkflow.cache.compressed-bytes``)
     Budget of the compressed second tier; 0 (the default) means none. Old variable:
     ``CHUNKFLOW_CACHE_COMPRESSED_BYTES``.
@@ -58,7 +60,6 @@ dask's config is checked when chunkflow reads it (and at import), and a bad one 
 
 from __future__ import annotations
 
-import functools
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -70,9 +71,18 @@ import dask.config
 import yaml
 from dask.utils import parse_bytes
 
+from chunkflow.cache.budget import (
+    WORKER_CACHE_SHARE,
+    auto_cache_bytes,
+    default_cache_bytes,
+    worker_memory_limit,
+)
 from chunkflow.errors import SettingError, UnknownSettingError
 
-__all__ = ["Config", "config", "default_cache_bytes", "recheck_policy"]
+__all__ = [
+    "Config", "WORKER_CACHE_SHARE", "auto_cache_bytes", "cache_bytes_for", "config",
+    "default_cache_bytes", "recheck_policy", "worker_memory_limit",
+]
 
 DEFAULTS_FILE = Path(__file__).resolve().parents[1] / "chunkflow.yaml"
 """The built-in defaults, registered with ``dask.config.update_defaults`` at import."""
@@ -80,22 +90,6 @@ DEFAULTS_FILE = Path(__file__).resolve().parents[1] / "chunkflow.yaml"
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
 _MISSING = object()
-
-
-@functools.cache  # physical memory does not change while the process runs
-def default_cache_bytes() -> int:
-    """1 GiB or 1/16 of physical memory, whichever is smaller (``max-bytes: auto``).
-
-    Examples
-    --------
-    >>> 0 < default_cache_bytes() <= 2**30
-    True
-    """
-    try:
-        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):  # not a POSIX system
-        physical = 16 * 2**30
-    return int(min(2**30, physical // 16))
 
 
 def _byte_count(name: str, value: Any) -> int:
@@ -120,10 +114,14 @@ def _byte_count(name: str, value: Any) -> int:
 
 
 def _cache_budget(name: str, value: Any) -> int:
-    """A byte count, or ``"auto"`` for :func:`default_cache_bytes`."""
-    if isinstance(value, str) and value.strip().lower() == "auto":
-        return default_cache_bytes()
+    """A byte count, or ``"auto"`` for :func:`auto_cache_bytes`."""
+    if _is_auto(value):
+        return auto_cache_bytes()
     return _byte_count(name, value)
+
+
+def _is_auto(value: Any) -> bool:
+    return isinstance(value, str) and value.strip().lower() == "auto"
 
 
 def _flag(name: str, value: Any) -> bool:
@@ -376,6 +374,35 @@ class Config:
                 raw = dask.config.get(_SETTINGS[name].key, None, config=self._dask_config)
                 values.append(f"{name}=<invalid {raw!r}>")
         return "Config(" + ", ".join(values) + ")"
+
+
+def cache_bytes_for(memory_limit: int | None, settings: Config | None = None) -> int:
+    """The budget the process-wide cache has in a process with ``memory_limit``.
+
+    What a dask worker with that memory limit (``None``: none) gives its cache under
+    ``settings`` (default: this process's, which a ``LocalCluster`` hands to its
+    workers): 0 if the cache is disabled, the set budget, or for ``"auto"``
+    :func:`auto_cache_bytes` of ``memory_limit``. Memory plans count it.
+
+    Examples
+    --------
+    >>> cache_bytes_for(2**30) == 2**27
+    True
+    >>> with config.set(cache_max_bytes="64 MiB"):
+    ...     cache_bytes_for(2**30)
+    67108864
+    >>> with config.set(cache_enabled=False):
+    ...     cache_bytes_for(2**30)
+    0
+    """
+    settings = config if settings is None else settings
+    if not settings.get("cache_enabled"):
+        return 0
+    key = _SETTINGS["cache_max_bytes"].key
+    raw = dask.config.get(key, default="auto", config=settings._dask_config)
+    if _is_auto(raw):
+        return auto_cache_bytes(memory_limit) if memory_limit else default_cache_bytes()
+    return int(settings.get("cache_max_bytes"))
 
 
 class _Change:

@@ -30,7 +30,6 @@ True
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,31 +40,38 @@ from dask._task_spec import TaskRef
 from dask.base import tokenize
 from dask.blockwise import blockwise
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
-from dask.utils import format_bytes, parse_bytes
+from dask.utils import parse_bytes
 
-from chunkflow.array import Array, create
+from chunkflow.array import Array
 from chunkflow.array.parallel import serial_io
-from chunkflow.errors import ChunkflowError, InvalidSelectionError, ReadOnlyError, ShapeMismatchError
+from chunkflow.errors import InvalidSelectionError, ShapeMismatchError
 from chunkflow.graph.compute import ProgressArg, compute as run
 from chunkflow.graph.halo import BOUNDARIES, normalize_depth, read_window
-from chunkflow.graph.memory_plan import TaskMemory, fitting_multiples, plan_task_memory
-from chunkflow.graph.plan import auto_per_block, plan_dims
-from chunkflow.graph.read import SelectionDep, as_source_array, block_multiples
-from chunkflow.graph.reductions import memory_budget
-from chunkflow.group import open_node
-from chunkflow.storage import Store
+from chunkflow.graph.map_arrays import NewOut, open_sources, resolve_out
+from chunkflow.graph.memory_plan import (
+    MemoryPlanError,
+    TaskMemory,
+    check_memory,
+    default_max_memory,
+    plan_task_memory,
+)
+from chunkflow.graph.plan import default_per_block, plan_dims
+from chunkflow.graph.read import (
+    BLOCKS_PER_THREAD,
+    SelectionDep,
+    block_multiples,
+    worker_threads,
+)
 
 __all__ = ["MapPlan", "MemoryPlanError", "map_chunks", "summarize_chunks"]
 
-# Blocks of small chunks grow toward this many output bytes (fewer, larger tasks).
+# Blocks of small chunks grow toward this many output bytes (fewer, larger tasks), but
+# never leave fewer than BLOCKS_PER_THREAD blocks per worker thread where the output
+# has that many chunks (the same rule as to_dask's default).
 # Measured on 2 cores, Gaussian of 8192^2 uint16 in 512^2 chunks to float32: blocks of
 # 1 MiB took 1.6 s at 118 MB peak RSS, 2 MiB 1.3 s at 122 MB, 8 MiB 1.1 s at 150 MB
 # (86 MB of it the interpreter and libraries); memory is what map jobs run out of.
 DEFAULT_BLOCK_BYTES = 2**20
-
-
-class MemoryPlanError(ChunkflowError, MemoryError):
-    """A map_chunks task would need more memory than ``max_memory`` allows."""
 
 
 class RegionDep(SelectionDep):
@@ -156,79 +162,6 @@ def _run_block(plan: MapPlan, located: tuple[tuple[int, ...], tuple[slice, ...]]
 # ---------------------------------------------------------------- planning
 
 
-def _open_sources(sources: Sequence[Any], storage_options: Mapping[str, Any] | None) -> tuple[Array, ...]:
-    if not sources:
-        raise TypeError("map_chunks needs at least one source array")
-    # Sources given by location skip the process-wide chunk cache: a map job reads each
-    # chunk once plus its halo neighbours', and caching a whole source (up to the cache
-    # budget) doubled the peak memory of a folder-to-folder filter without making it
-    # faster (8192^2 uint16, 512^2 chunks: 1.36 s either way, 154 vs 293 MB). Pass an
-    # open Array to read through its cache.
-    arrays = tuple(as_source_array(s, storage_options, **({} if isinstance(s, Array) else
-                                                          {"cache": False}))
-                   for s in sources)
-    shape = arrays[0].shape
-    for i, array in enumerate(arrays[1:], start=1):
-        if array.shape != shape:
-            raise ShapeMismatchError(
-                f"map_chunks: source {i} ({array.path or '/'!r}) has shape {array.shape}; "
-                f"source 0 ({arrays[0].path or '/'!r}) has {shape}; sources must match"
-            )
-    return arrays
-
-
-def _resolve_out(out: Any, first: Array, dtype: Any,
-                 storage_options: Mapping[str, Any] | None) -> Array | None:
-    if out is None or isinstance(out, Array):
-        array = out
-    elif isinstance(out, (str, os.PathLike, Store)):
-        try:
-            array = open_node(out, mode="r+", storage_options=dict(storage_options or {}) or None)
-        except FileNotFoundError:
-            array = None
-        if array is None:
-            from chunkflow.array.creation import _like
-
-            like = _like(first, dtype=np.dtype(dtype) if dtype is not None else first.dtype)
-            array = create(**like, store=out, storage_options=dict(storage_options or {}) or None)
-        elif not isinstance(array, Array):
-            raise InvalidSelectionError(f"map_chunks: out={out!r} holds a group, not an array")
-    else:
-        raise TypeError(f"map_chunks: out must be None, a chunkflow.Array, a path or a URL, "
-                        f"got {type(out).__name__}")
-    if array is not None:
-        if array.shape != first.shape:
-            raise ShapeMismatchError(
-                f"map_chunks: out {array.path or '/'!r} has shape {array.shape}; the sources "
-                f"have {first.shape}"
-            )
-        if array.read_only:
-            raise ReadOnlyError(f"map_chunks: out {array.path or '/'!r} is read-only")
-    return array
-
-
-def _default_max_memory(scheduler: Any) -> int:
-    budget, threads = memory_budget(scheduler)
-    return budget // max(1, threads)
-
-
-def _check_memory(estimate: TaskMemory, limit: int, multiples: tuple[int, ...],
-                  unit: tuple[int, ...], shape: tuple[int, ...],
-                  estimate_for: Callable[[tuple[int, ...]], TaskMemory]) -> None:
-    if estimate.total <= limit:
-        return
-    fit = fitting_multiples(multiples, unit, shape, lambda b: estimate_for(b).total <= limit)
-    if fit is None:
-        advice = (f"not even one chunk {unit} per block fits: use smaller chunks for the "
-                  "output, a smaller depth, or raise max_memory")
-    else:
-        advice = f"chunks={fit} (blocks of {tuple(k * u for k, u in zip(fit, unit))}) would fit"
-    raise MemoryPlanError(
-        f"map_chunks: each task would need about {estimate.describe()}, more than max_memory "
-        f"{format_bytes(limit)}; {advice}"
-    )
-
-
 @dataclass(frozen=True)
 class _Layout:
     dep: RegionDep
@@ -242,7 +175,8 @@ def _layout(sources: tuple[Array, ...], grid_owner: Array, out_itemsize: int,
     shape = grid_owner.shape
     unit = grid_owner.write_chunks
     if chunks is None:
-        multiples = auto_per_block(shape, unit, Ellipsis, out_itemsize, DEFAULT_BLOCK_BYTES)
+        multiples = default_per_block(shape, unit, Ellipsis, out_itemsize, DEFAULT_BLOCK_BYTES,
+                                      BLOCKS_PER_THREAD * worker_threads(scheduler))
     elif chunks == "chunk":  # one chunk (shard) per block: the tiles of a summary
         multiples = (1,) * len(shape)
     else:
@@ -257,9 +191,12 @@ def _layout(sources: tuple[Array, ...], grid_owner: Array, out_itemsize: int,
 
     block = tuple(max(c) for c in dep.chunks) if dep.chunks else ()
     estimate = estimate_for(block)
-    limit = _default_max_memory(scheduler) if max_memory is None else (
-        parse_bytes(max_memory) if isinstance(max_memory, str) else int(max_memory))
-    _check_memory(estimate, limit, multiples, unit, shape, estimate_for)
+    if max_memory is None:
+        limit, note = default_max_memory(scheduler)
+    else:
+        limit = parse_bytes(max_memory) if isinstance(max_memory, str) else int(max_memory)
+        note = ""
+    check_memory(estimate, limit, multiples, unit, shape, estimate_for, note)
     return _Layout(dep, multiples, estimate)
 
 
@@ -285,12 +222,14 @@ def _plan(func: Callable[..., Any], sources: Sequence[Any], *, out: Any, depth: 
           trim: bool, max_memory: Any, scheduler: Any, storage_options: Any,
           func_memory_factor: float, kwargs: Mapping[str, Any],
           summary_shape: tuple[int, ...] | None) -> tuple[MapPlan, _Layout]:
-    arrays = _open_sources(sources, storage_options)
+    arrays = open_sources(sources, storage_options)
     first = arrays[0]
     if boundary not in BOUNDARIES:
         raise InvalidSelectionError(f"boundary {boundary!r} is not one of {', '.join(BOUNDARIES)}")
     halo = normalize_depth(depth, first.ndim)
-    target = _resolve_out(out, first, dtype, storage_options)
+    resolved = resolve_out(out, first, dtype, storage_options)
+    # Everything is checked against the template of a new output before it is created.
+    target = resolved.template if isinstance(resolved, NewOut) else resolved
     out_dtype = np.dtype(dtype if dtype is not None else (target.dtype if target is not None
                                                           else first.dtype))
     if target is not None and dtype is None:
@@ -298,6 +237,8 @@ def _plan(func: Callable[..., Any], sources: Sequence[Any], *, out: Any, depth: 
     itemsize = out_dtype.itemsize * max(1, math.prod(summary_shape or ()))
     layout = _layout(arrays, target if target is not None else first, itemsize, halo, chunks,
                      max_memory, scheduler, func_memory_factor)
+    if isinstance(resolved, NewOut):
+        target = resolved.create()  # last: the plan holds
     plan = MapPlan(func, arrays, halo, boundary, constant_value, trim, block_info, out_dtype,
                    layout.dep.numblocks, dict(kwargs), target, summary_shape)
     return plan, layout
@@ -351,12 +292,19 @@ def map_chunks(
     chunks : optional
         Blocks as whole chunks of the output grid: ``"auto"``, a byte size or
         multiples per axis (see :func:`chunkflow.to_dask`). Default: one chunk per
-        block, small chunks grouped toward 1 MiB.
+        block, small chunks grouped toward 1 MiB, but never fewer than 4 blocks per
+        worker thread where the output has that many chunks.
     scheduler, progress
         See :func:`chunkflow.compute`.
     max_memory : int or str, optional
-        What one task may use; default: the worker's (or machine's) share per thread.
-        The plan is checked before anything runs; see :mod:`chunkflow.graph.memory_plan`.
+        What one task may use. Default: the worker's memory limit (or a quarter of
+        this machine's memory) less the decoded-chunk cache of its process, shared by
+        its threads. That cache is per process and invisible to dask's memory manager;
+        in a distributed worker it defaults to 1/8 of the worker's memory limit (at
+        most 1 GiB); set ``chunkflow.cache.max-bytes`` to change it (0 for none), as
+        in ``chunkflow.config.set(cache_max_bytes="256 MiB")`` before the cluster
+        starts. The plan is checked before anything runs, and a refused job creates
+        nothing; see :mod:`chunkflow.graph.memory_plan`.
     compute : bool
         With ``out``: write now and return ``out`` (default), or return a lazy dask
         scalar that writes when computed (to ``True``). Without ``out`` it is ignored.

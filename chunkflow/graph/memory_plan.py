@@ -27,9 +27,25 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from typing import Any
+
+import dask
 from dask.utils import format_bytes
 
-__all__ = ["TaskMemory", "fitting_multiples", "plan_task_memory"]
+from chunkflow.cache.config import cache_bytes_for
+from chunkflow.errors import ChunkflowError
+from chunkflow.graph.compute import scheduler_choice
+from chunkflow.graph.read import active_client
+from chunkflow.graph.reductions import memory_budget
+
+__all__ = [
+    "MemoryPlanError", "TaskMemory", "check_memory", "default_max_memory", "fitting_multiples",
+    "plan_task_memory",
+]
+
+
+class MemoryPlanError(ChunkflowError, MemoryError):
+    """A map_chunks task would need more memory than ``max_memory`` allows."""
 
 
 @dataclass(frozen=True)
@@ -109,3 +125,45 @@ def fitting_multiples(
             return None
         axis = max(shrinkable, key=lambda a: (current[a] * unit[a], -a))
         current[axis] //= 2
+
+
+def default_max_memory(scheduler: Any) -> tuple[int, str]:
+    """What one task may use by default, and how that was reckoned (for messages).
+
+    The memory of a worker (or of this machine's share, see :func:`memory_budget`)
+    less the decoded-chunk cache each of its processes may fill, shared by its
+    threads: dask's memory manager does not see the cache, so the plan must.
+    """
+    client = active_client(scheduler)
+    on_cluster = client is not None
+    budget, threads = memory_budget(client if on_cluster else scheduler)
+    choice, _ = scheduler_choice(scheduler)
+    # One cache per process: a distributed worker's is sized from its memory limit;
+    # the "processes" scheduler runs one process (one cache) per thread.
+    cache = cache_bytes_for(budget if on_cluster else None)
+    local = choice if choice is not None else dask.config.get("scheduler", None)
+    processes = not on_cluster and local in ("processes", "multiprocessing")
+    caches = cache * (threads if processes else 1)
+    per_task = max(0, budget - caches) // max(1, threads)
+    where = "each worker's" if on_cluster else "this machine's"
+    note = (f"{where} {format_bytes(budget)} less {format_bytes(caches)} of chunk cache "
+            f"(chunkflow.cache.max-bytes), shared by {threads} threads")
+    return per_task, note
+
+
+def check_memory(estimate: TaskMemory, limit: int, multiples: tuple[int, ...],
+                  unit: tuple[int, ...], shape: tuple[int, ...],
+                  estimate_for: Callable[[tuple[int, ...]], TaskMemory],
+                  note: str = "") -> None:
+    if estimate.total <= limit:
+        return
+    fit = fitting_multiples(multiples, unit, shape, lambda b: estimate_for(b).total <= limit)
+    if fit is None:
+        advice = (f"not even one chunk {unit} per block fits: use smaller chunks for the "
+                  "output, a smaller depth, or raise max_memory")
+    else:
+        advice = f"chunks={fit} (blocks of {tuple(k * u for k, u in zip(fit, unit))}) would fit"
+    raise MemoryPlanError(
+        f"map_chunks: each task would need about {estimate.describe()}, more than max_memory "
+        f"{format_bytes(limit)}{f' ({note})' if note else ''}; {advice}"
+    )

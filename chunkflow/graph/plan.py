@@ -26,7 +26,10 @@ import numpy as np
 
 from chunkflow.errors import BoundsCheckError, InvalidSelectionError
 
-__all__ = ["DimPlan", "auto_per_block", "compose_selection", "normalize_selection", "plan_dims"]
+__all__ = [
+    "DimPlan", "auto_per_block", "block_counts", "compose_selection", "default_per_block",
+    "normalize_selection", "plan_dims",
+]
 
 
 @dataclass(frozen=True)
@@ -257,4 +260,68 @@ def auto_per_block(
         if block_bytes(trial) > target_bytes:
             break
         per_block = trial
+    return tuple(per_block)
+
+
+def block_counts(
+    shape: Sequence[int],
+    chunks: Sequence[int],
+    selection: Any,
+    per_block: Sequence[int],
+) -> tuple[int, ...]:
+    """Blocks along each kept dimension of a plan, by arithmetic alone (no edges).
+
+    Examples
+    --------
+    >>> block_counts((100, 100), (10, 10), (slice(5, 35), 7), per_block=(2, 1))
+    (2,)
+    >>> block_counts((100,), (10,), (slice(None, None, -1),), per_block=(1,))
+    (10,)
+    """
+    counts = []
+    for entry, size, chunk, k in zip(normalize_selection(selection, shape), shape, chunks,
+                                     per_block):
+        if not isinstance(entry, slice):
+            continue
+        start, stop, step = entry.indices(size)
+        length = len(range(start, stop, step))
+        if length == 0:
+            counts.append(1)  # one empty block, as dask has
+            continue
+        span = chunk * max(1, k)
+        last = start + (length - 1) * step
+        counts.append(abs(last // span - start // span) + 1)
+    return tuple(counts)
+
+
+def default_per_block(
+    shape: Sequence[int],
+    chunks: Sequence[int],
+    selection: Any,
+    itemsize: int,
+    min_bytes: int,
+    min_blocks: int,
+) -> tuple[int, ...]:
+    """One chunk per block, tiny chunks grouped up to ``min_bytes``, but never fewer
+    than ``min_blocks`` blocks where the selection spans that many chunks.
+
+    Grouping is undone (the largest multiple halved first) until the plan has
+    ``min_blocks`` blocks or every block is one chunk again.
+
+    Examples
+    --------
+    >>> default_per_block((8192, 8192), (64, 64), (), 2, min_bytes=2**20, min_blocks=8)
+    (8, 16)
+    >>> default_per_block((512, 512), (64, 64), (), 2, min_bytes=2**20, min_blocks=8)
+    (2, 4)
+    >>> default_per_block((4096, 4096), (1024, 1024), (), 2, min_bytes=2**20, min_blocks=8)
+    (1, 1)
+    """
+    per_block = list(auto_per_block(shape, chunks, selection, itemsize, min_bytes))
+    while math.prod(block_counts(shape, chunks, selection, per_block)) < min_blocks:
+        grouped = [d for d in range(len(per_block)) if per_block[d] > 1]
+        if not grouped:
+            break
+        dim = max(grouped, key=lambda d: (per_block[d], -d))
+        per_block[dim] //= 2
     return tuple(per_block)

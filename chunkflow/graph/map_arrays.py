@@ -1,0 +1,102 @@
+"""The arrays a map_chunks job reads and writes, opened and checked before it runs.
+
+The sources are opened and their shapes compared; the output is opened, or, when it
+does not exist yet, described (:class:`NewOut`) and created only once the whole plan
+holds, so that a refused job leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from chunkflow.array import Array, create
+from chunkflow.errors import InvalidSelectionError, ReadOnlyError, ShapeMismatchError
+from chunkflow.graph.read import as_source_array
+from chunkflow.group import open_node
+from chunkflow.storage import Store
+
+__all__ = ["NewOut", "open_sources", "resolve_out"]
+
+
+def open_sources(sources: Sequence[Any],
+                 storage_options: Mapping[str, Any] | None) -> tuple[Array, ...]:
+    """The sources as open arrays of one shape (by location: past the chunk cache)."""
+    if not sources:
+        raise TypeError("map_chunks needs at least one source array")
+    # Sources given by location skip the process-wide chunk cache: a map job reads each
+    # chunk once plus its halo neighbours', and caching a whole source (up to the cache
+    # budget) doubled the peak memory of a folder-to-folder filter without making it
+    # faster (8192^2 uint16, 512^2 chunks: 1.36 s either way, 154 vs 293 MB). Pass an
+    # open Array to read through its cache.
+    arrays = tuple(as_source_array(s, storage_options, **({} if isinstance(s, Array) else
+                                                          {"cache": False}))
+                   for s in sources)
+    shape = arrays[0].shape
+    for i, array in enumerate(arrays[1:], start=1):
+        if array.shape != shape:
+            raise ShapeMismatchError(
+                f"map_chunks: source {i} ({array.path or '/'!r}) has shape {array.shape}; "
+                f"source 0 ({arrays[0].path or '/'!r}) has {shape}; sources must match"
+            )
+    return arrays
+
+
+@dataclass(frozen=True)
+class NewOut:
+    """An output array to create at ``location`` once the plan holds.
+
+    ``template`` is the same array in memory (no chunks): creating it checks every
+    creation argument, and it stands in for the output while the blocks and their
+    memory are planned, so that a refusal leaves nothing behind.
+    """
+
+    location: Any
+    spec: Mapping[str, Any]
+    storage_options: Mapping[str, Any] | None
+    template: Array
+
+    def create(self) -> Array:
+        return create(**self.spec, store=self.location,
+                      storage_options=dict(self.storage_options or {}) or None)
+
+
+def resolve_out(out: Any, first: Array, dtype: Any,
+                storage_options: Mapping[str, Any] | None) -> Array | NewOut | None:
+    """``out`` as an open writable array, a :class:`NewOut` to create, or ``None``.
+
+    Raises
+    ------
+    ShapeMismatchError, ReadOnlyError, InvalidSelectionError, TypeError
+        For an output that cannot take the result; nothing is created.
+    """
+    if out is None or isinstance(out, Array):
+        array = out
+    elif isinstance(out, (str, os.PathLike, Store)):
+        try:
+            array = open_node(out, mode="r+", storage_options=dict(storage_options or {}) or None)
+        except FileNotFoundError:
+            array = None
+        if array is None:
+            from chunkflow.array.creation import _like
+
+            like = _like(first, dtype=np.dtype(dtype) if dtype is not None else first.dtype)
+            return NewOut(out, like, storage_options, create(**like))
+        if not isinstance(array, Array):
+            raise InvalidSelectionError(f"map_chunks: out={out!r} holds a group, not an array")
+    else:
+        raise TypeError(f"map_chunks: out must be None, a chunkflow.Array, a path or a URL, "
+                        f"got {type(out).__name__}")
+    if array is not None:
+        if array.shape != first.shape:
+            raise ShapeMismatchError(
+                f"map_chunks: out {array.path or '/'!r} has shape {array.shape}; the sources "
+                f"have {first.shape}"
+            )
+        if array.read_only:
+            raise ReadOnlyError(f"map_chunks: out {array.path or '/'!r} is read-only")
+    return array
