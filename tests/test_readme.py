@@ -167,4 +167,6 @@ def test_the_graph_is_what_the_readme_says() -> None:
     z = chunkflow.zeros((10**6, 10**6), chunks=(1000, 1000), dtype="u1")
     x = chunkflow.to_dask(z, (slice(0, 2500), slice(None, None, 2)))
     assert len(x.dask.layers) == 2
-    assert len(x[10:2000:3].dask.layers) == 2, "slicing again re-plans, in two layers"
+    assert "at most half of\n  its blocks) re-plans" in README
+    assert len(x[10:20, :1000].dask.layers) == 2, "a small slice re-plans, in two layers"
+    assert "getitem" in x[10:2000:3].name, "a large slice is dask's getitem"
