@@ -167,3 +167,20 @@ def test_bad_input_names_the_problem_and_writes_nothing() -> None:
     reader = chunkflow.open_array(z.store, path="img", mode="r")
     with pytest.raises(ReadOnlyError, match="read-only"):
         chunkflow.store(da.ones((6, 6), chunks=3), reader)
+
+
+def test_a_default_client_is_the_scheduler_chosen_by_default() -> None:
+    """A ``Client`` made the default sets dask's ``scheduler`` to "dask.distributed";
+    compute, progress and the memory budget must then see that client, not threads."""
+    import distributed
+
+    from chunkflow.graph.compute import scheduler_choice
+
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        assert scheduler_choice(None) == (None, client)
+        seen: list[tuple[int, int]] = []
+        chunkflow.compute(da.ones(8, chunks=2).sum(), progress=lambda *n: seen.append(n))
+        assert seen, "the distributed progress callback ran"
+    assert scheduler_choice(None) == (None, None)

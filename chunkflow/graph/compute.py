@@ -172,7 +172,9 @@ def scheduler_choice(scheduler: Any) -> tuple[Any, Any]:
     ValueError: scheduler='bogus' is not one of threads, processes, sync, a distributed.Client or a scheduler address (tcp://host:port)
     """
     if scheduler is None:
-        if dask.config.get("scheduler", None) is not None:
+        # A default ``Client`` sets dask's ``scheduler`` to "dask.distributed": that
+        # client is the choice; any other setting (threads, sync...) is a local one.
+        if dask.config.get("scheduler", None) not in (None, "dask.distributed", "distributed"):
             return None, None
         return None, _default_client()
     if isinstance(scheduler, str):

@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -177,16 +176,8 @@ def active_client(scheduler: Any = None) -> Any:
     >>> active_client("threads") is None
     True
     """
-    choice, client = scheduler_choice(scheduler)
-    if isinstance(client, str):
-        return None
-    if client is None and scheduler is None and "distributed" in sys.modules:
-        if dask.config.get("scheduler", None) in ("dask.distributed", "distributed"):
-            try:
-                client = sys.modules["distributed"].default_client()
-            except ValueError:  # no client is active
-                client = None
-    return client
+    client = scheduler_choice(scheduler)[1]
+    return None if isinstance(client, str) else client
 
 
 def worker_threads(scheduler: Any = None) -> int:
