@@ -16,11 +16,14 @@ from chunkflow.graph import reductions
 from chunkflow.graph.compute import compute
 from chunkflow.graph.map import MemoryPlanError, map_chunks, summarize_chunks
 from chunkflow.graph.read import to_dask
-from chunkflow.graph.reductions import histogram, percentile, reduce
+from chunkflow.graph.reductions import (
+    histogram, median, nanmedian, nanpercentile, nanquantile, percentile, quantile, reduce,
+)
 from chunkflow.graph.store import aligned_edges, store
 from chunkflow.graph.write import to_chunkflow
 
 __all__ = [
-    "MemoryPlanError", "aligned_edges", "compute", "histogram", "map_chunks", "percentile",
-    "reduce", "reductions", "store", "summarize_chunks", "to_chunkflow", "to_dask",
+    "MemoryPlanError", "aligned_edges", "compute", "histogram", "map_chunks", "median",
+    "nanmedian", "nanpercentile", "nanquantile", "percentile", "quantile", "reduce", "reductions",
+    "store", "summarize_chunks", "to_chunkflow", "to_dask",
 ]
