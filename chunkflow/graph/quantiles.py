@@ -141,7 +141,7 @@ def _select(x: da.Array, first: np.ndarray, first_bits: int, ranks: list[int],
             chosen[rank] = (prefix, within - before)
         level += digit_bits
         wanted = sorted({p for p, _ in chosen.values()})
-        sizes = {(int(prefixes[i]) << digit_bits) | b: int(counts[i, b])
+        sizes = {(int(prefixes[i]) << digit_bits) | int(b): int(counts[i, b])
                  for i, b in zip(*np.nonzero(counts))}
         prefixes = np.array(wanted, ukey)
         if level == bits:  # every bit known: the key is the value
