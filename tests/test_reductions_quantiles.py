@@ -215,10 +215,24 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("quantiles")
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[
+@pytest.fixture(scope="module")
+def process_pool() -> Any:
+    """Two worker processes kept for the module: dask's "processes" scheduler would
+    start a new pool for every pass otherwise (seconds each with spawn)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    import dask
+
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool, \
+            dask.config.set(pool=pool):
+        yield pool
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[
     HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(arrays_and_chunks(), QS)
-def test_matches_numpy_processes(folder: Path, case: tuple[np.ndarray, tuple[int, ...]],
+def test_matches_numpy_processes(folder: Path, process_pool: Any, case: tuple[np.ndarray, tuple[int, ...]],
                                  q: Any) -> None:
     data, chunks = case
     path = str(folder / "p.zarr")
