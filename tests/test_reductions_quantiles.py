@@ -12,6 +12,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import dask
 import hypothesis.extra.numpy as hnp
 import numpy as np
 import pytest
@@ -218,14 +219,13 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def process_pool() -> Any:
     """Two worker processes kept for the module: dask's "processes" scheduler would
-    start a new pool for every pass otherwise (seconds each with spawn)."""
+    start a new pool for every pass otherwise (seconds each with spawn). Set in dask's
+    config only while a test runs: a LocalCluster started later ships that config to its
+    workers, and a pool does not pickle."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    import dask
-
-    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool, \
-            dask.config.set(pool=pool):
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
         yield pool
 
 
@@ -237,7 +237,7 @@ def test_matches_numpy_processes(folder: Path, process_pool: Any, case: tuple[np
     data, chunks = case
     path = str(folder / "p.zarr")
     chunkflow.array(data, chunks=chunks, store=path, overwrite=True)
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), dask.config.set(pool=process_pool):
         warnings.simplefilter("ignore", RuntimeWarning)
         assert_same(chunkflow.percentile(path, q, scheduler="processes", memory_limit=2**12),
                     np.percentile(data, q))

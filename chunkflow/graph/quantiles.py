@@ -41,7 +41,8 @@ import numpy as np
 
 from chunkflow.graph.compute import ProgressArg, compute
 from chunkflow.graph.order_keys import (
-    check_dtype, from_keys, linear_quantile, median_of, median_ranks, prepare_q, to_keys,
+    check_dtype, from_keys, linear_quantile, median_of, median_ranks, prepare_q,
+    quantile_ranks, to_keys, wanted_ranks,
 )
 from chunkflow.graph.reduce_plan import gather_tree, parse_budget, reduction_input, tree_reduce
 
@@ -72,23 +73,28 @@ def _valid_keys(values: np.ndarray) -> np.ndarray:
     return to_keys(flat.astype(flat.dtype.newbyteorder("="), copy=False))
 
 
+def _digit(keys: np.ndarray, low: int, mask: int) -> np.ndarray:
+    """The bits ``low`` to ``low + log2(mask + 1)`` of each key, as indexes."""
+    return ((keys >> low) & mask).astype(np.intp)
+
+
 def _digit_counts(block: np.ndarray, prefixes: np.ndarray, level: int,
                   digit_bits: int) -> np.ndarray:
     """Per prefix (the top ``level`` bits of a key), the counts of the next digit."""
     flat = block.reshape(-1)
     bits = 8 * flat.dtype.itemsize
     counts = np.zeros(len(prefixes) << digit_bits, np.int64)
+    digit_of = partial(_digit, low=bits - level - digit_bits, mask=(1 << digit_bits) - 1)
     for start in range(0, flat.size, _STEP):
         keys = _valid_keys(flat[start:start + _STEP])
-        if level:
-            high = keys >> (bits - level)
-            where = np.minimum(np.searchsorted(prefixes, high), len(prefixes) - 1)
-            match = prefixes[where] == high
-            keys, row = keys[match], where[match]
-        else:
-            row = np.zeros(len(keys), np.intp)
-        digit = (keys >> (bits - level - digit_bits)) & ((1 << digit_bits) - 1)
-        counts += np.bincount((row << digit_bits) + digit.astype(np.intp),
+        if not level:  # the first pass: every key counts
+            counts += np.bincount(digit_of(keys), minlength=len(counts))
+            continue
+        high = keys >> (bits - level)
+        where = np.minimum(np.searchsorted(prefixes, high), len(prefixes) - 1)
+        match = prefixes[where] == high
+        row = where[match]
+        counts += np.bincount((row << digit_bits) + digit_of(keys[match]),
                               minlength=len(counts))
     return counts
 
@@ -108,15 +114,16 @@ def _matching_keys(block: np.ndarray, prefixes: np.ndarray, level: int) -> np.nd
 
 def _digit_bits(bits: int, level: int, buckets: int, budget: int) -> int:
     """Bits the next pass resolves: up to 16, fewer when many buckets are followed
-    (their counts, 8 bytes each, take at most a 16th of the budget)."""
-    fits = int(np.log2(max(2, budget // 16 // 8 // max(1, buckets))))
+    (their counts, 8 bytes each, take at most a 32nd of a thread's budget: a combine
+    step holds four of them and its sum)."""
+    fits = int(np.log2(max(2, budget // 32 // 8 // max(1, buckets))))
     return max(1, min(MAX_DIGIT_BITS, bits - level, fits))
 
 
 def _count_pass(x: da.Array, prefixes: np.ndarray, level: int, digit_bits: int,
                 options: _Options) -> np.ndarray:
     lazy = tree_reduce(x, partial(_digit_counts, prefixes=prefixes, level=level,
-                                  digit_bits=digit_bits))
+                                  digit_bits=digit_bits), every=4)
     (counts,) = compute(lazy, scheduler=options.scheduler, progress=options.progress)
     return counts.reshape(len(prefixes), 1 << digit_bits)
 
@@ -201,8 +208,6 @@ def _quantile(source: Any, q: Any, *, percent: bool, skip_nan: bool, what: str,
     q_array, weak_q = prepare_q(q, percent)
 
     def ranks_of(n: int) -> list[int]:
-        from chunkflow.graph.order_keys import quantile_ranks, wanted_ranks
-
         return wanted_ranks(n, quantile_ranks(n, q_array))
 
     found, dtype = _order_statistics(source, ranks_of, what, **kwargs)
