@@ -155,6 +155,22 @@ def test_refusals_are_clear() -> None:
         chunkflow.median(z, selection=slice(3, 3))
 
 
+def test_data_changed_between_passes_is_an_error_not_a_number() -> None:
+    data = np.random.default_rng(7).normal(size=(100, 100))
+    z = chunkflow.array(data, chunks=(10, 10))
+    starts = []
+
+    def write_after_the_first_pass(done: int, total: int) -> None:
+        if done == 0:
+            starts.append(total)
+            if len(starts) == 2:  # the second pass begins: someone writes
+                z[:50] = data[:50] + 1000
+
+    with pytest.raises(chunkflow.errors.ValuesChangedError, match="changed between"):
+        chunkflow.percentile(z, [50], memory_limit=2**10, scheduler="sync",
+                             progress=write_after_the_first_pass)
+
+
 # ------------------------------------------------------------------ bounded memory
 
 

@@ -39,6 +39,7 @@ from typing import Any
 import dask.array as da
 import numpy as np
 
+from chunkflow.errors import ValuesChangedError
 from chunkflow.graph.compute import ProgressArg, compute
 from chunkflow.graph.order_keys import (
     check_dtype, from_keys, linear_quantile, median_of, median_ranks, prepare_q,
@@ -60,6 +61,7 @@ _STEP = 2**18
 class _Options:
     """Where the data comes from and how a pass runs (shared by every pass)."""
 
+    what: str
     scheduler: Any
     progress: ProgressArg
     budget: int
@@ -128,6 +130,27 @@ def _count_pass(x: da.Array, prefixes: np.ndarray, level: int, digit_bits: int,
     return counts.reshape(len(prefixes), 1 << digit_bits)
 
 
+def _changed(what: str) -> ValuesChangedError:
+    return ValuesChangedError(
+        f"the array's values changed between the passes of {what} (a pass found a "
+        "different number of values in a bucket than the pass before); nothing was "
+        "returned: run it again while nothing writes to the array")
+
+
+def _narrow(counts: np.ndarray, prefixes: np.ndarray, digit_bits: int,
+            inside: dict[int, tuple[int, int]]) -> dict[int, tuple[int, int, int]]:
+    """For each rank (row of its bucket, rank inside it): the bucket one digit deeper
+    that holds it, as (prefix, rank inside, values in it)."""
+    cumulative = counts.cumsum(axis=1)
+    chosen = {}
+    for rank, (row, within) in inside.items():
+        bucket = int(np.searchsorted(cumulative[row], within, side="right"))
+        before = int(cumulative[row, bucket - 1]) if bucket else 0
+        prefix = (int(prefixes[row]) << digit_bits) | bucket
+        chosen[rank] = (prefix, within - before, int(counts[row, bucket]))
+    return chosen
+
+
 def _select(x: da.Array, first: np.ndarray, first_bits: int, ranks: list[int],
             options: _Options) -> dict[int, Any]:
     """The sorted values (NaN left out) at ``ranks``, from the first pass's counts."""
@@ -139,36 +162,34 @@ def _select(x: da.Array, first: np.ndarray, first_bits: int, ranks: list[int],
     counts, level, digit_bits = first.reshape(1, -1), 0, first_bits
     inside = {r: (0, r) for r in ranks}  # rank -> (row of its bucket, rank inside it)
     while True:
-        cumulative = counts.cumsum(axis=1)
-        chosen: dict[int, tuple[int, int]] = {}
-        for rank, (row, within) in inside.items():
-            bucket = int(np.searchsorted(cumulative[row], within, side="right"))
-            before = int(cumulative[row, bucket - 1]) if bucket else 0
-            prefix = (int(prefixes[row]) << digit_bits) | bucket
-            chosen[rank] = (prefix, within - before)
+        chosen = _narrow(counts, prefixes, digit_bits, inside)
         level += digit_bits
-        wanted = sorted({p for p, _ in chosen.values()})
-        sizes = {(int(prefixes[i]) << digit_bits) | int(b): int(counts[i, b])
-                 for i, b in zip(*np.nonzero(counts))}
+        sizes = {prefix: size for prefix, _, size in chosen.values()}
+        wanted = sorted(sizes)
         prefixes = np.array(wanted, ukey)
         if level == bits:  # every bit known: the key is the value
-            return {r: from_keys(np.array([p], ukey), dtype)[0] for r, (p, _) in chosen.items()}
-        if sum(sizes[p] for p in wanted) <= capacity:
+            return {r: from_keys(np.array([p], ukey), dtype)[0]
+                    for r, (p, _, _) in chosen.items()}
+        if sum(sizes.values()) <= capacity:
             return _gather(x, prefixes, level, chosen, options)
-        inside = {r: (wanted.index(p), w) for r, (p, w) in chosen.items()}
+        inside = {r: (wanted.index(p), w) for r, (p, w, _) in chosen.items()}
         digit_bits = _digit_bits(bits, level, len(wanted), options.budget // options.threads)
         counts = _count_pass(x, prefixes, level, digit_bits, options)
+        if counts.sum(axis=1).tolist() != [sizes[p] for p in wanted]:
+            raise _changed(options.what)
 
 
 def _gather(x: da.Array, prefixes: np.ndarray, level: int,
-            chosen: dict[int, tuple[int, int]], options: _Options) -> dict[int, Any]:
+            chosen: dict[int, tuple[int, int, int]], options: _Options) -> dict[int, Any]:
     lazy = gather_tree(x, partial(_matching_keys, prefixes=prefixes, level=level),
                        dtype=prefixes.dtype)
     (keys,) = compute(lazy, scheduler=options.scheduler, progress=options.progress)
     high = keys >> (8 * keys.dtype.itemsize - level)
     values = {}
-    for rank, (prefix, within) in chosen.items():
+    for rank, (prefix, within, size) in chosen.items():
         candidates = keys[high == prefix]
+        if len(candidates) != size:
+            raise _changed(options.what)
         values[rank] = from_keys(np.partition(candidates, within)[within:within + 1],
                                  x.dtype)[0]
     return values
@@ -183,10 +204,11 @@ class _Found:
     values: dict[int, Any]
 
 
-def _order_statistics(source: Any, ranks_of: Any, what: str, selection: Any, chunks: Any,
-                      memory_limit: Any, scheduler: Any, progress: ProgressArg,
+def _order_statistics(source: Any, ranks_of: Any, what: str, skip_nan: bool, selection: Any,
+                      chunks: Any, memory_limit: Any, scheduler: Any, progress: ProgressArg,
                       storage_options: Mapping[str, Any] | None) -> tuple[_Found, np.dtype[Any]]:
-    """Count, then select the values at ``ranks_of(n)`` (n: the non-NaN values)."""
+    """Count, then select the values at ``ranks_of(n)`` (n: the non-NaN values); none
+    when NaN makes the answer NaN (``skip_nan`` false)."""
     x, _ = reduction_input(source, selection, chunks, memory_limit, scheduler, storage_options)
     dtype = check_dtype(x.dtype, what)
     if x.dtype != dtype:
@@ -194,11 +216,11 @@ def _order_statistics(source: Any, ranks_of: Any, what: str, selection: Any, chu
     if x.size == 0:
         raise ValueError(f"{what} of an empty selection (shape {x.shape}) is undefined")
     budget, threads = parse_budget(memory_limit, scheduler)
-    options = _Options(scheduler, progress, budget, threads)
+    options = _Options(what, scheduler, progress, budget, threads)
     first_bits = _digit_bits(8 * dtype.itemsize, 0, 1, budget // threads)
     first = _count_pass(x, np.zeros(1, f"u{dtype.itemsize}"), 0, first_bits, options)
     n = int(first.sum())
-    ranks = ranks_of(n) if n else []
+    ranks = ranks_of(n) if n and (skip_nan or n == x.size) else []
     values = _select(x, first.ravel(), first_bits, ranks, options) if ranks else {}
     return _Found(n, int(x.size) - n, values), dtype
 
@@ -210,7 +232,7 @@ def _quantile(source: Any, q: Any, *, percent: bool, skip_nan: bool, what: str,
     def ranks_of(n: int) -> list[int]:
         return wanted_ranks(n, quantile_ranks(n, q_array))
 
-    found, dtype = _order_statistics(source, ranks_of, what, **kwargs)
+    found, dtype = _order_statistics(source, ranks_of, what, skip_nan, **kwargs)
     if found.nans and skip_nan and not found.n:
         warnings.warn("All-NaN slice encountered", RuntimeWarning, stacklevel=3)
         return np.full(q_array.shape, np.nan, dtype=dtype)[()]
@@ -222,7 +244,7 @@ def _quantile(source: Any, q: Any, *, percent: bool, skip_nan: bool, what: str,
 
 
 def _median(source: Any, *, skip_nan: bool, what: str, **kwargs: Any) -> Any:
-    found, dtype = _order_statistics(source, median_ranks, what, **kwargs)
+    found, dtype = _order_statistics(source, median_ranks, what, skip_nan, **kwargs)
     if found.nans and (not skip_nan or not found.n):
         if skip_nan:
             warnings.warn("All-NaN slice encountered", RuntimeWarning, stacklevel=3)
