@@ -248,7 +248,8 @@ def process_pool() -> Any:
 @settings(max_examples=10, deadline=None, suppress_health_check=[
     HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(arrays_and_chunks(), QS)
-def test_matches_numpy_processes(folder: Path, process_pool: Any, case: tuple[np.ndarray, tuple[int, ...]],
+def test_matches_numpy_processes(folder: Path, process_pool: Any,
+                                 case: tuple[np.ndarray, tuple[int, ...]],
                                  q: Any) -> None:
     data, chunks = case
     path = str(folder / "p.zarr")

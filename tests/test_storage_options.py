@@ -247,7 +247,7 @@ def test_every_location_taking_function_is_covered() -> None:
     covered = set(CALLS) | set(NO_URL)
     missing = sorted(name for name, func in public_callables().items()
                      if may_take_a_location(func) and name not in covered)
-    assert not missing, f"public functions taking a location with no storage_options call: {missing}"
+    assert not missing, f"public functions taking a location, without a call here: {missing}"
     assert not set(CALLS) - set(public_callables()), "CALLS names a function that is not public"
 
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import builtins
 import os
-from functools import partial
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
 import dask.array as da
@@ -45,6 +45,7 @@ REDUCTION_BLOCK_BYTES = 4 * 2**20
 # Bytes of float64 work per input element while one block is reduced (std: x - mean,
 # then its square), on top of the block itself.
 _WORK_BYTES_PER_ELEMENT = 16
+
 
 def memory_budget(scheduler: Any = None) -> tuple[int, int]:
     """(bytes one worker may use, threads per worker) for the chosen scheduler.
@@ -114,8 +115,8 @@ def split_every(x: da.Array, axis: Any, block_bytes: int) -> int:
     """
     reduced = range(x.ndim) if axis is None else {a % x.ndim for a in np.atleast_1d(axis)}
     kept = [n for a, n in enumerate(x.chunksize) if a not in reduced]
-    partial = 3 * 8 * builtins.max(1, int(np.prod(kept)))
-    return int(np.clip(4 * block_bytes // partial, 4, 64))
+    one_partial = 3 * 8 * builtins.max(1, int(np.prod(kept)))
+    return int(np.clip(4 * block_bytes // one_partial, 4, 64))
 
 
 def reduction_input(source: Any, selection: Any = Ellipsis, chunks: Any = None,
@@ -151,8 +152,6 @@ def reduction_input(source: Any, selection: Any = Ellipsis, chunks: Any = None,
     return x, int(np.prod(x.chunksize)) * x.dtype.itemsize
 
 
-
-
 def _sum_parts(parts: Any, axis: Any = None, keepdims: bool = False) -> np.ndarray:
     """Sum of the per-block arrays in a (nested) list, as one array."""
     arrays = list(flatten(parts)) if isinstance(parts, list) else [parts]
@@ -163,11 +162,14 @@ def _sum_parts(parts: Any, axis: Any = None, keepdims: bool = False) -> np.ndarr
 
 
 def _concat_parts(parts: Any, axis: Any = None, keepdims: bool = False) -> np.ndarray:
+    """The per-block arrays in a (nested) list, end to end."""
     arrays = list(flatten(parts)) if isinstance(parts, list) else [parts]
     return np.concatenate(arrays)
 
 
-def _apply(block: np.ndarray, axis: Any, keepdims: bool, *, func: Callable[[np.ndarray], Any]) -> Any:
+def _apply(block: np.ndarray, axis: Any, keepdims: bool, *,
+           func: Callable[[np.ndarray], Any]) -> Any:
+    """dask's per-block step of a reduction, calling ``func`` on the block alone."""
     return func(block)
 
 
