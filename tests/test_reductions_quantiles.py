@@ -98,8 +98,12 @@ def test_infinities_and_nan(dtype: str) -> None:
     z = chunkflow.array(data, chunks=(7, 7))
     check_all(z, data, qs=([0, 0.5, 50, 99.5, 100], 100, 0))
     data[8, 9] = np.nan  # plain variants: NaN; nan variants: the rest
+    # NaN with the sign bit set (and a payload): its key sorts below -inf's.
+    data[9, 9] = np.frombuffer(np.array(-1, f"i{data.itemsize}").tobytes(), dtype)[0]
+    assert np.isnan(data[9, 9]) and np.signbit(data[9, 9])
     z = chunkflow.array(data, chunks=(7, 7))
     check_all(z, data, qs=([0, 50, 100], 50))
+    check_all(z, data, qs=([0, 0.1, 99.9, 100],), memory_limit=2**10)
     assert np.isnan(chunkflow.percentile(z, [5, 95])).all()
     assert chunkflow.nanpercentile(z, [5]) == np.nanpercentile(data, [5])
 

@@ -61,14 +61,21 @@ def _unsigned(dtype: np.dtype[Any]) -> np.dtype[Any]:
 
 
 def to_keys(values: np.ndarray) -> np.ndarray:
-    """Unsigned keys ordered as ``values`` (which must hold no NaN), of the same width."""
+    """Unsigned keys ordered as ``values`` (native byte order), of the same width.
+
+    NaN has keys too: above ``+inf`` with the sign bit clear, below ``-inf`` with it set.
+    """
     utype = _unsigned(values.dtype)
     raw = np.ascontiguousarray(values).view(utype)
     sign = utype.type(1 << (8 * utype.itemsize - 1))
     if values.dtype.kind == "f":
-        # Negative floats order backwards by their bits: invert them all; positive
-        # floats only need to sort above every negative one.
-        return np.where(raw >= sign, ~raw, raw | sign)
+        # Negative floats order backwards by their bits: invert them all (the arithmetic
+        # shift spreads the sign bit over the word); positive ones only need the sign
+        # bit set, to sort above every negative one.
+        signed = raw.view(f"i{utype.itemsize}")
+        flip = (signed >> (8 * utype.itemsize - 1)).view(utype)
+        flip |= sign
+        return np.bitwise_xor(raw, flip, out=flip)
     if values.dtype.kind == "i":
         return raw ^ sign
     return raw

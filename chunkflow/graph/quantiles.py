@@ -68,16 +68,57 @@ class _Options:
     threads: int
 
 
-def _valid_keys(values: np.ndarray) -> np.ndarray:
-    flat = values.reshape(-1)
-    if flat.dtype.kind == "f":
-        flat = flat[~np.isnan(flat)]
-    return to_keys(flat.astype(flat.dtype.newbyteorder("="), copy=False))
+def as_index(values: np.ndarray) -> np.ndarray:
+    """Small unsigned integers as something ``bincount`` and indexing take (uint64 does
+    not cast safely to intp; its small values view as intp unchanged)."""
+    return values.view(np.intp) if values.dtype.itemsize == 8 else values
 
 
-def _digit(keys: np.ndarray, low: int, mask: int) -> np.ndarray:
-    """The bits ``low`` to ``low + log2(mask + 1)`` of each key, as indexes."""
-    return ((keys >> low) & mask).astype(np.intp)
+def _first_counts(block: np.ndarray, digit_bits: int) -> np.ndarray:
+    """Counts of the top ``digit_bits`` of every key, then the NaN count and the count
+    of NaN with the sign bit set (whose keys sort below ``-inf``)."""
+    flat = block.reshape(-1)
+    bits = 8 * flat.dtype.itemsize
+    counts = np.zeros((1 << digit_bits) + 2, np.int64)
+    for start in range(0, flat.size, _STEP):
+        values = flat[start:start + _STEP]
+        keys = to_keys(values)
+        counts[:-2] += np.bincount(as_index(keys >> (bits - digit_bits)),
+                                   minlength=1 << digit_bits)
+        if values.dtype.kind == "f":
+            nan = np.isnan(values)
+            if nan.any():
+                counts[-2] += np.count_nonzero(nan)
+                counts[-1] += np.count_nonzero(nan & np.signbit(values))
+    return counts
+
+
+def _bucket_table(prefixes: np.ndarray, level: int) -> np.ndarray:
+    """A lookup on the top (at most 16) bits of a key: the row of its prefix when
+    ``level <= 16``, else 0 where some prefix starts with those bits; -1 elsewhere."""
+    top = min(level, 16)
+    table = np.full(1 << top, -1, np.int32)
+    if level <= 16:
+        table[as_index(prefixes)] = np.arange(len(prefixes), dtype=np.int32)
+    else:
+        table[as_index(prefixes >> (level - 16))] = 0
+    return table
+
+
+def _in_buckets(keys: np.ndarray, prefixes: np.ndarray, level: int,
+                table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The keys whose top ``level`` bits are one of ``prefixes``, and the row of each's
+    prefix. A table lookup drops most keys at once; a binary search places the rest."""
+    bits = 8 * keys.dtype.itemsize
+    hit = table[as_index(keys >> (bits - min(level, 16)))]
+    selected = hit >= 0
+    keys = keys[selected]
+    if level <= 16:
+        return keys, hit[selected].astype(np.intp)
+    high = keys >> (bits - level)
+    where = np.minimum(np.searchsorted(prefixes, high), len(prefixes) - 1)
+    match = prefixes[where] == high
+    return keys[match], where[match]
 
 
 def _digit_counts(block: np.ndarray, prefixes: np.ndarray, level: int,
@@ -86,17 +127,11 @@ def _digit_counts(block: np.ndarray, prefixes: np.ndarray, level: int,
     flat = block.reshape(-1)
     bits = 8 * flat.dtype.itemsize
     counts = np.zeros(len(prefixes) << digit_bits, np.int64)
-    digit_of = partial(_digit, low=bits - level - digit_bits, mask=(1 << digit_bits) - 1)
+    table = _bucket_table(prefixes, level)
     for start in range(0, flat.size, _STEP):
-        keys = _valid_keys(flat[start:start + _STEP])
-        if not level:  # the first pass: every key counts
-            counts += np.bincount(digit_of(keys), minlength=len(counts))
-            continue
-        high = keys >> (bits - level)
-        where = np.minimum(np.searchsorted(prefixes, high), len(prefixes) - 1)
-        match = prefixes[where] == high
-        row = where[match]
-        counts += np.bincount((row << digit_bits) + digit_of(keys[match]),
+        keys, rows = _in_buckets(to_keys(flat[start:start + _STEP]), prefixes, level, table)
+        digit = ((keys >> (bits - level - digit_bits)) & ((1 << digit_bits) - 1))
+        counts += np.bincount((rows << digit_bits) + digit.astype(np.intp),
                               minlength=len(counts))
     return counts
 
@@ -104,13 +139,9 @@ def _digit_counts(block: np.ndarray, prefixes: np.ndarray, level: int,
 def _matching_keys(block: np.ndarray, prefixes: np.ndarray, level: int) -> np.ndarray:
     """The keys of ``block`` whose top ``level`` bits are one of ``prefixes``."""
     flat = block.reshape(-1)
-    bits = 8 * flat.dtype.itemsize
-    found = []
-    for start in range(0, flat.size, _STEP):
-        keys = _valid_keys(flat[start:start + _STEP])
-        high = keys >> (bits - level)
-        where = np.minimum(np.searchsorted(prefixes, high), len(prefixes) - 1)
-        found.append(keys[prefixes[where] == high])
+    table = _bucket_table(prefixes, level)
+    found = [_in_buckets(to_keys(flat[start:start + _STEP]), prefixes, level, table)[0]
+             for start in range(0, flat.size, _STEP)]
     return np.concatenate(found) if found else np.empty(0, prefixes.dtype)
 
 
@@ -153,7 +184,8 @@ def _narrow(counts: np.ndarray, prefixes: np.ndarray, digit_bits: int,
 
 def _select(x: da.Array, first: np.ndarray, first_bits: int, ranks: list[int],
             options: _Options) -> dict[int, Any]:
-    """The sorted values (NaN left out) at ``ranks``, from the first pass's counts."""
+    """The values at ``ranks`` in key order (NaN keys included), from the first pass's
+    counts."""
     dtype = x.dtype
     bits = 8 * dtype.itemsize
     ukey = np.dtype(f"u{dtype.itemsize}")
@@ -218,11 +250,16 @@ def _order_statistics(source: Any, ranks_of: Any, what: str, skip_nan: bool, sel
     budget, threads = parse_budget(memory_limit, scheduler)
     options = _Options(what, scheduler, progress, budget, threads)
     first_bits = _digit_bits(8 * dtype.itemsize, 0, 1, budget // threads)
-    first = _count_pass(x, np.zeros(1, f"u{dtype.itemsize}"), 0, first_bits, options)
-    n = int(first.sum())
-    ranks = ranks_of(n) if n and (skip_nan or n == x.size) else []
-    values = _select(x, first.ravel(), first_bits, ranks, options) if ranks else {}
-    return _Found(n, int(x.size) - n, values), dtype
+    lazy = tree_reduce(x, partial(_first_counts, digit_bits=first_bits), every=4)
+    (first,) = compute(lazy, scheduler=scheduler, progress=progress)
+    nans, below = int(first[-2]), int(first[-1])
+    n = int(x.size) - nans
+    ranks = ranks_of(n) if n and (skip_nan or not nans) else []
+    # NaN with the sign bit set has the lowest keys: ranks among keys start above them.
+    found = _select(x, first[:-2], first_bits, [r + below for r in ranks], options) \
+        if ranks else {}
+    values = {r: found[r + below] for r in ranks}
+    return _Found(n, nans, values), dtype
 
 
 def _quantile(source: Any, q: Any, *, percent: bool, skip_nan: bool, what: str,
