@@ -8,6 +8,8 @@ the pure-numpy parts:
 - :func:`to_keys` / :func:`from_keys`: each value as an unsigned integer of the same
   width whose order is the values' order (floats: the sign bit flipped, negative values
   fully inverted; signed integers: the sign bit flipped), and back, bit for bit;
+- :func:`first_counts`, :func:`digit_counts` and :func:`matching_keys`: what one block
+  task of a counting or gathering pass computes;
 - :func:`quantile_ranks` and :func:`linear_quantile`: numpy's ``linear`` method (the
   default of ``numpy.quantile``) written as two steps, "which ranks" and "combine the
   values found there", with numpy's very operations, so results are numpy's bit for bit
@@ -32,8 +34,15 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["check_dtype", "from_keys", "linear_quantile", "median_of", "quantile_ranks",
-           "to_keys"]
+__all__ = [
+    "as_index", "bucket_table", "check_dtype", "digit_counts", "first_counts", "from_keys",
+    "in_buckets", "linear_quantile", "matching_keys", "median_of", "median_ranks",
+    "prepare_q", "quantile_ranks", "to_keys", "wanted_ranks",
+]
+
+# Values a block task turns into keys at a time: its temporaries stay a few MiB
+# whatever the block size.
+STEP = 2**18
 
 
 def check_dtype(dtype: np.dtype[Any], what: str) -> np.dtype[Any]:
@@ -92,6 +101,83 @@ def from_keys(keys: np.ndarray, dtype: np.dtype[Any]) -> np.ndarray:
     else:
         raw = keys
     return np.ascontiguousarray(raw).view(dtype)
+
+
+def as_index(values: np.ndarray) -> np.ndarray:
+    """Small unsigned integers as something ``bincount`` and indexing take (uint64 does
+    not cast safely to intp; its small values view as intp unchanged)."""
+    return values.view(np.intp) if values.dtype.itemsize == 8 else values
+
+
+def first_counts(block: np.ndarray, digit_bits: int) -> np.ndarray:
+    """Counts of the top ``digit_bits`` of every key, then the NaN count and the count
+    of NaN with the sign bit set (whose keys sort below ``-inf``)."""
+    flat = block.reshape(-1)
+    bits = 8 * flat.dtype.itemsize
+    counts = np.zeros((1 << digit_bits) + 2, np.int64)
+    for start in range(0, flat.size, STEP):
+        values = flat[start:start + STEP]
+        keys = to_keys(values)
+        counts[:-2] += np.bincount(as_index(keys >> (bits - digit_bits)),
+                                   minlength=1 << digit_bits)
+        if values.dtype.kind == "f":
+            nan = np.isnan(values)
+            if nan.any():
+                counts[-2] += np.count_nonzero(nan)
+                counts[-1] += np.count_nonzero(nan & np.signbit(values))
+    return counts
+
+
+def bucket_table(prefixes: np.ndarray, level: int) -> np.ndarray:
+    """A lookup on the top (at most 16) bits of a key: the row of its prefix when
+    ``level <= 16``, else 0 where some prefix starts with those bits; -1 elsewhere."""
+    top = min(level, 16)
+    table = np.full(1 << top, -1, np.int32)
+    if level <= 16:
+        table[as_index(prefixes)] = np.arange(len(prefixes), dtype=np.int32)
+    else:
+        table[as_index(prefixes >> (level - 16))] = 0
+    return table
+
+
+def in_buckets(keys: np.ndarray, prefixes: np.ndarray, level: int,
+                table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The keys whose top ``level`` bits are one of ``prefixes``, and the row of each's
+    prefix. A table lookup drops most keys at once; a binary search places the rest."""
+    bits = 8 * keys.dtype.itemsize
+    hit = table[as_index(keys >> (bits - min(level, 16)))]
+    selected = hit >= 0
+    keys = keys[selected]
+    if level <= 16:
+        return keys, hit[selected].astype(np.intp)
+    high = keys >> (bits - level)
+    where = np.minimum(np.searchsorted(prefixes, high), len(prefixes) - 1)
+    match = prefixes[where] == high
+    return keys[match], where[match]
+
+
+def digit_counts(block: np.ndarray, prefixes: np.ndarray, level: int,
+                  digit_bits: int) -> np.ndarray:
+    """Per prefix (the top ``level`` bits of a key), the counts of the next digit."""
+    flat = block.reshape(-1)
+    bits = 8 * flat.dtype.itemsize
+    counts = np.zeros(len(prefixes) << digit_bits, np.int64)
+    table = bucket_table(prefixes, level)
+    for start in range(0, flat.size, STEP):
+        keys, rows = in_buckets(to_keys(flat[start:start + STEP]), prefixes, level, table)
+        digit = ((keys >> (bits - level - digit_bits)) & ((1 << digit_bits) - 1))
+        counts += np.bincount((rows << digit_bits) + digit.astype(np.intp),
+                              minlength=len(counts))
+    return counts
+
+
+def matching_keys(block: np.ndarray, prefixes: np.ndarray, level: int) -> np.ndarray:
+    """The keys of ``block`` whose top ``level`` bits are one of ``prefixes``."""
+    flat = block.reshape(-1)
+    table = bucket_table(prefixes, level)
+    found = [in_buckets(to_keys(flat[start:start + STEP]), prefixes, level, table)[0]
+             for start in range(0, flat.size, STEP)]
+    return np.concatenate(found) if found else np.empty(0, prefixes.dtype)
 
 
 def prepare_q(q: Any, percent: bool) -> tuple[np.ndarray, bool]:

@@ -12,9 +12,11 @@ order-preserving integer keys (:mod:`~chunkflow.graph.order_keys`):
    until the values in the chosen buckets fit the budget: one last pass gathers them
    and selects exactly (or, after the last bit, each key is known outright).
 
-All ranks of all ``q`` move together, so a float32 array takes two or three passes, a
-float64 one at most five. Merging per-block percentiles (as ``dask.array.percentile``
-does) is only right when every block looks like the whole; nothing here approximates.
+All ranks of all ``q`` move together: a float32 array takes two or three passes (each
+resolves up to 16 bits of the keys), a float64 one up to four or five. NaN is counted in
+the first pass (numpy's NaN rules follow from the count). Merging per-block percentiles,
+as ``dask.array.percentile`` does, is only right when every block looks like the whole;
+nothing here approximates (for dask's approximation, call it on ``chunkflow.to_dask``).
 
 Examples
 --------
@@ -42,8 +44,8 @@ import numpy as np
 from chunkflow.errors import ValuesChangedError
 from chunkflow.graph.compute import ProgressArg, compute
 from chunkflow.graph.order_keys import (
-    check_dtype, from_keys, linear_quantile, median_of, median_ranks, prepare_q,
-    quantile_ranks, to_keys, wanted_ranks,
+    check_dtype, digit_counts, first_counts, from_keys, linear_quantile, matching_keys,
+    median_of, median_ranks, prepare_q, quantile_ranks, wanted_ranks,
 )
 from chunkflow.graph.reduce_plan import gather_tree, parse_budget, reduction_input, tree_reduce
 
@@ -52,9 +54,6 @@ __all__ = ["median", "nanmedian", "nanpercentile", "nanquantile", "percentile", 
 # The widest digit one counting pass resolves (a 2^16-bucket histogram per wanted
 # bucket, 512 KiB of counts).
 MAX_DIGIT_BITS = 16
-# Values a block task turns into keys at a time: its temporaries stay a few MiB
-# whatever the block size.
-_STEP = 2**18
 
 
 @dataclass(frozen=True)
@@ -68,83 +67,6 @@ class _Options:
     threads: int
 
 
-def as_index(values: np.ndarray) -> np.ndarray:
-    """Small unsigned integers as something ``bincount`` and indexing take (uint64 does
-    not cast safely to intp; its small values view as intp unchanged)."""
-    return values.view(np.intp) if values.dtype.itemsize == 8 else values
-
-
-def _first_counts(block: np.ndarray, digit_bits: int) -> np.ndarray:
-    """Counts of the top ``digit_bits`` of every key, then the NaN count and the count
-    of NaN with the sign bit set (whose keys sort below ``-inf``)."""
-    flat = block.reshape(-1)
-    bits = 8 * flat.dtype.itemsize
-    counts = np.zeros((1 << digit_bits) + 2, np.int64)
-    for start in range(0, flat.size, _STEP):
-        values = flat[start:start + _STEP]
-        keys = to_keys(values)
-        counts[:-2] += np.bincount(as_index(keys >> (bits - digit_bits)),
-                                   minlength=1 << digit_bits)
-        if values.dtype.kind == "f":
-            nan = np.isnan(values)
-            if nan.any():
-                counts[-2] += np.count_nonzero(nan)
-                counts[-1] += np.count_nonzero(nan & np.signbit(values))
-    return counts
-
-
-def _bucket_table(prefixes: np.ndarray, level: int) -> np.ndarray:
-    """A lookup on the top (at most 16) bits of a key: the row of its prefix when
-    ``level <= 16``, else 0 where some prefix starts with those bits; -1 elsewhere."""
-    top = min(level, 16)
-    table = np.full(1 << top, -1, np.int32)
-    if level <= 16:
-        table[as_index(prefixes)] = np.arange(len(prefixes), dtype=np.int32)
-    else:
-        table[as_index(prefixes >> (level - 16))] = 0
-    return table
-
-
-def _in_buckets(keys: np.ndarray, prefixes: np.ndarray, level: int,
-                table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The keys whose top ``level`` bits are one of ``prefixes``, and the row of each's
-    prefix. A table lookup drops most keys at once; a binary search places the rest."""
-    bits = 8 * keys.dtype.itemsize
-    hit = table[as_index(keys >> (bits - min(level, 16)))]
-    selected = hit >= 0
-    keys = keys[selected]
-    if level <= 16:
-        return keys, hit[selected].astype(np.intp)
-    high = keys >> (bits - level)
-    where = np.minimum(np.searchsorted(prefixes, high), len(prefixes) - 1)
-    match = prefixes[where] == high
-    return keys[match], where[match]
-
-
-def _digit_counts(block: np.ndarray, prefixes: np.ndarray, level: int,
-                  digit_bits: int) -> np.ndarray:
-    """Per prefix (the top ``level`` bits of a key), the counts of the next digit."""
-    flat = block.reshape(-1)
-    bits = 8 * flat.dtype.itemsize
-    counts = np.zeros(len(prefixes) << digit_bits, np.int64)
-    table = _bucket_table(prefixes, level)
-    for start in range(0, flat.size, _STEP):
-        keys, rows = _in_buckets(to_keys(flat[start:start + _STEP]), prefixes, level, table)
-        digit = ((keys >> (bits - level - digit_bits)) & ((1 << digit_bits) - 1))
-        counts += np.bincount((rows << digit_bits) + digit.astype(np.intp),
-                              minlength=len(counts))
-    return counts
-
-
-def _matching_keys(block: np.ndarray, prefixes: np.ndarray, level: int) -> np.ndarray:
-    """The keys of ``block`` whose top ``level`` bits are one of ``prefixes``."""
-    flat = block.reshape(-1)
-    table = _bucket_table(prefixes, level)
-    found = [_in_buckets(to_keys(flat[start:start + _STEP]), prefixes, level, table)[0]
-             for start in range(0, flat.size, _STEP)]
-    return np.concatenate(found) if found else np.empty(0, prefixes.dtype)
-
-
 def _digit_bits(bits: int, level: int, buckets: int, budget: int) -> int:
     """Bits the next pass resolves: up to 16, fewer when many buckets are followed
     (their counts, 8 bytes each, take at most a 32nd of a thread's budget: a combine
@@ -155,7 +77,7 @@ def _digit_bits(bits: int, level: int, buckets: int, budget: int) -> int:
 
 def _count_pass(x: da.Array, prefixes: np.ndarray, level: int, digit_bits: int,
                 options: _Options) -> np.ndarray:
-    lazy = tree_reduce(x, partial(_digit_counts, prefixes=prefixes, level=level,
+    lazy = tree_reduce(x, partial(digit_counts, prefixes=prefixes, level=level,
                                   digit_bits=digit_bits), every=4)
     (counts,) = compute(lazy, scheduler=options.scheduler, progress=options.progress)
     return counts.reshape(len(prefixes), 1 << digit_bits)
@@ -213,7 +135,7 @@ def _select(x: da.Array, first: np.ndarray, first_bits: int, ranks: list[int],
 
 def _gather(x: da.Array, prefixes: np.ndarray, level: int,
             chosen: dict[int, tuple[int, int, int]], options: _Options) -> dict[int, Any]:
-    lazy = gather_tree(x, partial(_matching_keys, prefixes=prefixes, level=level),
+    lazy = gather_tree(x, partial(matching_keys, prefixes=prefixes, level=level),
                        dtype=prefixes.dtype)
     (keys,) = compute(lazy, scheduler=options.scheduler, progress=options.progress)
     high = keys >> (8 * keys.dtype.itemsize - level)
@@ -250,7 +172,7 @@ def _order_statistics(source: Any, ranks_of: Any, what: str, skip_nan: bool, sel
     budget, threads = parse_budget(memory_limit, scheduler)
     options = _Options(what, scheduler, progress, budget, threads)
     first_bits = _digit_bits(8 * dtype.itemsize, 0, 1, budget // threads)
-    lazy = tree_reduce(x, partial(_first_counts, digit_bits=first_bits), every=4)
+    lazy = tree_reduce(x, partial(first_counts, digit_bits=first_bits), every=4)
     (first,) = compute(lazy, scheduler=scheduler, progress=progress)
     nans, below = int(first[-2]), int(first[-1])
     n = int(x.size) - nans
