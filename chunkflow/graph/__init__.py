@@ -5,7 +5,9 @@
 - :func:`store` and :func:`to_chunkflow` write dask arrays with one task per
   chunk-aligned write block;
 - :mod:`~chunkflow.graph.reductions` reduces arrays larger than memory in bounded
-  memory;
+  memory, with numpy's exact answers for :func:`histogram` and, from
+  :mod:`~chunkflow.graph.quantiles`, :func:`percentile`, :func:`quantile`,
+  :func:`median` and their ``nan*`` variants;
 - :func:`map_chunks` runs a function (a filter with halos) over every block, one task
   per block, and :func:`summarize_chunks` gathers a small result per block;
 - :func:`compute` runs any of it on the scheduler named by ``scheduler=``, with
