@@ -14,6 +14,7 @@ Runs, one after another, each in its own process:
 ``map``        Gaussian filters in 2-D and 3-D (``map_overlap`` + ``to_zarr``)
 ``xarray``     ``xr.open_dataset`` + load, ``engine="chunkflow"`` vs ``engine="zarr"``
 ``sharding``   random windows of a sharded array: time and bytes read (all three)
+``reductions`` exact percentiles of 1 GiB under 64 MiB (numpy in memory, dask approximate)
 =============  =====================================================================
 
 ``--quick`` uses small sizes and one repeat (under a minute or two on 2 cores);
@@ -43,6 +44,7 @@ BENCHMARKS = {
     "map": "bench_map.py",
     "xarray": "bench_xarray.py",
     "sharding": "bench_sharding.py",
+    "reductions": "bench_reductions.py",
 }
 
 

@@ -48,6 +48,7 @@ __all__ = [
     "SettingError",
     "UnknownSettingError",
     "StoreValueChangedError",
+    "ValuesChangedError",
 ]
 
 
@@ -185,3 +186,8 @@ class StoreValueChangedError(ChunkflowError, RuntimeError):
 
     def __reduce__(self) -> tuple[object, ...]:
         return (type(self), (self.key, self.args[0]))
+
+
+class ValuesChangedError(ChunkflowError, RuntimeError):
+    """An array's values changed between the passes of a multi-pass reduction (an exact
+    percentile counts the values several times); no result is returned."""

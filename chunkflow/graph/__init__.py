@@ -5,7 +5,9 @@
 - :func:`store` and :func:`to_chunkflow` write dask arrays with one task per
   chunk-aligned write block;
 - :mod:`~chunkflow.graph.reductions` reduces arrays larger than memory in bounded
-  memory;
+  memory, with numpy's exact answers for :func:`histogram` and, from
+  :mod:`~chunkflow.graph.quantiles`, :func:`percentile`, :func:`quantile`,
+  :func:`median` and their ``nan*`` variants;
 - :func:`map_chunks` runs a function (a filter with halos) over every block, one task
   per block, and :func:`summarize_chunks` gathers a small result per block;
 - :func:`compute` runs any of it on the scheduler named by ``scheduler=``, with
@@ -16,11 +18,14 @@ from chunkflow.graph import reductions
 from chunkflow.graph.compute import compute
 from chunkflow.graph.map import MemoryPlanError, map_chunks, summarize_chunks
 from chunkflow.graph.read import to_dask
-from chunkflow.graph.reductions import histogram, percentile, reduce
+from chunkflow.graph.reductions import (
+    histogram, median, nanmedian, nanpercentile, nanquantile, percentile, quantile, reduce,
+)
 from chunkflow.graph.store import aligned_edges, store
 from chunkflow.graph.write import to_chunkflow
 
 __all__ = [
-    "MemoryPlanError", "aligned_edges", "compute", "histogram", "map_chunks", "percentile",
-    "reduce", "reductions", "store", "summarize_chunks", "to_chunkflow", "to_dask",
+    "MemoryPlanError", "aligned_edges", "compute", "histogram", "map_chunks", "median",
+    "nanmedian", "nanpercentile", "nanquantile", "percentile", "quantile", "reduce", "reductions",
+    "store", "summarize_chunks", "to_chunkflow", "to_dask",
 ]

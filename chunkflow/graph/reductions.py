@@ -1,6 +1,6 @@
 """Reductions of arrays larger than memory, with memory bounded by a few blocks.
 
-These are dask's own reductions (``mean``, ``std``, ``histogram``, ``percentile``...)
+``mean``, ``std``, ``var``, ``min``, ``max`` and ``sum`` are dask's own reductions
 over a :func:`~chunkflow.graph.read.to_dask` array whose blocks are sized for the
 reduction rather than for storage, with a ``split_every`` chosen from the memory
 budget, on the scheduler the caller names.
@@ -11,6 +11,10 @@ times its size while it is reduced. Blocks of a fixed, modest size (4 MiB decode
 less when the budget is tight) keep the peak at "a few blocks per thread", the same for
 an 8192^2 array as for a 65536^2 one. The reduction tree then combines
 ``split_every`` partial results at a time, as many as fit the budget.
+
+:func:`histogram` counts each block against numpy's own bin edges, so its counts are
+``numpy.histogram``'s; :func:`percentile`, :func:`quantile` and :func:`median` (and
+their ``nan*`` variants, from :mod:`~chunkflow.graph.quantiles`) are exact too.
 
 Examples
 --------
@@ -27,126 +31,38 @@ Examples
 
 from __future__ import annotations
 
-import builtins
-import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import dask.array as da
 import numpy as np
-from dask.utils import parse_bytes
 
-from chunkflow.graph.compute import ProgressArg, compute, scheduler_choice
-from chunkflow.graph.read import as_source_array, to_dask
+from chunkflow.graph.compute import ProgressArg, compute
+from chunkflow.graph.quantiles import (
+    median, nanmedian, nanpercentile, nanquantile, percentile, quantile,
+)
+from chunkflow.graph.reduce_plan import (
+    memory_budget, reduction_block_bytes, reduction_input, split_every, tree_reduce,
+)
 
 __all__ = [
-    "OPERATIONS", "histogram", "reduction_input", "max", "mean", "memory_budget", "min", "percentile",
-    "reduce", "reduction_block_bytes", "std", "sum", "var",
+    "OPERATIONS", "histogram", "max", "mean", "median", "memory_budget", "min", "nanmedian",
+    "nanpercentile", "nanquantile", "percentile", "quantile", "reduce", "reduction_block_bytes",
+    "reduction_input", "std", "sum", "var",
 ]
 
-# The largest block a reduction reads by default (decoded bytes). Measured on 2 cores,
-# mean + std of 8192^2 uint16 in 512^2 chunks: 2 MiB blocks 0.7-0.9 s at 143 MB peak
-# RSS, 4 MiB 0.57-0.64 s at 180 MB, 8 MiB 0.59-0.68 s at 260 MB (dask + zarr-python:
-# 1.3 s at 118 MB; 86 MB of every figure is the interpreter and its libraries).
-REDUCTION_BLOCK_BYTES = 4 * 2**20
-# Bytes of float64 work per input element while one block is reduced (std: x - mean,
-# then its square), on top of the block itself.
-_WORK_BYTES_PER_ELEMENT = 16
-
 OPERATIONS = ("mean", "std", "var", "min", "max", "sum")
+StorageOptions = Mapping[str, Any] | None
 
 
-def memory_budget(scheduler: Any = None) -> tuple[int, int]:
-    """(bytes one worker may use, threads per worker) for the chosen scheduler.
-
-    On a distributed cluster: the smallest worker's memory limit and thread count.
-    Locally: a quarter of physical memory and the number of cores.
-
-    Examples
-    --------
-    >>> budget, threads = memory_budget("threads")
-    >>> budget > 0 and threads >= 1
-    True
-    """
-    _, client = scheduler_choice(scheduler)
-    if client is not None and not isinstance(client, str):
-        workers = client.scheduler_info().get("workers", {}).values()
-        limits = [w.get("memory_limit") or 0 for w in workers]
-        threads = [w.get("nthreads") or 1 for w in workers]
-        if limits and builtins.min(limits) > 0:
-            return builtins.min(limits), builtins.max(threads)
-    try:
-        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        physical = 8 * 2**30
-    return physical // 4, os.cpu_count() or 1
-
-
-def reduction_block_bytes(itemsize: int, memory_limit: int | str | None = None,
-                          scheduler: Any = None) -> int:
-    """Decoded bytes per block so that every thread's block and its work fit the budget.
-
-    Examples
-    --------
-    >>> reduction_block_bytes(2) == REDUCTION_BLOCK_BYTES
-    True
-    >>> reduction_block_bytes(2, memory_limit="60 MiB") < REDUCTION_BLOCK_BYTES
-    True
-    """
-    budget, threads = memory_budget(scheduler)
-    if memory_limit is not None:
-        budget = parse_bytes(memory_limit) if isinstance(memory_limit, str) else int(memory_limit)
-    expansion = 1 + _WORK_BYTES_PER_ELEMENT / itemsize
-    fits = int(budget / threads / expansion / 2)  # two blocks per thread: one read ahead
-    return builtins.max(2**20, builtins.min(REDUCTION_BLOCK_BYTES, fits))
-
-
-def _split_every(x: da.Array, axis: Any, block_bytes: int) -> int:
-    """How many partial results one combine step takes: as many as about four blocks'
-    memory holds (between 4 and 64).
-
-    A partial result keeps the block's extent along the axes not reduced, as float64
-    sums, counts and second moments (3 x 8 bytes per element); with ``axis=None`` it is
-    a few scalars.
-    """
-    reduced = range(x.ndim) if axis is None else {a % x.ndim for a in np.atleast_1d(axis)}
-    kept = [n for a, n in enumerate(x.chunksize) if a not in reduced]
-    partial = 3 * 8 * builtins.max(1, int(np.prod(kept)))
-    return int(np.clip(4 * block_bytes // partial, 4, 64))
-
-
-def reduction_input(source: Any, selection: Any = Ellipsis, chunks: Any = None,
-                    memory_limit: Any = None, scheduler: Any = None) -> tuple[da.Array, int]:
-    """The dask array a reduction reads (blocks sized for the budget), and its block bytes.
-
-    Examples
-    --------
-    >>> import chunkflow
-    >>> z = chunkflow.zeros((4096, 4096), chunks=(256, 256), dtype="u2")
-    >>> reduction_input(z)[0].chunksize, reduction_input(z, memory_limit="50 MiB")[0].chunksize
-    ((1024, 2048), (512, 1024))
-    """
-    if isinstance(source, da.Array):
-        return source, int(np.prod(source.chunksize)) * source.dtype.itemsize
-    array = as_source_array(source, None, cache=False)
-    if chunks is None:
-        chunks = reduction_block_bytes(array.dtype.itemsize, memory_limit, scheduler)
-        # At least two blocks per thread where the array allows: one block per thread
-        # would leave cores idle while the last block is reduced.
-        _, threads = memory_budget(scheduler)
-        selected = to_dask(array, selection, 1).nbytes  # a plan only: no I/O
-        chunks = builtins.min(chunks, builtins.max(2**20, int(selected) // (2 * threads)))
-    x = to_dask(array, selection, chunks)
-    return x, int(np.prod(x.chunksize)) * x.dtype.itemsize
-
-
-def _reduction(x: da.Array, op: str, axis: Any, split_every: int, ddof: int) -> da.Array:
+def _reduction(x: da.Array, op: str, axis: Any, every: int, ddof: int) -> da.Array:
     if op not in OPERATIONS:
         raise ValueError(f"unknown reduction {op!r}; expected one of {', '.join(OPERATIONS)}")
     method = getattr(x, op)
     if op in ("std", "var"):
-        return method(axis=axis, split_every=split_every, ddof=ddof)
-    return method(axis=axis, split_every=split_every)
+        return method(axis=axis, split_every=every, ddof=ddof)
+    return method(axis=axis, split_every=every)
 
 
 def reduce(
@@ -161,12 +77,13 @@ def reduce(
     scheduler: Any = None,
     progress: ProgressArg = False,
     compute_now: bool = True,
+    storage_options: StorageOptions = None,
 ) -> dict[str, Any]:
     """Several reductions of one array in one pass over its chunks.
 
     Parameters
     ----------
-    source : chunkflow.Array, path, URL or dask array
+    source : chunkflow.Array, path, URL, store or dask array
         What to reduce. Arrays given by location are opened read-only and read past
         the process-wide chunk cache (one pass reads each chunk once; caching them would
         hold up to the cache budget for nothing); an open Array reads through its own.
@@ -185,15 +102,18 @@ def reduce(
         See :func:`chunkflow.graph.compute.compute`.
     compute_now : bool
         ``False`` returns the lazy dask arrays instead of numbers.
+    storage_options : dict, optional
+        fsspec options (credentials, ``endpoint_url``...) when ``source`` is a URL.
 
     Returns
     -------
     dict
         ``{op: result}``, numpy scalars or arrays (dask arrays if not computed).
     """
-    x, block_bytes = reduction_input(source, selection, chunks, memory_limit, scheduler)
-    split_every = _split_every(x, axis, block_bytes)
-    lazy = {op: _reduction(x, op, axis, split_every, ddof) for op in ops}
+    x, block_bytes = reduction_input(source, selection, chunks, memory_limit, scheduler,
+                                     storage_options)
+    every = split_every(x, axis, block_bytes)
+    lazy = {op: _reduction(x, op, axis, every, ddof) for op in ops}
     if not compute_now:
         return lazy
     values = compute(*lazy.values(), scheduler=scheduler, progress=progress)
@@ -201,13 +121,14 @@ def reduce(
 
 
 def _single(op: str):  # type: ignore[no-untyped-def]
-    def reduction(source: Any, axis: int | tuple[int, ...] | None = None, **kwargs: Any) -> Any:
-        return reduce(source, (op,), axis=axis, **kwargs)[op]
+    def reduction(source: Any, axis: int | tuple[int, ...] | None = None, *,
+                  storage_options: StorageOptions = None, **kwargs: Any) -> Any:
+        return reduce(source, (op,), axis=axis, storage_options=storage_options, **kwargs)[op]
 
     reduction.__name__ = reduction.__qualname__ = op
     reduction.__doc__ = (
         f"The {op} of an array (or of ``selection`` of it), in bounded memory.\n\n"
-        "Keywords as :func:`reduce`.\n\n"
+        "Keywords as :func:`reduce` (``storage_options=`` for URLs among them).\n\n"
         "Examples\n--------\n>>> import chunkflow\n"
         ">>> z = chunkflow.ones((4, 4), chunks=(2, 2), dtype='u1')\n"
         f">>> float(chunkflow.reductions.{op}(z, scheduler='sync')) == float(getattr(z[:], '{op}')())\n"
@@ -224,57 +145,94 @@ max = _single("max")
 sum = _single("sum")
 
 
+def _block_histogram(block: np.ndarray, bins: Any, range: Any) -> np.ndarray:
+    # numpy's own counting, against numpy's own edges: each value's bin depends only on
+    # the value, the bins, the range and the dtype, so the blocks' counts add up to
+    # numpy's counts over the whole array.
+    return np.histogram(block, bins=bins, range=range)[0].astype(np.int64)
+
+
 def histogram(
     source: Any,
-    bins: int | Sequence[float] = 10,
+    bins: int | Sequence[float] | np.ndarray = 10,
     range: tuple[float, float] | None = None,
     *,
+    density: bool = False,
+    weights: None = None,
     selection: Any = Ellipsis,
     chunks: Any = None,
     memory_limit: int | str | None = None,
     scheduler: Any = None,
     progress: ProgressArg = False,
+    storage_options: StorageOptions = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Counts and bin edges of the values, as :func:`numpy.histogram`.
+    """Counts and bin edges of all values, exactly as :func:`numpy.histogram`.
 
-    Without ``range`` (and with ``bins`` a number), a first pass finds the minimum and
-    maximum, as numpy does.
+    The edges are numpy's (:func:`numpy.histogram_bin_edges`: float32 edges for float32
+    data, float64 for integers), and each block is counted against them by numpy, so the
+    counts equal ``numpy.histogram(source[...], bins, range)``'s. Without ``range`` (and
+    with ``bins`` a number), a first pass finds the exact minimum and maximum in the
+    array's dtype, as numpy does.
+
+    Parameters
+    ----------
+    source : chunkflow.Array, path, URL, store or dask array
+        As :func:`reduce`.
+    bins : int or sequence of edges
+        A number of equal bins, or monotonically increasing edges. numpy's estimator
+        names (``"auto"``, ``"fd"``...) need the whole data and are refused.
+    range : (float, float), optional
+        Lower and upper edges; default the data's minimum and maximum.
+    density : bool
+        Return numpy's probability density instead of counts.
+    weights : None
+        Not supported (refused when given).
+    selection, chunks, memory_limit, scheduler, progress, storage_options
+        As :func:`reduce`.
+
+    Returns
+    -------
+    counts, edges : numpy.ndarray
+        As ``numpy.histogram`` returns them.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import chunkflow
+    >>> data = np.linspace(-1, 1, 1000, dtype="f4")
+    >>> z = chunkflow.array(data, chunks=64)
+    >>> counts, edges = histogram(z, bins=7)
+    >>> expected = np.histogram(data, bins=7)
+    >>> np.array_equal(counts, expected[0]), edges.dtype, np.array_equal(edges, expected[1])
+    (True, dtype('float32'), True)
     """
-    x, block_bytes = reduction_input(source, selection, chunks, memory_limit, scheduler)
-    if range is None and np.ndim(bins) == 0:
+    if weights is not None:
+        raise ValueError("histogram: weights= is not supported; pass weights=None "
+                         "(or count with chunkflow.summarize_chunks and numpy.histogram)")
+    if isinstance(bins, str):
+        raise ValueError(f"histogram: bins={bins!r} (a numpy bin estimator) needs the whole "
+                         "data in memory; give a number of bins or the edges")
+    x, block_bytes = reduction_input(source, selection, chunks, memory_limit, scheduler,
+                                     storage_options)
+    if range is None and np.ndim(bins) == 0 and x.size:
         low, high = compute(x.min(), x.max(), scheduler=scheduler, progress=progress)
-        range = (float(low), float(high)) if low < high else (float(low) - 0.5, float(high) + 0.5)
-    counts, edges = da.histogram(x, bins=bins, range=range)
-    (counts,) = compute(counts, scheduler=scheduler, progress=progress)
-    return counts, np.asarray(edges)
-
-
-def percentile(
-    source: Any,
-    q: float | Sequence[float],
-    *,
-    selection: Any = Ellipsis,
-    chunks: Any = None,
-    memory_limit: int | str | None = None,
-    scheduler: Any = None,
-    progress: ProgressArg = False,
-) -> np.ndarray:
-    """Percentiles of all values, merged from per-block percentiles as
-    :func:`dask.array.percentile` does (exact for one block, approximate otherwise).
-
-    Blocks span whole trailing dimensions so the array flattens without moving data.
-    """
-    if isinstance(source, da.Array):
-        flat = source.reshape(-1)
-    elif isinstance(chunks, tuple):
-        flat = to_dask(as_source_array(source, None, cache=False), selection, chunks).reshape(-1)
-    else:
-        array = as_source_array(source, None, cache=False)
-        row_bytes = builtins.max(1, int(np.prod(array.shape[1:])) * array.dtype.itemsize)
-        target = chunks or reduction_block_bytes(array.dtype.itemsize, memory_limit, scheduler)
-        target = parse_bytes(target) if isinstance(target, str) else int(target)
-        chunk_rows = array.write_chunks[0] if array.ndim else 1
-        multiples = (builtins.max(1, target // row_bytes // chunk_rows),) + (-1,) * (array.ndim - 1)
-        flat = to_dask(array, selection, multiples if array.ndim else None).reshape(-1)
-    (result,) = compute(da.percentile(flat, q), scheduler=scheduler, progress=progress)
-    return np.asarray(result)
+        # numpy takes a.min() and a.max() in the array's dtype: so do we (the edges'
+        # dtype follows from them).
+        range = (np.asarray(low, x.dtype)[()], np.asarray(high, x.dtype)[()])
+        if not (np.isfinite(range[0]) and np.isfinite(range[1])):
+            raise ValueError(f"histogram: autodetected range of [{range[0]}, {range[1]}] is "
+                             "not finite (as numpy says); pass range=")
+    # numpy's edges (and its errors for bad bins or a non-finite range), before any pass.
+    edges = np.histogram_bin_edges(np.empty(0, x.dtype), bins=bins, range=range)
+    counts = np.zeros(len(edges) - 1, np.int64)
+    if x.size:
+        block_bins = edges if np.ndim(bins) else bins
+        lazy = tree_reduce(x, partial(_block_histogram, bins=block_bins, range=range),
+                           every=split_every(x, None, block_bytes))
+        (counts,) = compute(lazy, scheduler=scheduler, progress=progress)
+    counts = counts.astype(np.intp)
+    if density:
+        # numpy's formula, on the total counts.
+        widths = np.array(np.diff(edges), float)
+        return counts / widths / counts.sum(), edges
+    return counts, edges

@@ -49,6 +49,7 @@ def copy(
     without_attrs: bool = False,
     if_exists: IfExists = "raise",
     zarr_format: int | None = None,
+    storage_options: dict[str, Any] | None = None,
     **create_kwargs: Any,
 ) -> tuple[int, int, int]:
     """Copy an array or a group (recursively) into the group ``dest``.
@@ -75,6 +76,8 @@ def copy(
     zarr_format : {2, 3}, optional
         Format of the copy. A hierarchy holds one format, so with a ``Group`` as
         ``dest`` it must be that group's format (the default).
+    storage_options : dict, optional
+        fsspec options (credentials, ``endpoint_url``...) when ``dest`` is a URL.
     **create_kwargs
         Creation arguments overriding those taken from each source array
         (``chunks``, ``compressor``, ``codecs``, ``fill_value``...).
@@ -102,7 +105,8 @@ def copy(
     (3, 'm', 9)
     """
     _check_if_exists(if_exists)
-    with _closing_if_opened(dest, _as_group(dest, zarr_format, source)) as group:
+    opened = _as_group(dest, zarr_format, source, storage_options=storage_options)
+    with _closing_if_opened(dest, opened) as group:
         return _copy_into(source, group, name, shallow=shallow, without_attrs=without_attrs,
                           if_exists=if_exists, zarr_format=zarr_format, **create_kwargs)
 
@@ -135,6 +139,7 @@ def copy_all(
     without_attrs: bool = False,
     if_exists: IfExists = "raise",
     zarr_format: int | None = None,
+    storage_options: dict[str, Any] | None = None,
     **create_kwargs: Any,
 ) -> tuple[int, int, int]:
     """Copy every member of the group ``source`` into ``dest`` (and its attributes).
@@ -157,7 +162,8 @@ def copy_all(
     attrs = {} if without_attrs else dict(source.attrs)
     # A group opened here is created with the attributes at once: a zip store cannot
     # rewrite its metadata document without growing.
-    opened = _as_group(dest, zarr_format, source, attributes=attrs)
+    opened = _as_group(dest, zarr_format, source, attributes=attrs,
+                       storage_options=storage_options)
     with _closing_if_opened(dest, opened) as group:
         totals = [0, 0, 0]
         for member_name, member in source.members():
@@ -270,6 +276,8 @@ def copy_store(
     excludes: str | Iterable[str] | None = None,
     includes: str | Iterable[str] | None = None,
     if_exists: IfExists = "raise",
+    *,
+    storage_options: dict[str, Any] | None = None,
 ) -> tuple[int, int, int]:
     """Copy the raw keys below ``source_path`` of one store to ``dest_path`` of another.
 
@@ -289,6 +297,9 @@ def copy_store(
         matching an exclude is left out (not counted) unless it also matches an include.
     if_exists : {"raise", "replace", "skip"}
         For keys already in ``dest``. ``"raise"`` checks every key before writing any.
+    storage_options : dict, optional
+        fsspec options for whichever of ``source`` and ``dest`` is an fsspec URL
+        (``s3://...``); local paths, stores and mappings take none.
 
     Returns
     -------
@@ -305,7 +316,8 @@ def copy_store(
     ['copy/.zgroup']
     """
     _check_if_exists(if_exists)
-    src, dst = make_store(source, mode="r"), make_store(dest, mode="a")
+    src = make_store(source, mode="r", storage_options=_url_options(source, storage_options))
+    dst = make_store(dest, mode="a", storage_options=_url_options(dest, storage_options))
     src_prefix, dst_prefix = normalize_path(source_path), normalize_path(dest_path)
     exclude, include = _patterns(excludes), _patterns(includes)
     cut = len(src_prefix) + 1 if src_prefix else 0
@@ -376,14 +388,24 @@ def _check_if_exists(if_exists: str) -> None:
         raise ValueError(f"if_exists must be one of {_IF_EXISTS}, got {if_exists!r}")
 
 
+def _url_options(location: Any, storage_options: dict[str, Any] | None) -> Any:
+    """``storage_options`` if ``location`` is a remote fsspec URL, else None (a local
+    path, a store or a mapping takes no options; the other side of a copy may)."""
+    remote = isinstance(location, str) and ("://" in location or "::" in location) \
+        and not location.startswith(("file://", "zip::"))
+    return storage_options if remote else None
+
+
 def _as_group(dest: Any, zarr_format: int | None, source: Any,
-              attributes: dict[str, Any] | None = None) -> Group:
+              attributes: dict[str, Any] | None = None,
+              storage_options: dict[str, Any] | None = None) -> Group:
     if hasattr(dest, "create_group") and hasattr(dest, "members"):
         return dest
     from chunkflow.group import open_group
 
     fmt = zarr_format or getattr(source, "zarr_format", None) or 3
-    return open_group(dest, mode="a", zarr_format=fmt, attributes=attributes or None)
+    return open_group(dest, mode="a", zarr_format=fmt, attributes=attributes or None,
+                      storage_options=storage_options)
 
 
 @contextlib.contextmanager

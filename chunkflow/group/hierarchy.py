@@ -217,12 +217,14 @@ def _holds_node(folder: Path) -> bool:
 
 
 def consolidate_metadata(store: Any, path: str | None = None,
-                         zarr_format: int | None = None) -> Group:
+                         zarr_format: int | None = None, *,
+                         storage_options: dict[str, Any] | None = None) -> Group:
     """Write the metadata of every node below the group at ``path`` into one document.
 
     v2 writes ``.zmetadata``; v3 writes ``consolidated_metadata`` inline in the
     group's ``zarr.json`` (the layouts zarr-python 3 reads and writes). Returns the
-    group opened through the consolidated metadata.
+    group opened through the consolidated metadata. ``storage_options`` are fsspec's
+    options when ``store`` is a URL.
 
     Examples
     --------
@@ -234,7 +236,7 @@ def consolidate_metadata(store: Any, path: str | None = None,
     >>> open_consolidated(store)["a/x"].shape
     (3,)
     """
-    resolved = make_store(store, mode="a")
+    resolved = make_store(store, mode="a", storage_options=storage_options)
     root_path = normalize_path(path)
     root = open_group(resolved, mode="r+", path=root_path, zarr_format=zarr_format,
                       use_consolidated=False)

@@ -1,0 +1,196 @@
+"""What a reduction reads and how much memory it may use: the memory budget, the block
+size it implies, the dask array a reduction reads, and a tree of per-block results.
+
+Every reduction (:mod:`~chunkflow.graph.reductions`, :mod:`~chunkflow.graph.quantiles`)
+starts here, so they share one rule for the budget and one way of opening a source.
+
+Examples
+--------
+>>> import numpy as np
+>>> import chunkflow
+>>> z = chunkflow.array(np.arange(12, dtype="u1").reshape(3, 4), chunks=(2, 2))
+>>> x, _ = reduction_input(z)
+>>> per_block = lambda block: np.bincount(block.ravel() % 3, minlength=3)
+>>> tree_reduce(x, per_block).compute(scheduler="sync").tolist()
+[4, 4, 4]
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+from collections.abc import Callable, Mapping
+from functools import partial
+from typing import Any
+
+import dask.array as da
+import numpy as np
+from dask.core import flatten
+from dask.utils import parse_bytes
+
+from chunkflow.array import Array
+from chunkflow.graph.compute import scheduler_choice
+from chunkflow.graph.read import as_source_array, to_dask
+
+__all__ = [
+    "REDUCTION_BLOCK_BYTES", "gather_tree", "memory_budget", "parse_budget",
+    "reduction_block_bytes", "reduction_input", "split_every", "tree_reduce",
+]
+
+# The largest block a reduction reads by default (decoded bytes). Measured on 2 cores,
+# mean + std of 8192^2 uint16 in 512^2 chunks: 2 MiB blocks 0.7-0.9 s at 143 MB peak
+# RSS, 4 MiB 0.57-0.64 s at 180 MB, 8 MiB 0.59-0.68 s at 260 MB (dask + zarr-python:
+# 1.3 s at 118 MB; 86 MB of every figure is the interpreter and its libraries).
+REDUCTION_BLOCK_BYTES = 4 * 2**20
+# Bytes of float64 work per input element while one block is reduced (std: x - mean,
+# then its square), on top of the block itself.
+_WORK_BYTES_PER_ELEMENT = 16
+
+
+def memory_budget(scheduler: Any = None) -> tuple[int, int]:
+    """(bytes one worker may use, threads per worker) for the chosen scheduler.
+
+    On a distributed cluster: the smallest worker's memory limit and thread count.
+    Locally: a quarter of physical memory and the number of cores.
+
+    Examples
+    --------
+    >>> budget, threads = memory_budget("threads")
+    >>> budget > 0 and threads >= 1
+    True
+    """
+    _, client = scheduler_choice(scheduler)
+    if client is not None and not isinstance(client, str):
+        workers = client.scheduler_info().get("workers", {}).values()
+        limits = [w.get("memory_limit") or 0 for w in workers]
+        threads = [w.get("nthreads") or 1 for w in workers]
+        if limits and builtins.min(limits) > 0:
+            return builtins.min(limits), builtins.max(threads)
+    try:
+        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        physical = 8 * 2**30
+    return physical // 4, os.cpu_count() or 1
+
+
+def parse_budget(memory_limit: int | str | None, scheduler: Any = None) -> tuple[int, int]:
+    """(bytes one worker may use, threads per worker): ``memory_limit`` when given (bytes
+    or text such as ``"64 MiB"``), else :func:`memory_budget`.
+
+    Examples
+    --------
+    >>> parse_budget("64 MiB", "threads")[0]
+    67108864
+    """
+    budget, threads = memory_budget(scheduler)
+    if memory_limit is not None:
+        budget = parse_bytes(memory_limit) if isinstance(memory_limit, str) else int(memory_limit)
+    return budget, threads
+
+
+def reduction_block_bytes(itemsize: int, memory_limit: int | str | None = None,
+                          scheduler: Any = None) -> int:
+    """Decoded bytes per block so that every thread's block and its work fit the budget.
+
+    Examples
+    --------
+    >>> reduction_block_bytes(2) == REDUCTION_BLOCK_BYTES
+    True
+    >>> reduction_block_bytes(2, memory_limit="60 MiB") < REDUCTION_BLOCK_BYTES
+    True
+    """
+    budget, threads = parse_budget(memory_limit, scheduler)
+    expansion = 1 + _WORK_BYTES_PER_ELEMENT / itemsize
+    fits = int(budget / threads / expansion / 2)  # two blocks per thread: one read ahead
+    return builtins.max(2**20, builtins.min(REDUCTION_BLOCK_BYTES, fits))
+
+
+def split_every(x: da.Array, axis: Any, block_bytes: int) -> int:
+    """How many partial results one combine step takes: as many as about four blocks'
+    memory holds (between 4 and 64).
+
+    A partial result keeps the block's extent along the axes not reduced, as float64
+    sums, counts and second moments (3 x 8 bytes per element); with ``axis=None`` it is
+    a few scalars.
+    """
+    reduced = range(x.ndim) if axis is None else {a % x.ndim for a in np.atleast_1d(axis)}
+    kept = [n for a, n in enumerate(x.chunksize) if a not in reduced]
+    one_partial = 3 * 8 * builtins.max(1, int(np.prod(kept)))
+    return int(np.clip(4 * block_bytes // one_partial, 4, 64))
+
+
+def reduction_input(source: Any, selection: Any = Ellipsis, chunks: Any = None,
+                    memory_limit: Any = None, scheduler: Any = None,
+                    storage_options: Mapping[str, Any] | None = None) -> tuple[da.Array, int]:
+    """The dask array a reduction reads (blocks sized for the budget), and its block bytes.
+
+    ``source`` is a chunkflow array, a dask array, or a path, URL or store (opened
+    read-only with ``storage_options``, past the chunk cache: one pass reads each chunk
+    once).
+
+    Examples
+    --------
+    >>> import chunkflow
+    >>> z = chunkflow.zeros((4096, 4096), chunks=(256, 256), dtype="u2")
+    >>> reduction_input(z)[0].chunksize, reduction_input(z, memory_limit="50 MiB")[0].chunksize
+    ((1024, 2048), (512, 1024))
+    """
+    if isinstance(source, da.Array):
+        if storage_options:
+            raise ValueError("storage_options apply to URLs, not to a dask array")
+        return source, int(np.prod(source.chunksize)) * source.dtype.itemsize
+    array = as_source_array(source, storage_options,
+                            **({} if isinstance(source, Array) else {"cache": False}))
+    if chunks is None:
+        chunks = reduction_block_bytes(array.dtype.itemsize, memory_limit, scheduler)
+        # At least two blocks per thread where the array allows: one block per thread
+        # would leave cores idle while the last block is reduced.
+        _, threads = memory_budget(scheduler)
+        selected = to_dask(array, selection, 1).nbytes  # a plan only: no I/O
+        chunks = builtins.min(chunks, builtins.max(2**20, int(selected) // (2 * threads)))
+    x = to_dask(array, selection, chunks)
+    return x, int(np.prod(x.chunksize)) * x.dtype.itemsize
+
+
+def _sum_parts(parts: Any, axis: Any = None, keepdims: bool = False) -> np.ndarray:
+    """Sum of the per-block arrays in a (nested) list, as one array."""
+    arrays = list(flatten(parts)) if isinstance(parts, list) else [parts]
+    total = arrays[0].copy()
+    for part in arrays[1:]:
+        total += part
+    return total
+
+
+def _concat_parts(parts: Any, axis: Any = None, keepdims: bool = False) -> np.ndarray:
+    """The per-block arrays in a (nested) list, end to end."""
+    arrays = list(flatten(parts)) if isinstance(parts, list) else [parts]
+    return np.concatenate(arrays)
+
+
+def _apply(block: np.ndarray, axis: Any, keepdims: bool, *,
+           func: Callable[[np.ndarray], Any]) -> Any:
+    """dask's per-block step of a reduction, calling ``func`` on the block alone."""
+    return func(block)
+
+
+def tree_reduce(x: da.Array, func: Callable[[np.ndarray], np.ndarray],
+                dtype: Any = np.int64, every: int = 8) -> da.Array:
+    """The sum over all blocks of ``func(block)`` (1-D arrays of one length), summed
+    ``every`` partial results at a time: a lazy dask array that computes to that sum.
+
+    ``func`` must be picklable (a module-level function or a ``functools.partial`` of
+    one) so that worker processes can run it.
+    """
+    return da.reduction(
+        x, partial(_apply, func=func), _sum_parts, combine=_sum_parts, axis=None,
+        concatenate=False, dtype=dtype, split_every=every, meta=np.empty(0, dtype),
+    )
+
+
+def gather_tree(x: da.Array, func: Callable[[np.ndarray], np.ndarray], dtype: Any,
+                every: int = 8) -> da.Array:
+    """The concatenation of ``func(block)`` (1-D arrays of any length) over all blocks."""
+    return da.reduction(
+        x, partial(_apply, func=func), _concat_parts, combine=_concat_parts, axis=None,
+        concatenate=False, dtype=dtype, split_every=every, meta=np.empty(0, dtype),
+    )
