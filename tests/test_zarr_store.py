@@ -181,3 +181,11 @@ def _env_with_repo() -> dict[str, Any]:
 
     repo = str(Path(chunkflow.__file__).resolve().parents[1])
     return dict(os.environ, PYTHONPATH=os.pathsep.join([repo, os.environ.get("PYTHONPATH", "")]))
+
+
+def test_a_dict_zarr_python_wrote_into() -> None:
+    # zarr-python 3 wraps a dict in its MemoryStore and stores Buffer objects in it.
+    backing: dict[str, Any] = {}
+    zarr.create_array(backing, shape=(3,), chunks=(2,), dtype="i2")[:] = [7, 8, 9]
+    assert not isinstance(backing["zarr.json"], bytes)
+    assert chunkflow.open_array(backing, mode="r")[:].tolist() == [7, 8, 9]
