@@ -101,11 +101,19 @@ def _zarr_codecs(documents: Any) -> Any:
         from zarr.registry import get_codec_class
     except ImportError:
         return documents
+    def build(doc: dict[str, Any]) -> Any:
+        codec_class = get_codec_class(doc["name"])
+        if doc["name"] == "bytes" and "endian" not in doc.get("configuration", {}):
+            # Stored without an endian (1-byte types): zarr-python's array holds
+            # endian=None, where from_dict would fill in the default.
+            return codec_class(endian=None)
+        return codec_class.from_dict(doc)
+
     if documents is None:
         return None
     if isinstance(documents, dict):
-        return get_codec_class(documents["name"]).from_dict(documents)
-    return tuple(get_codec_class(doc["name"]).from_dict(doc) for doc in documents)
+        return build(documents)
+    return tuple(build(doc) for doc in documents)
 
 
 def decode_fill_attribute(value: Any, dtype: np.dtype, path: str) -> Any:
