@@ -184,7 +184,8 @@ def test_codecs_survive_read_then_to_zarr(tmp_path: Path, zarr_format: int) -> N
 
 def test_string_dtype_as_zarr_engine(tmp_path: Path) -> None:
     strings = np.array(["ab", "cdef", ""], dtype=np.dtypes.StringDType())
-    ds = xr.Dataset({"s": (("i",), strings), "o": (("i",), np.array(["x", "yy", "z"], dtype=object))})
+    objects = np.array(["x", "yy", "z"], dtype=object)
+    ds = xr.Dataset({"s": (("i",), strings), "o": (("i",), objects)})
     for zarr_format in (2, 3):
         path = tmp_path / f"s{zarr_format}.zarr"
         ds.to_zarr(path, zarr_format=zarr_format, consolidated=False)

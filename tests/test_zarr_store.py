@@ -6,6 +6,7 @@ import asyncio
 import pickle
 import subprocess
 import sys
+import uuid
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -189,3 +190,31 @@ def test_a_dict_zarr_python_wrote_into() -> None:
     zarr.create_array(backing, shape=(3,), chunks=(2,), dtype="i2")[:] = [7, 8, 9]
     assert not isinstance(backing["zarr.json"], bytes)
     assert chunkflow.open_array(backing, mode="r")[:].tolist() == [7, 8, 9]
+
+
+class TestZarrFsspecS3Store(_ZarrChannel, StoreConformance):
+    """zarr-python's FsspecStore over S3 (a moto server on loopback): object-store
+    prefixes are not keys, and the identity carries the endpoint."""
+
+    @pytest.fixture
+    def store(self, s3_server: dict[str, Any]) -> ZarrStoreAdapter:
+        url = f"s3://chunkflow-test/zarr-python-{uuid.uuid4().hex}"
+        inner = zarr.storage.FsspecStore.from_url(url, storage_options=dict(s3_server),
+                                                  read_only=False)
+        return ZarrStoreAdapter(inner)
+
+    def twin(self, store: ZarrStoreAdapter) -> ZarrStoreAdapter:
+        return ZarrStoreAdapter(zarr.storage.FsspecStore(store.store.fs, path=store.store.path))
+
+    def test_identity_names_the_endpoint(self, store: ZarrStoreAdapter,
+                                         s3_server: dict[str, Any]) -> None:
+        assert store.identity.startswith("s3://chunkflow-test/zarr-python-")
+        assert store.identity.endswith("@" + s3_server["endpoint_url"])
+
+    def test_arrays_through_s3(self, store: ZarrStoreAdapter) -> None:
+        z = chunkflow.open_array(store.store, mode="w", shape=(10, 10), chunks=(4, 4),
+                                 dtype="i4")
+        z[:] = np.arange(100).reshape(10, 10)
+        back = zarr.open_array(store.store, mode="r")
+        np.testing.assert_array_equal(back[:], np.arange(100).reshape(10, 10))
+        assert "c" not in store and sorted(store.list_dir("")[1]) == ["c"]

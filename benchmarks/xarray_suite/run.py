@@ -30,15 +30,17 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-import tomllib
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 from importlib import metadata
 from pathlib import Path
 
+import tomllib
+
 REPO = Path(__file__).resolve().parents[2]
 TEST_FILES = ("xarray/tests/test_backends.py", "xarray/tests/test_backends_datatree.py")
 MODES = ("zarr", "chunkflow")
+WORKDIR_NAME = "chunkflow-xarray-suite"
 
 #: Tests that inspect zarr-python's own objects or calls rather than the dataset read:
 #: (test id pattern, failure message pattern, why). Both must match, so that such a test
@@ -56,11 +58,12 @@ ZARR_INTERNALS: tuple[tuple[str, str, str], ...] = (
 #: Known causes, matched against "ExceptionType: message" of a failure.
 CAUSES: tuple[tuple[str, str], ...] = (
     (r"NotImplementedError.*async", "load_async: no async_getitem"),
-    (r"DID NOT WARN.*RuntimeWarning|RuntimeWarning.*consolidated", "no consolidated fallback warning"),
+    (r"DID NOT WARN.*RuntimeWarning|RuntimeWarning.*consolidated",
+     "no consolidated fallback warning"),
     (r"store must be None, a chunkflow Store", "zarr-python Store refused"),
     (r"Regex pattern did not match", "error message differs"),
     (r"MetadataError.*dimension|dimension_names|_ARRAY_DIMENSIONS", "dimension names error type"),
-    (r"KeyError: 'compressors'|KeyError: 'filters'|KeyError: 'serializer'", "encoding lacks codecs"),
+    (r"KeyError: '(compressors|filters|serializer)'", "encoding lacks codecs"),
     (r"StringDType|dtype\('O'\)", "StringDType"),
     (r"zip", "zip"),
 )
@@ -87,7 +90,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("-n", "--jobs", default="0", help="pytest-xdist workers (default 0)")
     parser.add_argument("-k", default=None, help="further test selection, ANDed with 'zarr'")
-    parser.add_argument("--workdir", default=str(Path(tempfile.gettempdir()) / "chunkflow-xarray-suite"),
+    parser.add_argument("--workdir", default=str(Path(tempfile.gettempdir()) / WORKDIR_NAME),
                         help="where the sdist and the results go (reused between runs)")
     parser.add_argument("--reuse", choices=("none", "zarr", "all"), default="none",
                         help="reuse the last run's results: of engine='zarr' only (rerun "
