@@ -5,10 +5,15 @@ The engine reads the stores xarray's own ``"zarr"`` engine reads (Zarr v2 with t
 not) and returns the same datasets: it hands xarray a data store (variables,
 attributes, dimensions) and xarray's ``StoreBackendEntrypoint`` applies the CF
 decoding (``scale_factor``/``add_offset``, ``_FillValue``, times) exactly as it does
-for the zarr engine. Fill values follow the zarr engine: a v2 array's ``fill_value``
-becomes ``_FillValue`` (it masks); a v3 array's ``fill_value`` only goes to
-``encoding["fill_value"]`` and a ``_FillValue`` attribute masks (decoded from the
-Base64 form xarray writes for floats).
+for the zarr engine. It opens paths, URLs, chunkflow stores and groups, mappings, and
+zarr-python 3 ``Store`` objects (``MemoryStore``, ``LocalStore``, ``ZipStore``,
+``FsspecStore``, wrappers), read through their public API. What matches the zarr
+engine, by part (:mod:`chunkflow.xarray_engine`): fill values, codecs in the
+encoding (``to_zarr`` writes a dataset read here with the same codecs), strings,
+and the ``KeyError`` for missing dimension names (:mod:`~.variables`); the
+consolidated-metadata fallback and its ``RuntimeWarning`` (:mod:`~.opening`);
+``load_async`` (:mod:`~.wrapper`). A missing store raises ``FileNotFoundError``
+saying it does not exist.
 
 Why a lazily indexed ``BackendArray`` and not :func:`chunkflow.to_dask` arrays:
 xarray chunks backend variables itself, *after* CF decoding has wrapped them (a
@@ -36,7 +41,8 @@ Examples
 >>> t = root.create_array("t", shape=(4, 6), chunks=(2, 3), dtype="f4",
 ...                       dimension_names=("y", "x"))
 >>> t[:] = np.arange(24).reshape(4, 6)
->>> ds = xr.open_dataset(store, engine=ChunkflowBackendEntrypoint, chunks={})
+>>> ds = xr.open_dataset(store, engine=ChunkflowBackendEntrypoint, chunks={},
+...                      consolidated=False)  # None would warn: there is no consolidated metadata
 >>> ds.t.chunks
 ((2, 2), (3, 3))
 >>> float(ds.t.sum())
@@ -45,17 +51,13 @@ Examples
 
 from __future__ import annotations
 
-import base64
 import os
-import struct
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
-
-import numpy as np
 
 try:
     from xarray import Dataset, Variable
-    from xarray.backends import AbstractDataStore, BackendArray, BackendEntrypoint
+    from xarray.backends import AbstractDataStore, BackendEntrypoint
     from xarray.backends import StoreBackendEntrypoint
     from xarray.core import indexing
     from xarray.core.utils import FrozenDict
@@ -64,99 +66,20 @@ except ImportError as error:  # xarray is optional: only this module needs it
                       ) from error
 
 from chunkflow.array import Array
-from chunkflow.errors import MetadataError, NodeNotFoundError
-from chunkflow.group import Group, open_group
-from chunkflow.storage import Store, make_store
+from chunkflow.errors import MetadataError
+from chunkflow.group import Group
+from chunkflow.storage import make_store
+from chunkflow.xarray_engine.opening import open_group_for_xarray
+from chunkflow.xarray_engine.variables import (
+    DimensionNamesError,
+    codec_encoding,
+    dims_and_attrs,
+    fill_value_entries,
+)
+from chunkflow.xarray_engine.wrapper import ChunkflowArrayWrapper
 
-__all__ = ["ChunkflowArrayWrapper", "ChunkflowBackendEntrypoint", "ChunkflowDataStore"]
-
-#: The v2 attribute xarray stores the dimension names in (hidden from ``attrs``).
-DIMENSION_KEY = "_ARRAY_DIMENSIONS"
-
-
-class ChunkflowArrayWrapper(BackendArray):
-    """A chunkflow array as xarray's lazily indexed backend array.
-
-    Basic and outer (orthogonal) indexing go to the array; xarray does the rest of a
-    vectorized selection in numpy on the outer-indexed result.
-
-    Examples
-    --------
-    >>> import chunkflow
-    >>> from xarray.core import indexing
-    >>> z = chunkflow.array(np.arange(12).reshape(3, 4), chunks=(2, 2))
-    >>> w = ChunkflowArrayWrapper(z)
-    >>> w[indexing.OuterIndexer((np.array([2, 0]), slice(1, 3)))].tolist()
-    [[9, 10], [1, 2]]
-    """
-
-    __slots__ = ("array", "dtype", "shape")
-
-    def __init__(self, array: Array) -> None:
-        self.array = array
-        self.shape = array.shape
-        dtype = array.dtype
-        if dtype.kind == "O":
-            # Variable-length strings: the marker xarray's string coders look for.
-            dtype = np.dtype(object, metadata={"element_type": str})
-        self.dtype = dtype
-
-    def __getitem__(self, key: indexing.ExplicitIndexer) -> np.ndarray:
-        return indexing.explicit_indexing_adapter(
-            key, self.shape, indexing.IndexingSupport.OUTER, self._read
-        )
-
-    def _read(self, key: tuple[Any, ...]) -> np.ndarray:
-        if all(isinstance(k, (slice, int, np.integer)) for k in key):
-            return np.asarray(self.array.get_basic_selection(key))
-        return np.asarray(self.array.get_orthogonal_selection(key))
-
-
-def _decode_fill_attribute(value: Any, dtype: np.dtype, path: str) -> Any:
-    """A v3 ``_FillValue`` attribute as xarray writes it (floats as Base64 doubles)."""
-    kind = dtype.kind
-    if kind in "fc" and isinstance(value, (int, float)) and not isinstance(value, bool):
-        return value  # a plain number, as tools other than xarray write it
-    try:
-        if kind == "f":
-            return struct.unpack("<d", base64.standard_b64decode(value))[0]
-        if kind == "c":
-            real, imag = (struct.unpack("<d", base64.standard_b64decode(v))[0] for v in value)
-            return complex(real, imag)
-        if kind == "b":
-            return bool(value)
-        if kind in "iu":
-            return int(value)
-    except (TypeError, ValueError, struct.error) as error:
-        raise MetadataError(
-            f"array {path!r}: cannot decode the _FillValue attribute {value!r} for dtype "
-            f"{dtype}: expected Base64 of a little-endian double for floats, [re, im] of "
-            f"those for complex, a number for integers"
-        ) from error
-    return value
-
-
-def _open_consolidated_aware(store: Store, path: str, consolidated: bool | None,
-                             zarr_format: int | None, cache: Any) -> Group:
-    """The group at ``path``, through the root's consolidated metadata when it has some.
-
-    ``to_zarr(group=...)`` consolidates at the store's root, not in the group; the zarr
-    engine reads a group through it, and so do we (one read for the whole hierarchy).
-    """
-    if path and consolidated is not False:
-        try:
-            root = open_group(store, mode="r", zarr_format=zarr_format,
-                              use_consolidated=True, cache=cache)
-        except (MetadataError, NodeNotFoundError):
-            pass  # no consolidated root: open the group itself below
-        else:
-            node = root.get(path)
-            if isinstance(node, Group):
-                return node
-            if isinstance(node, Array):
-                raise MetadataError(f"{path!r} in {store!r} is an array, expected a group")
-    return open_group(store, mode="r", path=path or None, zarr_format=zarr_format,
-                      use_consolidated=consolidated, cache=cache)
+__all__ = ["ChunkflowArrayWrapper", "ChunkflowBackendEntrypoint", "ChunkflowDataStore",
+           "DimensionNamesError"]
 
 
 class ChunkflowDataStore(AbstractDataStore):
@@ -167,8 +90,9 @@ class ChunkflowDataStore(AbstractDataStore):
     group : chunkflow.Group
         The group whose arrays become the variables.
     use_zarr_fill_value_as_mask : bool, optional
-        Treat each array's ``fill_value`` as ``_FillValue``; ``None``: yes for v2,
-        no for v3 (as xarray's zarr engine).
+        ``True``: a v3 array's ``fill_value`` is its ``_FillValue`` (it masks). A v2
+        array's always is, as in xarray's zarr engine: see
+        :mod:`chunkflow.xarray_engine.variables` for why.
     close_store : bool
         Close the group's store when xarray closes the dataset (stores this module
         opened itself).
@@ -186,8 +110,6 @@ class ChunkflowDataStore(AbstractDataStore):
     def __init__(self, group: Group, use_zarr_fill_value_as_mask: bool | None = None,
                  close_store: bool = False) -> None:
         self.group = group
-        if use_zarr_fill_value_as_mask is None:
-            use_zarr_fill_value_as_mask = group.zarr_format == 2
         self.use_zarr_fill_value_as_mask = use_zarr_fill_value_as_mask
         self._close_store = close_store
         self._arrays: dict[str, Array] | None = None
@@ -210,11 +132,13 @@ class ChunkflowDataStore(AbstractDataStore):
             return cls(node, use_zarr_fill_value_as_mask)
         if isinstance(source, os.PathLike):
             source = os.fspath(source)
-        owned = not isinstance(source, (Store, Mapping))
+        owned = isinstance(source, str)  # a store made here from a path or URL
+        # zarr-python stores may say they hold no consolidated metadata (xarray asks too).
+        supports_consolidated = getattr(source, "supports_consolidated_metadata", True)
         store = make_store(source, mode="r", storage_options=storage_options)
         try:
-            node = _open_consolidated_aware(store, (group or "").strip("/"), consolidated,
-                                            zarr_format, chunk_cache)
+            node = open_group_for_xarray(store, (group or "").strip("/"), consolidated,
+                                         zarr_format, chunk_cache, supports_consolidated)
         except BaseException:
             if owned:
                 store.close()
@@ -227,25 +151,9 @@ class ChunkflowDataStore(AbstractDataStore):
             self._arrays = dict(self.group.arrays())
         return self._arrays
 
-    def _dims_and_attrs(self, array: Array) -> tuple[tuple[str, ...], dict[str, Any]]:
-        attrs = dict(array.attrs)
-        if array.zarr_format == 3:
-            names = array.dimension_names or ()
-            where = "dimension_names"
-        else:
-            names = attrs.pop(DIMENSION_KEY, None) or ()
-            attrs = {k: v for k, v in attrs.items() if not k.lower().startswith("_nc")}
-            where = f"the {DIMENSION_KEY} attribute"
-        if len(names) != array.ndim or any(not isinstance(n, str) for n in names):
-            raise MetadataError(
-                f"array {array.path or '/'!r}: xarray needs a name for each of its {array.ndim} "
-                f"dimensions in {where}, found {list(names)!r}"
-            )
-        return tuple(names), attrs
-
     def open_store_variable(self, name: str, array: Array) -> Variable:
         """One array as a lazily indexed xarray variable, with its encoding."""
-        dims, attrs = self._dims_and_attrs(array)
+        dims, attrs = dims_and_attrs(array)
         wrapper = ChunkflowArrayWrapper(array)
         # As the zarr engine: "chunks" is the inner chunk, "shards" the shard; dask
         # blocks of xarray's chunking fall on the stored objects' edges.
@@ -253,16 +161,11 @@ class ChunkflowDataStore(AbstractDataStore):
             "chunks": array.chunks,
             "preferred_chunks": dict(zip(dims, array.write_chunks)),
             "shards": array.shards,
+            **codec_encoding(array),
+            **fill_value_entries(array, attrs, self.use_zarr_fill_value_as_mask),
         }
-        if self.use_zarr_fill_value_as_mask:
-            if array.fill_value is not None:
-                attrs["_FillValue"] = array.fill_value
-        else:
-            if array.zarr_format == 3:
-                encoding["fill_value"] = array.fill_value
-            if "_FillValue" in attrs:
-                attrs["_FillValue"] = _decode_fill_attribute(attrs["_FillValue"], array.dtype,
-                                                              array.path)
+        if wrapper.dtype.kind == "T":
+            encoding["dtype"] = wrapper.dtype  # as the zarr engine: written back as strings
         return Variable(dims, indexing.LazilyIndexedArray(wrapper), attrs, encoding)
 
     def get_variables(self) -> FrozenDict:
@@ -276,7 +179,7 @@ class ChunkflowDataStore(AbstractDataStore):
     def get_dimensions(self) -> dict[str, int]:
         dimensions: dict[str, int] = {}
         for array in self.arrays().values():
-            dims, _ = self._dims_and_attrs(array)
+            dims, _ = dims_and_attrs(array)
             for dim, size in zip(dims, array.shape):
                 if dimensions.setdefault(dim, size) != size:
                     raise MetadataError(

@@ -64,8 +64,13 @@ def test_every_reader_agrees_on_the_kind(zarr_format: int) -> None:
 
 
 def test_load_array_metadata_names_the_missing_documents() -> None:
+    store = MemoryStore()
+    with pytest.raises(ArrayNotFoundError,
+                       match=r"path 'x' in .* does not exist.*'x/zarr.json' or 'x/.zarray'"):
+        load_array_metadata(store, "x")
+    store["x/0"] = b""  # something is there, but no array document
     with pytest.raises(ArrayNotFoundError, match=r"found neither 'x/zarr.json' nor 'x/.zarray'"):
-        load_array_metadata(MemoryStore(), "x")
+        load_array_metadata(store, "x")
 
 
 def test_load_array_metadata_refuses_a_node_type_that_is_neither() -> None:

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 xr = pytest.importorskip("xarray")
-pytest.importorskip("zarr")
+zarr = pytest.importorskip("zarr", minversion="3.1")
 pd = pytest.importorskip("pandas")
 
 from dask.blockwise import Blockwise  # noqa: E402
@@ -28,15 +28,25 @@ from chunkflow.xarray_backend import ChunkflowBackendEntrypoint  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
+
+class NoConsolidatedStore(zarr.storage.WrapperStore):  # type: ignore[misc]
+    """A zarr-python wrapper store that holds no consolidated metadata (as xarray's
+    tests build one)."""
+
+    supports_consolidated_metadata = False
+
 pytestmark = [
     # zarr-python's notes on v3 consolidated metadata and on fixed-length strings in v3.
     pytest.mark.filterwarnings("ignore:Consolidated metadata is currently not part"),
     pytest.mark.filterwarnings("ignore:The data type .* does not have a Zarr V3 specification"),
+    # Both engines warn when consolidated=None finds no consolidated metadata (tested below).
+    pytest.mark.filterwarnings("ignore:Failed to open Zarr store with consolidated:RuntimeWarning"),
 ]
 
-#: Encoding entries both engines fill (codec objects are zarr-python's own).
+#: Encoding entries both engines fill (codecs as zarr-python's codec objects in both).
 ENCODING_KEYS = ("chunks", "preferred_chunks", "shards", "fill_value", "_FillValue",
-                 "scale_factor", "add_offset", "dtype", "units", "calendar", "coordinates")
+                 "scale_factor", "add_offset", "dtype", "units", "calendar", "coordinates",
+                 "compressors", "filters", "serializer")
 
 
 def sample_dataset() -> Any:
@@ -88,10 +98,6 @@ def assert_same(by_zarr: Any, ours: Any) -> None:
     xr.testing.assert_identical(by_zarr.load(), ours.load())
     for name, variable in by_zarr.variables.items():
         expected = {k: variable.encoding[k] for k in ENCODING_KEYS if k in variable.encoding}
-        if variable.dtype.kind in "OT":
-            # Variable-length strings: zarr-python >= 3.1 reads numpy's StringDType, we
-            # read object arrays of str (xarray's long-standing form); values are equal.
-            expected.pop("dtype", None)
         got = {k: ours[name].encoding[k] for k in expected if k in ours[name].encoding}
         np.testing.assert_equal(got, expected, err_msg=f"encoding of {name}")
 
@@ -113,8 +119,27 @@ def test_consolidated_none_uses_what_is_there(tmp_path: Path, zarr_format: int) 
     for consolidated in (True, False):
         path = write(tmp_path, zarr_format, consolidated)
         by_zarr, _ = open_both(path, consolidated, None)
-        ours = xr.open_dataset(path, engine=ChunkflowBackendEntrypoint)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            ours = xr.open_dataset(path, engine=ChunkflowBackendEntrypoint)
         assert_same(by_zarr, ours)
+        # The zarr engine's warning, with its text, only when it fell back; attributed
+        # to the caller (this file), not to chunkflow or xarray.
+        fallbacks = [w for w in caught if issubclass(w.category, RuntimeWarning)
+                     and "Failed to open Zarr store with consolidated" in str(w.message)]
+        assert len(fallbacks) == (0 if consolidated else 1)
+        assert all(w.filename == __file__ for w in fallbacks)
+
+
+def test_consolidated_false_or_unsupported_does_not_warn(tmp_path: Path) -> None:
+    path = write(tmp_path, 3, consolidated=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        xr.open_dataset(path, engine=ChunkflowBackendEntrypoint, consolidated=False)
+        # A zarr-python store that holds no consolidated metadata says so: no warning.
+        inner = NoConsolidatedStore(zarr.storage.LocalStore(path, read_only=True))
+        ds = xr.open_dataset(inner, engine=ChunkflowBackendEntrypoint)
+    assert ds.temp.shape == (6, 10, 8)
 
 
 def test_consolidated_true_requires_consolidated_metadata(tmp_path: Path) -> None:
@@ -221,11 +246,31 @@ def test_opens_groups_stores_and_subgroups() -> None:
         xr.open_dataset(sub, engine=ChunkflowBackendEntrypoint, group="a")
 
 
-def test_fill_value_as_mask_can_be_turned_off(tmp_path: Path) -> None:
-    path = write(tmp_path, 2, consolidated=False)
-    ds = xr.open_dataset(path, engine=ChunkflowBackendEntrypoint,
-                         use_zarr_fill_value_as_mask=False)
-    assert int(ds.counts.isnull().sum()) == 0 and int(ds.counts[0, 0]) == -1
+@pytest.mark.parametrize("zarr_format", [2, 3])
+@pytest.mark.parametrize("as_mask", [None, False, True])
+def test_fill_value_as_mask_as_zarr_engine(tmp_path: Path, zarr_format: int,
+                                           as_mask: bool | None) -> None:
+    """v2: the fill_value is the _FillValue whatever the option says (xarray writes a v2
+    _FillValue there; the zarr engine ignores the option); mask_and_scale=False reads
+    the stored values. v3: the fill_value masks only with use_zarr_fill_value_as_mask=True
+    (the zarr engine ignores that option too, so it is compared without it)."""
+    path = write(tmp_path, zarr_format, consolidated=False)
+    for mask_and_scale in (True, False):
+        options = dict(mask_and_scale=mask_and_scale, consolidated=False)
+        ours = xr.open_dataset(path, engine=ChunkflowBackendEntrypoint,
+                               use_zarr_fill_value_as_mask=as_mask, **options)
+        if zarr_format == 3 and as_mask:  # the array's fill_value (0) is the _FillValue
+            stored = chunkflow.open_array(str(path), mode="r", path="counts").fill_value
+            where = ours.counts.encoding if mask_and_scale else ours.counts.attrs
+            assert where["_FillValue"] == stored == 0
+            continue
+        by_zarr = xr.open_dataset(path, engine="zarr", use_zarr_fill_value_as_mask=as_mask,
+                                  **options)
+        assert_same(by_zarr, ours)
+        masked = int(ours.counts.isnull().sum())
+        assert masked == (1 if mask_and_scale else 0)
+        if zarr_format == 2 and not mask_and_scale:
+            assert ours.counts.attrs["_FillValue"] == -1 and int(ours.counts[0, 0]) == -1
 
 
 def test_dimension_names_missing_or_conflicting() -> None:
@@ -233,6 +278,10 @@ def test_dimension_names_missing_or_conflicting() -> None:
     root.create_array("a", shape=(3, 2), chunks=(3, 2), dtype="f4", dimension_names=("x", None))
     with pytest.raises(MetadataError, match=r"array 'a'.*dimension_names.*\['x', None\]"):
         xr.open_dataset(root, engine=ChunkflowBackendEntrypoint)
+    # What xarray's zarr engine raises, with the phrase xarray's tests look for.
+    with pytest.raises(KeyError, match="xarray to determine variable dimensions") as info:
+        xr.open_dataset(root, engine=ChunkflowBackendEntrypoint)
+    assert str(info.value).startswith("array 'a'")  # the message, not KeyError's repr
     root = chunkflow.group(MemoryStore())
     root.create_array("a", shape=(3,), chunks=(3,), dtype="f4", dimension_names=("x",))
     root.create_array("b", shape=(4,), chunks=(4,), dtype="f4", dimension_names=("x",))
@@ -270,7 +319,7 @@ engines = xr.backends.list_engines()
 assert isinstance(engines["chunkflow"], ChunkflowBackendEntrypoint), engines
 ds = xr.Dataset({"v": (("y", "x"), np.arange(12.0).reshape(3, 4))})
 ds.to_zarr(sys.argv[1], zarr_format=3, consolidated=False)
-opened = xr.open_dataset(sys.argv[1], engine="chunkflow", chunks={})
+opened = xr.open_dataset(sys.argv[1], engine="chunkflow", chunks={}, consolidated=False)
 xr.testing.assert_identical(opened.load(), ds)
 print("ok")
 """

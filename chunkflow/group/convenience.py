@@ -22,7 +22,7 @@ from chunkflow.array.creation import open_array
 from chunkflow.errors import NodeNotFoundError
 from chunkflow.group.copying import copy, copy_all, copy_store
 from chunkflow.storage import Store, make_store
-from chunkflow.node.documents import node_kind, normalize_path
+from chunkflow.node.documents import node_kind, normalize_path, not_found_message
 
 if TYPE_CHECKING:
     from chunkflow.group.core import Group
@@ -190,7 +190,7 @@ def load(
     >>> load(MemoryStore(), path="missing")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    chunkflow.errors.NodeNotFoundError: nothing to load at path 'missing' in MemoryStore(...): expected an array or a group
+    chunkflow.errors.NodeNotFoundError: path 'missing' in MemoryStore(...) does not exist: nothing is stored there (expected an array or a group)
     """
     owned = not isinstance(store, Store)
     resolved = make_store(store, mode="r", storage_options=storage_options)
@@ -198,10 +198,10 @@ def load(
         node_path = normalize_path(path)
         kind = node_kind(resolved, node_path)
         if kind is None:
-            raise NodeNotFoundError(
-                f"nothing to load at path {node_path or '/'!r} in {resolved!r}: expected an "
-                f"array or a group"
-            )
+            raise NodeNotFoundError(not_found_message(
+                resolved, node_path, f"nothing to load at path {node_path or '/'!r} in "
+                                     f"{resolved!r}: expected an array or a group",
+                "an array or a group"))
         if kind == "array":
             arr = open_array(resolved, mode="r", path=node_path)
             _check_format(arr, zarr_format)

@@ -19,6 +19,7 @@ from chunkflow.node.documents import (
     join_path,
     normalize_attributes,
     normalize_path,
+    not_found_message,
 )
 from chunkflow.node.base import NodeProperties
 from chunkflow.node import group_html, group_repr
@@ -92,10 +93,11 @@ class Group(NodeProperties, ArrayCreation, GroupNavigation):
         record = parse_node(fetch_nodes(resolved, [node_path]), node_path)
         if record is None or record.kind != "group":
             found = "an array" if record is not None else "nothing"
-            raise GroupNotFoundError(
-                f"no group at path {node_path or '/'!r} in {resolved!r}: found {found}, "
-                f"expected a zarr.json group or a .zgroup"
-            )
+            expected = "a zarr.json group or a .zgroup"
+            message = (f"no group at path {node_path or '/'!r} in {resolved!r}: found {found}, "
+                       f"expected {expected}")
+            raise GroupNotFoundError(message if record is not None else
+                                     not_found_message(resolved, node_path, message, expected))
         self._setup(resolved, record, read_only,
                     MemberOptions(synchronizer, cache, lock_timeout), None)
 

@@ -22,6 +22,7 @@ from chunkflow.node.documents import (
     ensure_ancestor_groups,
     join_path,
     normalize_path,
+    not_found_message,
 )
 
 from chunkflow.array import Array
@@ -108,8 +109,10 @@ def _open_group(store: Any, mode: str, path: str | None, lookup_format: int | No
         index = _consolidated_index(found, record, use_consolidated, resolved)
         return Group._from_record(resolved, record, mode == "r", options, index)
     if mode in ("r", "r+"):
-        raise GroupNotFoundError(f"no group at path {node_path or '/'!r} in {resolved!r}: "
-                                 f"expected a zarr.json group or a .zgroup")
+        expected = "a zarr.json group or a .zgroup"
+        raise GroupNotFoundError(not_found_message(
+            resolved, node_path, f"no group at path {node_path or '/'!r} in {resolved!r}: "
+                                 f"expected {expected}", expected))
     if mode == "w-" and record is not None:
         error = ContainsArrayError if record.kind == "array" else ContainsGroupError
         raise error(f"{record.kind} already exists at path {node_path or '/'!r} in "
@@ -176,8 +179,10 @@ def open_node(store: Any = None, mode: str = "a", *, path: str | None = None,
     resolved = make_store(store, mode=mode, storage_options=storage_options)
     record = parse_node(fetch_nodes(resolved, [node_path]), node_path)
     if record is None and mode in ("r", "r+"):
-        raise NodeNotFoundError(f"no array or group at path {node_path or '/'!r} in "
-                                f"{resolved!r}: expected zarr.json, .zarray or .zgroup")
+        expected = "zarr.json, .zarray or .zgroup"
+        raise NodeNotFoundError(not_found_message(
+            resolved, node_path, f"no array or group at path {node_path or '/'!r} in "
+                                 f"{resolved!r}: expected {expected}", expected))
     is_array = record.kind == "array" if record is not None and mode != "w" else "shape" in kwargs
     if is_array:
         return open_array(resolved, mode, path=node_path, **kwargs)

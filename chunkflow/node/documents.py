@@ -32,6 +32,7 @@ __all__ = [
     "classify_node",
     "node_kind",
     "load_array_metadata",
+    "not_found_message",
     "store_array_metadata",
     "normalize_attributes",
     "dump_node_document",
@@ -137,6 +138,32 @@ def _documents(found: Mapping[str, Any], path: str) -> dict[str, Any]:
     return docs
 
 
+def not_found_message(store: Store, path: str, message: str, expected: str) -> str:
+    """Why no node opens at ``path``: that it does not exist when the store holds
+    nothing there (a mistyped or missing folder, bucket prefix or group), else
+    ``message`` (keys are there, but no node document); ``expected`` names the
+    documents looked for.
+
+    Examples
+    --------
+    >>> from chunkflow.storage import MemoryStore
+    >>> store = MemoryStore()
+    >>> store["a/x"] = b""
+    >>> not_found_message(store, "b", "no group at 'b'", ".zgroup")  # doctest: +ELLIPSIS
+    "path 'b' in MemoryStore(...) does not exist: nothing is stored there (expected .zgroup)"
+    >>> not_found_message(store, "a", "no group at 'a'", ".zgroup")
+    "no group at 'a'"
+    """
+    try:
+        empty = next(iter(store.list_prefix(path)), None) is None
+    except OSError:  # a store that cannot list (permissions): say what was looked for
+        return message
+    if not empty:
+        return message
+    place = repr(store) if not path else f"path {path!r} in {store!r}"
+    return f"{place} does not exist: nothing is stored there (expected {expected})"
+
+
 def load_array_metadata(store: Store, path: str) -> tuple[ArrayMetadata, dict[str, Any]]:
     """Read the metadata and attributes of the array at ``path`` (one batched read).
 
@@ -154,7 +181,9 @@ def load_array_metadata(store: Store, path: str) -> tuple[ArrayMetadata, dict[st
     where = f"array {path or '/'!r} in {store!r}"
     classified = classify_node(docs)
     if classified is None:
-        raise ArrayNotFoundError(f"{where}: found neither {json_key!r} nor {zarray_key!r}")
+        raise ArrayNotFoundError(not_found_message(
+            store, path, f"{where}: found neither {json_key!r} nor {zarray_key!r}",
+            f"{json_key!r} or {zarray_key!r}"))
     kind, zarr_format = classified
     if kind == "group":
         key = json_key if zarr_format == 3 else zgroup_key

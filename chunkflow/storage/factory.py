@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -55,18 +56,20 @@ def _make_store(
     ============================  ==============================================
     ``None``                      a new :class:`MemoryStore`
     a :class:`Store`              the store itself
+    a zarr-python 3 ``Store``     :class:`~chunkflow.storage.zarr_store.ZarrStoreAdapter`
+                                  over it (read-only for mode ``"r"``)
     a ``Mapping``                 :class:`MappingStore` over it
     ``"file://path"``             :class:`LocalStore` (atomic local writes)
     other ``"...://..."``,        :class:`FsspecStore` with `storage_options`
     ``"a::b"`` URLs
     a path ending in ``.zip``     :class:`ZipStore`: mode ``"r"`` reads,
-                                  ``"w"`` truncates, others append
+    that is not a folder          ``"w"`` truncates, others append
     any other str / PathLike      :class:`LocalStore`
     ============================  ==============================================
 
     Parameters
     ----------
-    store : None, Store, Mapping, str or os.PathLike
+    store : None, Store, zarr.abc.store.Store, Mapping, str or os.PathLike
         What the user passed.
     mode : {"r", "r+", "a", "w", "w-"}
         Zarr access mode; ``"r"`` gives a read-only store.
@@ -91,6 +94,11 @@ def _make_store(
     if isinstance(store, Store):
         _refuse_options(storage_options, repr(store))
         return store
+    if _is_zarr_store(store):
+        from chunkflow.storage.zarr_store import ZarrStoreAdapter  # imports zarr
+
+        _refuse_options(storage_options, repr(store))
+        return ZarrStoreAdapter(store, read_only=read_only)
     if isinstance(store, Mapping):
         _refuse_options(storage_options, "a mapping")
         return MappingStore(store, read_only=read_only)
@@ -98,7 +106,7 @@ def _make_store(
         store = os.fspath(store)
     if not isinstance(store, str):
         raise TypeError(
-            "store must be None, a chunkflow Store, a Mapping, a path or a URL, "
+            "store must be None, a chunkflow or zarr-python Store, a Mapping, a path or a URL, "
             f"got {type(store).__name__}"
         )
     is_url = "://" in store or "::" in store
@@ -112,9 +120,20 @@ def _make_store(
         return FsspecStore(store, storage_options, read_only=read_only)
     _refuse_options(storage_options, f"local path {store!r}")
     path = LocalFileSystem._strip_protocol(store) if is_url else store
-    if path.endswith(".zip"):
+    if path.endswith(".zip") and not os.path.isdir(path):
+        # A folder named "x.zip" is a folder (zarr-python writes one for that path).
         return ZipStore(path, mode="r" if read_only else ("w" if mode == "w" else "a"))
     return LocalStore(path, read_only=read_only)
+
+
+def _is_zarr_store(store: object) -> bool:
+    """Whether ``store`` is a zarr-python 3 ``Store``, without importing zarr: nobody
+    holds one unless zarr is imported."""
+    if "zarr.abc.store" not in sys.modules:
+        return False
+    from chunkflow.storage.zarr_store import is_zarr_store
+
+    return is_zarr_store(store)
 
 
 def _local_zip_url(url: str) -> str | None:

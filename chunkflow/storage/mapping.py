@@ -151,7 +151,7 @@ class MappingStore(Store):
             # The one place for missing keys; some mappings (zict.Zip) put a
             # message rather than the key in their KeyError.
             raise KeyError(key) from None
-        return value if type(value) is bytes else bytes(value)
+        return _as_bytes(value)
 
     def _set(self, key: str, value: bytes | memoryview) -> None:
         data = bytes(value)
@@ -192,7 +192,7 @@ class MappingStore(Store):
                 continue
             if isinstance(value, BaseException):
                 raise value
-            out[key] = bytes(value)
+            out[key] = _as_bytes(value)
         return out
 
     def _get_range(self, key: str, start: int, length: int | None) -> bytes:
@@ -226,6 +226,14 @@ class MappingStore(Store):
     def __len__(self) -> int:
         with self._lock:
             return len(self.mapping)
+
+
+def _as_bytes(value: Any) -> bytes:
+    if type(value) is bytes:
+        return value
+    # A dict that zarr-python 3 wrote into holds its Buffers (not bytes-like).
+    to_bytes = getattr(value, "to_bytes", None)
+    return to_bytes() if callable(to_bytes) and not isinstance(value, int) else bytes(value)
 
 
 def _in_process_memory(mapping: Mapping[str, Any], identity: str) -> bool:
