@@ -155,7 +155,8 @@ def _default_workload(kind: str, path: str, work: str) -> tuple[float, int]:
             import chunkflow.graph.read as read
 
             read.DEFAULT_MIN_BLOCK_BYTES = int(kind.split("@")[1])
-        x = chunkflow.to_dask(path)
+        # The user's path from the issue: open the array, then to_dask(z).
+        x = chunkflow.to_dask(chunkflow.open(path, mode="r"))
     else:
         x = da.from_zarr(zarr.open_array(path, mode="r"))
     if work == "mean+std":

@@ -374,3 +374,21 @@ def test_slicing_most_blocks_shares_the_reads_of_x() -> None:
     assert len(reads) == 64  # each chunk read once for both results
     assert dask.compute(x.sum(), most.sum(), few.sum()) == (
         data.sum(), data[::3, 4:-4].sum(), data[:8, 8:24].sum())
+
+
+def test_dask_reads_leave_the_process_wide_cache_alone(tmp_path: Path) -> None:
+    """``to_dask(z)`` reads as ``da.from_zarr`` does: past the process-wide cache, which
+    would otherwise hold up to its budget of chunks read once (the memory the issue
+    measured); an array opened with its own cache keeps it."""
+    data = np.arange(64 * 64, dtype="u2").reshape(64, 64)
+    path = str(tmp_path / "a.zarr")
+    chunkflow.array(data, chunks=(16, 16), store=path)
+    with chunkflow.config.set(cache_max_bytes="64 MiB"):
+        chunkflow.cache.get_cache().clear()
+        z = chunkflow.open(path, mode="r")
+        assert int(chunkflow.to_dask(z).sum().compute()) == int(data.sum())
+        assert chunkflow.cache_info().entries == 0
+        private = chunkflow.ChunkCache(max_bytes=2**20)
+        mine = chunkflow.open(path, mode="r", cache=private)
+        assert int(chunkflow.to_dask(mine).sum().compute()) == int(data.sum())
+        assert private.stats.bytes == data.nbytes

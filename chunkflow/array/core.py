@@ -125,6 +125,33 @@ class Array(ArrayProperties, BlockSelection):
         array._setup(store, path, metadata, attributes, options)
         return array
 
+    def with_options(self, **changes: Any) -> Array:
+        """A handle on the same array with some options replaced, reading nothing.
+
+        Parameters
+        ----------
+        **changes
+            Any of the handle options the constructor takes: ``read_only``,
+            ``write_empty_chunks``, ``allow_pickle``, ``synchronizer``, ``cache``,
+            ``lock_timeout``, ``recheck_cached_data``.
+
+        Examples
+        --------
+        >>> import chunkflow
+        >>> z = chunkflow.zeros((4,), chunks=(2,))
+        >>> uncached = z.with_options(cache=False)
+        >>> uncached.options.cache, z.options.cache, uncached.shape
+        (False, None, (4,))
+        """
+        current = {name: getattr(self._options, name) for name in self._options.__dataclass_fields__}
+        unknown = sorted(set(changes) - set(current))
+        if unknown:
+            raise TypeError(f"array {self._path or '/'!r}: with_options() takes "
+                            f"{', '.join(sorted(current))}; got {', '.join(unknown)}")
+        options = ArrayOptions.from_kwargs(**{**current, **changes})
+        return type(self)._from_metadata(self._store, self._path, self._metadata,
+                                         self._attrs.asdict(), options)
+
     def _setup(
         self,
         store: Store,
