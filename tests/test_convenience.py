@@ -399,3 +399,15 @@ def test_copies_to_a_zip_path_leave_a_valid_zip(tmp_path) -> None:
     assert chunkflow.open(str(tmp_path / "one.zip"), mode="r")["x"][1, 1] == 5
     chunkflow.copy_store(str(tmp_path / "src.zarr"), str(tmp_path / "raw.zip"))
     assert chunkflow.open(str(tmp_path / "raw.zip"), mode="r")["a/x"][0, 1] == 1
+
+
+def test_copy_refusals_create_nothing(tmp_path: Path) -> None:
+    source = _source_tree(MemoryStore(), 3)
+    dest = tmp_path / "dest.zarr"
+    with pytest.raises(TypeError, match=r"members of a group.*chunkflow.copy for one array"):
+        copy_all(source["g/x"], str(dest))
+    with pytest.raises(ValueError, match="zarr_format must be 2, 3 or None"):
+        copy_all(source, str(dest), zarr_format=7)
+    with pytest.raises(ValueError, match="zarr_format must be 2, 3 or None"):
+        copy(source["g/x"], str(dest), "x", zarr_format=7)
+    assert not dest.exists()

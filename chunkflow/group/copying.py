@@ -104,7 +104,7 @@ def copy(
     >>> dst["x"].zarr_format, dst["x"].attrs["u"], int(dst["x"][9])
     (3, 'm', 9)
     """
-    _check_if_exists(if_exists)
+    _check_if_exists(if_exists, zarr_format)
     opened = _as_group(dest, zarr_format, source, storage_options=storage_options)
     with _closing_if_opened(dest, opened) as group:
         return _copy_into(source, group, name, shallow=shallow, without_attrs=without_attrs,
@@ -158,7 +158,10 @@ def copy_all(
     >>> sorted(dst), dst.attrs["title"], dst["sub/b"][0, 0]
     (['a', 'sub'], 'demo', np.float64(1.0))
     """
-    _check_if_exists(if_exists)
+    _check_if_exists(if_exists, zarr_format)
+    if isinstance(source, Array) or not hasattr(source, "members"):
+        raise TypeError(f"copy_all copies the members of a group; got {type(source).__name__} "
+                        f"{getattr(source, 'name', source)!r} (use chunkflow.copy for one array)")
     attrs = {} if without_attrs else dict(source.attrs)
     # A group opened here is created with the attributes at once: a zip store cannot
     # rewrite its metadata document without growing.
@@ -383,9 +386,12 @@ def _patterns(patterns: str | Iterable[str] | None) -> list[re.Pattern[str]]:
     return [re.compile(p) for p in patterns]
 
 
-def _check_if_exists(if_exists: str) -> None:
+def _check_if_exists(if_exists: str, zarr_format: Any = None) -> None:
+    # Checked before anything is opened or created: a refusal creates nothing.
     if if_exists not in _IF_EXISTS:
         raise ValueError(f"if_exists must be one of {_IF_EXISTS}, got {if_exists!r}")
+    if zarr_format not in (None, 2, 3):
+        raise ValueError(f"zarr_format must be 2, 3 or None (the source's), got {zarr_format!r}")
 
 
 def _url_options(location: Any, storage_options: dict[str, Any] | None) -> Any:
