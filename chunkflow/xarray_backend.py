@@ -65,9 +65,9 @@ except ImportError as error:  # xarray is optional: only this module needs it
     raise ImportError("chunkflow.xarray_backend needs xarray (pip install 'xarray>=2024.1')"
                       ) from error
 
-from chunkflow.array import Array
+from chunkflow.core.array import Array
 from chunkflow.errors import MetadataError
-from chunkflow.group import Group
+from chunkflow.core.group import Group
 from chunkflow.storage import make_store
 from chunkflow.xarray_engine.opening import open_group_for_xarray
 from chunkflow.xarray_engine.variables import (

@@ -414,7 +414,7 @@ def test_a_bare_number_in_a_dask_variable_is_seconds(clean_env: pytest.MonkeyPat
 def test_io_threads_setting_sizes_the_pool_and_follows_changes(
     clean_env: pytest.MonkeyPatch,
 ) -> None:
-    from chunkflow.array import parallel
+    from chunkflow.engine import pool as parallel
     from chunkflow.cache.config import usable_cores
 
     assert Config().get("io_threads") == usable_cores()  # "auto"

@@ -9,7 +9,7 @@ little-endian ``bytes`` + ``crc32c``) and sits at the ``end`` (default) or ``sta
 A shard is encoded whole here and decoded whole by :meth:`ShardingStage.decode`; the
 array layer reads part of a shard with :meth:`ShardingStage.index_range`,
 :meth:`ShardingStage.parse_index` and the inner pipeline (see
-:mod:`chunkflow.array.shard_reads`): the index and the inner chunks it needs, no more.
+:mod:`chunkflow.engine.shard_reads`): the index and the inner chunks it needs, no more.
 
 Examples
 --------

@@ -36,8 +36,8 @@ from typing import Any
 
 import numpy as np
 
-from chunkflow.array import Array
-from chunkflow.array.parallel import serial_io
+from chunkflow.core.array import Array
+from chunkflow.engine.pool import serial_io
 from chunkflow.errors import InvalidSelectionError
 
 __all__ = ["BOUNDARIES", "normalize_depth", "read_window", "window_bounds"]

@@ -42,20 +42,20 @@ from dask.blockwise import blockwise
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 from dask.utils import parse_bytes
 
-from chunkflow.array import Array
-from chunkflow.array.parallel import serial_io
+from chunkflow.core.array import Array
+from chunkflow.engine.pool import serial_io
 from chunkflow.errors import InvalidSelectionError, ShapeMismatchError
-from chunkflow.graph.compute import ProgressArg, compute as run
+from chunkflow.graph.scheduler import ProgressArg, compute as run
 from chunkflow.graph.halo import BOUNDARIES, normalize_depth, read_window
 from chunkflow.graph.map_arrays import NewOut, open_sources, resolve_out
-from chunkflow.graph.memory_plan import (
+from chunkflow.graph.budget import (
     MemoryPlanError,
     TaskMemory,
     check_memory,
     default_max_memory,
     plan_task_memory,
 )
-from chunkflow.graph.plan import default_per_block, plan_dims
+from chunkflow.graph.blocks import default_per_block, plan_dims
 from chunkflow.graph.read import (
     BLOCKS_PER_THREAD,
     SelectionDep,
@@ -304,7 +304,7 @@ def map_chunks(
         most 1 GiB); set ``chunkflow.cache.max-bytes`` to change it (0 for none), as
         in ``chunkflow.config.set(cache_max_bytes="256 MiB")`` before the cluster
         starts. The plan is checked before anything runs, and a refused job creates
-        nothing; see :mod:`chunkflow.graph.memory_plan`.
+        nothing; see :mod:`chunkflow.graph.budget`.
     compute : bool
         With ``out``: write now and return ``out`` (default), or return a lazy dask
         scalar that writes when computed (to ``True``). Without ``out`` it is ignored.

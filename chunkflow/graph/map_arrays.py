@@ -14,10 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from chunkflow.array import Array, create
+from chunkflow.api.creation import create
+from chunkflow.core.array import Array
 from chunkflow.errors import InvalidSelectionError, ReadOnlyError, ShapeMismatchError
 from chunkflow.graph.read import as_source_array
-from chunkflow.group import open_node
+from chunkflow.api.hierarchy import open_node
 from chunkflow.storage import Store
 
 __all__ = ["NewOut", "open_sources", "resolve_out"]
@@ -82,7 +83,7 @@ def resolve_out(out: Any, first: Array, dtype: Any,
         except FileNotFoundError:
             array = None
         if array is None:
-            from chunkflow.array.creation import _like
+            from chunkflow.api.creation import _like
 
             like = _like(first, dtype=np.dtype(dtype) if dtype is not None else first.dtype)
             return NewOut(out, like, storage_options, create(**like))

@@ -42,7 +42,7 @@ import dask.array as da
 import numpy as np
 
 from chunkflow.errors import ValuesChangedError
-from chunkflow.graph.compute import ProgressArg, compute
+from chunkflow.graph.scheduler import ProgressArg, compute
 from chunkflow.graph.order_keys import (
     check_dtype, digit_counts, first_counts, from_keys, linear_quantile, matching_keys,
     median_of, median_ranks, prepare_q, quantile_ranks, wanted_ranks,

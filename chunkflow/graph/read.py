@@ -4,7 +4,7 @@ The graph is two layers, whatever the size of the array: the array itself (one k
 pickled with its metadata, so tasks never read ``zarr.json`` again) and one
 ``Blockwise`` layer whose tasks read one block each. The blocks are described by a
 :class:`SelectionDep` (block index -> array selection), computed on demand from a
-:class:`~chunkflow.graph.plan.DimPlan` per dimension: no task, key or per-chunk object
+:class:`~chunkflow.graph.blocks.DimPlan` per dimension: no task, key or per-chunk object
 exists until dask materializes the graph, which it does only for the blocks a
 computation needs.
 
@@ -38,14 +38,14 @@ from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 from dask.layers import ArrayBlockwiseDep
 from dask.utils import parse_bytes
 
-from chunkflow.array import Array
-from chunkflow.array.parallel import serial_io
+from chunkflow.core.array import Array
+from chunkflow.engine.pool import serial_io
 from chunkflow.errors import InvalidSelectionError
-from chunkflow.group import open_node
+from chunkflow.api.hierarchy import open_node
 from chunkflow.storage import Store
 
-from chunkflow.graph.compute import scheduler_choice
-from chunkflow.graph.plan import (
+from chunkflow.graph.scheduler import scheduler_choice
+from chunkflow.graph.blocks import (
     DimPlan,
     auto_per_block,
     block_counts,
@@ -83,7 +83,7 @@ class SelectionDep(ArrayBlockwiseDep):
 
     Examples
     --------
-    >>> from chunkflow.graph.plan import plan_dims
+    >>> from chunkflow.graph.blocks import plan_dims
     >>> dep = SelectionDep(plan_dims((10, 10), (4, 4), (slice(1, 9), 2), (1, 1)))
     >>> dep.numblocks, dep[(1,)]
     ((3,), (slice(4, 8, 1), 2))

@@ -28,8 +28,8 @@ import numpy as np
 from dask.core import flatten
 from dask.utils import parse_bytes
 
-from chunkflow.array import Array
-from chunkflow.graph.compute import scheduler_choice
+from chunkflow.core.array import Array
+from chunkflow.graph.scheduler import scheduler_choice
 from chunkflow.graph.read import as_source_array, to_dask
 
 __all__ = [

@@ -38,7 +38,7 @@ from typing import Any
 import dask.array as da
 import numpy as np
 
-from chunkflow.graph.compute import ProgressArg, compute
+from chunkflow.graph.scheduler import ProgressArg, compute
 from chunkflow.graph.quantiles import (
     median, nanmedian, nanpercentile, nanquantile, percentile, quantile,
 )
@@ -99,7 +99,7 @@ def reduce(
     memory_limit : int or str, optional
         Bytes one worker may use; default from :func:`memory_budget`.
     scheduler, progress
-        See :func:`chunkflow.graph.compute.compute`.
+        See :func:`chunkflow.graph.scheduler.compute`.
     compute_now : bool
         ``False`` returns the lazy dask arrays instead of numbers.
     storage_options : dict, optional

@@ -18,7 +18,7 @@ What the adapter cannot get from a zarr-python store:
 
 - **versions**: zarr-python's API has none, so :meth:`Store.versions` gives ``None``
   and a cached chunk is never proven current against the store; caches re-read it
-  (see :mod:`chunkflow.array.cached`). Changes made through chunkflow still reach
+  (see :mod:`chunkflow.engine.freshness`). Changes made through chunkflow still reach
   every cache of the process at once.
 - **ranged, pinned reads**: :meth:`Store.open_ranges` fetches the whole value once and
   reads ranges of that copy, since without versions a change between two ranged

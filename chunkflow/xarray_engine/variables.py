@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from chunkflow.array import Array
+from chunkflow.core.array import Array
 from chunkflow.errors import MetadataError
 
 __all__ = ["DIMENSION_KEY", "DimensionNamesError", "codec_encoding", "decode_fill_attribute",

@@ -15,7 +15,7 @@ import numpy as np
 from xarray.backends import BackendArray
 from xarray.core import indexing
 
-from chunkflow.array import Array
+from chunkflow.core.array import Array
 
 __all__ = ["ChunkflowArrayWrapper", "holds_text", "text_dtype"]
 

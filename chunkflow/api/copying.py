@@ -1,0 +1,425 @@
+"""Copying arrays, groups and raw keys: ``copy``, ``copy_all`` and ``copy_store``.
+
+Every copy moves data a few chunks at a time, so its memory stays bounded by a few
+chunks (or, for :func:`copy_store`, by a byte budget) whatever the size of the data.
+Arrays are re-created through chunkflow's creation functions, which lets a copy
+change the Zarr format (v2 <-> v3) and the store (folder -> zip, memory -> folder) at
+once. Counts are returned as zarr-python 2 does: ``(n_copied, n_skipped,
+n_bytes_copied)``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Literal
+
+from chunkflow.core.array import Array
+from chunkflow.errors import (
+    ContainsArrayError,
+    ContainsGroupError,
+    UnsupportedCodecError,
+)
+from chunkflow.storage import Store, make_store
+from chunkflow.core.documents import join_path, node_kind, normalize_path
+
+if TYPE_CHECKING:
+    from chunkflow.core.group import Group
+
+__all__ = ["copy", "copy_all", "copy_store"]
+
+IfExists = Literal["raise", "replace", "skip"]
+_IF_EXISTS = ("raise", "replace", "skip")
+_MISSING = object()
+
+#: copy_store reads at most about this many bytes before writing them out.
+COPY_STORE_MAX_BYTES = 64 * 2**20
+#: ... and at most this many keys per batch (one get_many / set_many round trip).
+COPY_STORE_MAX_KEYS = 256
+
+
+def copy(
+    source: Any,
+    dest: Any,
+    name: str | None = None,
+    *,
+    shallow: bool = False,
+    without_attrs: bool = False,
+    if_exists: IfExists = "raise",
+    zarr_format: int | None = None,
+    storage_options: dict[str, Any] | None = None,
+    **create_kwargs: Any,
+) -> tuple[int, int, int]:
+    """Copy an array or a group (recursively) into the group ``dest``.
+
+    Parameters
+    ----------
+    source : Array or Group
+        What to copy. Any array-like with ``shape``, ``dtype`` and slicing (an h5py
+        dataset, a zarr-python array) is copied as an array too.
+    dest : Group, or a store / path / URL
+        The destination group; anything else is opened as a group (created when
+        missing) in ``zarr_format``, or in the source's format.
+    name : str, optional
+        Name of the copy inside ``dest`` (default: the source's basename).
+    shallow : bool
+        Copy a group's arrays but not its subgroups.
+    without_attrs : bool
+        Do not copy user attributes.
+    if_exists : {"raise", "replace", "skip"}
+        What to do when ``dest`` already holds ``name``. ``"skip"`` on an existing
+        group merges: the copy descends into it and skips the members that exist, so
+        an interrupted copy can be resumed. ``"replace"`` needs a store that deletes
+        (not a zip file).
+    zarr_format : {2, 3}, optional
+        Format of the copy. A hierarchy holds one format, so with a ``Group`` as
+        ``dest`` it must be that group's format (the default).
+    storage_options : dict, optional
+        fsspec options (credentials, ``endpoint_url``...) when ``dest`` is a URL.
+    **create_kwargs
+        Creation arguments overriding those taken from each source array
+        (``chunks``, ``compressor``, ``codecs``, ``fill_value``...).
+
+    Returns
+    -------
+    n_copied, n_skipped, n_bytes_copied : int
+        Nodes copied and skipped, and bytes of (uncompressed) array data copied.
+
+    Raises
+    ------
+    ContainsArrayError, ContainsGroupError
+        ``if_exists="raise"`` and ``dest`` already holds ``name``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import chunkflow
+    >>> from chunkflow.api import group
+    >>> src = chunkflow.array(np.arange(10), chunks=4, zarr_format=2, attributes={"u": "m"})
+    >>> dst = group(zarr_format=3)
+    >>> copy(src, dst, "x")
+    (1, 0, 80)
+    >>> dst["x"].zarr_format, dst["x"].attrs["u"], int(dst["x"][9])
+    (3, 'm', 9)
+    """
+    _check_if_exists(if_exists, zarr_format)
+    opened = _as_group(dest, zarr_format, source, storage_options=storage_options)
+    with _closing_if_opened(dest, opened) as group:
+        return _copy_into(source, group, name, shallow=shallow, without_attrs=without_attrs,
+                          if_exists=if_exists, zarr_format=zarr_format, **create_kwargs)
+
+
+def _copy_into(source: Any, dest: Group, name: str | None, *, shallow: bool,
+               without_attrs: bool, if_exists: IfExists, zarr_format: int | None,
+               **create_kwargs: Any) -> tuple[int, int, int]:
+    if zarr_format is not None and zarr_format != dest.zarr_format:
+        raise ValueError(
+            f"zarr_format={zarr_format} differs from the destination group {dest.name!r}, which "
+            f"is v{dest.zarr_format}: a hierarchy holds one format; pass a store (or a "
+            f"group of format {zarr_format}) as dest"
+        )
+    if name is None:
+        name = getattr(source, "basename", "") or ""
+        if not name:
+            raise ValueError(
+                f"copy of the root node {getattr(source, 'name', source)!r} needs name=; or "
+                f"use copy_all to copy its members into {dest.name!r}"
+            )
+    return _copy_node(source, dest, name, shallow=shallow,
+                      without_attrs=without_attrs, if_exists=if_exists, kwargs=create_kwargs)
+
+
+def copy_all(
+    source: Group,
+    dest: Any,
+    *,
+    shallow: bool = False,
+    without_attrs: bool = False,
+    if_exists: IfExists = "raise",
+    zarr_format: int | None = None,
+    storage_options: dict[str, Any] | None = None,
+    **create_kwargs: Any,
+) -> tuple[int, int, int]:
+    """Copy every member of the group ``source`` into ``dest`` (and its attributes).
+
+    Parameters are those of :func:`copy`; ``dest`` keeps its name.
+
+    Examples
+    --------
+    >>> from chunkflow.api import group
+    >>> src = group(attributes={"title": "demo"})
+    >>> _ = src.zeros("a", shape=(4,), chunks=(2,))
+    >>> _ = src.create_group("sub").ones("b", shape=(2, 2))
+    >>> dst = group(zarr_format=2)
+    >>> copy_all(src, dst)
+    (3, 0, 64)
+    >>> sorted(dst), dst.attrs["title"], dst["sub/b"][0, 0]
+    (['a', 'sub'], 'demo', np.float64(1.0))
+    """
+    _check_if_exists(if_exists, zarr_format)
+    if isinstance(source, Array) or not hasattr(source, "members"):
+        raise TypeError(f"copy_all copies the members of a group; got {type(source).__name__} "
+                        f"{getattr(source, 'name', source)!r} (use chunkflow.copy for one array)")
+    attrs = {} if without_attrs else dict(source.attrs)
+    # A group opened here is created with the attributes at once: a zip store cannot
+    # rewrite its metadata document without growing.
+    opened = _as_group(dest, zarr_format, source, attributes=attrs,
+                       storage_options=storage_options)
+    with _closing_if_opened(dest, opened) as group:
+        totals = [0, 0, 0]
+        for member_name, member in source.members():
+            if shallow and not isinstance(member, Array):
+                continue
+            counts = copy(member, group, member_name, shallow=shallow,
+                          without_attrs=without_attrs, if_exists=if_exists,
+                          zarr_format=zarr_format, **create_kwargs)
+            totals = [t + c for t, c in zip(totals, counts)]
+        if any(group.attrs.get(key, _MISSING) != value for key, value in attrs.items()):
+            group.attrs.update(attrs)
+    return totals[0], totals[1], totals[2]
+
+
+def _copy_node(source: Any, dest: Group, name: str, *, shallow: bool,
+               without_attrs: bool, if_exists: IfExists, kwargs: dict[str, Any]) -> tuple[int, int, int]:
+    is_group = hasattr(source, "members") and not hasattr(source, "dtype")
+    path = join_path(dest.path, name)
+    existing = node_kind(dest.store, path)
+    if existing is not None:
+        if if_exists == "raise":
+            error = ContainsArrayError if existing == "array" else ContainsGroupError
+            raise error(
+                f"cannot copy {getattr(source, 'name', 'the source')!r} to {path or '/'!r} in "
+                f"{dest.store!r}: a {existing} exists there; pass if_exists='replace' or 'skip'"
+            )
+        if if_exists == "skip" and not (is_group and existing == "group"):
+            return 0, 1, 0
+        if if_exists == "replace":
+            del dest[name]
+            existing = None
+    attrs = {} if without_attrs else dict(getattr(source, "attrs", None) or {})
+    if not is_group:
+        target = dest.create_array(name, **_array_kwargs(source, dest.zarr_format, kwargs),
+                                   attributes=attrs)
+        target[...] = source  # chunk by chunk: see chunkflow.engine.values.copy_from_source
+        return 1, 0, int(target.nbytes)
+    if existing == "group":  # if_exists="skip": merge into the group that is there
+        target_group, copied = dest[name], 0
+    else:
+        target_group, copied = dest.create_group(name, attributes=attrs), 1
+    skipped = n_bytes = 0
+    for member_name, member in source.members():
+        if shallow and not isinstance(member, Array):
+            continue
+        counts = _copy_node(member, target_group, member_name, shallow=shallow,
+                            without_attrs=without_attrs, if_exists=if_exists, kwargs=kwargs)
+        copied, skipped, n_bytes = copied + counts[0], skipped + counts[1], n_bytes + counts[2]
+    return copied, skipped, n_bytes
+
+
+def _array_kwargs(source: Any, zarr_format: int, overrides: dict[str, Any]) -> dict[str, Any]:
+    """Creation arguments that reproduce ``source`` in ``zarr_format``.
+
+    In the same format the codec documents are copied as they are. Across formats the
+    pipeline is rebuilt by the creation functions from the source's numcodecs
+    compressor, which every numcodecs codec can express in both formats; a codec with
+    no counterpart falls back to the default compressor. Codec arguments in
+    ``overrides`` replace the source's codecs as a whole (mixing both would be
+    ambiguous).
+    """
+    kwargs: dict[str, Any] = {"shape": tuple(source.shape), "dtype": source.dtype}
+    chunks = getattr(source, "chunks", None)
+    if isinstance(chunks, tuple) and all(isinstance(c, int) for c in chunks):
+        kwargs["chunks"] = chunks
+    if isinstance(source, Array):
+        meta = source.metadata
+        kwargs.update(fill_value=source.fill_value, order=source.order)
+        if source.zarr_format == zarr_format == 2:
+            kwargs["dimension_separator"] = meta.dimension_separator
+            codecs = {"compressor": meta.compressor, "filters": meta.filters}
+        elif source.zarr_format == zarr_format == 3:
+            kwargs.update(chunk_key_encoding=meta.chunk_key_encoding,
+                          dimension_names=meta.dimension_names)
+            # The codec list already holds the order (as a transpose codec).
+            codecs = {"codecs": list(meta.codecs), "order": "C"}
+        else:
+            codecs = {"compressor": _portable_compressor(source, zarr_format)}
+        if not {"compressor", "filters", "codecs"} & overrides.keys():
+            kwargs.update(codecs)
+    kwargs.update(overrides)
+    return kwargs
+
+
+def _portable_compressor(source: Array, zarr_format: int) -> Any:
+    from chunkflow.api.spec import DEFAULT
+    from chunkflow.codecs.normalize import normalize_v2_compressor, to_v3_codec
+
+    try:
+        compressor = source.compressor
+    except UnsupportedCodecError:
+        return DEFAULT
+    if compressor is None:
+        return None
+    try:  # probe the conversion now, so an unconvertible codec falls back to the default
+        if zarr_format == 2:
+            normalize_v2_compressor(compressor)
+        else:
+            to_v3_codec(compressor, source.dtype.itemsize)
+    except (UnsupportedCodecError, ValueError):
+        return DEFAULT
+    return compressor
+
+
+def copy_store(
+    source: Any,
+    dest: Any,
+    source_path: str = "",
+    dest_path: str = "",
+    excludes: str | Iterable[str] | None = None,
+    includes: str | Iterable[str] | None = None,
+    if_exists: IfExists = "raise",
+    *,
+    storage_options: dict[str, Any] | None = None,
+) -> tuple[int, int, int]:
+    """Copy the raw keys below ``source_path`` of one store to ``dest_path`` of another.
+
+    Bytes are copied unchanged (no decode, no format change), in batches of keys read
+    with one ``get_many`` and written with one ``set_many``; a batch holds at most
+    :data:`COPY_STORE_MAX_KEYS` keys and, after the first, about
+    :data:`COPY_STORE_MAX_BYTES` bytes.
+
+    Parameters
+    ----------
+    source, dest : Store, MutableMapping, path or URL
+        Anything :func:`chunkflow.storage.make_store` accepts.
+    source_path, dest_path : str
+        Folder-like prefixes (``""`` is the whole store).
+    excludes, includes : str or list of str, optional
+        Regular expressions searched in each source key (as zarr-python does); a key
+        matching an exclude is left out (not counted) unless it also matches an include.
+    if_exists : {"raise", "replace", "skip"}
+        For keys already in ``dest``. ``"raise"`` checks every key before writing any.
+    storage_options : dict, optional
+        fsspec options for whichever of ``source`` and ``dest`` is an fsspec URL
+        (``s3://...``); local paths, stores and mappings take none.
+
+    Returns
+    -------
+    n_copied, n_skipped, n_bytes_copied : int
+        Keys copied and skipped, and bytes copied.
+
+    Examples
+    --------
+    >>> src = {"a/.zgroup": b'{"zarr_format": 2}', "a/x/0": b"0123", "b/y": b"..."}
+    >>> dst = {}
+    >>> copy_store(src, dst, source_path="a", dest_path="copy", excludes=["^a/x/"])
+    (1, 0, 18)
+    >>> sorted(dst)
+    ['copy/.zgroup']
+    """
+    _check_if_exists(if_exists)
+    src = make_store(source, mode="r", storage_options=_url_options(source, storage_options))
+    dst = make_store(dest, mode="a", storage_options=_url_options(dest, storage_options))
+    src_prefix, dst_prefix = normalize_path(source_path), normalize_path(dest_path)
+    exclude, include = _patterns(excludes), _patterns(includes)
+    cut = len(src_prefix) + 1 if src_prefix else 0
+    present = set(dst.list_prefix(dst_prefix)) if if_exists != "replace" else set()
+    todo: list[tuple[str, str]] = []
+    skipped = 0
+    for key in sorted(src.list_prefix(src_prefix)):
+        relative = key[cut:]
+        target = join_path(dst_prefix, relative)
+        if any(p.search(key) for p in exclude) and not any(p.search(key) for p in include):
+            continue
+        if if_exists == "skip" and target in present:
+            skipped += 1
+        elif if_exists == "raise" and target in present:
+            _raise_key_exists(dst, target)
+        else:
+            todo.append((key, target))
+    copied = n_bytes = 0
+    for batch in _batches(src, todo):
+        dst.set_many(batch)
+        copied += len(batch)
+        n_bytes += sum(len(value) for value in batch.values())
+    # Stores opened here from a path are closed here (a zip file is only valid then).
+    for given, store in ((source, src), (dest, dst)):
+        if isinstance(given, (str, os.PathLike)):
+            store.close()
+    return copied, skipped, n_bytes
+
+
+def _batches(src: Store, todo: list[tuple[str, str]]) -> Iterator[dict[str, bytes]]:
+    # Key sizes are unknown before reading, so the batch size adapts: it starts small
+    # and grows or shrinks so that the next batch holds about COPY_STORE_MAX_BYTES.
+    size, start = 8, 0
+    while start < len(todo):
+        part = todo[start:start + size]
+        found = src.get_many([key for key, _ in part])
+        yield {target: found[key] for key, target in part if key in found}
+        read = sum(len(v) for v in found.values())
+        start += len(part)
+        per_key = max(1, read // max(1, len(found)))
+        size = max(1, min(COPY_STORE_MAX_KEYS, COPY_STORE_MAX_BYTES // per_key))
+
+
+def _raise_key_exists(store: Store, key: str) -> None:
+    # Name the node the key belongs to: the nearest ancestor holding metadata.
+    parts = key.split("/")[:-1]
+    kind = None
+    while kind is None and parts:
+        kind = node_kind(store, "/".join(parts))
+        parts = parts if kind else parts[:-1]
+    error = ContainsArrayError if kind == "array" else ContainsGroupError
+    raise error(
+        f"key {key!r} already exists in {store!r} (in {kind or 'group'} "
+        f"{'/'.join(parts) or '/'!r}); pass if_exists='replace' or 'skip'"
+    )
+
+
+def _patterns(patterns: str | Iterable[str] | None) -> list[re.Pattern[str]]:
+    if patterns is None:
+        return []
+    if isinstance(patterns, str):
+        patterns = [patterns]
+    return [re.compile(p) for p in patterns]
+
+
+def _check_if_exists(if_exists: str, zarr_format: Any = None) -> None:
+    # Checked before anything is opened or created: a refusal creates nothing.
+    if if_exists not in _IF_EXISTS:
+        raise ValueError(f"if_exists must be one of {_IF_EXISTS}, got {if_exists!r}")
+    if zarr_format not in (None, 2, 3):
+        raise ValueError(f"zarr_format must be 2, 3 or None (the source's), got {zarr_format!r}")
+
+
+def _url_options(location: Any, storage_options: dict[str, Any] | None) -> Any:
+    """``storage_options`` if ``location`` is a remote fsspec URL, else None (a local
+    path, a store or a mapping takes no options; the other side of a copy may)."""
+    remote = isinstance(location, str) and ("://" in location or "::" in location) \
+        and not location.startswith(("file://", "zip::"))
+    return storage_options if remote else None
+
+
+def _as_group(dest: Any, zarr_format: int | None, source: Any,
+              attributes: dict[str, Any] | None = None,
+              storage_options: dict[str, Any] | None = None) -> Group:
+    if hasattr(dest, "create_group") and hasattr(dest, "members"):
+        return dest
+    from chunkflow.api.hierarchy import open_group
+
+    fmt = zarr_format or getattr(source, "zarr_format", None) or 3
+    return open_group(dest, mode="a", zarr_format=fmt, attributes=attributes or None,
+                      storage_options=storage_options)
+
+
+@contextlib.contextmanager
+def _closing_if_opened(given: Any, group: Group) -> Iterator[Group]:
+    """Yield ``group``; close its store afterwards if it was opened here from a path
+    (a zip file is only valid once closed); stores and groups passed in stay open."""
+    try:
+        yield group
+    finally:
+        if isinstance(given, (str, os.PathLike)):
+            group.store.close()

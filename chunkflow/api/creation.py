@@ -1,0 +1,334 @@
+"""Creating and opening arrays: ``create``, ``open_array``, ``zeros``, ``array``...
+
+Modes follow zarr-python: ``r`` read only, must exist; ``r+`` read/write, must exist;
+``a`` read/write, create if missing (default); ``w`` create, replacing what is
+there; ``w-`` create, fail if something exists.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from chunkflow.errors import ArrayNotFoundError, ContainsArrayError, ContainsGroupError
+from chunkflow.storage import make_store
+from chunkflow.core.documents import (
+    ensure_ancestor_groups,
+    node_kind,
+    normalize_path,
+    store_array_metadata,
+)
+
+from chunkflow.core.array import Array
+from chunkflow.engine.options import ArrayOptions
+from chunkflow.api.spec import DEFAULT, build_metadata
+from chunkflow.engine.values import convert_dtype, is_chunked_source
+from chunkflow.api.zarr3_checks import ZARR3_ONLY
+
+__all__ = [
+    "create", "open_array", "zeros", "ones", "empty", "full", "array",
+    "zeros_like", "ones_like", "empty_like", "full_like", "open_like", "MODES",
+]
+
+MODES = ("r", "r+", "a", "w", "w-")
+_OPEN_OPTIONS = ("write_empty_chunks", "allow_pickle", "synchronizer", "cache", "lock_timeout",
+                 "recheck_cached_data")
+
+
+def create(
+    shape: Any,
+    *,
+    chunks: Any = True,
+    dtype: Any = "f8",
+    compressor: Any = DEFAULT,
+    fill_value: Any = DEFAULT,
+    order: str = "C",
+    store: Any = None,
+    overwrite: bool = False,
+    path: str | None = None,
+    filters: Any = None,
+    codecs: Any = None,
+    dimension_separator: str | None = None,
+    chunk_key_encoding: Any = None,
+    dimension_names: Any = None,
+    zarr_format: int = 3,
+    write_empty_chunks: bool = False,
+    read_only: bool = False,
+    storage_options: dict[str, Any] | None = None,
+    attributes: dict[str, Any] | None = None,
+    allow_pickle: bool = False,
+    synchronizer: Any = None,
+    cache: Any = None,
+    lock_timeout: float | None = None,
+    recheck_cached_data: bool | str | float | None = None,
+) -> Array:
+    """Create a new array.
+
+    Parameters
+    ----------
+    shape : int or tuple of int
+        The array's shape.
+    chunks : int, tuple, True or None
+        Chunk shape; ``True`` (default) picks about 1 MiB and up; ``None`` or ``-1``
+        for a dimension means the whole dimension.
+    dtype : dtype-like
+        numpy dtype; ``str`` stores variable-length UTF-8 strings.
+    compressor : numcodecs codec, dict or None
+        Default: blosc lz4 with byte shuffle. ``None`` stores raw bytes.
+    fill_value : scalar or None
+        Value of missing chunks (default zero). v2 only: ``None`` writes ``null``.
+    order : {"C", "F"}
+        Memory layout inside each chunk (v3 writes a ``transpose`` codec for ``"F"``).
+    store : str, os.PathLike, Store, MutableMapping or None
+        Where to create the array (default: a new in-memory store).
+    overwrite : bool
+        Replace an existing node at ``path`` (else raise).
+    path : str, optional
+        The array's path inside the store.
+    filters, codecs : list, optional
+        v2 filters (numcodecs); v3 codec documents or codec objects.
+    dimension_separator, chunk_key_encoding : optional
+        How chunk keys are spelled (v2 ``"."``/``"/"``; v3 ``"default"``/``"v2"``).
+    dimension_names : sequence of str, optional
+        v3 only.
+    zarr_format : {2, 3}
+        Format to write (default 3).
+    write_empty_chunks : bool
+        Store chunks equal to ``fill_value`` everywhere (default: delete them).
+    read_only : bool
+        Return a read-only handle to the new array.
+    storage_options : dict, optional
+        Passed to fsspec for URLs.
+    attributes : dict, optional
+        Initial user attributes.
+    allow_pickle : bool
+        Allow the pickle codec.
+    synchronizer : Synchronizer, "thread" or None
+        Locks chunks so that writes from several threads, processes or dask workers
+        whose regions overlap never lose data (see :mod:`chunkflow.sync`).
+    cache : ChunkCache, bool or None
+        Decoded-chunk cache: ``None`` the process-wide one, ``False`` none.
+    lock_timeout : float, optional
+        Seconds to wait for a lock before raising (nothing is written then).
+    recheck_cached_data : "open", bool, float or None
+        How stale cached chunks may be when read (see :mod:`chunkflow.cache`).
+
+    Examples
+    --------
+    >>> z = create((100, 100), chunks=(10, 10), dtype="i4", zarr_format=2)
+    >>> z.shape, z.chunks, z.zarr_format
+    ((100, 100), (10, 10), 2)
+    """
+    options = ArrayOptions.from_kwargs(
+        read_only=read_only, write_empty_chunks=write_empty_chunks, allow_pickle=allow_pickle,
+        synchronizer=synchronizer, cache=cache, lock_timeout=lock_timeout,
+        recheck_cached_data=recheck_cached_data,
+    )
+    resolved = make_store(store, mode="w" if overwrite else "a", storage_options=storage_options)
+    node_path = normalize_path(path)
+    metadata = build_metadata(
+        shape=shape, chunks=chunks, dtype=dtype, fill_value=fill_value, order=order,
+        compressor=compressor, filters=filters, codecs=codecs,
+        dimension_separator=dimension_separator, chunk_key_encoding=chunk_key_encoding,
+        dimension_names=dimension_names, zarr_format=zarr_format, attributes=attributes,
+        path=node_path,
+    )
+    existing = node_kind(resolved, node_path)
+    if existing is not None and not overwrite:
+        error = ContainsArrayError if existing == "array" else ContainsGroupError
+        raise error(
+            f"{existing} already exists at path {node_path or '/'!r} in {resolved!r}; pass "
+            f"overwrite=True (or mode='w') to replace it"
+        )
+    if overwrite:
+        resolved.delete_prefix(node_path)
+    ensure_ancestor_groups(resolved, node_path, metadata.zarr_format)
+    stored = store_array_metadata(resolved, node_path, metadata, dict(attributes or {}))
+    array = Array._from_metadata(resolved, node_path, stored, dict(attributes or {}), options)
+    if overwrite:
+        array._io.forget_cached()  # chunks of the array this one replaced
+    return array
+
+
+def open_array(
+    store: Any = None,
+    mode: str = "a",
+    *,
+    path: str | None = None,
+    storage_options: dict[str, Any] | None = None,
+    shape: Any = None,
+    **kwargs: Any,
+) -> Array:
+    """Open an array, creating it when ``mode`` allows and ``shape`` is given.
+
+    Examples
+    --------
+    >>> from chunkflow.storage import MemoryStore
+    >>> store = MemoryStore()
+    >>> z = open_array(store, mode="w", shape=(4,), chunks=(2,), dtype="u1")
+    >>> z[:] = [1, 2, 3, 4]
+    >>> open_array(store, mode="r")[:]
+    array([1, 2, 3, 4], dtype=uint8)
+    >>> open_array(store, mode="w", shape=(8,), chunks=(2,), shards=(4,), dtype="u1").shards
+    (4,)
+    """
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    resolved = make_store(store, mode=mode, storage_options=storage_options)
+    node_path = normalize_path(path)
+    options = {k: kwargs.pop(k) for k in _OPEN_OPTIONS if k in kwargs}
+    if mode in ("r", "r+") or (mode == "a" and node_kind(resolved, node_path) is not None):
+        kwargs.pop("zarr_format", None)
+        return Array(resolved, node_path, read_only=mode == "r" or kwargs.get("read_only", False),
+                     **options)
+    if shape is None:
+        raise ArrayNotFoundError(
+            f"no array at path {node_path or '/'!r} in {resolved!r}; pass shape= (and "
+            f"dtype=, chunks=...) to create one with mode={mode!r}"
+        )
+    if ZARR3_ONLY.isdisjoint(kwargs):
+        return create(shape, store=resolved, path=node_path, overwrite=mode == "w", **options,
+                      **kwargs)
+    # zarr-python 3 keywords (shards=, compressors=...): its create_array's meanings.
+    from chunkflow.api.zarr3 import create_array  # it builds on this module
+
+    return create_array(resolved, name=node_path, shape=shape, overwrite=mode == "w",
+                        **options, **kwargs)
+
+
+def zeros(shape: Any, **kwargs: Any) -> Array:
+    """Create an array of zeros (nothing is stored until written).
+
+    Examples
+    --------
+    >>> zeros((2, 2), dtype="i2")[:]
+    array([[0, 0],
+           [0, 0]], dtype=int16)
+    """
+    return create(shape, fill_value=0, **kwargs)
+
+
+def ones(shape: Any, **kwargs: Any) -> Array:
+    """Create an array of ones (``fill_value=1``).
+
+    Examples
+    --------
+    >>> ones(3, dtype="u1")[:]
+    array([1, 1, 1], dtype=uint8)
+    """
+    return create(shape, fill_value=1, **kwargs)
+
+
+def empty(shape: Any, **kwargs: Any) -> Array:
+    """Create an array whose content is left to be written (reads as the fill value)."""
+    return create(shape, **kwargs)
+
+
+def full(shape: Any, fill_value: Any, **kwargs: Any) -> Array:
+    """Create an array filled with ``fill_value``.
+
+    Examples
+    --------
+    >>> full(2, fill_value=np.nan)[:]
+    array([nan, nan])
+    """
+    return create(shape, fill_value=fill_value, **kwargs)
+
+
+def array(data: Any, **kwargs: Any) -> Array:
+    """Create an array holding ``data`` (a numpy array, a chunkflow array...).
+
+    Examples
+    --------
+    >>> z = array(np.arange(10), chunks=4)
+    >>> z.nchunks, int(z[9])
+    (3, 9)
+    """
+    if not is_chunked_source(data):
+        data = _as_numpy(data, kwargs.get("dtype"), kwargs.get("path"))
+    kwargs.setdefault("dtype", data.dtype)
+    if getattr(data, "chunks", None) is not None and "chunks" not in kwargs:
+        # A chunkflow source lends its stored-object shape (its shards, if sharded).
+        chunks = data.write_chunks if isinstance(data, Array) else data.chunks
+        if isinstance(chunks, tuple) and all(isinstance(c, (int, np.integer)) for c in chunks):
+            kwargs["chunks"] = chunks
+    z = create(data.shape, **kwargs)
+    if z.read_only:
+        raise ValueError("array(data, read_only=True) cannot write the data")
+    z[...] = data
+    return z
+
+
+def _as_numpy(data: Any, dtype: Any, path: str | None) -> np.ndarray:
+    """``data`` as numpy, refusing Python ints that overflow an integer ``dtype``.
+
+    Converted before the array is created, so ``array([300], dtype="u1")`` leaves
+    nothing behind, and raises ``OverflowError`` like ``np.array`` does.
+    """
+    if isinstance(data, np.ndarray) or dtype is None:
+        return np.asarray(data)
+    try:
+        target = np.dtype(dtype)
+    except TypeError:
+        return np.asarray(data)  # a dtype only create() understands; it will say so
+    if target.kind not in "iu":
+        return np.asarray(data)
+    return convert_dtype(data, target, path or "")
+
+
+def _like(a: Any, **kwargs: Any) -> dict[str, Any]:
+    """Creation arguments copied from ``a`` (a chunkflow Array or any array-like)."""
+    like: dict[str, Any] = {"shape": tuple(a.shape), "dtype": a.dtype}
+    if isinstance(a, Array):
+        meta = a.metadata
+        like.update(chunks=a.write_chunks, zarr_format=a.zarr_format, fill_value=a.fill_value)
+        if a.zarr_format == 2:
+            like.update(compressor=meta.compressor, filters=meta.filters, order=meta.order,
+                        dimension_separator=meta.dimension_separator)
+        else:
+            like.update(codecs=list(meta.codecs), chunk_key_encoding=meta.chunk_key_encoding,
+                        dimension_names=meta.dimension_names)
+    else:
+        chunks = getattr(a, "chunks", None)
+        if isinstance(chunks, tuple) and all(isinstance(c, (int, np.integer)) for c in chunks):
+            like["chunks"] = chunks
+    if kwargs.get("zarr_format", like.get("zarr_format")) != like.get("zarr_format"):
+        # Codec documents of one format do not fit the other: let the defaults apply.
+        for key in ("compressor", "filters", "codecs", "chunk_key_encoding",
+                    "dimension_separator", "dimension_names"):
+            like.pop(key, None)
+    like.update(kwargs)
+    return like
+
+
+def zeros_like(a: Any, **kwargs: Any) -> Array:
+    """An array of zeros shaped, chunked and encoded like ``a``."""
+    return create(**_like(a, **kwargs, fill_value=0))
+
+
+def ones_like(a: Any, **kwargs: Any) -> Array:
+    """An array of ones shaped, chunked and encoded like ``a``."""
+    return create(**_like(a, **kwargs, fill_value=1))
+
+
+def empty_like(a: Any, **kwargs: Any) -> Array:
+    """An empty array shaped, chunked and encoded like ``a``."""
+    return create(**_like(a, **kwargs))
+
+
+def full_like(a: Any, fill_value: Any, **kwargs: Any) -> Array:
+    """An array of ``fill_value`` shaped, chunked and encoded like ``a``.
+
+    Examples
+    --------
+    >>> full_like(np.zeros((2, 3)), 7.5)[0]
+    array([7.5, 7.5, 7.5])
+    """
+    return create(**_like(a, **kwargs, fill_value=fill_value))
+
+
+def open_like(a: Any, path: Any, **kwargs: Any) -> Array:
+    """Open (or create) the array at ``path`` with the properties of ``a``."""
+    like = _like(a, **kwargs)
+    return open_array(path, **like)

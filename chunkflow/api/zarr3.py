@@ -1,0 +1,189 @@
+"""zarr-python 3's creation functions: ``create_array`` and ``from_array`` with its keyword
+names (``shards=``, ``compressors=``, ``filters=``, ``serializer=``...), translated into
+chunkflow's :func:`~chunkflow.create`. The metadata written is what zarr-python writes for
+the same call, so a user moving from ``zarr.create_array`` gets the same files.
+
+Examples
+--------
+>>> import chunkflow
+>>> z = create_array(None, shape=(100, 100), chunks=(10, 10), shards=(50, 50), dtype="u2")
+>>> z.metadata.chunks, z.metadata.codecs[0]["configuration"]["chunk_shape"]
+((50, 50), [10, 10])
+>>> create_array(None, shape=(100,), chunks=(15,), shards=(50,), dtype="u1")
+Traceback (most recent call last):
+...
+chunkflow.errors.MetadataError: shards (50,) must be a whole multiple of chunks (15,) in every dimension, as zarr-python requires; for example shards=(45,) or shards=(60,)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from chunkflow.errors import MetadataError
+
+from chunkflow.core.array import Array
+from chunkflow.api.creation import create
+from chunkflow.api.partition import auto_partition
+from chunkflow.api.zarr3_checks import (
+    check_shards,
+    check_stage,
+    check_v2_keywords,
+    key_encoding_document,
+    merge_compressor,
+    warn_order_v3,
+)
+
+__all__ = ["create_array", "from_array"]
+
+# zarr-python 3's defaults for new arrays.
+DEFAULT_SERIALIZER = {"name": "bytes", "configuration": {"endian": "little"}}
+DEFAULT_V3_COMPRESSOR = {"name": "zstd", "configuration": {"level": 0, "checksum": False}}
+DEFAULT_V2_COMPRESSOR = {"id": "zstd", "level": 0}
+INDEX_CODECS = [DEFAULT_SERIALIZER, {"name": "crc32c"}]
+
+
+def _as_document(codec: Any, zarr_format: int) -> dict[str, Any]:
+    """A codec as its JSON document: dicts as given, zarr-python and numcodecs objects
+    through their own serialization."""
+    if isinstance(codec, Mapping):
+        return dict(codec)
+    if zarr_format == 3 and hasattr(codec, "to_dict"):  # a zarr-python codec
+        return dict(codec.to_dict())
+    if hasattr(codec, "get_config"):  # a numcodecs codec
+        config = dict(codec.get_config())
+        if zarr_format == 2:
+            return config
+        name = config.pop("id")
+        return {"name": name if name in ("zstd", "gzip", "blosc", "crc32c") else
+                f"numcodecs.{name}", "configuration": config}
+    raise TypeError(f"cannot use {codec!r} as a codec: expected a dict, a zarr-python codec "
+                    "or a numcodecs codec")
+
+
+def _codec_list(value: Any, default: list[dict[str, Any]], zarr_format: int) -> list[dict[str, Any]]:
+    if isinstance(value, str) and value == "auto":
+        return [dict(c) for c in default]
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        return [_as_document(c, zarr_format) for c in value]
+    return [_as_document(value, zarr_format)]
+
+
+def _itemsize(dtype: Any) -> int:
+    try:
+        return max(np.dtype(dtype).itemsize, 1)
+    except TypeError:  # a dtype only chunkflow names ("string"...): variable length
+        return 1
+
+
+def _serializer(value: Any) -> list[dict[str, Any]]:
+    if isinstance(value, (list, tuple)):
+        raise MetadataError(f"serializer= takes one array->bytes codec, got a list of "
+                            f"{len(value)}: {value!r}")
+    return _codec_list(value, [DEFAULT_SERIALIZER], 3)
+
+
+def create_array(
+    store: Any,
+    *,
+    name: str | None = None,
+    shape: Any = None,
+    dtype: Any = None,
+    data: Any = None,
+    chunks: Any = "auto",
+    shards: Sequence[int] | str | None = None,
+    filters: Any = "auto",
+    compressors: Any = "auto",
+    serializer: Any = "auto",
+    fill_value: Any = None,
+    order: str | None = None,
+    zarr_format: int = 3,
+    attributes: dict[str, Any] | None = None,
+    chunk_key_encoding: Any = None,
+    dimension_names: Sequence[str | None] | None = None,
+    storage_options: dict[str, Any] | None = None,
+    overwrite: bool = False,
+    config: Mapping[str, Any] | None = None,
+    write_data: bool = True,
+    **chunkflow_options: Any,
+) -> Array:
+    """Create an array with zarr-python 3's keywords (see the module documentation).
+
+    ``chunks`` is the inner chunk and ``shards`` the shard, as in zarr-python 3;
+    ``compressors`` is one codec or a list; ``filters`` are v3 array-to-array codecs (v2:
+    numcodecs filters); ``config={"write_empty_chunks": ...}``. Other keywords
+    (``synchronizer=``, ``cache=``...) go to :func:`chunkflow.create`.
+    """
+    if data is not None:
+        data = data if hasattr(data, "shape") and hasattr(data, "dtype") else np.asarray(data)
+        shape = data.shape if shape is None else shape
+        dtype = data.dtype if dtype is None else dtype
+    if shape is None or dtype is None:
+        raise TypeError("create_array needs shape= and dtype= (or data=)")
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    chunk_arg: Any = True if isinstance(chunks, str) and chunks == "auto" else chunks
+    if isinstance(chunk_arg, (int, np.integer)) and not isinstance(chunk_arg, bool):
+        chunk_arg = (int(chunk_arg),) * len(shape)
+    options: dict[str, Any] = dict(chunkflow_options)
+    compressors = merge_compressor(compressors, options)
+    chunk_key_encoding = key_encoding_document(chunk_key_encoding, zarr_format)
+    if config and "write_empty_chunks" in config:
+        options["write_empty_chunks"] = bool(config["write_empty_chunks"])
+    if fill_value is not None:
+        options["fill_value"] = fill_value
+    if zarr_format == 2:
+        check_v2_keywords(serializer, dimension_names, shards)
+        compressor = _codec_list(compressors, [DEFAULT_V2_COMPRESSOR], 2)
+        if len(compressor) > 1:
+            raise MetadataError(f"Zarr v2 takes one compressor, got {len(compressor)}")
+        separator = (chunk_key_encoding["configuration"].get("separator")
+                     if isinstance(chunk_key_encoding, Mapping) else None)
+        options.update(compressor=compressor[0] if compressor else None,
+                       filters=_codec_list(filters, [], 2) or None, order=order or "C",
+                       dimension_separator=separator)
+    else:
+        warn_order_v3(order)
+        stages = {"filters": _codec_list(filters, [], 3),
+                  "serializer": _serializer(serializer),
+                  "compressors": _codec_list(compressors, [DEFAULT_V3_COMPRESSOR], 3)}
+        for keyword, documents in stages.items():
+            check_stage(keyword, documents)
+        inner = [*stages["filters"], *stages["serializer"], *stages["compressors"]]
+        if shards is not None:
+            shards, chunk_arg = auto_partition(shape, "auto" if chunk_arg is True else chunk_arg,
+                                               shards, _itemsize(dtype))
+            check_shards(tuple(shards), tuple(chunk_arg), shape)
+            inner = [{"name": "sharding_indexed", "configuration": {
+                "chunk_shape": list(chunk_arg), "codecs": inner,
+                "index_codecs": [dict(c) for c in INDEX_CODECS], "index_location": "end"}}]
+            chunk_arg = tuple(shards)
+        options.update(codecs=inner, chunk_key_encoding=chunk_key_encoding,
+                       dimension_names=dimension_names)
+    array = create(shape, chunks=chunk_arg, dtype=dtype, store=store, path=name,
+                   overwrite=overwrite, zarr_format=zarr_format, attributes=attributes,
+                   storage_options=storage_options, **options)
+    if data is not None and write_data:
+        array[...] = data
+    return array
+
+
+def from_array(store: Any, *, data: Any, **kwargs: Any) -> Array:
+    """A new array holding ``data`` (numpy, dask or a chunkflow array), as zarr-python 3's
+    ``from_array``; keywords as :func:`create_array`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from_array(None, data=np.arange(6).reshape(2, 3), chunks=(1, 3))[1].tolist()
+    [3, 4, 5]
+    """
+    if isinstance(data, Array):
+        # zarr-python's chunks="keep"/shards="keep": the source's inner chunks and shards.
+        kwargs.setdefault("chunks", data.chunks)
+        if data.shards is not None and kwargs.get("zarr_format", 3) == 3:
+            kwargs.setdefault("shards", data.shards)
+    return create_array(store, data=data[...] if isinstance(data, Array) else data, **kwargs)

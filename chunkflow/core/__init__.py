@@ -1,0 +1,20 @@
+"""The public objects: :class:`Array` (properties, blocks, selections, ``.info``), :class:`Group`
+(navigation, members, trees, consolidated index), the node base they share, attributes,
+node documents and reprs.
+"""
+
+from chunkflow.core.array import Array
+from chunkflow.core.group import Group
+from chunkflow.core.reprs import array_html, array_repr, describe_codecs, group_html, group_repr
+from chunkflow.core.tree import Tree
+
+__all__ = [
+    "Array",
+    "Group",
+    "Tree",
+    "array_html",
+    "array_repr",
+    "describe_codecs",
+    "group_html",
+    "group_repr",
+]

@@ -1,0 +1,132 @@
+"""Block selection: ``z.blocks[...]``, ``get_block_selection`` and ``set_block_selection``.
+
+As in zarr-python 3, a block is one cell of the array's regular chunk grid as stored,
+which for a sharded array is the *shard* (zarr-python's ``BlockIndexer`` walks
+``metadata.chunk_grid``, the shard grid); chunkflow calls that shape
+:attr:`~chunkflow.Array.write_chunks`. Each dimension takes a block index (negative
+counts from the end) or a slice of block indices with step 1; the selected blocks are
+read or written as one basic selection, and no dimension is dropped.
+
+Examples
+--------
+>>> import numpy as np, chunkflow
+>>> z = chunkflow.array(np.arange(10), chunks=4)
+>>> z.blocks[1], z.blocks[-1], z.blocks[1:]
+(array([4, 5, 6, 7]), array([8, 9]), array([4, 5, 6, 7, 8, 9]))
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any, Sequence
+
+import numpy as np
+
+from chunkflow.errors import BoundsCheckError, InvalidSelectionError
+
+from chunkflow.core.selection import SelectionAccessor
+
+__all__ = ["BlockSelection", "block_slices"]
+
+
+def _expand(selection: Any, ndim: int, path: str) -> tuple[Any, ...]:
+    items = selection if isinstance(selection, tuple) else (selection,)
+    if sum(item is Ellipsis for item in items) > 1:
+        raise InvalidSelectionError(f"array {path!r}: a block selection takes at most one "
+                                    f"Ellipsis, got {selection!r}")
+    if Ellipsis in items:
+        at = items.index(Ellipsis)
+        fill = (slice(None),) * (ndim - len(items) + 1)
+        items = items[:at] + fill + items[at + 1:]
+    if len(items) > ndim:
+        raise InvalidSelectionError(f"array {path!r}: block selection {selection!r} has "
+                                    f"{len(items)} entries for {ndim} dimensions")
+    return items + (slice(None),) * (ndim - len(items))
+
+
+def block_slices(selection: Any, shape: Sequence[int], chunks: Sequence[int],
+                 path: str = "") -> tuple[slice, ...]:
+    """The element slices covered by a block selection on a grid of ``chunks``.
+
+    Raises :class:`~chunkflow.errors.BoundsCheckError` for a first block outside the
+    grid and :class:`~chunkflow.errors.InvalidSelectionError` for anything that is not
+    an integer or a step-1 slice, as zarr-python 3 does.
+
+    Examples
+    --------
+    >>> block_slices((1, slice(-2, None)), shape=(10, 10), chunks=(4, 3))
+    (slice(4, 8, None), slice(6, 10, None))
+    >>> block_slices(3, shape=(10,), chunks=(4,))
+    Traceback (most recent call last):
+    ...
+    chunkflow.errors.BoundsCheckError: array '': block 3 is out of bounds for dimension 0 of 3 blocks (length 10, blocks of 4)
+    """
+    slices = []
+    for dim, (item, size, chunk) in enumerate(zip(_expand(selection, len(shape), path),
+                                                 shape, chunks)):
+        nblocks = -(-size // chunk)
+        if isinstance(item, numbers.Integral) and not isinstance(item, (bool, np.bool_)):
+            first = int(item) + nblocks if item < 0 else int(item)
+            last = first + 1
+        elif isinstance(item, slice):
+            if item.step not in (None, 1):
+                raise InvalidSelectionError(
+                    f"array {path!r}: block selection {item!r} in dimension {dim} has step "
+                    f"{item.step}; blocks take integers or slices with step 1")
+            first = 0 if item.start is None else int(item.start)
+            last = nblocks if item.stop is None else int(item.stop)
+            first = first + nblocks if first < 0 else first
+            last = last + nblocks if last < 0 else last
+        else:
+            raise InvalidSelectionError(
+                f"array {path!r}: block selection {item!r} in dimension {dim} is not an "
+                "integer or a slice; blocks take integers or slices with step 1")
+        if first < 0 or first * chunk >= size:
+            shown = item if isinstance(item, numbers.Integral) else f"{item!r} (first block {first})"
+            raise BoundsCheckError(
+                f"array {path!r}: block {shown} is out of bounds for dimension {dim} of "
+                f"{nblocks} blocks (length {size}, blocks of {chunk})")
+        slices.append(slice(first * chunk, min(max(last, first) * chunk, size)))
+    return tuple(slices)
+
+
+class BlockSelection:
+    """Mixin of :class:`~chunkflow.Array`: block selection (needs ``write_chunks``,
+    ``get_basic_selection`` and ``set_basic_selection``)."""
+
+    shape: tuple[int, ...]
+    write_chunks: tuple[int, ...]
+    _path: str
+
+    def get_block_selection(self, selection: Any) -> np.ndarray:
+        """Read whole blocks of the chunk grid (shards, for a sharded array).
+
+        Examples
+        --------
+        >>> import numpy as np, chunkflow
+        >>> z = chunkflow.array(np.arange(12).reshape(3, 4), chunks=(2, 2))
+        >>> z.get_block_selection((1, 0))
+        array([[8, 9]])
+        """
+        return self.get_basic_selection(self._block_slices(selection))  # type: ignore[attr-defined]
+
+    def set_block_selection(self, selection: Any, value: Any) -> None:
+        """Write whole blocks of the chunk grid; ``value`` broadcasts like numpy.
+
+        Examples
+        --------
+        >>> import chunkflow
+        >>> z = chunkflow.zeros(6, chunks=2, dtype="i1")
+        >>> z.set_block_selection(slice(1, 2), 5)
+        >>> z[:].tolist()
+        [0, 0, 5, 5, 0, 0]
+        """
+        self.set_basic_selection(self._block_slices(selection), value)  # type: ignore[attr-defined]
+
+    @property
+    def blocks(self) -> SelectionAccessor:
+        """Block selection: ``z.blocks[1, :2]`` reads blocks, ``z.blocks[0] = v`` writes."""
+        return SelectionAccessor(self.get_block_selection, self.set_block_selection)
+
+    def _block_slices(self, selection: Any) -> tuple[slice, ...]:
+        return block_slices(selection, self.shape, self.write_chunks, self._path)

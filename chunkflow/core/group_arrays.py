@@ -1,0 +1,122 @@
+"""Creating arrays inside a group: ``create_array``, ``require_array`` and shortcuts."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from chunkflow.errors import ContainsGroupError, DtypeMismatchError, ShapeMismatchError
+
+from chunkflow.core.array import Array
+from chunkflow.core.node_records import fetch_nodes, parse_node
+from chunkflow.core.member_options import MemberOptions
+
+if TYPE_CHECKING:
+    from chunkflow.storage import Store
+
+__all__ = ["ArrayCreation"]
+
+class ArrayCreation:
+    """Mixin of :class:`~chunkflow.Group`: the methods that create arrays in it."""
+
+    _store: Store
+    _zarr_format: int
+    _member_options: MemberOptions
+
+    def create_array(self, name: str, *, shape: Any = None, dtype: Any = None, data: Any = None,
+                     chunks: Any = True, overwrite: bool = False, **create_kwargs: Any) -> Array:
+        """Create the array ``name``; with ``data=``, its shape, dtype and values.
+
+        Takes the keywords of :func:`chunkflow.create_array` (zarr-python 3: ``shards=``,
+        ``compressors=``, ``serializer=``, ``config=``...): when one of those is given the
+        array is made as ``chunkflow.create_array`` makes it. Otherwise extra arguments go
+        to :func:`chunkflow.create` (``fill_value``, ``compressor``...).
+
+        Examples
+        --------
+        >>> import numpy as np; from chunkflow import group as cg_group
+        >>> z = cg_group().create_array("x", data=np.arange(6).reshape(2, 3), chunks=(1, 3))
+        >>> z[1]
+        array([3, 4, 5])
+        >>> s = cg_group().create_array("s", shape=(8,), chunks=(2,), shards=(4,), dtype="u1")
+        >>> s.chunks, s.shards
+        ((2,), (4,))
+        """
+        self._check_writable()
+        path = self._child_path(name)
+        kwargs: dict[str, Any] = {"zarr_format": self._zarr_format,
+                                  **self._member_options.array_kwargs(), **create_kwargs}
+        # chunkflow.api builds on chunkflow.core: imported when called (issue 19 note)
+        from chunkflow.api import creation
+        from chunkflow.api.zarr3 import create_array
+        from chunkflow.api.zarr3_checks import ZARR3_ONLY
+        if ZARR3_ONLY & create_kwargs.keys():
+            self._changed()
+            return create_array(self._store, name=path, shape=shape, dtype=dtype, data=data,
+                                chunks="auto" if chunks is True else chunks,
+                                overwrite=overwrite, **kwargs)
+        if dtype is not None:
+            kwargs["dtype"] = dtype
+        if chunks is not True:
+            kwargs["chunks"] = chunks
+        self._changed()
+        if data is not None:
+            if shape is not None and tuple(np.atleast_1d(shape)) != tuple(data.shape):
+                raise ShapeMismatchError(f"array {path!r}: shape={shape!r} does not match the "
+                                         f"shape {tuple(data.shape)} of data")
+            return creation.array(data, store=self._store, path=path, overwrite=overwrite,
+                                  **kwargs)
+        if shape is None:
+            raise TypeError(f"array {path!r}: pass shape= (or data=) to create an array")
+        return creation.create(shape, store=self._store, path=path, overwrite=overwrite,
+                               **kwargs)
+
+    create_dataset = create_array
+
+    def require_array(self, name: str, *, shape: Any, dtype: Any = "f8", exact: bool = False,
+                      **kwargs: Any) -> Array:
+        """Open the array ``name`` if its shape and dtype fit, else create it.
+
+        ``exact=False`` accepts a stored dtype that ``dtype`` casts to safely.
+        """
+        path = self._child_path(name)
+        record = parse_node(fetch_nodes(self._store, [path]), path)
+        if record is None:
+            return self.create_array(name, shape=shape, dtype=dtype, **kwargs)
+        if record.kind == "group":
+            raise ContainsGroupError(f"path {path!r} in {self._store!r} holds a group, "
+                                     f"expected an array")
+        array: Array = self._node(record)  # type: ignore[assignment]
+        wanted = tuple(int(n) for n in np.atleast_1d(shape)) if shape != () else ()
+        if array.shape != wanted:
+            raise ShapeMismatchError(f"array {path!r} has shape {array.shape}, expected {wanted}")
+        ok = array.dtype == np.dtype(dtype) if exact else np.can_cast(np.dtype(dtype), array.dtype)
+        if not ok:
+            raise DtypeMismatchError(f"array {path!r} has dtype {array.dtype}, which "
+                                     f"{'differs from' if exact else 'cannot hold'} {dtype!r}")
+        return array
+
+    require_dataset = require_array
+
+    def zeros(self, name: str, **kwargs: Any) -> Array:
+        """Create an array of zeros."""
+        return self.create_array(name, fill_value=0, **kwargs)
+
+    def ones(self, name: str, **kwargs: Any) -> Array:
+        """Create an array of ones."""
+        return self.create_array(name, fill_value=1, **kwargs)
+
+    def empty(self, name: str, **kwargs: Any) -> Array:
+        """Create an array to be written later."""
+        return self.create_array(name, **kwargs)
+
+    def full(self, name: str, fill_value: Any, **kwargs: Any) -> Array:
+        """Create an array filled with ``fill_value``."""
+        return self.create_array(name, fill_value=fill_value, **kwargs)
+
+    def array(self, name: str, data: Any, **kwargs: Any) -> Array:
+        """Create an array holding ``data``."""
+        if not hasattr(data, "shape"):
+            data = np.asarray(data)
+        return self.create_array(name, data=data, **kwargs)

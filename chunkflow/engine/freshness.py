@@ -1,0 +1,120 @@
+"""When a cached chunk may be used, and proving it current against the store.
+
+Two uses, two rules:
+
+- **Reads** (:func:`serve_hits`) follow the handle's ``recheck_cached_data`` policy:
+  a cached copy last proven current before the policy's threshold is compared with the
+  store's version of the chunk first (one ``Store.versions`` call for all of them).
+  Equal versions make it current again; anything else (changed, deleted, or a store
+  that cannot tell) drops it, and the chunk is read from the store.
+- **Partial-chunk writes** (:func:`current_copies`) start from a cached copy only when
+  the store's version proves it current right now, whatever the policy: a write that
+  started from an outdated copy would erase another writer's completed write.
+
+Within one process no check is needed for the writes of this process: every store
+change reaches every cache at once (see :mod:`chunkflow.storage.coherence`).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import TYPE_CHECKING, Sequence
+
+import numpy as np
+
+from chunkflow.cache import CachedChunk, ChunkCache
+from chunkflow.indexing import ChunkProjection
+
+if TYPE_CHECKING:
+    from chunkflow.engine.chunk_io import ChunkIO
+
+__all__ = ["current_copies", "recheck", "recheck_threshold", "serve_hits"]
+
+
+def recheck_threshold(policy: bool | str | float, opened_at: float) -> float:
+    """Entries last proven current before this ``time.monotonic()`` must be checked.
+
+    Examples
+    --------
+    >>> recheck_threshold("open", opened_at=12.0)
+    12.0
+    >>> recheck_threshold(True, 0.0), recheck_threshold(False, 0.0)
+    (inf, -inf)
+    """
+    if policy is True:
+        return math.inf
+    if policy is False:
+        return -math.inf
+    if policy == "open":
+        return opened_at
+    return time.monotonic() - float(policy)  # type: ignore[arg-type]
+
+
+def serve_hits(
+    io: ChunkIO, cache: ChunkCache, projections: Sequence[ChunkProjection], out: np.ndarray
+) -> Sequence[ChunkProjection]:
+    """Copy the usable cached chunks into ``out``; return the projections left to read."""
+    keyed = [io.keys(proj.chunk_coords) for proj in projections]
+    found = cache.lookup([loc for _, loc in keyed])
+    if not found:
+        return projections
+    threshold = recheck_threshold(io.options.resolve_recheck(), io.opened_at)
+    due = [(key, loc) for key, loc in keyed if loc in found and found[loc].checked < threshold]
+    if due:
+        recheck(io, cache, found, due)
+    dtype, shape = io.pipeline.dtype, io.grid.chunks
+    misses = []
+    for proj, (_, loc) in zip(projections, keyed):
+        entry = found.get(loc)
+        # A chunk of another dtype or shape can only be a leftover of an array that
+        # was replaced behind this process's back: never serve it.
+        if entry is None or entry.chunk.dtype != dtype or entry.chunk.shape != shape:
+            misses.append(proj)
+        else:
+            out[proj.out_selection] = entry.chunk[proj.chunk_selection]
+    return misses
+
+
+def recheck(
+    io: ChunkIO, cache: ChunkCache, found: dict[str, CachedChunk], due: list[tuple[str, str]]
+) -> None:
+    """Compare ``due`` entries with the store; drop the outdated ones from ``found``.
+
+    ``due`` pairs a store key with a cache key: a chunk's, or an inner chunk's with its
+    shard's key (an inner chunk is current when its shard is).
+    """
+    current = io.store.versions([key for key, _ in due])
+    now = time.monotonic()
+    stale = 0
+    for key, loc in due:
+        entry = found[loc]
+        version = current.get(key)
+        if version is not None and version == entry.version:
+            entry.checked = now
+        else:
+            stale += 1
+            del found[loc]
+            cache.discard(loc)
+    cache.count_rechecks(len(due), stale)
+
+
+def current_copies(io: ChunkIO, cache: ChunkCache, keys: list[str]) -> dict[str, np.ndarray]:
+    """Writable copies of the cached chunks among ``keys`` that the store's versions
+    prove current now (the others are left out, to be read from the store)."""
+    locations = {key: io.location(key) for key in keys}
+    found = cache.lookup(list(locations.values()))
+    candidates = [key for key in keys if locations[key] in found]
+    if not candidates:
+        return {}
+    current = io.store.versions(candidates)
+    dtype, shape = io.pipeline.dtype, io.grid.chunks
+    copies = {}
+    for key in candidates:
+        entry = found[locations[key]]
+        version = current.get(key)
+        proven = version is not None and version == entry.version
+        if proven and entry.chunk.dtype == dtype and entry.chunk.shape == shape:
+            copies[key] = entry.chunk.copy()  # cached chunks are read-only
+    cache.count_rechecks(len(candidates), len(candidates) - len(copies))
+    return copies

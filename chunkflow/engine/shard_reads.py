@@ -1,0 +1,383 @@
+"""Reading part of a shard: its index and the inner chunks a selection touches.
+
+A sharded array stores many inner chunks in one object, with an index of their byte
+ranges (see :mod:`chunkflow.codecs.sharding`). Reading a few pixels of a 64 MiB shard
+must not fetch the shard: :class:`ShardReader` opens the shard for byte-range reads
+(``Store.open_ranges``: ``pread`` on a local file, ``cat_ranges`` on fsspec, slices of
+the bytes in memory and zip stores), reads the index, then only the inner chunks the
+selection touches, in one batched call, and decodes them into a buffer that covers
+just their bounding box.
+
+Every range comes from one snapshot of the shard: a reader either pins the value it
+opened (local files, memory, zip) or refuses to mix bytes of two versions
+(``StoreValueChangedError``); then the read starts over, and after a few changes in a
+row falls back to fetching the whole shard at once.
+
+With a decoded-chunk cache, inner chunks are cached on their own, as children of their
+shard's location (see :mod:`chunkflow.cache.families`): any change of the shard drops
+them, and a viewer panning over the array decodes each inner chunk once.
+
+Examples
+--------
+>>> import chunkflow
+>>> z = chunkflow.create_array({}, shape=(64, 64), chunks=(8, 8), shards=(32, 32),
+...                            dtype="u2", cache=False)
+>>> z[:] = np.arange(64 * 64, dtype="u2").reshape(64, 64)
+>>> int(z[10, 20])  # reads the index and one inner chunk of shard (0, 0)
+660
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
+
+from chunkflow.cache import ChunkCache
+from chunkflow.buffers import scratch_buffer
+from chunkflow.cache.families import child_key
+from chunkflow.codecs.sharding import MISSING, ShardingStage
+from chunkflow.errors import ChunkDecodeError, StoreValueChangedError
+from chunkflow.grid import RegularChunkGrid
+from chunkflow.indexing import BasicIndexer, ChunkProjection
+
+from chunkflow.engine.freshness import recheck, recheck_threshold
+from chunkflow.engine.pool import PARALLEL_MIN_CHUNK_BYTES, map_groups
+
+if TYPE_CHECKING:
+    from chunkflow.engine.chunk_io import ChunkIO
+
+__all__ = ["ShardPart", "ShardReader", "shifted_selection", "touched_inner_chunks"]
+
+#: Attempts at reading one snapshot of a shard that keeps changing before fetching
+#: it whole (one request, atomic in every store).
+_ATTEMPTS = 3
+_T = TypeVar("_T")
+
+
+def _axis_positions(entry: Any, size: int) -> np.ndarray:
+    """The positions along one axis that a chunk-selection entry picks."""
+    if isinstance(entry, slice):
+        return np.arange(*entry.indices(size))
+    return np.asarray(entry).reshape(-1)
+
+
+def touched_inner_chunks(
+    chunk_selection: tuple[Any, ...], inner: Sequence[int], grid: Sequence[int]
+) -> tuple[np.ndarray, tuple[int, ...], tuple[int, ...]]:
+    """Which inner chunks of a shard a chunk selection touches.
+
+    Returns their numbers (C order over the shard's inner grid, sorted) and the
+    origin and shape, in elements, of the box of inner chunks that holds them.
+
+    Examples
+    --------
+    >>> flats, origin, shape = touched_inner_chunks((slice(3, 6), 9), (4, 4), (4, 4))
+    >>> flats.tolist(), origin, shape
+    ([2, 6], (0, 8), (8, 4))
+    >>> touched_inner_chunks((np.array([1, 13]), np.array([2, 14])), (4, 4), (4, 4))[0].tolist()
+    [0, 15]
+    """
+    shape = tuple(n * c for n, c in zip(grid, inner))
+    arrays = [entry for entry in chunk_selection if isinstance(entry, np.ndarray)]
+    pointwise = len(arrays) >= 2 and all(a.ndim == 1 for a in arrays)
+    if pointwise and len(arrays) == len(chunk_selection):
+        # Coordinates (vindex, masks): the inner chunks of the points themselves, not
+        # of the outer product of their axes.
+        indices = tuple(np.asarray(a) // c for a, c in zip(chunk_selection, inner))
+        flats = np.unique(np.ravel_multi_index(indices, grid))
+        lows = tuple(int(i.min()) for i in indices)
+        highs = tuple(int(i.max()) for i in indices)
+    else:
+        per_axis = [np.unique(_axis_positions(entry, size) // c)
+                    for entry, size, c in zip(chunk_selection, shape, inner)]
+        mesh = np.meshgrid(*per_axis, indexing="ij")
+        flats = np.sort(np.ravel_multi_index(tuple(m.reshape(-1) for m in mesh), grid))
+        lows = tuple(int(a[0]) for a in per_axis)
+        highs = tuple(int(a[-1]) for a in per_axis)
+    origin = tuple(lo * c for lo, c in zip(lows, inner))
+    box = tuple((hi - lo + 1) * c for lo, hi, c in zip(lows, highs, inner))
+    return flats, origin, box
+
+
+def shifted_selection(chunk_selection: tuple[Any, ...], origin: Sequence[int],
+                      shape: Sequence[int]) -> tuple[Any, ...]:
+    """``chunk_selection`` (over a shard of ``shape``) moved to a box starting at ``origin``.
+
+    Examples
+    --------
+    >>> shifted_selection((slice(5, 9), 6, np.array([8, 9])), (4, 4, 8), (16, 16, 16))
+    (slice(1, 5, 1), 2, array([0, 1]))
+    >>> shifted_selection((slice(6, None, -3),), (4,), (8,))  # down to index 0... of the box
+    (slice(2, None, -3),)
+    """
+    moved: list[Any] = []
+    for entry, o, size in zip(chunk_selection, origin, shape):
+        if isinstance(entry, slice):
+            start, stop, step = entry.indices(size)
+            stop -= o
+            # A negative step running to the box's first element: stop must be None,
+            # never a negative number (that would count from the end).
+            moved.append(slice(start - o, stop if stop >= 0 else None, step))
+        elif isinstance(entry, np.ndarray):
+            moved.append(entry - o)
+        else:
+            moved.append(int(entry) - o)
+    return tuple(moved)
+
+
+@dataclass(frozen=True)
+class ShardPart:
+    """What one projection needs from one shard.
+
+    ``inner`` pairs each touched inner chunk (its number) with where it goes. For
+    selections of slices and integers these are the selection's projections onto the
+    inner chunks, and each inner chunk lands straight in the output. Otherwise (points,
+    index arrays) the inner chunks are placed whole in a box of ``box`` elements at
+    ``origin``, which the selection then reads.
+    """
+
+    projection: ChunkProjection
+    key: str
+    location: str
+    flats: np.ndarray
+    inner: tuple[tuple[int, ChunkProjection], ...]
+    origin: tuple[int, ...] = ()
+    box: tuple[int, ...] = ()
+
+
+def _is_basic(projection: ChunkProjection) -> bool:
+    """Whether the projection selects by slices and integers into a view of the output."""
+    return bool(projection.chunk_selection) and all(
+        isinstance(entry, (slice, int, np.integer)) for entry in projection.chunk_selection
+    ) and all(isinstance(entry, slice) for entry in projection.out_selection)
+
+
+class ShardReader:
+    """Reads of part of the shards of one array (see the module docstring).
+
+    Parameters
+    ----------
+    io : ChunkIO
+        The array's chunk I/O (its grid's chunks are the shards).
+    stage : ShardingStage
+        The array's sharding codec, the only codec of its pipeline.
+    """
+
+    def __init__(self, io: ChunkIO, stage: ShardingStage) -> None:
+        self.io = io
+        self.stage = stage
+        self.inner_nbytes = stage.dtype.itemsize * int(np.prod(stage.inner_shape))
+        self._parallel = self.inner_nbytes >= PARALLEL_MIN_CHUNK_BYTES
+        self._inner_grid = RegularChunkGrid(stage.shape, stage.inner_shape)
+
+    def read(
+        self, projections: Sequence[ChunkProjection], out: np.ndarray, cache: ChunkCache | None
+    ) -> list[ChunkProjection]:
+        """Fill ``out`` for the projections read by parts; return the others.
+
+        Without a cache, whole interior shards are left to the caller (one request,
+        decoded straight into ``out``); with one, every projection is read by inner
+        chunks, so that the cache holds inner chunks, never shards.
+        """
+        parts, rest = [], []
+        io = self.io
+        for proj in projections:
+            if cache is None and proj.is_complete_chunk and io.is_interior(proj.chunk_coords):
+                rest.append(proj)
+                continue
+            parts.append(self._part(proj))
+        if parts:
+            keep: ChunkCache | None = None
+            ticket = 0
+            if cache is not None:
+                wanted = sum(len(p.flats) for p in parts) * self.inner_nbytes
+                # A read larger than half the budget would only churn the cache.
+                if wanted <= cache.max_bytes // 2:
+                    keep, ticket = cache, cache.ticket()
+            map_groups(lambda group: [self._read_part(p, out, cache, keep, ticket)
+                                      for p in group], parts, parallel=io._parallel)
+        return rest
+
+    def _part(self, proj: ChunkProjection) -> ShardPart:
+        key, loc = self.io.keys(proj.chunk_coords)
+        if _is_basic(proj):
+            grid = self.stage.grid
+            inner = tuple((int(np.ravel_multi_index(p.chunk_coords, grid)), p)
+                          for p in BasicIndexer(proj.chunk_selection, self._inner_grid))
+            flats = np.array(sorted(flat for flat, _ in inner), dtype=np.intp)
+            return ShardPart(proj, key, loc, flats, inner)
+        flats, origin, box = touched_inner_chunks(
+            proj.chunk_selection, self.stage.inner_shape, self.stage.grid)
+        whole = (slice(None),) * len(box)
+        placed = tuple((flat, ChunkProjection((), whole, self._region(flat, origin), True))
+                       for flat in flats.tolist())
+        return ShardPart(proj, key, loc, flats, placed, origin, box)
+
+    # -- one shard --------------------------------------------------------------
+
+    def _read_part(self, part: ShardPart, out: np.ndarray, cache: ChunkCache | None,
+                   keep: ChunkCache | None, ticket: int) -> None:
+        hits = self._cached(part, cache) if cache is not None else {}
+        missing = [flat for flat in part.flats.tolist() if flat not in hits]
+        found: dict[int, bytes | None] = {}
+        version = None
+        if missing:
+            found, version = self._fetch(part, missing, cache, ticket)
+        # One shard's inner chunks in parallel (several shards already are, one per
+        # thread: map_groups runs inline in a worker thread).
+        parallel = self._parallel and len(missing) > 1
+        proj = part.projection
+        if part.box:
+            target = np.empty(part.box, self.stage.dtype)
+        else:
+            target = out[proj.out_selection] if proj.out_selection else out[...]  # a view
+        map_groups(lambda group: [self._place(part, flat, inner, target, hits, found, keep,
+                                              version, ticket) for flat, inner in group],
+                   part.inner, parallel=parallel)
+        if part.box:
+            selection = shifted_selection(proj.chunk_selection, part.origin, self.stage.shape)
+            out[proj.out_selection] = target[selection]
+
+    def _place(self, part: ShardPart, flat: int, inner: ChunkProjection, target: np.ndarray,
+               hits: dict[int, np.ndarray], found: dict[int, bytes | None],
+               keep: ChunkCache | None, version: Any, ticket: int) -> None:
+        """Put what ``inner`` selects of inner chunk ``flat`` at its place in ``target``."""
+        stage = self.stage
+        where = inner.out_selection
+        chunk = hits.get(flat)
+        if chunk is not None:
+            target[where] = chunk[inner.chunk_selection]
+            return
+        data = found.get(flat)
+        if data is None:
+            target[where] = stage.fill_value
+        elif keep is not None:
+            chunk = self._decode(part.key, flat, lambda: stage.inner.decode(data))
+            target[where] = chunk[inner.chunk_selection]
+            keep.put(child_key(part.location, flat), chunk, version, ticket=ticket,
+                     parent=part.location)
+        elif inner.is_complete_chunk:
+            self._decode(part.key, flat, lambda: stage.inner.decode_into(data, target[where]))
+        elif stage.dtype.hasobject:
+            chunk = self._decode(part.key, flat, lambda: stage.inner.decode(data))
+            target[where] = chunk[inner.chunk_selection]
+        else:
+            # Decoded into this thread's reused buffer, then the part selected is copied.
+            chunk = scratch_buffer(stage.inner_shape, stage.dtype, slot="inner chunk")
+            self._decode(part.key, flat, lambda: stage.inner.decode_into(data, chunk))
+            target[where] = chunk[inner.chunk_selection]
+
+    def _region(self, flat: int, origin: Sequence[int]) -> tuple[slice, ...]:
+        """Where inner chunk ``flat`` lies in a box starting at ``origin``."""
+        return tuple(slice(r.start - o, r.stop - o)
+                     for r, o in zip(self.stage.region(flat), origin))
+
+    def _decode(self, key: str, flat: int, decode: Any) -> Any:
+        try:
+            return decode()
+        except Exception as err:
+            where = tuple(int(i) for i in np.unravel_index(flat, self.stage.grid))
+            raise ChunkDecodeError(
+                f"array {self.io.path or '/'!r}: inner chunk {where} of shard {key!r} "
+                f"could not be decoded: {err}"
+            ) from err
+
+    def _parsed_index(self, key: str, read: Callable[[], _T]) -> _T:
+        """``read()``'s ``(offsets, lengths)``, a corrupt index named by array and shard."""
+        try:
+            return read()
+        except Exception as err:
+            raise ChunkDecodeError(
+                f"array {self.io.path or '/'!r}: the index of shard {key!r} could not be "
+                f"decoded: {err}"
+            ) from err
+
+    def _cached(self, part: ShardPart, cache: ChunkCache) -> dict[int, np.ndarray]:
+        """The usable cached inner chunks of ``part``, proven current where due."""
+        names = {child_key(part.location, flat): flat for flat in part.flats.tolist()}
+        found = cache.lookup(list(names))
+        if not found:
+            return {}
+        io = self.io
+        threshold = recheck_threshold(io.options.resolve_recheck(), io.opened_at)
+        due = [(part.key, name) for name, entry in found.items() if entry.checked < threshold]
+        if due:
+            recheck(io, cache, found, due)
+        inner, dtype = self.stage.inner_shape, self.stage.dtype
+        # A chunk of another dtype or shape can only be a leftover of an array that
+        # was replaced behind this process's back: never serve it.
+        return {names[name]: entry.chunk for name, entry in found.items()
+                if entry.chunk.shape == inner and entry.chunk.dtype == dtype}
+
+    def _fetch(self, part: ShardPart, flats: list[int], cache: ChunkCache | None,
+               ticket: int) -> tuple[dict[int, bytes | None], Any]:
+        """The stored bytes of inner chunks ``flats`` (``None``: not stored) and the
+        shard's version, all from one snapshot of the shard."""
+        store, key = self.io.store, part.key
+        for _ in range(_ATTEMPTS):
+            try:
+                with store.open_ranges(key) as reader:
+                    return self._fetch_from(reader, part, flats, cache, ticket), reader.version
+            except KeyError:
+                return {}, None
+            except StoreValueChangedError:
+                continue  # the shard was replaced between two reads: start over
+        # It keeps changing: one whole fetch is a snapshot in every store.
+        versioned = store.get_many_versioned([key]).get(key)
+        if versioned is None:
+            return {}, None
+        data, version = versioned
+        return self._slices(part.key, memoryview(data), flats), version
+
+    def _fetch_from(self, reader: Any, part: ShardPart, flats: list[int],
+                    cache: ChunkCache | None, ticket: int) -> dict[int, bytes | None]:
+        size = reader.size
+        if len(flats) * 2 > self.stage.count:
+            # Most of the shard: one request for all of it.
+            [whole] = reader.read([(0, size)])
+            return self._slices(part.key, memoryview(whole), flats)
+        offsets, lengths = self._index(reader, part, cache, ticket)
+        stored = [flat for flat in flats if offsets[flat] != MISSING]
+        ranges = [(int(offsets[f]), int(offsets[f] + lengths[f])) for f in stored]
+        datas = reader.read(ranges) if ranges else []
+        found: dict[int, bytes | None] = dict.fromkeys(flats)
+        found.update(zip(stored, datas))
+        return found
+
+    def _index(self, reader: Any, part: ShardPart, cache: ChunkCache | None,
+               ticket: int) -> tuple[np.ndarray, np.ndarray]:
+        """The shard's ``(offsets, lengths)``: from the cache when it holds the index of
+        this very version of the shard (one request less per read on object stores),
+        else read, checked and cached (as a child of the shard, with its version)."""
+        name = child_key(part.location, "index")
+        version = reader.version
+        if cache is not None and version is not None:
+            entry = cache.lookup([name]).get(name)
+            if entry is not None and entry.version == version and \
+                    entry.chunk.shape == (self.stage.count, 2):
+                return entry.chunk[:, 0], entry.chunk[:, 1]
+        start, stop = self._parsed_index(part.key, lambda: self.stage.index_range(reader.size))
+        [encoded] = reader.read([(start, stop)])
+        offsets, lengths = self._parsed_index(
+            part.key, lambda: self.stage.parse_index(encoded, reader.size))
+        if cache is not None and version is not None:
+            cache.put(name, np.stack([offsets, lengths], axis=1), version, ticket=ticket,
+                      parent=part.location)
+        return offsets, lengths
+
+    def _slices(self, key: str, whole: memoryview,
+                flats: list[int]) -> dict[int, bytes | None]:
+        """The inner chunks ``flats`` cut out of the whole shard ``whole`` (at ``key``)."""
+        size = len(whole)
+
+        def index() -> tuple[np.ndarray, np.ndarray]:
+            start, stop = self.stage.index_range(size)
+            return self.stage.parse_index(whole[start:stop], size)
+
+        offsets, lengths = self._parsed_index(key, index)
+        return {flat: None if offsets[flat] == MISSING
+                else whole[int(offsets[flat]):int(offsets[flat] + lengths[flat])]
+                for flat in flats}

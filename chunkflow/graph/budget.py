@@ -1,0 +1,169 @@
+"""What one map-over-chunks task needs in memory, known before anything runs.
+
+A task holds, at its peak:
+
+- for each source, its window (block plus halo) as read, plus a padded copy when the
+  window reaches beyond the array's edge, plus one chunk's decode buffer;
+- the function's result over the window and one temporary of that size (a filter's
+  output and its work array; a function that needs more says so with
+  ``func_memory_factor``);
+- the trimmed output block and one encoded output chunk.
+
+:func:`plan_task_memory` adds these up for the largest block; :func:`fitting_multiples`
+finds the largest block that fits a budget, for the error message.
+
+Examples
+--------
+>>> estimate = plan_task_memory(
+...     block=(1024, 1024), depth=(8, 8), sources=[(2, (256, 256))],
+...     out_itemsize=4, out_chunk=(256, 256))
+>>> estimate.total // 2**20
+16
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from typing import Any
+
+import dask
+from dask.utils import format_bytes
+
+from chunkflow.cache.config import cache_bytes_for
+from chunkflow.errors import ChunkflowError
+from chunkflow.graph.scheduler import scheduler_choice
+from chunkflow.graph.read import active_client
+from chunkflow.graph.reductions import memory_budget
+
+__all__ = [
+    "MemoryPlanError", "TaskMemory", "check_memory", "default_max_memory", "fitting_multiples",
+    "plan_task_memory",
+]
+
+
+class MemoryPlanError(ChunkflowError, MemoryError):
+    """A map_chunks task would need more memory than ``max_memory`` allows."""
+
+
+@dataclass(frozen=True)
+class TaskMemory:
+    """The parts of one task's peak memory, in bytes."""
+
+    windows: int
+    padding: int
+    decode: int
+    result: int
+    output: int
+
+    @property
+    def total(self) -> int:
+        return self.windows + self.padding + self.decode + self.result + self.output
+
+    def describe(self) -> str:
+        return (
+            f"{format_bytes(self.total)} (windows {format_bytes(self.windows)}, padding "
+            f"{format_bytes(self.padding)}, decoding {format_bytes(self.decode)}, result "
+            f"{format_bytes(self.result)}, output {format_bytes(self.output)})"
+        )
+
+
+def plan_task_memory(
+    block: Sequence[int],
+    depth: Sequence[int],
+    sources: Sequence[tuple[int, Sequence[int]]],
+    out_itemsize: int,
+    out_chunk: Sequence[int],
+    func_memory_factor: float = 2.0,
+) -> TaskMemory:
+    """The peak of one task over ``block`` (the largest block's shape).
+
+    Parameters
+    ----------
+    block : shape of the output block
+    depth : halo per axis
+    sources : (itemsize, chunk shape) of each source
+    out_itemsize : bytes per output element
+    out_chunk : the output's chunk (shard) shape, for the encoding buffer
+    func_memory_factor : result-sized arrays the function holds at its peak
+    """
+    window = math.prod(b + 2 * d for b, d in zip(block, depth))
+    halo_cells = window - math.prod(block)
+    windows = sum(itemsize * window for itemsize, _ in sources)
+    padding = sum(itemsize * window for itemsize, _ in sources) if halo_cells else 0
+    decode = sum(itemsize * math.prod(chunk) for itemsize, chunk in sources)
+    result = int(func_memory_factor * out_itemsize * window)
+    output = out_itemsize * (math.prod(block) + math.prod(out_chunk))
+    return TaskMemory(windows, padding, decode, result, output)
+
+
+def fitting_multiples(
+    multiples: Sequence[int],
+    unit: Sequence[int],
+    shape: Sequence[int],
+    fits: Callable[[tuple[int, ...]], bool],
+) -> tuple[int, ...] | None:
+    """The largest block (chunks per axis, halving the largest axis first) that fits.
+
+    ``fits(block_shape)`` says whether a block of that shape fits the budget. ``None``
+    when not even one chunk per axis fits.
+
+    Examples
+    --------
+    >>> fitting_multiples((8, 8), (100, 100), (800, 800), lambda b: b[0] * b[1] <= 40000)
+    (2, 2)
+    """
+    current = list(multiples)
+    while True:
+        block = tuple(min(k * u, n) for k, u, n in zip(current, unit, shape))
+        if fits(block):
+            return tuple(current)
+        shrinkable = [a for a in range(len(current)) if current[a] > 1]
+        if not shrinkable:
+            return None
+        axis = max(shrinkable, key=lambda a: (current[a] * unit[a], -a))
+        current[axis] //= 2
+
+
+def default_max_memory(scheduler: Any) -> tuple[int, str]:
+    """What one task may use by default, and how that was reckoned (for messages).
+
+    The memory of a worker (or of this machine's share, see :func:`memory_budget`)
+    less the decoded-chunk cache each of its processes may fill, shared by its
+    threads: dask's memory manager does not see the cache, so the plan must.
+    """
+    client = active_client(scheduler)
+    on_cluster = client is not None
+    budget, threads = memory_budget(client if on_cluster else scheduler)
+    choice, _ = scheduler_choice(scheduler)
+    # One cache per process: a distributed worker's is sized from its memory limit;
+    # the "processes" scheduler runs one process (one cache) per thread.
+    cache = cache_bytes_for(budget if on_cluster else None)
+    local = choice if choice is not None else dask.config.get("scheduler", None)
+    processes = not on_cluster and local in ("processes", "multiprocessing")
+    caches = cache * (threads if processes else 1)
+    per_task = max(0, budget - caches) // max(1, threads)
+    where = "each worker's" if on_cluster else "this machine's"
+    note = (f"{where} {format_bytes(budget)} less {format_bytes(caches)} of chunk cache "
+            f"(chunkflow.cache.max-bytes), shared by {threads} threads")
+    return per_task, note
+
+
+def check_memory(estimate: TaskMemory, limit: int, multiples: tuple[int, ...],
+                  unit: tuple[int, ...], shape: tuple[int, ...],
+                  estimate_for: Callable[[tuple[int, ...]], TaskMemory],
+                  note: str = "") -> None:
+    if estimate.total <= limit:
+        return
+    fit = fitting_multiples(multiples, unit, shape, lambda b: estimate_for(b).total <= limit)
+    if fit is None:
+        advice = (f"not even one chunk {unit} per block fits: use smaller chunks for the "
+                  "output, a smaller depth, or raise max_memory")
+    else:
+        advice = f"chunks={fit} (blocks of {tuple(k * u for k, u in zip(fit, unit))}) would fit"
+    raise MemoryPlanError(
+        f"map_chunks: each task would need about {estimate.describe()}, more than max_memory "
+        f"{format_bytes(limit)}{f' ({note})' if note else ''}; {advice}"
+    )

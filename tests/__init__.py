@@ -1,0 +1,1 @@
+"""chunkflow's tests, one folder per package (helpers in tests/helpers and chunkflow.testing)."""
