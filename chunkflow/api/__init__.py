@@ -36,6 +36,7 @@ from chunkflow.api.hierarchy import (
     open_node,
 )
 from chunkflow.api.zarr3 import create_array, from_array
+from chunkflow.api import group_members  # noqa: F401  (installs Group.create_array's maker)
 
 __all__ = [
     "array",

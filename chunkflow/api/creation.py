@@ -28,7 +28,7 @@ from chunkflow.api.zarr3_checks import ZARR3_ONLY
 
 __all__ = [
     "create", "open_array", "zeros", "ones", "empty", "full", "array",
-    "zeros_like", "ones_like", "empty_like", "full_like", "open_like", "MODES",
+    "zeros_like", "ones_like", "empty_like", "full_like", "open_like", "like_kwargs", "MODES",
 ]
 
 MODES = ("r", "r+", "a", "w", "w-")
@@ -147,7 +147,7 @@ def create(
     stored = store_array_metadata(resolved, node_path, metadata, dict(attributes or {}))
     array = Array._from_metadata(resolved, node_path, stored, dict(attributes or {}), options)
     if overwrite:
-        array._io.forget_cached()  # chunks of the array this one replaced
+        array.forget_cached()  # chunks of the array this one replaced
     return array
 
 
@@ -277,8 +277,16 @@ def _as_numpy(data: Any, dtype: Any, path: str | None) -> np.ndarray:
     return convert_dtype(data, target, path or "")
 
 
-def _like(a: Any, **kwargs: Any) -> dict[str, Any]:
-    """Creation arguments copied from ``a`` (a chunkflow Array or any array-like)."""
+def like_kwargs(a: Any, **kwargs: Any) -> dict[str, Any]:
+    """Creation arguments copied from ``a`` (a chunkflow Array or any array-like), with
+    ``kwargs`` overriding them: what the ``*_like`` functions pass to :func:`create`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> like_kwargs(np.zeros((2, 3), dtype="i2"), fill_value=1)
+    {'shape': (2, 3), 'dtype': dtype('int16'), 'fill_value': 1}
+    """
     like: dict[str, Any] = {"shape": tuple(a.shape), "dtype": a.dtype}
     if isinstance(a, Array):
         meta = a.metadata
@@ -304,17 +312,17 @@ def _like(a: Any, **kwargs: Any) -> dict[str, Any]:
 
 def zeros_like(a: Any, **kwargs: Any) -> Array:
     """An array of zeros shaped, chunked and encoded like ``a``."""
-    return create(**_like(a, **kwargs, fill_value=0))
+    return create(**like_kwargs(a, **kwargs, fill_value=0))
 
 
 def ones_like(a: Any, **kwargs: Any) -> Array:
     """An array of ones shaped, chunked and encoded like ``a``."""
-    return create(**_like(a, **kwargs, fill_value=1))
+    return create(**like_kwargs(a, **kwargs, fill_value=1))
 
 
 def empty_like(a: Any, **kwargs: Any) -> Array:
     """An empty array shaped, chunked and encoded like ``a``."""
-    return create(**_like(a, **kwargs))
+    return create(**like_kwargs(a, **kwargs))
 
 
 def full_like(a: Any, fill_value: Any, **kwargs: Any) -> Array:
@@ -325,10 +333,10 @@ def full_like(a: Any, fill_value: Any, **kwargs: Any) -> Array:
     >>> full_like(np.zeros((2, 3)), 7.5)[0]
     array([7.5, 7.5, 7.5])
     """
-    return create(**_like(a, **kwargs, fill_value=fill_value))
+    return create(**like_kwargs(a, **kwargs, fill_value=fill_value))
 
 
 def open_like(a: Any, path: Any, **kwargs: Any) -> Array:
     """Open (or create) the array at ``path`` with the properties of ``a``."""
-    like = _like(a, **kwargs)
+    like = like_kwargs(a, **kwargs)
     return open_array(path, **like)

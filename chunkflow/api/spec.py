@@ -21,7 +21,7 @@ from chunkflow.metadata import (
     normalize_fill_value,
     parse_data_type_v3,
 )
-from chunkflow.core.documents import ArrayMetadata
+from chunkflow.metadata import ArrayMetadata
 
 
 __all__ = ["DEFAULT", "ArraySpec", "build_metadata", "normalize_dtype", "default_fill_value"]

@@ -25,7 +25,7 @@ from chunkflow.codecs.v3_codecs import (
     VLenBytesCodec,
     VLenUTF8Codec,
     ZstdCodec,
-    _Codec,
+    V3Codec,
 )
 from chunkflow.codecs.sharding import ShardingCodec
 from chunkflow.errors import UnsupportedCodecError
@@ -53,7 +53,7 @@ NUMCODECS_PREFIX = "numcodecs."
 
 
 @dataclass(frozen=True)
-class NumcodecsCodec(_Codec):
+class NumcodecsCodec(V3Codec):
     """A numcodecs codec outside the v3 spec, stored as ``"numcodecs.<id>"``.
 
     Examples

@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 from chunkflow.errors import UnsupportedCodecError
 
 __all__ = [
+    "V3Codec",
     "ARRAY_TO_ARRAY",
     "ARRAY_TO_BYTES",
     "BYTES_TO_BYTES",
@@ -44,8 +45,9 @@ BLOSC_CNAMES = ("lz4", "lz4hc", "blosclz", "zstd", "snappy", "zlib")
 BLOSC_SHUFFLES = ("noshuffle", "shuffle", "bitshuffle")
 
 
-class _Codec:
-    """Documentation shared by the codec classes (methods are overridden)."""
+class V3Codec:
+    """The base of every v3 codec: its document (``to_json``/``from_json``), its numcodecs
+    configuration and its stage; each codec class overrides these methods."""
 
     def to_json(self) -> dict[str, Any]:
         """The ``{"name": ..., "configuration": {...}}`` document zarr-python 3.1 writes."""
@@ -87,7 +89,7 @@ def _check_int(name: str, key: str, value: Any, low: int, high: int) -> None:
 
 
 @dataclass(frozen=True)
-class BytesCodec(_Codec):
+class BytesCodec(V3Codec):
     """``bytes``: array->bytes in the given endianness (None for 1-byte types).
 
     Examples
@@ -119,7 +121,7 @@ class BytesCodec(_Codec):
 
 
 @dataclass(frozen=True)
-class TransposeCodec(_Codec):
+class TransposeCodec(V3Codec):
     """``transpose``: array->array permutation (encoded = chunk.transpose(order)).
 
     ``order`` may also be ``"C"`` (identity) or ``"F"`` (reversed axes), spellings
@@ -179,7 +181,7 @@ class TransposeCodec(_Codec):
 
 
 @dataclass(frozen=True)
-class BloscCodec(_Codec):
+class BloscCodec(V3Codec):
     """``blosc``: bytes->bytes; string shuffle and an explicit typesize.
 
     ``shuffle`` also accepts the numcodecs integers 0/1/2; ``typesize=None`` is
@@ -241,7 +243,7 @@ class BloscCodec(_Codec):
 
 
 @dataclass(frozen=True)
-class GzipCodec(_Codec):
+class GzipCodec(V3Codec):
     """``gzip``: bytes->bytes (RFC 1952, numcodecs ``GZip``).
 
     Examples
@@ -269,7 +271,7 @@ class GzipCodec(_Codec):
 
 
 @dataclass(frozen=True)
-class ZstdCodec(_Codec):
+class ZstdCodec(V3Codec):
     """``zstd``: bytes->bytes (numcodecs ``Zstd``).
 
     Examples
@@ -300,7 +302,7 @@ class ZstdCodec(_Codec):
 
 
 @dataclass(frozen=True)
-class Crc32cCodec(_Codec):
+class Crc32cCodec(V3Codec):
     """``crc32c``: bytes->bytes, appends the little-endian CRC32C of its input.
 
     Examples
@@ -325,7 +327,7 @@ class Crc32cCodec(_Codec):
 
 
 @dataclass(frozen=True)
-class VLenUTF8Codec(_Codec):
+class VLenUTF8Codec(V3Codec):
     """``vlen-utf8``: array->bytes for variable-length strings (numcodecs ``VLenUTF8``).
 
     Examples

@@ -125,6 +125,21 @@ class Array(ArrayProperties, BlockSelection):
         array._setup(store, path, metadata, attributes, options)
         return array
 
+    def forget_cached(self) -> None:
+        """Drop this array's chunks from every chunk cache of this process.
+
+        Writes made in this process already reach every cache; this is for writes made
+        elsewhere that this process knows of (a finished cluster job, another process).
+
+        Examples
+        --------
+        >>> import chunkflow
+        >>> z = chunkflow.ones((4,), chunks=(2,))
+        >>> _ = z[:]
+        >>> z.forget_cached()
+        """
+        self._io.forget_cached()
+
     def with_options(self, **changes: Any) -> Array:
         """A handle on the same array with some options replaced, reading nothing.
 

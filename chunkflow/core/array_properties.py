@@ -25,7 +25,7 @@ from chunkflow.core.array_info import array_info
 
 if TYPE_CHECKING:
     from chunkflow.core.attrs import Attributes
-    from chunkflow.core.documents import ArrayMetadata
+    from chunkflow.metadata import ArrayMetadata
     from chunkflow.engine.chunk_io import ChunkIO
     from chunkflow.engine.options import ArrayOptions
     from chunkflow.sync import Synchronizer

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from chunkflow.errors import ArrayNotFoundError, ContainsArrayError, MetadataError
 from chunkflow.metadata import (
+    ArrayMetadata,
     ArrayMetadataV2,
     ArrayMetadataV3,
     GroupMetadataV2,
@@ -44,7 +45,6 @@ ZARRAY = ".zarray"
 ZATTRS = ".zattrs"
 ZGROUP = ".zgroup"
 
-ArrayMetadata = ArrayMetadataV2 | ArrayMetadataV3
 NodeKind = Literal["array", "group"]
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -15,7 +15,29 @@ from chunkflow.core.member_options import MemberOptions
 if TYPE_CHECKING:
     from chunkflow.storage import Store
 
-__all__ = ["ArrayCreation"]
+__all__ = ["ArrayCreation", "ArrayMaker", "set_array_maker"]
+
+
+class ArrayMaker(Protocol):
+    """How a group creates a member array: the creation functions of
+    :mod:`chunkflow.api`, which build on this package and so cannot be imported by it.
+    ``defaults`` are the group's (format, member options), ``create_kwargs`` the
+    caller's keywords, which win."""
+
+    def __call__(self, store: Store, path: str, *, shape: Any, dtype: Any, data: Any,
+                 chunks: Any, overwrite: bool, defaults: dict[str, Any],
+                 create_kwargs: dict[str, Any]) -> Array: ...
+
+
+_array_maker: ArrayMaker | None = None
+
+
+def set_array_maker(maker: ArrayMaker) -> None:
+    """Install how :meth:`Group.create_array` creates arrays (``chunkflow.api`` does this
+    when imported; core cannot import api without a cycle)."""
+    global _array_maker
+    _array_maker = maker
+
 
 class ArrayCreation:
     """Mixin of :class:`~chunkflow.Group`: the methods that create arrays in it."""
@@ -45,32 +67,14 @@ class ArrayCreation:
         """
         self._check_writable()
         path = self._child_path(name)
-        kwargs: dict[str, Any] = {"zarr_format": self._zarr_format,
-                                  **self._member_options.array_kwargs(), **create_kwargs}
-        # chunkflow.api builds on chunkflow.core: imported when called (issue 19 note)
-        from chunkflow.api import creation
-        from chunkflow.api.zarr3 import create_array
-        from chunkflow.api.zarr3_checks import ZARR3_ONLY
-        if ZARR3_ONLY & create_kwargs.keys():
-            self._changed()
-            return create_array(self._store, name=path, shape=shape, dtype=dtype, data=data,
-                                chunks="auto" if chunks is True else chunks,
-                                overwrite=overwrite, **kwargs)
-        if dtype is not None:
-            kwargs["dtype"] = dtype
-        if chunks is not True:
-            kwargs["chunks"] = chunks
+        if _array_maker is None:  # pragma: no cover - chunkflow.api registers it on import
+            raise RuntimeError("import chunkflow (its api package creates arrays)")
         self._changed()
-        if data is not None:
-            if shape is not None and tuple(np.atleast_1d(shape)) != tuple(data.shape):
-                raise ShapeMismatchError(f"array {path!r}: shape={shape!r} does not match the "
-                                         f"shape {tuple(data.shape)} of data")
-            return creation.array(data, store=self._store, path=path, overwrite=overwrite,
-                                  **kwargs)
-        if shape is None:
-            raise TypeError(f"array {path!r}: pass shape= (or data=) to create an array")
-        return creation.create(shape, store=self._store, path=path, overwrite=overwrite,
-                               **kwargs)
+        return _array_maker(self._store, path, shape=shape, dtype=dtype, data=data,
+                            chunks=chunks, overwrite=overwrite,
+                            defaults={"zarr_format": self._zarr_format,
+                                      **self._member_options.array_kwargs()},
+                            create_kwargs=create_kwargs)
 
     create_dataset = create_array
 

@@ -103,7 +103,8 @@ class ChunkIO:
         for size in self.grid.chunks:
             chunk_bytes *= size
         self._chunk_bytes = chunk_bytes
-        self._parallel = chunk_bytes >= PARALLEL_MIN_CHUNK_BYTES
+        #: Whether chunks are large enough to decode in the I/O pool (shard reads ask).
+        self.parallel = chunk_bytes >= PARALLEL_MIN_CHUNK_BYTES
         # Fetch a few MiB per store call: enough keys per call for remote stores to
         # batch requests, few enough that fetched buffers are decoded and freed before
         # the next call (memory that is reused stays mapped; fresh memory page-faults:
@@ -262,7 +263,7 @@ class ChunkIO:
                 ticket = cache.ticket()
         if projections:
             map_groups(lambda group: self._read_group(group, out, keep, ticket), projections,
-                       parallel=self._parallel)
+                       parallel=self.parallel)
 
     def _read_group(
         self,
@@ -351,7 +352,7 @@ class ChunkIO:
             map_groups(
                 lambda group: self._write_group(group, value, scalar, cache),
                 projections,
-                parallel=self._parallel,
+                parallel=self.parallel,
             )
 
     def _write_group(

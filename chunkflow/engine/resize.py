@@ -18,7 +18,7 @@ from chunkflow.grid import normalize_shape
 from chunkflow.engine.values import convert_dtype, is_chunked_source
 
 if TYPE_CHECKING:
-    from chunkflow.core.documents import ArrayMetadata
+    from chunkflow.metadata import ArrayMetadata
     from chunkflow.engine.chunk_io import ChunkIO
 
 __all__ = ["resize_array", "append_to_array"]

@@ -198,7 +198,7 @@ class ShardReader:
                 if wanted <= cache.max_bytes // 2:
                     keep, ticket = cache, cache.ticket()
             map_groups(lambda group: [self._read_part(p, out, cache, keep, ticket)
-                                      for p in group], parts, parallel=io._parallel)
+                                      for p in group], parts, parallel=io.parallel)
         return rest
 
     def _part(self, proj: ChunkProjection) -> ShardPart:

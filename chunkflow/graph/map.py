@@ -336,7 +336,7 @@ def map_chunks(
     if not compute:
         return done
     run(done, scheduler=scheduler, progress=progress)
-    plan.out._io.forget_cached()  # blocks written by other processes
+    plan.out.forget_cached()  # blocks written by other processes
     return plan.out
 
 

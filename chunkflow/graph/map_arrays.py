@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from chunkflow.api.creation import create
+from chunkflow.api.creation import create, like_kwargs
 from chunkflow.core.array import Array
 from chunkflow.errors import InvalidSelectionError, ReadOnlyError, ShapeMismatchError
 from chunkflow.graph.read import as_source_array
@@ -83,9 +83,7 @@ def resolve_out(out: Any, first: Array, dtype: Any,
         except FileNotFoundError:
             array = None
         if array is None:
-            from chunkflow.api.creation import _like
-
-            like = _like(first, dtype=np.dtype(dtype) if dtype is not None else first.dtype)
+            like = like_kwargs(first, dtype=np.dtype(dtype) if dtype is not None else first.dtype)
             return NewOut(out, like, storage_options, create(**like))
         if not isinstance(array, Array):
             raise InvalidSelectionError(f"map_chunks: out={out!r} holds a group, not an array")

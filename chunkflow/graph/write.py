@@ -275,7 +275,7 @@ def store(
         # Tasks that ran in other processes (scheduler="processes", a cluster) wrote
         # behind this process's caches: drop what they hold of the targets.
         for target in target_list:
-            target._io.forget_cached()
+            target.forget_cached()
         return None
     return delayed
 

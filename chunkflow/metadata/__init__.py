@@ -30,8 +30,12 @@ from chunkflow.metadata.json import dump_json_document, load_json_document
 from chunkflow.metadata.v2 import ArrayMetadataV2, GroupMetadataV2
 from chunkflow.metadata.v3 import ArrayMetadataV3, GroupMetadataV3, parse_zarr_json
 
+#: The document of an array, in either format.
+ArrayMetadata = ArrayMetadataV2 | ArrayMetadataV3
+
 __all__ = [
     "is_all_fill",
+    "ArrayMetadata",
     "ArrayMetadataV2",
     "ArrayMetadataV3",
     "GroupMetadataV2",

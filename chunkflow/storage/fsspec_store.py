@@ -17,7 +17,8 @@ from chunkflow.storage.keys import slice_bounds
 from chunkflow.storage.process_local import reference
 from chunkflow.storage.ranges import ByteRangeReader
 
-__all__ = ["FsspecStore", "GLOB", "FsspecRangeReader", "change_token"]
+__all__ = ["GLOB", "FsspecRangeReader", "FsspecStore", "change_token", "fs_protocols",
+           "is_missing_error"]
 
 # fsspec expands glob characters in the path lists given to cat/rm; keys that
 # contain them are fetched one by one instead.
@@ -26,7 +27,9 @@ GLOB = re.compile(r"[*?\[]")
 _MISSING_CODES = {"NoSuchKey", "404", "NotFound", "NoSuchBucket"}
 
 
-def _is_missing(err: BaseException) -> bool:
+def is_missing_error(err: BaseException) -> bool:
+    """Whether a backend error means "no such key" (the one place that decides it; S3
+    and HTTP back ends raise their own error types and codes)."""
     if isinstance(err, (FileNotFoundError, IsADirectoryError, NotADirectoryError, KeyError)):
         return True
     if type(err).__name__ in _MISSING_CODES:
@@ -107,7 +110,7 @@ class FsspecRangeReader(ByteRangeReader):
         results = self._fs.cat_ranges([self._path] * len(ranges), starts, stops, on_error="return")
         for part, (start, stop) in zip(results, ranges):
             if isinstance(part, BaseException):
-                if _is_missing(part):
+                if is_missing_error(part):
                     raise self._changed("it was deleted") from part
                 raise part
             if len(part) != stop - start:
@@ -117,7 +120,7 @@ class FsspecRangeReader(ByteRangeReader):
         try:
             now = change_token(self._fs.info(self._path))
         except Exception as err:
-            if _is_missing(err):
+            if is_missing_error(err):
                 raise self._changed("it was deleted") from err
             raise
         if now != self._token:
@@ -130,9 +133,9 @@ def open_fsspec_ranges(fs: Any, path: str, key: str) -> FsspecRangeReader | None
     (no change-tracking info field, or a local file system): then read the value whole.
 
     Backend errors are left to the caller to translate (a folder raises
-    ``IsADirectoryError``, which :func:`_is_missing` counts as missing).
+    ``IsADirectoryError``, which :func:`is_missing_error` counts as missing).
     """
-    if _UNCHECKABLE_PROTOCOLS & set(_protocols(fs)):
+    if _UNCHECKABLE_PROTOCOLS & set(fs_protocols(fs)):
         return None
     info = fs.info(path)
     if info.get("type") == "directory":
@@ -197,7 +200,7 @@ class FsspecStore(Store):
         self.root = root.rstrip("/")
         self._base = self.root + "/" if self.root else ""
         self.read_only = read_only
-        if "zip" in _protocols(self.fs) and getattr(self.fs, "mode", "r") == "r":
+        if "zip" in fs_protocols(self.fs) and getattr(self.fs, "mode", "r") == "r":
             self.read_only = True
             self._read_only_reason = (
                 "fsspec's zip file system cannot read and write in one session; "
@@ -208,7 +211,7 @@ class FsspecStore(Store):
     def identity(self) -> str:
         if "::" in self.url:
             return self.url.rstrip("/")
-        protocols = _protocols(self.fs)
+        protocols = fs_protocols(self.fs)
         if "file" in protocols or "local" in protocols:
             # Same token as LocalStore over the same folder.
             return "file://" + os.path.realpath(self.root)
@@ -228,12 +231,12 @@ class FsspecStore(Store):
         closed instance is also dropped from fsspec's instance cache, so a later
         store over the same URL opens the file afresh.
         """
-        if "zip" in _protocols(self.fs) and getattr(self.fs, "mode", "r") in ("w", "a"):
+        if "zip" in fs_protocols(self.fs) and getattr(self.fs, "mode", "r") in ("w", "a"):
             self.fs.close()
             type(self.fs).clear_instance_cache()
 
     def __reduce__(self) -> tuple[object, ...]:
-        if "memory" in _protocols(self.fs):
+        if "memory" in fs_protocols(self.fs):
             # fsspec's memory file system is a dict of this process: another process
             # would see an empty one and lose what it writes.
             return reference(self, repr(self))
@@ -243,7 +246,7 @@ class FsspecStore(Store):
 
     def _translated(self, key: str, err: BaseException, write: bool) -> BaseException | None:
         """Map a backend error to chunkflow's (None: leave it as is)."""
-        if _is_missing(err):
+        if is_missing_error(err):
             return KeyError(key)
         if write and isinstance(err, PermissionError):
             return ReadOnlyError(f"cannot write key {key!r} to {self!r}: the backend refused ({err})")
@@ -301,7 +304,7 @@ class FsspecStore(Store):
                 try:
                     return bytes(self.fs.cat_file(path, start=start, end=start + length))
                 except Exception as err:
-                    if _is_missing(err):
+                    if is_missing_error(err):
                         raise
                     # e.g. S3 answers 416 for a start past the end: fall back
                     # to size-based bounds below, re-raising if that is not it.
@@ -411,6 +414,8 @@ class FsspecStore(Store):
         return sum(int(info.get("size") or 0) for info in self._find(prefix).values())
 
 
-def _protocols(fs: Any) -> tuple[str, ...]:
+def fs_protocols(fs: Any) -> tuple[str, ...]:
+    """The protocol names of an fsspec file system, as a tuple (fsspec gives a str or a
+    tuple)."""
     protocol = fs.protocol
     return (protocol,) if isinstance(protocol, str) else tuple(protocol)

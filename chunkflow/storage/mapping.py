@@ -12,12 +12,12 @@ from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from typing import Any
 
 from chunkflow.storage.base import Store
-from chunkflow.storage.fsspec_store import GLOB, _is_missing, open_fsspec_ranges
+from chunkflow.storage.fsspec_store import GLOB, is_missing_error, open_fsspec_ranges
 from chunkflow.storage.keys import slice_bounds
 from chunkflow.storage.process_local import reference
 from chunkflow.storage.ranges import ByteRangeReader
 
-__all__ = ["MappingStore"]
+__all__ = ["MappingStore", "object_token"]
 
 # id(mapping) -> (weak reference, token): one identity per live mapping object,
 # dropped when the mapping dies so a new object reusing its id() gets a new one.
@@ -41,7 +41,10 @@ def _apply_pending() -> None:
         _PENDING.popleft()()
 
 
-def _token(mapping: object, owner: object) -> str:
+def object_token(mapping: object, owner: object) -> str:
+    """A token naming ``mapping`` (an object that cannot be weakly referenced, such as a
+    dict) for as long as any ``owner`` holding it lives: stores wrapping the same dict
+    share one identity, so a write through one drops what another cached."""
     with _TOKENS_LOCK:
         _apply_pending()  # first: a dead mapping's id() may be this one's now
         entry = _TOKENS.get(id(mapping))
@@ -209,7 +212,7 @@ class MappingStore(Store):
         try:
             reader = open_fsspec_ranges(fs, to_path(key), key)
         except Exception as err:
-            if _is_missing(err):  # as FSMap itself turns these into KeyError
+            if is_missing_error(err):  # as FSMap itself turns these into KeyError
                 raise KeyError(key) from None
             raise
         return reader if reader is not None else super()._open_ranges(key)
@@ -254,4 +257,4 @@ def _identity_of(mapping: Mapping[str, Any], owner: object) -> str:
     filename = getattr(mapping, "filename", None)
     if type(mapping).__name__ == "Zip" and isinstance(filename, str):  # zict.Zip
         return "zip:" + os.path.realpath(filename)
-    return f"mapping:{type(mapping).__name__}:{_token(mapping, owner)}"
+    return f"mapping:{type(mapping).__name__}:{object_token(mapping, owner)}"

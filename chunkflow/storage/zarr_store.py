@@ -38,8 +38,8 @@ from zarr.core.sync import sync
 from zarr.storage import FsspecStore, LocalStore, ZipStore
 
 from chunkflow.storage.base import Store
-from chunkflow.storage.fsspec_store import _protocols
-from chunkflow.storage.mapping import _token as object_token
+from chunkflow.storage.fsspec_store import fs_protocols
+from chunkflow.storage.mapping import object_token
 from chunkflow.storage.process_local import reference
 
 __all__ = ["ZarrStoreAdapter", "is_zarr_store"]
@@ -214,7 +214,7 @@ def _process_local(store: ZarrStore) -> bool:
     if isinstance(store, ZipStore):
         return not store.read_only  # two processes appending to one zip corrupt it
     if isinstance(store, FsspecStore):
-        return "memory" in _protocols(store.fs)
+        return "memory" in fs_protocols(store.fs)
     return True  # in-memory stores, wrappers and others: by reference, to be safe
 
 
@@ -224,14 +224,14 @@ def _identity_of(store: ZarrStore, owner: object) -> str:
         return "file://" + os.path.realpath(store.root)
     if isinstance(store, ZipStore):
         return "zip:" + os.path.realpath(store.path)
-    if isinstance(store, FsspecStore) and "memory" not in _protocols(store.fs):
+    if isinstance(store, FsspecStore) and "memory" not in fs_protocols(store.fs):
         return _fsspec_identity(store)
     return f"zarr-python:{type(store).__name__}:{object_token(store, owner)}"
 
 
 def _fsspec_identity(store: FsspecStore) -> str:
     """The location as chunkflow's FsspecStore names it (its endpoint included)."""
-    if {"file", "local"} & set(_protocols(store.fs)):
+    if {"file", "local"} & set(fs_protocols(store.fs)):
         return "file://" + os.path.realpath(store.path)
     ident = store.fs.unstrip_protocol(store.path.rstrip("/"))
     options = getattr(store.fs, "storage_options", None) or {}

@@ -1,0 +1,58 @@
+"""What :meth:`chunkflow.Group.create_array` runs: the creation functions of this package,
+installed in :mod:`chunkflow.core` when this package is imported (core lies below api in
+the import chain, so it cannot import them itself)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from chunkflow.core import Array
+from chunkflow.core.group_arrays import set_array_maker
+from chunkflow.errors import ShapeMismatchError
+from chunkflow.storage import Store
+
+from chunkflow.api import creation
+from chunkflow.api.zarr3 import create_array
+from chunkflow.api.zarr3_checks import ZARR3_ONLY
+
+__all__ = ["create_member_array"]
+
+
+def create_member_array(store: Store, path: str, *, shape: Any, dtype: Any, data: Any,
+                        chunks: Any, overwrite: bool, defaults: dict[str, Any],
+                        create_kwargs: dict[str, Any]) -> Array:
+    """Create the array at ``path`` of a group's store: as :func:`chunkflow.create_array`
+    when a zarr-python 3 keyword is given (``shards=``, ``compressors=``...), else as
+    :func:`chunkflow.create` / :func:`chunkflow.array`.
+
+    Examples
+    --------
+    >>> from chunkflow.storage import MemoryStore
+    >>> z = create_member_array(MemoryStore(), "x", shape=(4,), dtype="u1", data=None,
+    ...                         chunks=(2,), overwrite=False, defaults={"zarr_format": 3},
+    ...                         create_kwargs={})
+    >>> z.path, z.chunks
+    ('x', (2,))
+    """
+    kwargs: dict[str, Any] = {**defaults, **create_kwargs}
+    if ZARR3_ONLY & create_kwargs.keys():
+        return create_array(store, name=path, shape=shape, dtype=dtype, data=data,
+                            chunks="auto" if chunks is True else chunks,
+                            overwrite=overwrite, **kwargs)
+    if dtype is not None:
+        kwargs["dtype"] = dtype
+    if chunks is not True:
+        kwargs["chunks"] = chunks
+    if data is not None:
+        if shape is not None and tuple(np.atleast_1d(shape)) != tuple(data.shape):
+            raise ShapeMismatchError(f"array {path!r}: shape={shape!r} does not match the "
+                                     f"shape {tuple(data.shape)} of data")
+        return creation.array(data, store=store, path=path, overwrite=overwrite, **kwargs)
+    if shape is None:
+        raise TypeError(f"array {path!r}: pass shape= (or data=) to create an array")
+    return creation.create(shape, store=store, path=path, overwrite=overwrite, **kwargs)
+
+
+set_array_maker(create_member_array)
