@@ -27,7 +27,8 @@ from chunkflow.api import (
     zeros_like,
 )
 from chunkflow.core import Array
-from chunkflow.cache import ChunkCache, cache_info, config, get_cache
+from chunkflow import config
+from chunkflow.cache import ChunkCache, cache_info, get_cache
 from chunkflow.storage import (
     FsspecStore,
     LocalStore,

@@ -25,7 +25,9 @@ from typing import Any
 
 from chunkflow.errors import BoundsCheckError, InvalidSelectionError
 
-__all__ = ["ChunkKeyEncoding", "RegularChunkGrid", "normalize_chunks", "normalize_shape"]
+__all__ = [
+    "ChunkKeyEncoding", "RegularChunkGrid", "ceil_div", "normalize_chunks", "normalize_shape",
+]
 
 _ENCODING_NAMES = ("default", "v2")
 _SEPARATORS = ("/", ".")
@@ -36,6 +38,17 @@ _SEPARATORS = ("/", ".")
 _GUESS_MIN_BYTES = 1024 * 1024
 _GUESS_MAX_BYTES = 64 * 1024 * 1024
 _GUESS_INCREMENT_BYTES = 256 * 1024
+
+
+def ceil_div(a: int, b: int) -> int:
+    """``a / b`` rounded up, for whole numbers: how many chunks of ``b`` cover ``a``.
+
+    Examples
+    --------
+    >>> ceil_div(10, 4), ceil_div(8, 4), ceil_div(0, 4)
+    (3, 2, 0)
+    """
+    return -(-a // b)
 
 
 def _as_index(value: Any) -> int:
@@ -170,7 +183,7 @@ class RegularChunkGrid:
     @cached_property
     def grid_shape(self) -> tuple[int, ...]:
         """Number of chunks along each dimension (0 for zero-length dimensions)."""
-        return tuple(-(-s // c) for s, c in zip(self.shape, self.chunks))
+        return tuple(ceil_div(s, c) for s, c in zip(self.shape, self.chunks))
 
     @cached_property
     def nchunks(self) -> int:
@@ -358,6 +371,6 @@ def _guess_chunks(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
         largest = max(range(len(chunks)), key=chunks.__getitem__)
         if chunks[largest] == 1:
             break  # a single element is bigger than the limit
-        chunks[largest] = -(-chunks[largest] // 2)
+        chunks[largest] = ceil_div(chunks[largest], 2)
         chunk_bytes = math.prod(chunks) * itemsize
     return tuple(chunks)

@@ -112,7 +112,7 @@ def create(
     lock_timeout : float, optional
         Seconds to wait for a lock before raising (nothing is written then).
     recheck_cached_data : "open", bool, float or None
-        How stale cached chunks may be when read (see :mod:`chunkflow.cache`).
+        How stale cached chunks may be when read (see :mod:`chunkflow.config`).
 
     Examples
     --------

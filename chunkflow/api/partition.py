@@ -16,6 +16,8 @@ import math
 import warnings
 from typing import Any, Sequence
 
+from chunkflow.grid import ceil_div
+
 __all__ = ["auto_partition"]
 
 #: zarr-python aims inner chunks of sharded arrays at 1 MiB.
@@ -38,7 +40,7 @@ def _guess_inner(shape: Sequence[int], itemsize: int) -> tuple[int, ...]:
         if (close and size < INNER_CHUNK_BYTES) or math.prod(chunks) == 1:
             return tuple(chunks)
         axis = turn % len(chunks)
-        chunks[axis] = -(-chunks[axis] // 2)
+        chunks[axis] = ceil_div(chunks[axis], 2)
         turn += 1
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from chunkflow.codecs import to_v3_codec
 from chunkflow.errors import MetadataError
+from chunkflow.grid import ceil_div
 
 from chunkflow.engine.layout import ARRAY_TO_ARRAY, ARRAY_TO_BYTES, BYTES_TO_BYTES
 
@@ -71,7 +72,7 @@ def check_shards(shards: Sequence[int], chunks: Sequence[int], shape: Sequence[i
                             f"shape {tuple(shape)} ({len(shape)} entries, got {len(shards)})")
     if len(chunks) == len(shards) and any(s % c for s, c in zip(shards, chunks)):
         below = tuple(max(c, s // c * c) for s, c in zip(shards, chunks))
-        above = tuple(-(-s // c) * c for s, c in zip(shards, chunks))
+        above = tuple(ceil_div(s, c) * c for s, c in zip(shards, chunks))
         raise MetadataError(
             f"shards {tuple(shards)} must be a whole multiple of chunks {tuple(chunks)} in "
             f"every dimension, as zarr-python requires; for example shards={below} or "

@@ -1,9 +1,7 @@
-"""The decoded-chunk cache and chunkflow's settings.
+"""The decoded-chunk cache, one per process.
 
-The settings (:mod:`chunkflow.cache.config`) live in ``dask.config`` under the
-``chunkflow`` namespace: ``config.set(cache_max_bytes=...)`` and
-``dask.config.set({"chunkflow.cache.max-bytes": ...})`` are the same change, and
-:func:`get_cache` follows either.
+Its settings are ``chunkflow.cache.*`` keys of :mod:`chunkflow.config` (in
+``dask.config``); :func:`get_cache` follows them.
 
 Coherence
 ---------
@@ -22,20 +20,18 @@ Across processes
     A partial-chunk write starts from a cached copy only when the store's version of
     the chunk (a settled file's inode and times, an object's ETag, a write counter)
     proves it current; otherwise it reads the store. So no write starts from an
-    outdated copy. Reads follow ``recheck_cached_data`` (a setting, also per array):
-    ``"open"`` (the default) checks a cached chunk once against the store if it was
-    cached before the handle was opened, so a handle opened after another process
-    finished writing sees its writes; ``True`` checks before every use; ``False``
-    never; a number of seconds bounds how stale a chunk may be. Writes that overlap
-    in time still need a synchronizer.
+    outdated copy. Reads follow the recheck policy (``recheck_cached_data``, see
+    :mod:`chunkflow.config`): by default a handle opened after another process
+    finished writing sees its writes. Writes that overlap in time still need a
+    synchronizer.
 On a dask cluster
     Each worker process has its own cache, under the same rules. ``chunkflow.store``
     drops its targets' chunks from the client's caches when it finishes. dask's
     memory manager does not see the cache, so its ``"auto"`` budget in a worker is at
     most 1/8 of the worker's memory limit, and ``map_chunks`` plans each task's memory
     with the cache taken off first. Set ``chunkflow.cache.max-bytes`` (for example
-    ``chunkflow.config.set(cache_max_bytes="256 MiB")``, or 0 for none) before the
-    cluster starts to change it.
+    ``chunkflow.config.set({"chunkflow.cache.max-bytes": "256 MiB"})``, or 0 for none)
+    before the cluster starts to change it.
 
 Local files have no version for :data:`chunkflow.storage.local.SETTLE_NS` (2 s) after
 they change: a cached copy of a chunk written that recently is always read again.
@@ -52,16 +48,14 @@ from chunkflow.cache.chunk_cache import (
     ChunkCache,
     discard_everywhere,
 )
-from chunkflow.cache.config import Config, config
+from chunkflow.config import get as _setting
 
 __all__ = [
     "CacheKey",
     "CachedChunk",
     "CacheStats",
     "ChunkCache",
-    "Config",
     "cache_info",
-    "config",
     "discard_everywhere",
     "get_cache",
 ]
@@ -71,20 +65,21 @@ _cache_lock = threading.Lock()
 
 
 def get_cache() -> ChunkCache:
-    """The process-wide cache, built lazily from ``config`` and resized when it changes.
+    """The process-wide cache, built lazily from the settings and resized when they change.
 
-    Its budget is ``config.get("cache_max_bytes")``: by default ``"auto"`` (see
-    :func:`chunkflow.cache.config.auto_cache_bytes`), smaller inside a dask worker.
+    Its budget is the setting ``chunkflow.cache.max-bytes``: by default ``"auto"``
+    (see :func:`chunkflow.resources.auto_cache_bytes`), smaller inside a dask worker.
 
     Examples
     --------
-    >>> with config.set(cache_max_bytes=2**20):
+    >>> import chunkflow
+    >>> with chunkflow.config.set({"chunkflow.cache.max-bytes": 2**20}):
     ...     get_cache().max_bytes
     1048576
     """
     global _cache
-    max_bytes = config.get("cache_max_bytes")
-    compressed = config.get("cache_compressed_bytes")
+    max_bytes = _setting("chunkflow.cache.max-bytes")
+    compressed = _setting("chunkflow.cache.compressed-bytes")
     cache = _cache
     # The common case (settings unchanged) takes no lock: this runs on every array read.
     budgets = (max_bytes, compressed)

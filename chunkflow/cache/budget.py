@@ -1,98 +1,48 @@
-"""The decoded-chunk cache's default budget, and what a dask worker may give it.
+"""The budget of the process-wide cache in a process with a given memory limit.
 
-A process's cache is invisible to dask's memory manager, so ``cache_max_bytes="auto"``
-(the default) sizes it from where it runs: 1 GiB or 1/16 of physical memory, whichever
-is smaller, and inside a dask distributed worker no more than
-:data:`WORKER_CACHE_SHARE` of the worker's memory limit. Set
-``chunkflow.cache.max-bytes`` (``chunkflow.config.set(cache_max_bytes=...)``) to choose
-the budget yourself.
+A dask worker's cache is invisible to dask's memory manager, so memory plans
+(``map_chunks``) take it off a worker's memory limit first: :func:`cache_bytes_for`
+says how much that is under the current settings. The ``"auto"`` rule itself is
+:func:`chunkflow.resources.auto_cache_bytes`.
 """
 
 from __future__ import annotations
 
-import functools
-import os
-import sys
-import weakref
 from typing import Any
 
-__all__ = ["WORKER_CACHE_SHARE", "auto_cache_bytes", "default_cache_bytes", "worker_memory_limit"]
+import dask.config
+
+from chunkflow import config
+from chunkflow.resources import auto_cache_bytes, default_cache_bytes
+
+__all__ = ["cache_bytes_for"]
+
+_MAX_BYTES = "chunkflow.cache.max-bytes"
 
 
-@functools.cache  # physical memory does not change while the process runs
-def default_cache_bytes() -> int:
-    """1 GiB or 1/16 of physical memory, whichever is smaller (``max-bytes: auto``).
+def cache_bytes_for(memory_limit: int | None, settings: dict[str, Any] | None = None) -> int:
+    """The budget the process-wide cache has in a process with ``memory_limit``.
 
-    Examples
-    --------
-    >>> 0 < default_cache_bytes() <= 2**30
-    True
-    """
-    try:
-        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):  # not a POSIX system
-        physical = 16 * 2**30
-    return int(min(2**30, physical // 16))
-
-
-# Inside a dask worker the "auto" cache takes at most this fraction of the worker's
-# memory limit. dask sees the cache only as unmanaged memory: it spills the worker's
-# results at 60% of the limit (70% by process memory), pauses it at 80%. A cache of
-# 1/8 (12.5%) leaves the tasks and their results about half the limit before spilling
-# starts, and still holds a few hundred chunks of a 4 GiB worker (512 MiB).
-WORKER_CACHE_SHARE = 1 / 8
-
-# The worker this process hosts, once a task of it has asked: the chunk I/O threads
-# that a task starts do not see distributed's per-task context, and the budget must
-# not change with the thread that asks (that would resize the cache back and forth).
-_worker: weakref.ref[Any] | None = None
-
-
-def worker_memory_limit() -> int | None:
-    """The memory limit of the dask distributed worker this process hosts, if any.
-
-    ``None`` outside a worker, when the worker has no limit, or once it has closed.
-    Found with ``distributed.get_worker()`` from a task, and remembered for the other
-    threads of the process.
+    What a dask worker with that memory limit (``None``: none) gives its cache under
+    the dask config ``settings`` (default: this process's, which a ``LocalCluster``
+    hands to its workers): 0 if the cache is disabled, the set budget, or for
+    ``"auto"`` :func:`~chunkflow.resources.auto_cache_bytes` of ``memory_limit``.
 
     Examples
     --------
-    >>> worker_memory_limit() is None  # not in a dask worker
+    >>> cache_bytes_for(2**30) == 2**27
     True
+    >>> with config.set({"chunkflow.cache.max-bytes": "64 MiB"}):
+    ...     cache_bytes_for(2**30)
+    67108864
+    >>> with config.set({"chunkflow.cache.enabled": False}):
+    ...     cache_bytes_for(2**30)
+    0
     """
-    global _worker
-    distributed = sys.modules.get("distributed")  # never imported here just to look
-    if distributed is None:
-        return None
-    try:
-        worker = distributed.get_worker()
-    except ValueError:  # not in a task: the worker seen before, if it still runs
-        worker = _worker() if _worker is not None else None
-    else:
-        if _worker is None or _worker() is not worker:
-            _worker = weakref.ref(worker)
-    if worker is None or worker.status.name in ("closing", "closed", "failed"):
-        return None
-    limit = worker.memory_manager.memory_limit
-    return int(limit) if limit else None
-
-
-def auto_cache_bytes(memory_limit: int | None = None) -> int:
-    """The budget ``cache_max_bytes="auto"`` gives a process.
-
-    :func:`default_cache_bytes`, or :data:`WORKER_CACHE_SHARE` of ``memory_limit`` if
-    smaller. ``memory_limit`` defaults to the limit of the dask worker this process
-    hosts (:func:`worker_memory_limit`).
-
-    Examples
-    --------
-    >>> auto_cache_bytes(2**30) == 2**27  # a worker of 1 GiB: 128 MiB
-    True
-    >>> auto_cache_bytes() == default_cache_bytes()  # not in a worker
-    True
-    """
-    if memory_limit is None:
-        memory_limit = worker_memory_limit()
-    if not memory_limit:
-        return default_cache_bytes()
-    return min(default_cache_bytes(), int(memory_limit * WORKER_CACHE_SHARE))
+    if not config.get("chunkflow.cache.enabled", settings):
+        return 0
+    raw = dask.config.get(_MAX_BYTES, default="auto",
+                          config=dask.config.config if settings is None else settings)
+    if config.is_auto(raw):
+        return auto_cache_bytes(memory_limit) if memory_limit else default_cache_bytes()
+    return int(config.get(_MAX_BYTES, settings))

@@ -23,13 +23,13 @@ import threading
 import time
 import weakref
 from collections.abc import Hashable, Iterable, Sequence
-from typing import Any
 
 import numpy as np
 
 from chunkflow.cache.families import Families
 from chunkflow.cache.stats import CacheStats
 from chunkflow.cache.tiers import CachedChunk, Tiers, build_tiers, chunk_weight
+from chunkflow.config import byte_count
 from chunkflow.storage.coherence import add_change_listener, location
 
 __all__ = ["CacheKey", "CacheStats", "ChunkCache", "CachedChunk", "discard_everywhere"]
@@ -40,12 +40,6 @@ CacheKey = str
 #: Locations whose latest invalidations are remembered per cache. Past this many, the
 #: log is cleared and every ticket issued before is refused (safe, and rare).
 _LOG_ENTRIES = 16384
-
-
-def _budget(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-        raise ValueError(f"{name} must be a non-negative integer number of bytes, got {value!r}")
-    return int(value)
 
 
 class ChunkCache:
@@ -92,7 +86,8 @@ class ChunkCache:
         # invalidation of the shard drops them all.
         self._families = Families()
         self._tiers: Tiers = self._rebuilt(
-            _budget("max_bytes", max_bytes), _budget("compressed_bytes", compressed_bytes)
+            byte_count("max_bytes", max_bytes, text=False),
+            byte_count("compressed_bytes", compressed_bytes, text=False),
         )
         _CACHES.add(self)
 
@@ -393,12 +388,12 @@ class ChunkCache:
         >>> cache.stats.entries, cache.stats.evictions, "s/a/3" in cache
         (2, 2, True)
         """
-        max_bytes = _budget("max_bytes", max_bytes)
+        max_bytes = byte_count("max_bytes", max_bytes, text=False)
         with self._lock:
             old = self._tiers
             compressed = self.compressed_max_bytes
             if compressed_bytes is not None:
-                compressed = _budget("compressed_bytes", compressed_bytes)
+                compressed = byte_count("compressed_bytes", compressed_bytes, text=False)
             new = self._tiers = self._rebuilt(max_bytes, compressed)
         for key, entry in self._drained(old):
             if chunk_weight(key, entry) <= max_bytes:

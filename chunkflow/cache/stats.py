@@ -23,8 +23,9 @@ class CacheStats:
     compressed_hits, compressed_bytes, compressed_entries : int
         Hits served by the compressed tier, and what it holds (0 without one).
     rechecks, stale : int
-        Cached chunks compared with the store's version before use (see
-        ``recheck_cached_data``), and those of them found outdated (then read again).
+        Cached chunks compared with the store's version before use (the recheck
+        policy, see :mod:`chunkflow.config`), and those of them found outdated (then
+        read again).
     refused : int
         Chunks not cached because a write changed them while they were being fetched.
 

@@ -34,6 +34,7 @@ import dask.threaded
 
 from chunkflow.cli.errors import describe
 from chunkflow.errors import ChunkflowError
+from chunkflow.resources import usable_cores
 
 __all__ = ["RemovedOutputError", "new_entries_removed_on_failure", "removed_on_failure",
            "waited_for"]
@@ -111,7 +112,7 @@ def waited_for(scheduler: str) -> Iterator[None]:
         return
     # dask's own pool class carries context variables (settings) into the threads.
     executor = getattr(dask.threaded, "ContextAwareThreadPoolExecutor", ThreadPoolExecutor)
-    with executor(os.cpu_count() or 1) as pool, dask.config.set(pool=pool):
+    with executor(usable_cores()) as pool, dask.config.set(pool=pool):
         yield
 
 

@@ -136,7 +136,7 @@ def _run_in(folder: Path, args: argparse.Namespace) -> int:
     raw_path, smooth_path = folder / "raw.zarr", folder / "smooth.zarr"
     print(f"chunkflow demo: a {size}x{size} uint16 image ({format_bytes(nbytes)}) in "
           f"{chunk}x{chunk} chunks; chunk cache budget {format_bytes(cache_budget)}")
-    with chunkflow.config.set(cache_max_bytes=cache_budget):
+    with chunkflow.config.set({"chunkflow.cache.max-bytes": cache_budget}):
         with _step(f"make the image ({len(make_blobs(size, args.seed))} blobs + noise)", timings):
             raw = _write_image(raw_path, size, chunk, args.seed)
         depth = filter_depth("gaussian", SIGMA)

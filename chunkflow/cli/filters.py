@@ -24,12 +24,12 @@ from chunkflow.cli.cleanup import removed_on_failure, waited_for
 from chunkflow.cli.errors import MissingDependencyError, UsageError
 from chunkflow.cli.nodes import create_at, naming_source, open_array_at
 from chunkflow.graph import MemoryPlanError
+from chunkflow.graph.halo import BOUNDARIES
 from chunkflow.cli.options import add_compute_options, progress_wanted, storage_options
 
-__all__ = ["BOUNDARIES", "apply_filter", "filter_depth", "register", "run_filter",
+__all__ = ["apply_filter", "filter_depth", "register", "run_filter",
            "scipy_ndimage"]
 
-BOUNDARIES = ("reflect", "nearest", "constant", "periodic", "none")
 # scipy's name for each boundary; with a full halo only the array's edges use it, and
 # "none" (no halo past the edge) treats the edge as scipy's "reflect" does.
 _SCIPY_MODES = {"reflect": "reflect", "nearest": "nearest", "constant": "constant",

@@ -65,9 +65,9 @@ class Array(ArrayProperties, BlockSelection):
     lock_timeout : float, optional
         Seconds to wait for a lock before raising (nothing is written then).
     recheck_cached_data : "open", bool, float or None
-        How stale cached chunks may be when read (see :mod:`chunkflow.cache`);
-        ``None`` follows ``chunkflow.config`` (default ``"open"``: chunks cached
-        before this handle was opened are checked against the store once).
+        How stale cached chunks may be when read: the recheck policy described in
+        :mod:`chunkflow.config`; ``None`` follows the setting
+        ``chunkflow.cache.recheck-cached-data`` (default ``"open"``).
 
     Examples
     --------

@@ -23,6 +23,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from chunkflow.errors import BoundsCheckError, InvalidSelectionError
+from chunkflow.grid import ceil_div
 
 from chunkflow.core.selection import SelectionAccessor
 
@@ -64,7 +65,7 @@ def block_slices(selection: Any, shape: Sequence[int], chunks: Sequence[int],
     slices = []
     for dim, (item, size, chunk) in enumerate(zip(_expand(selection, len(shape), path),
                                                  shape, chunks)):
-        nblocks = -(-size // chunk)
+        nblocks = ceil_div(size, chunk)
         if isinstance(item, numbers.Integral) and not isinstance(item, (bool, np.bool_)):
             first = int(item) + nblocks if item < 0 else int(item)
             last = first + 1

@@ -25,6 +25,7 @@ from typing import Any, Sequence
 
 from chunkflow.codecs import to_v3_codec
 from chunkflow.codecs.v3_codecs import ARRAY_TO_ARRAY, ARRAY_TO_BYTES, BYTES_TO_BYTES
+from chunkflow.grid import ceil_div
 
 __all__ = ["ARRAY_TO_ARRAY", "ARRAY_TO_BYTES", "BYTES_TO_BYTES", "ChunkLayout", "ceil_grid",
            "layout_of"]
@@ -40,7 +41,7 @@ def ceil_grid(shape: Sequence[int], chunks: Sequence[int]) -> tuple[int, ...]:
     >>> ceil_grid((10, 7), (4, 7))
     (3, 1)
     """
-    return tuple(-(-s // c) for s, c in zip(shape, chunks))
+    return tuple(ceil_div(s, c) for s, c in zip(shape, chunks))
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from chunkflow.cache import ChunkCache, config, get_cache
-from chunkflow.cache.config import recheck_policy
+from chunkflow import config
+from chunkflow.cache import ChunkCache, get_cache
 from chunkflow.sync import Synchronizer, as_synchronizer
 
 __all__ = ["ArrayOptions"]
@@ -27,15 +27,14 @@ class ArrayOptions:
     synchronizer : Synchronizer or None
         Locks chunks for writes that other writers may overlap.
     cache : ChunkCache, bool or None
-        ``None`` uses the process-wide cache (if ``config`` enables it), ``False`` none,
+        ``None`` uses the process-wide cache (if ``chunkflow.cache.enabled``), ``False`` none,
         a :class:`~chunkflow.cache.ChunkCache` that one.
     lock_timeout : float or None
         Seconds to wait for locks before :class:`~chunkflow.errors.LockTimeoutError`.
     recheck_cached_data : "open", bool, float or None
-        How stale cached chunks may be when read: ``"open"`` (checked against the store
-        once if cached before this handle was opened), ``True`` (checked before every
-        use), ``False`` (never), or seconds; ``None`` follows
-        ``chunkflow.config`` (default ``"open"``).
+        How stale cached chunks may be when read (the recheck policy of
+        :mod:`chunkflow.config`); ``None`` follows the setting
+        ``chunkflow.cache.recheck-cached-data`` (default ``"open"``).
 
     Examples
     --------
@@ -57,7 +56,7 @@ class ArrayOptions:
         options = cls(**kwargs)
         recheck = options.recheck_cached_data
         if recheck is not None:
-            recheck = recheck_policy("recheck_cached_data", recheck)
+            recheck = config.recheck_policy("recheck_cached_data", recheck)
         return replace(options, synchronizer=as_synchronizer(options.synchronizer),
                        recheck_cached_data=recheck)
 
@@ -73,17 +72,17 @@ class ArrayOptions:
         """
         if self.recheck_cached_data is not None:
             return self.recheck_cached_data
-        return config.get("recheck_cached_data")  # type: ignore[no-any-return]
+        return config.get("chunkflow.cache.recheck-cached-data")  # type: ignore[no-any-return]
 
     def resolve_cache(self) -> ChunkCache | None:
-        """The cache to use now (the process-wide one follows ``chunkflow.config``)."""
+        """The cache to use now (the process-wide one follows ``chunkflow.cache.*``)."""
         if self.cache is False:
             return None
         if isinstance(self.cache, ChunkCache):
             return self.cache
         if self.cache not in (None, True):
             raise TypeError(f"cache must be None, True, False or a ChunkCache, got {self.cache!r}")
-        return get_cache() if config.get("cache_enabled") else None
+        return get_cache() if config.get("chunkflow.cache.enabled") else None
 
     def with_read_only(self, read_only: bool) -> ArrayOptions:
         """A copy with ``read_only`` replaced."""

@@ -18,7 +18,7 @@ import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
-from chunkflow.cache.config import config
+from chunkflow import config
 from typing import Callable, Sequence, TypeVar
 
 __all__ = ["PARALLEL_MIN_CHUNK_BYTES", "io_threads", "map_groups", "serial_io", "split_groups"]
@@ -58,20 +58,20 @@ def serial_io() -> Iterator[None]:
 
 
 def io_threads() -> int:
-    """Threads for chunk I/O: the ``io_threads`` setting (``chunkflow.io.threads``).
+    """Threads for chunk I/O: the setting ``chunkflow.io.threads``.
 
     Decoding, encoding and copying keep a core busy, and reads from the page cache are
     short: one thread per core was fastest (measured on 2 cores, 8192x8192 uint16 in
     2 MiB chunks: 64 ms to write and 24 ms to read with 2 threads, 77 ms and 29 ms
     with 4), which is the default (``"auto"``). Set it higher for storage with long
-    latencies: ``chunkflow.config.set(io_threads=16)``.
+    latencies: ``chunkflow.config.set({"chunkflow.io.threads": 16})``.
 
     Examples
     --------
     >>> io_threads() >= 1
     True
     """
-    return config.get("io_threads")
+    return config.get("chunkflow.io.threads")  # type: ignore[no-any-return]
 
 
 def _get_pool() -> ThreadPoolExecutor:

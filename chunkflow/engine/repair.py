@@ -27,6 +27,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator, Sequence
 
+from chunkflow.grid import ceil_div
 from chunkflow.metadata import is_all_fill
 
 if TYPE_CHECKING:
@@ -98,7 +99,7 @@ def _grown_bounds(
     old_shape: Sequence[int], new_shape: Sequence[int], chunks: Sequence[int]
 ) -> tuple[list[int], list[int]]:
     """The new grid's shape, and per dimension the first chunk reaching past the old shape."""
-    grid = [-(-n // c) for n, c in zip(new_shape, chunks)]
+    grid = [ceil_div(n, c) for n, c in zip(new_shape, chunks)]
     first = [min(o // c, g) if n > o else g
              for o, n, c, g in zip(old_shape, new_shape, chunks, grid)]
     return grid, first

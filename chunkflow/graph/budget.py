@@ -32,7 +32,7 @@ from typing import Any
 import dask
 from dask.utils import format_bytes
 
-from chunkflow.cache.config import cache_bytes_for
+from chunkflow.cache.budget import cache_bytes_for
 from chunkflow.errors import ChunkflowError
 from chunkflow.graph.scheduler import scheduler_choice
 from chunkflow.graph.read import active_client

@@ -302,8 +302,8 @@ def map_chunks(
         its threads. That cache is per process and invisible to dask's memory manager;
         in a distributed worker it defaults to 1/8 of the worker's memory limit (at
         most 1 GiB); set ``chunkflow.cache.max-bytes`` to change it (0 for none), as
-        in ``chunkflow.config.set(cache_max_bytes="256 MiB")`` before the cluster
-        starts. The plan is checked before anything runs, and a refused job creates
+        in ``chunkflow.config.set({"chunkflow.cache.max-bytes": "256 MiB"})`` before
+        the cluster starts. The plan is checked before anything runs, and a refused job creates
         nothing; see :mod:`chunkflow.graph.budget`.
     compute : bool
         With ``out``: write now and return ``out`` (default), or return a lazy dask

@@ -42,6 +42,8 @@ from chunkflow.core.array import Array
 from chunkflow.engine.pool import serial_io
 from chunkflow.errors import InvalidSelectionError
 from chunkflow.api.hierarchy import open_node
+from chunkflow.grid import ceil_div
+from chunkflow.resources import usable_cores
 from chunkflow.storage import Store
 
 from chunkflow.graph.scheduler import scheduler_choice
@@ -208,10 +210,7 @@ def worker_threads(scheduler: Any = None) -> int:
     configured = dask.config.get("num_workers", None)
     if configured:
         return int(configured)
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # macOS, Windows
-        return max(1, os.cpu_count() or 1)
+    return usable_cores()
 
 
 def block_multiples(array: Array, selection: Any, chunks: Any) -> tuple[int, ...]:
@@ -252,7 +251,7 @@ def block_multiples(array: Array, selection: Any, chunks: Any) -> tuple[int, ...
     multiples = []
     for dim, (k, size, chunk) in enumerate(zip(chunks, array.shape, unit)):
         if k is None or k == -1:
-            k = max(1, -(-size // chunk))
+            k = max(1, ceil_div(size, chunk))
         if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1:
             raise InvalidSelectionError(
                 f"array {array.path or '/'!r}: chunks[{dim}] must be a whole number of chunks "

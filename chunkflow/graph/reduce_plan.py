@@ -18,7 +18,6 @@ Examples
 from __future__ import annotations
 
 import builtins
-import os
 from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
@@ -31,6 +30,7 @@ from dask.utils import parse_bytes
 from chunkflow.core.array import Array
 from chunkflow.graph.scheduler import scheduler_choice
 from chunkflow.graph.read import as_source_array, to_dask
+from chunkflow.resources import physical_memory, usable_cores
 
 __all__ = [
     "REDUCTION_BLOCK_BYTES", "gather_tree", "memory_budget", "parse_budget",
@@ -51,7 +51,8 @@ def memory_budget(scheduler: Any = None) -> tuple[int, int]:
     """(bytes one worker may use, threads per worker) for the chosen scheduler.
 
     On a distributed cluster: the smallest worker's memory limit and thread count.
-    Locally: a quarter of physical memory and the number of cores.
+    Locally: a quarter of physical memory and the cores this process may use (both
+    from :mod:`chunkflow.resources`).
 
     Examples
     --------
@@ -66,11 +67,7 @@ def memory_budget(scheduler: Any = None) -> tuple[int, int]:
         threads = [w.get("nthreads") or 1 for w in workers]
         if limits and builtins.min(limits) > 0:
             return builtins.min(limits), builtins.max(threads)
-    try:
-        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        physical = 8 * 2**30
-    return physical // 4, os.cpu_count() or 1
+    return physical_memory() // 4, usable_cores()
 
 
 def parse_budget(memory_limit: int | str | None, scheduler: Any = None) -> tuple[int, int]:

@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from chunkflow.errors import BoundsCheckError, InvalidSelectionError
+from chunkflow.grid import ceil_div
 
 __all__ = [
     "DimProjection",
@@ -190,8 +191,8 @@ def _strided_slice_dim(start: int, step: int, n: int, size: int, chunk: int) -> 
     indices, chunk_sels, out_sels, complete = [], [], [], []
     for k in ks:
         b = k * chunk
-        first = low if b <= low else low + -(-(b - low) // s) * s
-        m = -(-(min(b + chunk, high + 1) - first) // s)
+        first = low if b <= low else low + ceil_div(b - low, s) * s
+        m = ceil_div(min(b + chunk, high + 1) - first, s)
         last = first + (m - 1) * s
         indices.append(k)
         if step > 0:

@@ -285,7 +285,7 @@ def test_copy_folder_to_zip_and_memory_to_folder(tmp_path: Path) -> None:
 
 def test_copy_of_an_array_larger_than_the_budget_stays_under_it(tmp_path: Path) -> None:
     # A copy writes a batch of a few chunks per I/O thread: the thread count is fixed
-    # below (io_threads=2) so the bound does not depend on the machine's cores.
+    # below (chunkflow.io.threads: 2) so the bound does not depend on the machine's cores.
     chunk_bytes = 64 * 64 * 8
     budget = 16 * chunk_bytes  # 512 KiB; the array is 64 chunks, 2 MiB
     data = np.random.default_rng(0).random((512, 512))
@@ -295,7 +295,8 @@ def test_copy_of_an_array_larger_than_the_budget_stays_under_it(tmp_path: Path) 
     del data
     gc.collect()
     # The decoded-chunk cache keeps chunks alive on purpose: give it two chunks.
-    with chunkflow.config.set(cache_max_bytes=2 * chunk_bytes, io_threads=2):
+    with chunkflow.config.set({"chunkflow.cache.max-bytes": 2 * chunk_bytes,
+                               "chunkflow.io.threads": 2}):
         chunkflow.get_cache().clear()
         tracemalloc.start()
         try:

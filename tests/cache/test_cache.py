@@ -12,7 +12,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from chunkflow.cache import CacheStats, ChunkCache, cache_info, config, get_cache
+from chunkflow import config
+from chunkflow.cache import CacheStats, ChunkCache, cache_info, get_cache
 from chunkflow.cache.tiers import CachedChunk, compress, decompress
 
 
@@ -442,15 +443,16 @@ def test_a_writer_never_reads_back_an_older_version(compressed: int) -> None:
 
 
 def test_get_cache_follows_config() -> None:
-    with config.set(cache_max_bytes=4000, cache_compressed_bytes=0):
+    with config.set({"chunkflow.cache.max-bytes": 4000, "chunkflow.cache.compressed-bytes": 0}):
         cache = get_cache()
         for i in range(4):
             cache.put(key(i, path="get-cache-test"), chunk(1000))
         assert cache_info().max_bytes == 4000 and cache_info().bytes <= 4000
-        with config.set(cache_max_bytes=2000, cache_compressed_bytes=8000):
+        with config.set({"chunkflow.cache.max-bytes": 2000,
+                         "chunkflow.cache.compressed-bytes": 8000}):
             assert get_cache() is cache  # one cache, resized, never replaced
             assert cache.max_bytes == 2000 and cache.compressed_max_bytes == 8000
             assert cache_info().bytes <= 2000
         assert get_cache().max_bytes == 4000 and cache.compressed_max_bytes == 0
         cache.discard_array("mem://1", "get-cache-test")
-    assert get_cache().max_bytes == config.get("cache_max_bytes")
+    assert get_cache().max_bytes == config.get("chunkflow.cache.max-bytes")

@@ -563,12 +563,12 @@ def test_demo_keeps_its_results(capsys: pytest.CaptureFixture[str], tmp_path: Pa
 
 def test_demo_image_is_larger_than_the_cache_budget(capsys: pytest.CaptureFixture[str],
                                                     tmp_path: Path) -> None:
-    budget_before = chunkflow.config.get("cache_max_bytes")
+    budget_before = chunkflow.config.get("chunkflow.cache.max-bytes")
     code, out, _ = run(capsys, "demo", "--size", "128", "--chunk", "32", "--folder",
                        tmp_path / "d", "--scheduler", "sync")
     assert code == 0
     assert "128x128 uint16 image (32.00 kiB)" in out and "cache budget 16.00 kiB" in out
-    assert chunkflow.config.get("cache_max_bytes") == budget_before  # restored
+    assert chunkflow.config.get("chunkflow.cache.max-bytes") == budget_before  # restored
     assert (tmp_path / "d" / "smooth.zarr").exists()
 
 

@@ -231,7 +231,7 @@ def test_copy_memory_stays_bounded_by_a_few_chunks(tmp_path) -> None:
                           store=str(tmp_path / "dst.zarr"))
     cache_budget = 1 << 20  # decoded chunks the process-wide cache may keep meanwhile
     budget = cache_budget + 24 * 256 * 256 * 2  # + 24 chunks (3 MiB): under half the array
-    with chunkflow.config.set(cache_max_bytes=cache_budget):
+    with chunkflow.config.set({"chunkflow.cache.max-bytes": cache_budget}):
         chunkflow.get_cache().clear()
         tracemalloc.start()
         try:

@@ -135,6 +135,6 @@ def test_cache_can_be_switched_off_per_array_and_by_config(tmp_path: Path) -> No
     z = chunkflow.zeros((16, 16), chunks=(8, 8), dtype="i4", store=str(tmp_path / "o.zarr"),
                         cache=False)
     assert z.options.resolve_cache() is None
-    with chunkflow.config.set(cache_enabled=False):
+    with chunkflow.config.set({"chunkflow.cache.enabled": False}):
         assert chunkflow.open(str(tmp_path / "o.zarr")).options.resolve_cache() is None
     assert chunkflow.open(str(tmp_path / "o.zarr")).options.resolve_cache() is not None

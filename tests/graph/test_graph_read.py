@@ -383,7 +383,7 @@ def test_dask_reads_leave_the_process_wide_cache_alone(tmp_path: Path) -> None:
     data = np.arange(64 * 64, dtype="u2").reshape(64, 64)
     path = str(tmp_path / "a.zarr")
     chunkflow.array(data, chunks=(16, 16), store=path)
-    with chunkflow.config.set(cache_max_bytes="64 MiB"):
+    with chunkflow.config.set({"chunkflow.cache.max-bytes": "64 MiB"}):
         chunkflow.cache.get_cache().clear()
         z = chunkflow.open(path, mode="r")
         assert int(chunkflow.to_dask(z).sum().compute()) == int(data.sum())
