@@ -21,7 +21,7 @@ from chunkflow import config
 from chunkflow.cache import get_cache
 from chunkflow.config import DEFAULTS_FILE, SETTINGS
 from chunkflow.errors import ChunkflowError, SettingError, UnknownSettingError
-from chunkflow.resources import default_cache_bytes
+from chunkflow.config.resources import default_cache_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
 MAX = "chunkflow.cache.max-bytes"
@@ -395,7 +395,7 @@ def test_io_threads_setting_sizes_the_pool_and_follows_changes(
     clean_env: pytest.MonkeyPatch,
 ) -> None:
     from chunkflow.engine import pool as parallel
-    from chunkflow.resources import usable_cores
+    from chunkflow.config.resources import usable_cores
 
     assert config.get(THREADS, fresh()) == usable_cores()  # "auto"
     clean_env.setenv("DASK_CHUNKFLOW__IO__THREADS", "7")
@@ -413,7 +413,7 @@ def test_io_threads_setting_sizes_the_pool_and_follows_changes(
 
 def test_auto_cache_budget_follows_a_worker_memory_limit() -> None:
     from chunkflow.cache.budget import cache_bytes_for
-    from chunkflow.resources import auto_cache_bytes, worker_memory_limit
+    from chunkflow.config.resources import auto_cache_bytes, worker_memory_limit
 
     assert worker_memory_limit() is None  # the test process hosts no worker
     assert auto_cache_bytes() == default_cache_bytes() == config.get(MAX)

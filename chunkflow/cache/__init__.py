@@ -68,7 +68,7 @@ def get_cache() -> ChunkCache:
     """The process-wide cache, built lazily from the settings and resized when they change.
 
     Its budget is the setting ``chunkflow.cache.max-bytes``: by default ``"auto"``
-    (see :func:`chunkflow.resources.auto_cache_bytes`), smaller inside a dask worker.
+    (see :func:`chunkflow.config.resources.auto_cache_bytes`), smaller inside a dask worker.
 
     Examples
     --------

@@ -3,7 +3,7 @@
 A dask worker's cache is invisible to dask's memory manager, so memory plans
 (``map_chunks``) take it off a worker's memory limit first: :func:`cache_bytes_for`
 says how much that is under the current settings. The ``"auto"`` rule itself is
-:func:`chunkflow.resources.auto_cache_bytes`.
+:func:`chunkflow.config.resources.auto_cache_bytes`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 import dask.config
 
 from chunkflow import config
-from chunkflow.resources import auto_cache_bytes, default_cache_bytes
+from chunkflow.config.resources import auto_cache_bytes, default_cache_bytes
 
 __all__ = ["cache_bytes_for"]
 
@@ -26,7 +26,7 @@ def cache_bytes_for(memory_limit: int | None, settings: dict[str, Any] | None = 
     What a dask worker with that memory limit (``None``: none) gives its cache under
     the dask config ``settings`` (default: this process's, which a ``LocalCluster``
     hands to its workers): 0 if the cache is disabled, the set budget, or for
-    ``"auto"`` :func:`~chunkflow.resources.auto_cache_bytes` of ``memory_limit``.
+    ``"auto"`` :func:`~chunkflow.config.resources.auto_cache_bytes` of ``memory_limit``.
 
     Examples
     --------

@@ -34,7 +34,7 @@ import dask.threaded
 
 from chunkflow.cli.errors import describe
 from chunkflow.errors import ChunkflowError
-from chunkflow.resources import usable_cores
+from chunkflow.config.resources import usable_cores
 
 __all__ = ["RemovedOutputError", "new_entries_removed_on_failure", "removed_on_failure",
            "waited_for"]

@@ -43,7 +43,7 @@ from chunkflow.engine.pool import serial_io
 from chunkflow.errors import InvalidSelectionError
 from chunkflow.api.hierarchy import open_node
 from chunkflow.grid import ceil_div
-from chunkflow.resources import usable_cores
+from chunkflow.config.resources import usable_cores
 from chunkflow.storage import Store
 
 from chunkflow.graph.scheduler import scheduler_choice

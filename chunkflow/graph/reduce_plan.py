@@ -30,7 +30,7 @@ from dask.utils import parse_bytes
 from chunkflow.core.array import Array
 from chunkflow.graph.scheduler import scheduler_choice
 from chunkflow.graph.read import as_source_array, to_dask
-from chunkflow.resources import physical_memory, usable_cores
+from chunkflow.config.resources import physical_memory, usable_cores
 
 __all__ = [
     "REDUCTION_BLOCK_BYTES", "gather_tree", "memory_budget", "parse_budget",
@@ -52,7 +52,7 @@ def memory_budget(scheduler: Any = None) -> tuple[int, int]:
 
     On a distributed cluster: the smallest worker's memory limit and thread count.
     Locally: a quarter of physical memory and the cores this process may use (both
-    from :mod:`chunkflow.resources`).
+    from :mod:`chunkflow.config.resources`).
 
     Examples
     --------

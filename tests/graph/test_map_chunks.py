@@ -298,7 +298,7 @@ def test_refusals_create_no_output(tmp_path: Path) -> None:
 def test_worker_cache_is_a_share_of_its_memory_and_the_plan_counts_it(tmp_path: Path) -> None:
     import distributed
 
-    from chunkflow.resources import WORKER_CACHE_SHARE
+    from chunkflow.config.resources import WORKER_CACHE_SHARE
 
     limit = 400 * 2**20
     share = int(limit * WORKER_CACHE_SHARE)  # 50 MiB
@@ -309,7 +309,7 @@ def test_worker_cache_is_a_share_of_its_memory_and_the_plan_counts_it(tmp_path: 
     chunkflow.zeros((2048, 4096), chunks=(2048, 4096), dtype="f4", store=path)
 
     def cache_budget() -> tuple[int, int | None]:
-        from chunkflow.resources import worker_memory_limit
+        from chunkflow.config.resources import worker_memory_limit
 
         return chunkflow.get_cache().max_bytes, worker_memory_limit()
 

@@ -1,7 +1,7 @@
 """chunkflow's settings: dask config keys under ``chunkflow``, one name each.
 
 The values live in ``dask.config``; chunkflow registers their defaults from
-``chunkflow/chunkflow.yaml`` when imported (as distributed registers
+``chunkflow/config/chunkflow.yaml`` when imported (as distributed registers
 ``distributed.yaml``). :func:`set` and :func:`get` are ``dask.config.set`` and
 ``dask.config.get`` for these keys, with every value checked, and parsed where it is
 text (``"512 MiB"``).
@@ -12,7 +12,7 @@ Settings
     Budget of the decoded-chunk cache, one per process. Default ``"auto"``: 1 GiB or
     1/16 of physical memory, whichever is smaller; inside a dask distributed worker,
     also no more than 1/8 of the worker's memory limit (see
-    :func:`chunkflow.resources.auto_cache_bytes`).
+    :func:`chunkflow.config.resources.auto_cache_bytes`).
 ``chunkflow.cache.compressed-bytes``
     Budget of the compressed second tier; 0 (the default) means none.
 ``chunkflow.cache.enabled``
@@ -86,7 +86,7 @@ import yaml
 from dask.utils import parse_bytes
 
 from chunkflow.errors import SettingError, UnknownSettingError
-from chunkflow.resources import auto_cache_bytes, usable_cores
+from chunkflow.config.resources import auto_cache_bytes, usable_cores
 
 __all__ = [
     "DEFAULTS_FILE", "SETTINGS", "byte_count", "get", "is_auto", "recheck_policy", "set",
@@ -146,7 +146,7 @@ def is_auto(value: Any) -> bool:
 
 
 def _cache_budget(what: str, value: Any) -> int:
-    """A byte count, or ``"auto"`` for :func:`~chunkflow.resources.auto_cache_bytes`."""
+    """A byte count, or ``"auto"`` for :func:`~chunkflow.config.resources.auto_cache_bytes`."""
     return auto_cache_bytes() if is_auto(value) else byte_count(what, value)
 
 
