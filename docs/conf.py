@@ -12,8 +12,10 @@ moving code between internal modules does not change the reference.
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
+from typing import Any
 
 # Document the checkout this file sits in, not another installed copy.
 sys.path.insert(0, os.path.abspath(".."))
@@ -53,3 +55,45 @@ nitpicky = False
 html_theme = "alabaster"
 html_title = f"chunkflow {release}"
 html_static_path: list[str] = []
+
+
+# Show a class's bases by the names users import them by: a chunkflow base becomes
+# its public name (``chunkflow.storage.Store``), an internal mixin (which has none) is
+# left out, and a base from elsewhere (``Exception``) stays as it is.
+_PUBLIC_PACKAGES = (
+    "chunkflow.storage",
+    "chunkflow.cache",
+    "chunkflow.sync",
+    "chunkflow.errors",
+    "chunkflow.codecs",
+    "chunkflow.graph",
+    "chunkflow",
+)
+
+
+def _public_names() -> dict[int, str]:
+    """Map each public class (by ``id``) to the first public name found for it."""
+    names: dict[int, str] = {}
+    for package in _PUBLIC_PACKAGES:
+        module = importlib.import_module(package)
+        for name in getattr(module, "__all__", ()):
+            obj = getattr(module, name)
+            if isinstance(obj, type):
+                names.setdefault(id(obj), f"{package}.{name}")
+    return names
+
+
+def _public_bases(app: Any, name: str, obj: Any, options: Any, bases: list) -> None:
+    public = _public_names()
+    kept: list = []
+    for base in bases:
+        module = getattr(base, "__module__", "") or ""
+        if id(base) in public:
+            kept.append(f":py:class:`{public[id(base)]}`")
+        elif not module.startswith("chunkflow"):
+            kept.append(base)
+    bases[:] = kept or [object]
+
+
+def setup(app: Any) -> None:
+    app.connect("autodoc-process-bases", _public_bases)
