@@ -67,6 +67,8 @@ _PUBLIC_PACKAGES = (
     "chunkflow.errors",
     "chunkflow.codecs",
     "chunkflow.graph",
+    "chunkflow.metadata",
+    "chunkflow.indexing",
     "chunkflow",
 )
 
