@@ -15,7 +15,10 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+import warnings
 from typing import Any
+
+from sphinx.util import logging
 
 # Document the checkout this file sits in, not another installed copy.
 sys.path.insert(0, os.path.abspath(".."))
@@ -48,6 +51,24 @@ autodoc_typehints_format = "short"
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_xref_param_type = False
+
+# numpydoc reports a malformed docstring (an unknown section, say) with a Python
+# warning, which -W does not see: pass its warnings on as Sphinx warnings, so they
+# fail the build like every other docstring error.
+_numpydoc_logger = logging.getLogger("numpydoc")
+_show_warning = warnings.showwarning
+
+
+def _numpydoc_warnings_to_sphinx(message: Any, category: Any, filename: str, lineno: int,
+                                 file: Any = None, line: Any = None) -> None:
+    if "numpydoc" in filename:
+        _numpydoc_logger.warning(str(message))
+    else:
+        _show_warning(message, category, filename, lineno, file, line)
+
+
+warnings.showwarning = _numpydoc_warnings_to_sphinx
+warnings.filterwarnings("always", module="numpydoc")
 
 # No intersphinx: the build must work without network access.
 nitpicky = False
