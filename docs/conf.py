@@ -90,6 +90,7 @@ _PUBLIC_PACKAGES = (
     "chunkflow.graph",
     "chunkflow.metadata",
     "chunkflow.indexing",
+    "chunkflow.testing",
     "chunkflow",
 )
 
