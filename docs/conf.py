@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.abspath(".."))
 import chunkflow  # noqa: E402
 
 project = "chunkflow"
-copyright = "chunkflow developers"  # noqa: A001 - the name Sphinx reads
+copyright = "chunkflow developers"
 author = "chunkflow developers"
 version = release = chunkflow.__version__
 
