@@ -59,8 +59,9 @@ _numpydoc_logger = logging.getLogger("numpydoc")
 _show_warning = warnings.showwarning
 
 
-def _numpydoc_warnings_to_sphinx(message: Any, category: Any, filename: str, lineno: int,
-                                 file: Any = None, line: Any = None) -> None:
+def _numpydoc_warnings_to_sphinx(
+    message: Any, category: Any, filename: str, lineno: int, file: Any = None, line: Any = None
+) -> None:
     if "numpydoc" in filename:
         _numpydoc_logger.warning(str(message))
     else:
