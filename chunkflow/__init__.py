@@ -10,48 +10,41 @@ Examples
 0.015
 """
 
+from chunkflow import config
 from chunkflow.api import (
     array,
+    consolidate_metadata,
     create,
     create_array,
     empty,
     empty_like,
-    full,
     from_array,
+    full,
     full_like,
+    group,
     ones,
     ones_like,
     open_array,
+    open_consolidated,
+    open_group,
     open_like,
     zeros,
     zeros_like,
 )
-from chunkflow.core import Array
-from chunkflow import config
-from chunkflow.cache import ChunkCache, cache_info, get_cache
-from chunkflow.storage import (
-    FsspecStore,
-    LocalStore,
-    MappingStore,
-    MemoryStore,
-    Store,
-    ZipStore,
-)
-
-from chunkflow.api import consolidate_metadata, group, open_consolidated, open_group
-from chunkflow.core import Group, Tree
 from chunkflow.api import open_node as open  # noqa: A001 - zarr-python's name
 from chunkflow.api.convenience import (
     copy,
     copy_all,
     copy_store,
     create_group,
-    tree,
     load,
     save,
     save_array,
     save_group,
+    tree,
 )
+from chunkflow.cache import ChunkCache, cache_info, get_cache
+from chunkflow.core import Array, Group, Tree
 from chunkflow.graph import (
     compute,
     histogram,
@@ -68,6 +61,14 @@ from chunkflow.graph import (
     summarize_chunks,
     to_chunkflow,
     to_dask,
+)
+from chunkflow.storage import (
+    FsspecStore,
+    LocalStore,
+    MappingStore,
+    MemoryStore,
+    Store,
+    ZipStore,
 )
 from chunkflow.sync import DistributedSynchronizer, ProcessSynchronizer, ThreadSynchronizer
 

@@ -57,8 +57,7 @@ from typing import Any
 
 try:
     from xarray import Dataset, Variable
-    from xarray.backends import AbstractDataStore, BackendEntrypoint
-    from xarray.backends import StoreBackendEntrypoint
+    from xarray.backends import AbstractDataStore, BackendEntrypoint, StoreBackendEntrypoint
     from xarray.core import indexing
     from xarray.core.utils import FrozenDict
 except ImportError as error:  # xarray is optional: only this module needs it
@@ -66,8 +65,8 @@ except ImportError as error:  # xarray is optional: only this module needs it
                       ) from error
 
 from chunkflow.core.array import Array
-from chunkflow.errors import MetadataError
 from chunkflow.core.group import Group
+from chunkflow.errors import MetadataError
 from chunkflow.storage import make_store
 from chunkflow.xarray_engine.opening import open_group_for_xarray
 from chunkflow.xarray_engine.variables import (

@@ -8,8 +8,9 @@ import shutil
 import socket
 import tempfile
 import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import fsspec
 import pytest

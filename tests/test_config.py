@@ -20,8 +20,8 @@ import chunkflow.cache
 from chunkflow import config
 from chunkflow.cache import get_cache
 from chunkflow.config import DEFAULTS_FILE, SETTINGS
-from chunkflow.errors import ChunkflowError, SettingError, UnknownSettingError
 from chunkflow.config.resources import default_cache_bytes
+from chunkflow.errors import ChunkflowError, SettingError, UnknownSettingError
 
 ROOT = Path(__file__).resolve().parents[1]
 MAX = "chunkflow.cache.max-bytes"
@@ -394,8 +394,8 @@ def test_a_bare_number_in_a_dask_variable_is_seconds(clean_env: pytest.MonkeyPat
 def test_io_threads_setting_sizes_the_pool_and_follows_changes(
     clean_env: pytest.MonkeyPatch,
 ) -> None:
-    from chunkflow.engine import pool as parallel
     from chunkflow.config.resources import usable_cores
+    from chunkflow.engine import pool as parallel
 
     assert config.get(THREADS, fresh()) == usable_cores()  # "auto"
     clean_env.setenv("DASK_CHUNKFLOW__IO__THREADS", "7")

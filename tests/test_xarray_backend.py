@@ -6,7 +6,6 @@ import os
 import pickle
 import subprocess
 import sys
-import tomllib
 import warnings
 from importlib import metadata
 from pathlib import Path
@@ -14,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import tomllib
 
 xr = pytest.importorskip("xarray")
 zarr = pytest.importorskip("zarr", minversion="3.1")

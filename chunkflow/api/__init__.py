@@ -3,6 +3,7 @@ zarr-3 checks, spec building, ``chunks="auto"``, hierarchy opening, convenience
 (save/load) and copying.
 """
 
+from chunkflow.api import group_members  # noqa: F401  (installs Group.create_array's maker)
 from chunkflow.api.convenience import (
     copy,
     copy_all,
@@ -36,7 +37,6 @@ from chunkflow.api.hierarchy import (
     open_node,
 )
 from chunkflow.api.zarr3 import create_array, from_array
-from chunkflow.api import group_members  # noqa: F401  (installs Group.create_array's maker)
 
 __all__ = [
     "array",

@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
 
-from chunkflow.core.array import Array
+from chunkflow.api.copying import copy, copy_all, copy_store
 from chunkflow.api.creation import array as create_array_from
 from chunkflow.api.creation import open_array
-from chunkflow.errors import NodeNotFoundError
-from chunkflow.api.copying import copy, copy_all, copy_store
-from chunkflow.storage import Store, make_store
+from chunkflow.core.array import Array
 from chunkflow.core.documents import node_kind, normalize_path, not_found_message
+from chunkflow.errors import NodeNotFoundError
+from chunkflow.storage import Store, make_store
 
 if TYPE_CHECKING:
     from chunkflow.core.group import Group
@@ -315,8 +315,8 @@ def create_group(
     >>> dict(g.attrs)
     {'site': 'A'}
     """
-    from chunkflow.errors import ContainsArrayError, ContainsGroupError
     from chunkflow.api.hierarchy import group, open_node
+    from chunkflow.errors import ContainsArrayError, ContainsGroupError
 
     if not overwrite and store is not None:
         try:

@@ -17,13 +17,13 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Literal
 
 from chunkflow.core.array import Array
+from chunkflow.core.documents import join_path, node_kind, normalize_path
 from chunkflow.errors import (
     ContainsArrayError,
     ContainsGroupError,
     UnsupportedCodecError,
 )
 from chunkflow.storage import Store, make_store
-from chunkflow.core.documents import join_path, node_kind, normalize_path
 
 if TYPE_CHECKING:
     from chunkflow.core.group import Group

@@ -11,24 +11,35 @@ from typing import Any
 
 import numpy as np
 
-from chunkflow.errors import ArrayNotFoundError, ContainsArrayError, ContainsGroupError
-from chunkflow.storage import make_store
+from chunkflow.api.spec import DEFAULT, build_metadata
+from chunkflow.api.zarr3_checks import ZARR3_ONLY
+from chunkflow.core.array import Array
 from chunkflow.core.documents import (
     ensure_ancestor_groups,
     node_kind,
     normalize_path,
     store_array_metadata,
 )
-
-from chunkflow.core.array import Array
 from chunkflow.engine.options import ArrayOptions
-from chunkflow.api.spec import DEFAULT, build_metadata
 from chunkflow.engine.values import convert_dtype, is_chunked_source
-from chunkflow.api.zarr3_checks import ZARR3_ONLY
+from chunkflow.errors import ArrayNotFoundError, ContainsArrayError, ContainsGroupError
+from chunkflow.storage import make_store
 
 __all__ = [
-    "create", "open_array", "zeros", "ones", "empty", "full", "array",
-    "zeros_like", "ones_like", "empty_like", "full_like", "open_like", "like_kwargs", "MODES",
+    "MODES",
+    "array",
+    "create",
+    "empty",
+    "empty_like",
+    "full",
+    "full_like",
+    "like_kwargs",
+    "ones",
+    "ones_like",
+    "open_array",
+    "open_like",
+    "zeros",
+    "zeros_like",
 ]
 
 MODES = ("r", "r+", "a", "w", "w-")

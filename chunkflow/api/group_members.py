@@ -8,14 +8,13 @@ from typing import Any
 
 import numpy as np
 
+from chunkflow.api import creation
+from chunkflow.api.zarr3 import create_array
+from chunkflow.api.zarr3_checks import ZARR3_ONLY
 from chunkflow.core import Array
 from chunkflow.core.group_arrays import set_array_maker
 from chunkflow.errors import ShapeMismatchError
 from chunkflow.storage import Store
-
-from chunkflow.api import creation
-from chunkflow.api.zarr3 import create_array
-from chunkflow.api.zarr3_checks import ZARR3_ONLY
 
 __all__ = ["create_member_array"]
 

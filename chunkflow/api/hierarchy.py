@@ -6,15 +6,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from chunkflow.errors import (
-    ContainsArrayError,
-    ContainsGroupError,
-    GroupNotFoundError,
-    MetadataError,
-    NodeNotFoundError,
-)
-from chunkflow.metadata import load_json_document
-from chunkflow.storage import Store, make_store
+from chunkflow.api.creation import MODES, open_array
+from chunkflow.core.array import Array
+from chunkflow.core.consolidated import ConsolidatedIndex
 from chunkflow.core.documents import (
     ZARR_JSON,
     ZARRAY,
@@ -24,10 +18,8 @@ from chunkflow.core.documents import (
     normalize_path,
     not_found_message,
 )
-
-from chunkflow.core.array import Array
-from chunkflow.api.creation import MODES, open_array
 from chunkflow.core.group import Group
+from chunkflow.core.member_options import MemberOptions
 from chunkflow.core.node_records import (
     ZMETADATA,
     NodeRecord,
@@ -35,10 +27,17 @@ from chunkflow.core.node_records import (
     parse_node,
     write_group,
 )
-from chunkflow.core.consolidated import ConsolidatedIndex
-from chunkflow.core.member_options import MemberOptions
+from chunkflow.errors import (
+    ContainsArrayError,
+    ContainsGroupError,
+    GroupNotFoundError,
+    MetadataError,
+    NodeNotFoundError,
+)
+from chunkflow.metadata import load_json_document
+from chunkflow.storage import Store, make_store
 
-__all__ = ["group", "open_group", "open_node", "consolidate_metadata", "open_consolidated"]
+__all__ = ["consolidate_metadata", "group", "open_consolidated", "open_group", "open_node"]
 
 _GROUP_KWARGS = ("zarr_format", "attributes", "synchronizer", "cache", "lock_timeout",
                  "use_consolidated")

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -15,16 +16,15 @@ from chunkflow.codecs import (
 from chunkflow.errors import MetadataError
 from chunkflow.grid import normalize_chunks, normalize_shape
 from chunkflow.metadata import (
+    ArrayMetadata,
     ArrayMetadataV2,
     ArrayMetadataV3,
     encode_data_type_v3,
     normalize_fill_value,
     parse_data_type_v3,
 )
-from chunkflow.metadata import ArrayMetadata
 
-
-__all__ = ["DEFAULT", "ArraySpec", "build_metadata", "normalize_dtype", "default_fill_value"]
+__all__ = ["DEFAULT", "ArraySpec", "build_metadata", "default_fill_value", "normalize_dtype"]
 
 
 class _Default:

@@ -22,9 +22,6 @@ from typing import Any
 
 import numpy as np
 
-from chunkflow.errors import MetadataError
-
-from chunkflow.core.array import Array
 from chunkflow.api.creation import create
 from chunkflow.api.partition import auto_partition
 from chunkflow.api.zarr3_checks import (
@@ -35,6 +32,8 @@ from chunkflow.api.zarr3_checks import (
     merge_compressor,
     warn_order_v3,
 )
+from chunkflow.core.array import Array
+from chunkflow.errors import MetadataError
 
 __all__ = ["create_array", "from_array"]
 

@@ -19,10 +19,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from chunkflow.codecs import to_v3_codec
+from chunkflow.engine.layout import ARRAY_TO_ARRAY, ARRAY_TO_BYTES, BYTES_TO_BYTES
 from chunkflow.errors import MetadataError
 from chunkflow.grid import ceil_div
-
-from chunkflow.engine.layout import ARRAY_TO_ARRAY, ARRAY_TO_BYTES, BYTES_TO_BYTES
 
 #: Keywords only zarr-python 3's create_array has: they select its defaults and meanings,
 #: so creation functions that see one (``open_array``, ``Group.create_array``) hand the

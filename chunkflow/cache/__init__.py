@@ -42,8 +42,8 @@ from __future__ import annotations
 import threading
 
 from chunkflow.cache.chunk_cache import (
-    CacheKey,
     CachedChunk,
+    CacheKey,
     CacheStats,
     ChunkCache,
     discard_everywhere,
@@ -52,8 +52,8 @@ from chunkflow.config import get as _setting
 
 __all__ = [
     "CacheKey",
-    "CachedChunk",
     "CacheStats",
+    "CachedChunk",
     "ChunkCache",
     "cache_info",
     "discard_everywhere",

@@ -32,7 +32,7 @@ from chunkflow.cache.tiers import CachedChunk, Tiers, build_tiers, chunk_weight
 from chunkflow.config import byte_count
 from chunkflow.storage.coherence import add_change_listener, location
 
-__all__ = ["CacheKey", "CacheStats", "ChunkCache", "CachedChunk", "discard_everywhere"]
+__all__ = ["CacheKey", "CacheStats", "CachedChunk", "ChunkCache", "discard_everywhere"]
 
 CacheKey = str
 """A chunk's location: ``store.identity + "/" + chunk key``."""

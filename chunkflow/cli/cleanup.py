@@ -33,8 +33,8 @@ import dask
 import dask.threaded
 
 from chunkflow.cli.errors import describe
-from chunkflow.errors import ChunkflowError
 from chunkflow.config.resources import usable_cores
+from chunkflow.errors import ChunkflowError
 
 __all__ = ["RemovedOutputError", "new_entries_removed_on_failure", "removed_on_failure",
            "waited_for"]

@@ -23,9 +23,9 @@ import chunkflow
 from chunkflow.cli.cleanup import removed_on_failure, waited_for
 from chunkflow.cli.errors import MissingDependencyError, UsageError
 from chunkflow.cli.nodes import create_at, naming_source, open_array_at
+from chunkflow.cli.options import add_compute_options, progress_wanted, storage_options
 from chunkflow.graph import MemoryPlanError
 from chunkflow.graph.halo import BOUNDARIES
-from chunkflow.cli.options import add_compute_options, progress_wanted, storage_options
 
 __all__ = ["apply_filter", "filter_depth", "register", "run_filter",
            "scipy_ndimage"]

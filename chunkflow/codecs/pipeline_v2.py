@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from chunkflow.codecs.bounded import limit_for
 from chunkflow.buffers import scratch_buffer
+from chunkflow.codecs.bounded import limit_for
 from chunkflow.codecs.stages import (
     BufferLike,
     BytesStage,

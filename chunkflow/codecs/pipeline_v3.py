@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from chunkflow.buffers import scratch_buffer
 from chunkflow.codecs.array_stages import (
     ArrayFilterStage,
     ObjectBytesStage,
@@ -34,10 +35,9 @@ from chunkflow.codecs.array_stages import (
     TransposeStage,
     has_endianness,
 )
+from chunkflow.codecs.bounded import limit_for
 from chunkflow.codecs.registry import V3Codec, codec_from_json
 from chunkflow.codecs.sharding import ShardingCodec, ShardingStage
-from chunkflow.codecs.bounded import limit_for
-from chunkflow.buffers import scratch_buffer
 from chunkflow.codecs.stages import (
     BufferLike,
     BytesStage,

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Union
 
+from chunkflow.codecs.sharding import ShardingCodec
 from chunkflow.codecs.v3_codecs import (
     ARRAY_TO_ARRAY,
     ARRAY_TO_BYTES,
@@ -22,12 +23,11 @@ from chunkflow.codecs.v3_codecs import (
     Crc32cCodec,
     GzipCodec,
     TransposeCodec,
+    V3Codec,
     VLenBytesCodec,
     VLenUTF8Codec,
     ZstdCodec,
-    V3Codec,
 )
-from chunkflow.codecs.sharding import ShardingCodec
 from chunkflow.errors import UnsupportedCodecError
 
 __all__ = ["NUMCODECS_KINDS", "NumcodecsCodec", "V3Codec", "codec_from_json"]

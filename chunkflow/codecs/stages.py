@@ -23,17 +23,15 @@ True
 from __future__ import annotations
 
 import pickle
-
 import struct
 from typing import Any, Union
 
 import numcodecs
-from numcodecs.blosc import decompress as blosc_decompress
 import numpy as np
 from numcodecs.abc import Codec
+from numcodecs.blosc import decompress as blosc_decompress
 
 from chunkflow.codecs.bounded import bounded_decode
-
 from chunkflow.errors import (
     ChunkDecodeError,
     ChunkEncodeError,

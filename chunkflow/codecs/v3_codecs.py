@@ -23,7 +23,6 @@ from typing import Any, ClassVar
 from chunkflow.errors import UnsupportedCodecError
 
 __all__ = [
-    "V3Codec",
     "ARRAY_TO_ARRAY",
     "ARRAY_TO_BYTES",
     "BYTES_TO_BYTES",
@@ -32,6 +31,7 @@ __all__ = [
     "Crc32cCodec",
     "GzipCodec",
     "TransposeCodec",
+    "V3Codec",
     "VLenBytesCodec",
     "VLenUTF8Codec",
     "ZstdCodec",

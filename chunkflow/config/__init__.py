@@ -85,8 +85,8 @@ import dask.config
 import yaml
 from dask.utils import parse_bytes
 
-from chunkflow.errors import SettingError, UnknownSettingError
 from chunkflow.config.resources import auto_cache_bytes, usable_cores
+from chunkflow.errors import SettingError, UnknownSettingError
 
 __all__ = [
     "DEFAULTS_FILE", "SETTINGS", "byte_count", "get", "is_auto", "recheck_policy", "set",

@@ -4,11 +4,26 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from chunkflow.codecs import v2_pipeline, v3_pipeline
+from chunkflow.core.array_properties import ArrayProperties
+from chunkflow.core.attrs import Attributes
+from chunkflow.core.blocks import BlockSelection
+from chunkflow.core.documents import (
+    ArrayMetadata,
+    load_array_metadata,
+    normalize_path,
+    store_array_metadata,
+)
+from chunkflow.core.selection import SelectionAccessor, has_ellipsis, selection_kind
+from chunkflow.engine.chunk_io import ChunkIO
+from chunkflow.engine.layout import layout_of
+from chunkflow.engine.options import ArrayOptions
+from chunkflow.engine.values import copy_from_source, is_chunked_source, prepare_value
 from chunkflow.grid import ChunkKeyEncoding, RegularChunkGrid
 from chunkflow.indexing import (
     BasicIndexer,
@@ -19,21 +34,6 @@ from chunkflow.indexing import (
 )
 from chunkflow.metadata import ArrayMetadataV2
 from chunkflow.storage import Store, make_store
-from chunkflow.core.attrs import Attributes
-from chunkflow.core.documents import (
-    ArrayMetadata,
-    load_array_metadata,
-    normalize_path,
-    store_array_metadata,
-)
-
-from chunkflow.core.blocks import BlockSelection
-from chunkflow.engine.chunk_io import ChunkIO
-from chunkflow.engine.layout import layout_of
-from chunkflow.engine.options import ArrayOptions
-from chunkflow.core.array_properties import ArrayProperties
-from chunkflow.core.selection import SelectionAccessor, has_ellipsis, selection_kind
-from chunkflow.engine.values import copy_from_source, is_chunked_source, prepare_value
 
 __all__ = ["Array"]
 

@@ -9,7 +9,8 @@ zarr-python 2's ``.info`` did; on object storage it reads nothing from the store
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from chunkflow.core.info import InfoReport, format_bytes
 from chunkflow.core.reprs import describe_codecs

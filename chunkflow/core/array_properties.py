@@ -5,15 +5,14 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import numcodecs
+import numpy as np
 
 from chunkflow.codecs import compressor_of
-from chunkflow.metadata import ArrayMetadataV2
-from chunkflow.core.reprs import array_html, array_repr
-from chunkflow.core.node import NodeProperties
+from chunkflow.core.array_info import array_info
 from chunkflow.core.info import InfoReport
-
+from chunkflow.core.node import NodeProperties
+from chunkflow.core.reprs import array_html, array_repr
 from chunkflow.engine.layout import (
     ARRAY_TO_ARRAY,
     ARRAY_TO_BYTES,
@@ -21,15 +20,15 @@ from chunkflow.engine.layout import (
     ChunkLayout,
     ceil_grid,
 )
-from chunkflow.core.array_info import array_info
+from chunkflow.metadata import ArrayMetadataV2
 
 if TYPE_CHECKING:
     from chunkflow.core.attrs import Attributes
-    from chunkflow.metadata import ArrayMetadata
     from chunkflow.engine.chunk_io import ChunkIO
     from chunkflow.engine.options import ArrayOptions
-    from chunkflow.sync import Synchronizer
+    from chunkflow.metadata import ArrayMetadata
     from chunkflow.storage import Store
+    from chunkflow.sync import Synchronizer
 
 __all__ = ["ArrayProperties"]
 

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, MutableMapping
-from typing import Any, Callable
-
-from chunkflow.errors import ReadOnlyError
+from collections.abc import Callable, Iterator, MutableMapping
+from typing import Any
 
 from chunkflow.core.documents import normalize_attributes
+from chunkflow.errors import ReadOnlyError
 
 __all__ = ["Attributes"]
 

@@ -18,14 +18,14 @@ Examples
 from __future__ import annotations
 
 import numbers
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
+from chunkflow.core.selection import SelectionAccessor
 from chunkflow.errors import BoundsCheckError, InvalidSelectionError
 from chunkflow.grid import ceil_div
-
-from chunkflow.core.selection import SelectionAccessor
 
 __all__ = ["BlockSelection", "block_slices"]
 

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from chunkflow.errors import MetadataError
 from chunkflow.core.documents import join_path
-
 from chunkflow.core.node_records import NodeRecord, record_from_documents
+from chunkflow.errors import MetadataError
 
 __all__ = ["ConsolidatedIndex"]
 

@@ -23,21 +23,21 @@ from chunkflow.metadata import (
 from chunkflow.storage import Store, normalize_key
 
 __all__ = [
-    "ZARR_JSON",
     "ZARRAY",
+    "ZARR_JSON",
     "ZATTRS",
     "ZGROUP",
     "ArrayMetadata",
-    "join_path",
-    "normalize_path",
     "classify_node",
-    "node_kind",
-    "load_array_metadata",
-    "not_found_message",
-    "store_array_metadata",
-    "normalize_attributes",
     "dump_node_document",
     "ensure_ancestor_groups",
+    "join_path",
+    "load_array_metadata",
+    "node_kind",
+    "normalize_attributes",
+    "normalize_path",
+    "not_found_message",
+    "store_array_metadata",
 ]
 
 ZARR_JSON = "zarr.json"

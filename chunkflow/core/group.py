@@ -5,15 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-
-from chunkflow.errors import (
-    ContainsArrayError,
-    ContainsGroupError,
-    GroupNotFoundError,
-)
-from chunkflow.storage import Store, make_store
+from chunkflow.core.array import Array
 from chunkflow.core.attrs import Attributes
-from chunkflow.core.info import InfoReport
+from chunkflow.core.consolidated import ConsolidatedIndex
 from chunkflow.core.documents import (
     ensure_ancestor_groups,
     join_path,
@@ -21,11 +15,12 @@ from chunkflow.core.documents import (
     normalize_path,
     not_found_message,
 )
+from chunkflow.core.group_arrays import ArrayCreation
+from chunkflow.core.info import InfoReport
+from chunkflow.core.member_options import MemberOptions
+from chunkflow.core.members import member_tree, open_members, scan_members, warn_invalid
+from chunkflow.core.navigation import GroupNavigation
 from chunkflow.core.node import NodeProperties
-from chunkflow.core.reprs import group_html, group_repr
-
-from chunkflow.core.array import Array
-from chunkflow.engine.options import ArrayOptions
 from chunkflow.core.node_records import (
     NodeRecord,
     fetch_nodes,
@@ -33,12 +28,15 @@ from chunkflow.core.node_records import (
     parse_node,
     write_group,
 )
-from chunkflow.core.group_arrays import ArrayCreation
-from chunkflow.core.consolidated import ConsolidatedIndex
-from chunkflow.core.members import member_tree, open_members, scan_members, warn_invalid
-from chunkflow.core.navigation import GroupNavigation
-from chunkflow.core.member_options import MemberOptions
+from chunkflow.core.reprs import group_html, group_repr
 from chunkflow.core.tree import Tree
+from chunkflow.engine.options import ArrayOptions
+from chunkflow.errors import (
+    ContainsArrayError,
+    ContainsGroupError,
+    GroupNotFoundError,
+)
+from chunkflow.storage import Store, make_store
 
 __all__ = ["Group"]
 

@@ -6,11 +6,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from chunkflow.errors import ContainsGroupError, DtypeMismatchError, ShapeMismatchError
-
 from chunkflow.core.array import Array
-from chunkflow.core.node_records import fetch_nodes, parse_node
 from chunkflow.core.member_options import MemberOptions
+from chunkflow.core.node_records import fetch_nodes, parse_node
+from chunkflow.errors import ContainsGroupError, DtypeMismatchError, ShapeMismatchError
 
 if TYPE_CHECKING:
     from chunkflow.storage import Store

@@ -14,13 +14,12 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from chunkflow.errors import ChunkflowError
-from chunkflow.storage import Store, normalize_key
-from chunkflow.core.documents import join_path
-
 from chunkflow.core.array import Array
+from chunkflow.core.documents import join_path
 from chunkflow.core.node_records import NodeRecord, fetch_nodes, parse_node
 from chunkflow.core.tree import TreeNode
+from chunkflow.errors import ChunkflowError
+from chunkflow.storage import Store, normalize_key
 
 __all__ = ["member_tree", "open_members", "scan_members", "warn_invalid"]
 

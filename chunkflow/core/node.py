@@ -4,12 +4,12 @@ the locked read-modify-write of its attributes."""
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, ContextManager
-
-from chunkflow.errors import ReadOnlyError
-from chunkflow.storage.factory import opened_by_chunkflow
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar, ContextManager
 
 from chunkflow.core.documents import ZARR_JSON, ZARRAY, ZGROUP, join_path, normalize_attributes
+from chunkflow.errors import ReadOnlyError
+from chunkflow.storage.factory import opened_by_chunkflow
 
 if TYPE_CHECKING:
     from chunkflow.core.attrs import Attributes

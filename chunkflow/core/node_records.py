@@ -11,15 +11,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from chunkflow.errors import ChunkflowError, MetadataError
-from chunkflow.metadata import (
-    ArrayMetadataV2,
-    ArrayMetadataV3,
-    GroupMetadataV2,
-    GroupMetadataV3,
-    load_json_document,
-)
-from chunkflow.storage import Store
 from chunkflow.core.documents import (
     ZARR_JSON,
     ZARRAY,
@@ -30,9 +21,26 @@ from chunkflow.core.documents import (
     join_path,
     normalize_attributes,
 )
+from chunkflow.errors import ChunkflowError, MetadataError
+from chunkflow.metadata import (
+    ArrayMetadataV2,
+    ArrayMetadataV3,
+    GroupMetadataV2,
+    GroupMetadataV3,
+    load_json_document,
+)
+from chunkflow.storage import Store
 
-__all__ = ["NodeRecord", "ZMETADATA", "node_keys", "fetch_nodes", "parse_node", "write_group",
-           "record_from_documents", "forget_cached_under"]
+__all__ = [
+    "ZMETADATA",
+    "NodeRecord",
+    "fetch_nodes",
+    "forget_cached_under",
+    "node_keys",
+    "parse_node",
+    "record_from_documents",
+    "write_group",
+]
 
 ZMETADATA = ".zmetadata"
 _NAMES = (ZARR_JSON, ZARRAY, ZGROUP, ZATTRS)

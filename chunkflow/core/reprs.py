@@ -8,7 +8,8 @@ stored in shards show the shard shape and the inner chunk shape, because
 from __future__ import annotations
 
 import html
-from typing import Any, Iterator, Protocol, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any, Protocol
 
 __all__ = ["array_html", "array_repr", "describe_codecs", "group_html", "group_repr"]
 

@@ -20,21 +20,15 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, ContextManager, Sequence, TypeVar
+from typing import ContextManager, TypeVar
 
 import numpy as np
 
 from chunkflow.buffers import scratch_buffer
 from chunkflow.cache import ChunkCache, discard_everywhere
 from chunkflow.codecs import CodecPipeline
-from chunkflow.errors import ChunkDecodeError, ChunkEncodeError, ChunkTooLargeError
-from chunkflow.grid import ChunkKeyEncoding, RegularChunkGrid
-from chunkflow.indexing import ChunkProjection
-from chunkflow.metadata import is_all_fill
-from chunkflow.storage import Store
-from chunkflow.storage.coherence import location
-
 from chunkflow.engine.freshness import current_copies, serve_hits
 from chunkflow.engine.options import ArrayOptions
 from chunkflow.engine.pool import PARALLEL_MIN_CHUNK_BYTES, map_groups
@@ -46,6 +40,12 @@ from chunkflow.engine.repair import (
 )
 from chunkflow.engine.shard_reads import ShardReader
 from chunkflow.engine.shard_writes import rewrite_shard
+from chunkflow.errors import ChunkDecodeError, ChunkEncodeError, ChunkTooLargeError
+from chunkflow.grid import ChunkKeyEncoding, RegularChunkGrid
+from chunkflow.indexing import ChunkProjection
+from chunkflow.metadata import is_all_fill
+from chunkflow.storage import Store
+from chunkflow.storage.coherence import location
 
 _T = TypeVar("_T")
 

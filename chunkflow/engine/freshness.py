@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import math
 import time
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 

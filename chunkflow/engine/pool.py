@@ -15,11 +15,11 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 from chunkflow import config
-from typing import Callable, Sequence, TypeVar
 
 __all__ = ["PARALLEL_MIN_CHUNK_BYTES", "io_threads", "map_groups", "serial_io", "split_groups"]
 

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from chunkflow.grid import ceil_div
 from chunkflow.metadata import is_all_fill

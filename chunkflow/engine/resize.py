@@ -8,20 +8,20 @@ array's private state.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from chunkflow.engine.values import convert_dtype, is_chunked_source
 from chunkflow.errors import ShapeMismatchError
 from chunkflow.grid import normalize_shape
 
-from chunkflow.engine.values import convert_dtype, is_chunked_source
-
 if TYPE_CHECKING:
-    from chunkflow.metadata import ArrayMetadata
     from chunkflow.engine.chunk_io import ChunkIO
+    from chunkflow.metadata import ArrayMetadata
 
-__all__ = ["resize_array", "append_to_array"]
+__all__ = ["append_to_array", "resize_array"]
 
 
 def resize_array(io: ChunkIO, metadata: ArrayMetadata, shape_args: tuple[Any, ...],

@@ -35,16 +35,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from chunkflow.cache import ChunkCache
 from chunkflow.buffers import scratch_buffer
+from chunkflow.cache import ChunkCache
 from chunkflow.cache.families import child_key
 from chunkflow.codecs.sharding import MISSING, ShardingStage
+from chunkflow.engine.freshness import recheck, recheck_threshold
+from chunkflow.engine.pool import PARALLEL_MIN_CHUNK_BYTES, map_groups
 from chunkflow.errors import ChunkDecodeError, StoreValueChangedError
 from chunkflow.grid import RegularChunkGrid
 from chunkflow.indexing import BasicIndexer, ChunkProjection
-
-from chunkflow.engine.freshness import recheck, recheck_threshold
-from chunkflow.engine.pool import PARALLEL_MIN_CHUNK_BYTES, map_groups
 
 if TYPE_CHECKING:
     from chunkflow.engine.chunk_io import ChunkIO

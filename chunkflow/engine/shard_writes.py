@@ -28,11 +28,10 @@ from typing import Any
 import numpy as np
 
 from chunkflow.codecs.sharding import MISSING, ShardingStage
+from chunkflow.engine.shard_reads import shifted_selection, touched_inner_chunks
 from chunkflow.errors import ChunkDecodeError
 from chunkflow.indexing import ChunkProjection
 from chunkflow.metadata import is_all_fill
-
-from chunkflow.engine.shard_reads import shifted_selection, touched_inner_chunks
 
 __all__ = ["rewrite_shard"]
 

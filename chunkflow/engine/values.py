@@ -6,15 +6,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from chunkflow.engine.pool import io_threads
 from chunkflow.errors import DtypeMismatchError, ShapeMismatchError, ValueOutOfRangeError
 from chunkflow.indexing import BasicIndexer, ChunkProjection
-
-from chunkflow.engine.pool import io_threads
 
 if TYPE_CHECKING:
     from chunkflow.engine.chunk_io import ChunkIO
 
-__all__ = ["prepare_value", "convert_dtype", "is_chunked_source", "copy_from_source"]
+__all__ = ["convert_dtype", "copy_from_source", "is_chunked_source", "prepare_value"]
 
 
 def prepare_value(value: Any, dtype: np.dtype, indexer: Any, path: str) -> np.ndarray:

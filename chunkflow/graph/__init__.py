@@ -15,14 +15,20 @@
 """
 
 from chunkflow.graph import reductions
-from chunkflow.graph.scheduler import compute
 from chunkflow.graph.map import MemoryPlanError, map_chunks, summarize_chunks
 from chunkflow.graph.read import to_dask
 from chunkflow.graph.reductions import (
-    histogram, median, nanmedian, nanpercentile, nanquantile, percentile, quantile, reduce,
+    histogram,
+    median,
+    nanmedian,
+    nanpercentile,
+    nanquantile,
+    percentile,
+    quantile,
+    reduce,
 )
-from chunkflow.graph.write import aligned_edges, store
-from chunkflow.graph.write import to_chunkflow
+from chunkflow.graph.scheduler import compute
+from chunkflow.graph.write import aligned_edges, store, to_chunkflow
 
 __all__ = [
     "MemoryPlanError", "aligned_edges", "compute", "histogram", "map_chunks", "median",

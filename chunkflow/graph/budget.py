@@ -26,7 +26,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-
 from typing import Any
 
 import dask
@@ -34,9 +33,9 @@ from dask.utils import format_bytes
 
 from chunkflow.cache.budget import cache_bytes_for
 from chunkflow.errors import ChunkflowError
-from chunkflow.graph.scheduler import scheduler_choice
 from chunkflow.graph.read import active_client
 from chunkflow.graph.reductions import memory_budget
+from chunkflow.graph.scheduler import scheduler_choice
 
 __all__ = [
     "MemoryPlanError", "TaskMemory", "check_memory", "default_max_memory", "fitting_multiples",

@@ -45,9 +45,7 @@ from dask.utils import parse_bytes
 from chunkflow.core.array import Array
 from chunkflow.engine.pool import serial_io
 from chunkflow.errors import InvalidSelectionError, ShapeMismatchError
-from chunkflow.graph.scheduler import ProgressArg, compute as run
-from chunkflow.graph.halo import BOUNDARIES, normalize_depth, read_window
-from chunkflow.graph.map_arrays import NewOut, open_sources, resolve_out
+from chunkflow.graph.blocks import default_per_block, plan_dims
 from chunkflow.graph.budget import (
     MemoryPlanError,
     TaskMemory,
@@ -55,13 +53,16 @@ from chunkflow.graph.budget import (
     default_max_memory,
     plan_task_memory,
 )
-from chunkflow.graph.blocks import default_per_block, plan_dims
+from chunkflow.graph.halo import BOUNDARIES, normalize_depth, read_window
+from chunkflow.graph.map_arrays import NewOut, open_sources, resolve_out
 from chunkflow.graph.read import (
     BLOCKS_PER_THREAD,
     SelectionDep,
     block_multiples,
     worker_threads,
 )
+from chunkflow.graph.scheduler import ProgressArg
+from chunkflow.graph.scheduler import compute as run
 
 __all__ = ["MapPlan", "MemoryPlanError", "map_chunks", "summarize_chunks"]
 

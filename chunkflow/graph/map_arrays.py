@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 
 from chunkflow.api.creation import create, like_kwargs
+from chunkflow.api.hierarchy import open_node
 from chunkflow.core.array import Array
 from chunkflow.errors import InvalidSelectionError, ReadOnlyError, ShapeMismatchError
 from chunkflow.graph.read import as_source_array
-from chunkflow.api.hierarchy import open_node
 from chunkflow.storage import Store
 
 __all__ = ["NewOut", "open_sources", "resolve_out"]

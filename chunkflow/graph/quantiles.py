@@ -42,12 +42,21 @@ import dask.array as da
 import numpy as np
 
 from chunkflow.errors import ValuesChangedError
-from chunkflow.graph.scheduler import ProgressArg, compute
 from chunkflow.graph.order_keys import (
-    check_dtype, digit_counts, first_counts, from_keys, linear_quantile, matching_keys,
-    median_of, median_ranks, prepare_q, quantile_ranks, wanted_ranks,
+    check_dtype,
+    digit_counts,
+    first_counts,
+    from_keys,
+    linear_quantile,
+    matching_keys,
+    median_of,
+    median_ranks,
+    prepare_q,
+    quantile_ranks,
+    wanted_ranks,
 )
 from chunkflow.graph.reduce_plan import gather_tree, parse_budget, reduction_input, tree_reduce
+from chunkflow.graph.scheduler import ProgressArg, compute
 
 __all__ = ["median", "nanmedian", "nanpercentile", "nanquantile", "percentile", "quantile"]
 

@@ -38,15 +38,11 @@ from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 from dask.layers import ArrayBlockwiseDep
 from dask.utils import parse_bytes
 
+from chunkflow.api.hierarchy import open_node
+from chunkflow.config.resources import usable_cores
 from chunkflow.core.array import Array
 from chunkflow.engine.pool import serial_io
 from chunkflow.errors import InvalidSelectionError
-from chunkflow.api.hierarchy import open_node
-from chunkflow.grid import ceil_div
-from chunkflow.config.resources import usable_cores
-from chunkflow.storage import Store
-
-from chunkflow.graph.scheduler import scheduler_choice
 from chunkflow.graph.blocks import (
     DimPlan,
     auto_per_block,
@@ -55,6 +51,9 @@ from chunkflow.graph.blocks import (
     default_per_block,
     plan_dims,
 )
+from chunkflow.graph.scheduler import scheduler_choice
+from chunkflow.grid import ceil_div
+from chunkflow.storage import Store
 
 __all__ = [
     "ChunkflowDaskArray", "SelectionDep", "active_client", "as_source_array", "block_multiples", "to_dask",

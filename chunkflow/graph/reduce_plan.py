@@ -27,10 +27,10 @@ import numpy as np
 from dask.core import flatten
 from dask.utils import parse_bytes
 
-from chunkflow.core.array import Array
-from chunkflow.graph.scheduler import scheduler_choice
-from chunkflow.graph.read import as_source_array, to_dask
 from chunkflow.config.resources import physical_memory, usable_cores
+from chunkflow.core.array import Array
+from chunkflow.graph.read import as_source_array, to_dask
+from chunkflow.graph.scheduler import scheduler_choice
 
 __all__ = [
     "REDUCTION_BLOCK_BYTES", "gather_tree", "memory_budget", "parse_budget",

@@ -38,13 +38,22 @@ from typing import Any
 import dask.array as da
 import numpy as np
 
-from chunkflow.graph.scheduler import ProgressArg, compute
 from chunkflow.graph.quantiles import (
-    median, nanmedian, nanpercentile, nanquantile, percentile, quantile,
+    median,
+    nanmedian,
+    nanpercentile,
+    nanquantile,
+    percentile,
+    quantile,
 )
 from chunkflow.graph.reduce_plan import (
-    memory_budget, reduction_block_bytes, reduction_input, split_every, tree_reduce,
+    memory_budget,
+    reduction_block_bytes,
+    reduction_input,
+    split_every,
+    tree_reduce,
 )
+from chunkflow.graph.scheduler import ProgressArg, compute
 
 __all__ = [
     "OPERATIONS", "histogram", "max", "mean", "median", "memory_budget", "min", "nanmedian",

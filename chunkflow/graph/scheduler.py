@@ -142,7 +142,8 @@ def _local_progress(progress: ProgressArg) -> contextlib.AbstractContextManager[
 
 def _distributed_progress(futures: list[Any], progress: ProgressArg, address: str) -> None:
     """Show (or report) the progress of ``futures`` (on a terminal: until they finish)."""
-    from distributed.diagnostics.progressbar import TextProgressBar, progress as show
+    from distributed.diagnostics.progressbar import TextProgressBar
+    from distributed.diagnostics.progressbar import progress as show
 
     if callable(progress):
 

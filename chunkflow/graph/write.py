@@ -43,11 +43,11 @@ from dask.base import tokenize
 from dask.delayed import Delayed
 from dask.highlevelgraph import HighLevelGraph
 
+from chunkflow.api.creation import create
+from chunkflow.core.array import Array
 from chunkflow.errors import InvalidSelectionError, ReadOnlyError, ShapeMismatchError
 from chunkflow.graph.scheduler import ProgressArg
 from chunkflow.graph.scheduler import compute as run
-from chunkflow.api.creation import create
-from chunkflow.core.array import Array
 
 if TYPE_CHECKING:
     import dask.array as da

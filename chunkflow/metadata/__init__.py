@@ -34,7 +34,6 @@ from chunkflow.metadata.v3 import ArrayMetadataV3, GroupMetadataV3, parse_zarr_j
 ArrayMetadata = ArrayMetadataV2 | ArrayMetadataV3
 
 __all__ = [
-    "is_all_fill",
     "ArrayMetadata",
     "ArrayMetadataV2",
     "ArrayMetadataV3",
@@ -45,6 +44,7 @@ __all__ = [
     "encode_dtype_v2",
     "encode_fill_value_v2",
     "encode_fill_value_v3",
+    "is_all_fill",
     "load_json_document",
     "normalize_fill_value",
     "parse_data_type_v3",

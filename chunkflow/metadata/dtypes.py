@@ -29,12 +29,12 @@ import numpy as np
 from chunkflow.errors import MetadataError, UnsupportedDtypeError
 
 __all__ = [
-    "parse_dtype_v2",
+    "V3_CORE_NAMES",
+    "encode_data_type_v3",
     "encode_dtype_v2",
     "parse_data_type_v3",
-    "encode_data_type_v3",
+    "parse_dtype_v2",
     "struct_field_types",
-    "V3_CORE_NAMES",
 ]
 
 #: The v2 dtype kinds chunkflow stores (``T`` = NumPy StringDType is written as ``|O``).

@@ -48,12 +48,12 @@ from chunkflow.metadata.fill_scalars import (
 )
 
 __all__ = [
+    "encode_fill_value_v2",
+    "encode_fill_value_v3",
+    "is_all_fill",
     "normalize_fill_value",
     "parse_fill_value_v2",
-    "encode_fill_value_v2",
-    "is_all_fill",
     "parse_fill_value_v3",
-    "encode_fill_value_v3",
 ]
 
 def normalize_fill_value(value: object, dtype: np.dtype) -> Any:

@@ -26,7 +26,7 @@ import numpy as np
 
 from chunkflow.errors import MetadataError
 
-__all__ = ["load_json_document", "dump_json_document", "describe"]
+__all__ = ["describe", "dump_json_document", "load_json_document"]
 
 
 def describe(kind: str, path: str) -> str:

@@ -22,13 +22,13 @@ from chunkflow.storage.ranges import ByteRangeReader
 from chunkflow.storage.zip import ZipStore
 
 __all__ = [
-    "Store",
     "ByteRangeReader",
-    "normalize_key",
-    "MemoryStore",
-    "LocalStore",
-    "ZipStore",
     "FsspecStore",
+    "LocalStore",
     "MappingStore",
+    "MemoryStore",
+    "Store",
+    "ZipStore",
     "make_store",
+    "normalize_key",
 ]

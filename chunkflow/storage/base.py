@@ -29,7 +29,7 @@ from chunkflow.storage.keys import (
 )
 from chunkflow.storage.ranges import ByteRangeReader, BytesRangeReader
 
-__all__ = ["Store", "Buffer", "Version"]
+__all__ = ["Buffer", "Store", "Version"]
 
 #: A value the store accepts: anything supporting the buffer protocol.
 Buffer = Any

@@ -21,7 +21,7 @@ import re
 
 from chunkflow.errors import InvalidKeyError
 
-__all__ = ["normalize_key", "normalize_prefix", "as_buffer", "slice_bounds"]
+__all__ = ["as_buffer", "normalize_key", "normalize_prefix", "slice_bounds"]
 
 # A safe key is one or more segments joined by "/"; a segment is neither "." nor
 # ".." and holds no "/", backslash (a separator on Windows) or NUL (truncates C

@@ -17,10 +17,10 @@ import sys
 import warnings
 from typing import Any
 
-from chunkflow.core.array import Array
-from chunkflow.errors import MetadataError, NodeNotFoundError
 from chunkflow.api.hierarchy import open_group
+from chunkflow.core.array import Array
 from chunkflow.core.group import Group
+from chunkflow.errors import MetadataError, NodeNotFoundError
 from chunkflow.storage import Store
 
 __all__ = ["FALLBACK_WARNING", "open_group_for_xarray"]

@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from chunkflow.errors import MetadataError
 from chunkflow.api import consolidate_metadata, group, open_consolidated, open_group
+from chunkflow.errors import MetadataError
 from chunkflow.storage import MemoryStore
 
 

@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 import chunkflow
-from chunkflow.errors import ContainsArrayError, ContainsGroupError, NodeNotFoundError
 from chunkflow.api import copying, group, open_group
 from chunkflow.api.convenience import (
     LazyLoader,
@@ -24,6 +23,7 @@ from chunkflow.api.convenience import (
     save_array,
     save_group,
 )
+from chunkflow.errors import ContainsArrayError, ContainsGroupError, NodeNotFoundError
 from chunkflow.storage import LocalStore, MemoryStore, Store, ZipStore
 
 #: The backends every function is exercised on (the fixture's others add little here).

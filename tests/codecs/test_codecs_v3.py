@@ -362,13 +362,13 @@ needs_zarr = pytest.mark.skipif(zarr is None, reason="zarr-python is not install
 
 
 def zarr_cases():
+    import zarr.codecs.numcodecs as znc
     from zarr.codecs import BloscCodec as ZB
     from zarr.codecs import BytesCodec as ZBytes
     from zarr.codecs import Crc32cCodec as ZC
     from zarr.codecs import GzipCodec as ZG
     from zarr.codecs import TransposeCodec as ZT
     from zarr.codecs import ZstdCodec as ZZ
-    import zarr.codecs.numcodecs as znc
 
     warnings.simplefilter("ignore")  # zarr warns that numcodecs.* codecs are not in the spec
     return [

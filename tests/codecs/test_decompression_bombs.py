@@ -85,8 +85,9 @@ def test_bomb_is_refused_in_bounded_memory(name: str, fmt: int) -> None:
 
 
 def test_variable_length_chunks_are_capped_too() -> None:
-    from chunkflow.codecs.bounded import VARIABLE_MIN_BYTES, bounded_decode
     import numcodecs
+
+    from chunkflow.codecs.bounded import VARIABLE_MIN_BYTES, bounded_decode
 
     bomb = _stream(zlib.compressobj(9))
     with pytest.raises(ChunkDecodeError, match="more than"):

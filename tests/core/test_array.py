@@ -12,8 +12,8 @@ import zict
 import chunkflow
 from chunkflow.errors import (
     ArrayNotFoundError,
-    NodeNotFoundError,
     ContainsArrayError,
+    NodeNotFoundError,
     ReadOnlyError,
 )
 from chunkflow.storage import LocalStore, MemoryStore

@@ -8,7 +8,10 @@ import math
 import numpy as np
 import pytest
 
+from chunkflow.api import group, open_group, open_node
 from chunkflow.api.creation import create
+from chunkflow.core import Group, Tree
+from chunkflow.core.tree import TreeNode
 from chunkflow.errors import (
     ContainsArrayError,
     ContainsGroupError,
@@ -18,9 +21,6 @@ from chunkflow.errors import (
     ReadOnlyError,
     ShapeMismatchError,
 )
-from chunkflow.api import group, open_group, open_node
-from chunkflow.core import Group, Tree
-from chunkflow.core.tree import TreeNode
 from chunkflow.storage import LocalStore, MemoryStore
 
 FORMATS = [2, 3]

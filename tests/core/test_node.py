@@ -8,18 +8,18 @@ from typing import Any
 import pytest
 
 import chunkflow
-from chunkflow.errors import (
-    ArrayNotFoundError,
-    ContainsArrayError,
-    MetadataError,
-    ReadOnlyError,
-)
-from chunkflow.core.node_records import fetch_nodes, parse_node
 from chunkflow.core.documents import (
     classify_node,
     ensure_ancestor_groups,
     load_array_metadata,
     node_kind,
+)
+from chunkflow.core.node_records import fetch_nodes, parse_node
+from chunkflow.errors import (
+    ArrayNotFoundError,
+    ContainsArrayError,
+    MetadataError,
+    ReadOnlyError,
 )
 from chunkflow.storage import MemoryStore
 from chunkflow.sync import ThreadSynchronizer

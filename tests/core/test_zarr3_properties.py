@@ -10,8 +10,8 @@ from typing import Any
 
 import dask
 import dask.array as da
-import numpy as np
 import numcodecs
+import numpy as np
 import pytest
 
 import chunkflow

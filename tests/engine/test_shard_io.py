@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import chunkflow
-from chunkflow.engine.shard_reads import shifted_selection, touched_inner_chunks
 from chunkflow.cache import ChunkCache
+from chunkflow.engine.shard_reads import shifted_selection, touched_inner_chunks
 from chunkflow.errors import ChunkDecodeError
 
 
@@ -328,9 +328,8 @@ def test_a_shard_changing_between_reads_is_read_again_never_mixed(changes: int, 
 
 
 def test_the_index_of_an_unchanged_shard_is_read_once() -> None:
-    from chunkflow.testing import CountingStore
-
     from chunkflow.storage import MemoryStore
+    from chunkflow.testing import CountingStore
 
     store = CountingStore(MemoryStore())
     z = sharded((64, 64), (64, 64), (8, 8), store=store, cache=ChunkCache(64 << 20))

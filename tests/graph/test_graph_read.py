@@ -22,7 +22,6 @@ from hypothesis import strategies as st
 import chunkflow
 from chunkflow.errors import InvalidSelectionError
 
-
 # --------------------------------------------------------------- strategies
 
 

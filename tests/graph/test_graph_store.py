@@ -14,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import chunkflow
-from chunkflow.testing import CountingMapping
 from chunkflow.errors import InvalidSelectionError, ReadOnlyError, ShapeMismatchError
 from chunkflow.graph import aligned_edges
+from chunkflow.testing import CountingMapping
 
 
 @given(

@@ -13,9 +13,9 @@ import pytest
 from scipy import ndimage
 
 import chunkflow
-from chunkflow.testing import CountingMapping
 from chunkflow.errors import InvalidSelectionError, ShapeMismatchError
 from chunkflow.graph import MemoryPlanError
+from chunkflow.testing import CountingMapping
 
 SCIPY_MODE = {"reflect": "reflect", "nearest": "nearest", "constant": "constant",
               "periodic": "wrap"}

@@ -20,8 +20,8 @@ import numpy as np
 
 __all__ = [
     "CASES",
-    "Case",
     "VLEN",
+    "Case",
     "case_dtype",
     "chunk_count",
     "chunk_key",

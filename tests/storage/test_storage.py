@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import copy
+import os
 import pickle
 import threading
 import uuid
@@ -17,7 +17,6 @@ import fsspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from chunkflow.testing import StoreConformance
 
 from chunkflow.errors import InvalidKeyError, ReadOnlyError, StoreValueChangedError
 from chunkflow.storage import (
@@ -32,6 +31,7 @@ from chunkflow.storage import (
 )
 from chunkflow.storage.fsspec_store import FsspecRangeReader
 from chunkflow.storage.local import TMP_SUFFIX
+from chunkflow.testing import StoreConformance
 
 # ------------------------------------------------------------------ backends
 

@@ -8,11 +8,10 @@ import pickle
 from pathlib import Path
 
 import pytest
-from chunkflow.testing import Counts, CountingStore
-from chunkflow.testing import StoreConformance
 
 from chunkflow.storage import LocalStore, MappingStore, MemoryStore, Store
 from chunkflow.storage.ranges import BytesRangeReader, check_ranges
+from chunkflow.testing import CountingStore, Counts, StoreConformance
 
 
 class TestCountingOverMemory(StoreConformance):

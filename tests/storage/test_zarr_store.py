@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+
 from chunkflow.testing import StoreConformance
 
 zarr = pytest.importorskip("zarr", minversion="3")
