@@ -4,7 +4,7 @@ Run by hand (not part of the test suite)::
 
     python benchmarks/bench_array_io.py [--repeat 5] [--folder /tmp/bench]
 
-Cases (issue 2): an 8192x8192 uint16 array in 1024x1024 chunks, blosc lz4 + byte shuffle,
+Cases: an 8192x8192 uint16 array in 1024x1024 chunks, blosc lz4 + byte shuffle,
 Zarr v3 in a local folder: full write, full read, one column read; and a 4096x4096
 uint16 array in 64x64 chunks (4096 small chunks) read whole. Every library writes and
 reads its own copy of the same data; each timing is the best of ``--repeat`` runs (the

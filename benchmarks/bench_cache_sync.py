@@ -4,7 +4,7 @@ Run by hand (not part of the test suite)::
 
     python benchmarks/bench_cache_sync.py [--repeat 3]
 
-Cases (issue 3):
+Cases:
 
 1. 300 random 256x256 windows of an 8192x8192 uint16 array (1024x1024 chunks, blosc
    lz4 + shuffle, local folder), read twice. Prints chunkflow's first and second pass,

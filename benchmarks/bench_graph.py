@@ -4,7 +4,7 @@ Run by hand (not part of the test suite), with nothing else running::
 
     python benchmarks/bench_graph.py [--repeat 5] [--quick]
 
-Cases (issue 10):
+Cases:
 
 1. **Build** a dask array over 10^6 chunks (10^6 x 10^6 uint8 in 1000^2 chunks):
    ``chunkflow.to_dask(z, chunks=(1, 1))`` against ``da.from_zarr(zarr_array)``.
@@ -15,7 +15,7 @@ Cases (issue 10):
    ``chunkflow.reduce(z, ("mean", "std"))`` against ``dask.compute(x.mean(), x.std())``
    over ``da.from_zarr``, each in a fresh process.
 4. **Peak RSS at two sizes**: the same mean + std at 8192^2 and 16384^2.
-5. **Default blocks** (issue 18): plain dask code on ``chunkflow.to_dask(path)`` with no
+5. **Default blocks**: plain dask code on ``chunkflow.to_dask(path)`` with no
    ``chunks=`` against ``da.from_zarr(zarr_array)``, for an 8192^2 uint16 array (2048^2
    with ``--quick``) in chunks of 64^2, 256^2, 1024^2 and 4096^2. Two workloads, each
    in a fresh process per case (time and peak RSS): ``dask.compute(x.mean(), x.std())``,

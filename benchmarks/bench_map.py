@@ -4,7 +4,7 @@ Run by hand (not part of the test suite), with nothing else running::
 
     python benchmarks/bench_map.py [--repeat 3] [--quick]
 
-Cases (issue 11): a Gaussian filter (sigma 2, halo 8) of
+Cases: a Gaussian filter (sigma 2, halo 8) of
 
 - an 8192^2 uint16 image in 512^2 chunks into float32, and
 - a 512^3 uint16 volume in 128^3 chunks into float32,
@@ -12,7 +12,7 @@ Cases (issue 11): a Gaussian filter (sigma 2, halo 8) of
 each run in a fresh process that prints its time and peak RSS (VmHWM). The task
 counts of both graphs are printed too.
 
-Default blocks (issue 18): the same 2-D filter with no arguments but ``depth`` and
+Default blocks: the same 2-D filter with no arguments but ``depth`` and
 ``dtype``, on a 4096^2 image (2048^2 with ``--quick``) in chunks of 64^2, 256^2,
 1024^2 and 4096^2, against ``map_overlap`` + ``to_zarr``: time, peak RSS and tasks. Every figure is the median of ``--repeat`` runs,
 with the range in brackets.

@@ -4,7 +4,7 @@ Run by hand (not part of the test suite), with nothing else running::
 
     python benchmarks/bench_xarray.py [--repeat 5] [--quick]
 
-The dataset (issue 13): 3 variables of 4096 x 4096 float32 in 512^2 chunks (zstd, as
+The dataset: 3 variables of 4096 x 4096 float32 in 512^2 chunks (zstd, as
 ``to_zarr`` writes by default) plus two coordinates, written by ``ds.to_zarr`` with
 consolidated metadata, in Zarr v3 and v2. ``--quick``: 1024 x 1024 in 256^2 chunks.
 

@@ -2,7 +2,7 @@
 Python runs it exactly as written, and the demo finishes with its picture.
 
 CI installs the test extra before anything else, so without this test it would never
-notice a dependency that only the test extra brings (issue 18: scipy was one).
+notice a dependency that only the test extra brings (scipy was one).
 """
 
 from __future__ import annotations

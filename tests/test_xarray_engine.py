@@ -1,6 +1,6 @@
 """engine="chunkflow" where xarray's own zarr tests found it differing from engine="zarr".
 
-Issue 18, point 12: async loading, zarr-python 3 ``Store`` objects, codecs in the
+The fixes: async loading, zarr-python 3 ``Store`` objects, codecs in the
 encoding, strings, folders named ``*.zip``, the errors and messages xarray relies on,
 and the wrapper's shape that xarray's array-type checks inspect. The whole of
 xarray's suite runs with ``python -m benchmarks.xarray_suite`` (see its README).

@@ -1,4 +1,4 @@
-"""Opening a path that does not exist says so (issue 18, point 9c).
+"""Opening a path that does not exist says so.
 
 Every open function raises a :class:`~chunkflow.errors.NodeNotFoundError` (a
 ``FileNotFoundError``, what zarr-python users catch) whose message says the location

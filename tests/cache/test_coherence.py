@@ -1,5 +1,5 @@
 """Cache coherence: no handle, alias, cache option or process ever reads or writes from
-an outdated cached chunk (issue 9's reproductions, each one a test).
+an outdated cached chunk (each reproduction reported by users is one test).
 
 Subprocesses stand for "another process": they write with chunkflow in a fresh
 interpreter while this one keeps its caches.
@@ -157,7 +157,7 @@ def test_deleting_an_array_through_its_group_drops_its_chunks(tmp_path: Path) ->
 def test_writes_of_processes_taking_turns_are_never_erased(
     tmp_path: Path, file_versions: str
 ) -> None:
-    # Issue 9: process 1 writes z[0:50], process 2 writes z[50:100] and exits, then
+    # Process 1 writes z[0:50], process 2 writes z[50:100] and exits, then
     # process 1 writes z[0:10]; process 2's values must survive. Three rounds, so the
     # file's inode numbers are reused along the way.
     path = str(tmp_path / "turns.zarr")
