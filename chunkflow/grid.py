@@ -53,7 +53,7 @@ def ceil_div(a: int, b: int) -> int:
 
 def _as_index(value: Any) -> int:
     """``operator.index`` that refuses bools (``True`` is an int, but never a size)."""
-    if isinstance(value, bool) or getattr(value, "dtype", None) == bool:
+    if isinstance(value, bool) or getattr(getattr(value, "dtype", None), "kind", None) == "b":
         raise TypeError(f"expected an integer, got the boolean {value!r}")
     return operator.index(value)
 

@@ -187,10 +187,11 @@ def load(
     Examples
     --------
     >>> from chunkflow.storage import MemoryStore
-    >>> load(MemoryStore(), path="missing")  # doctest: +ELLIPSIS
+    >>> load(MemoryStore(), path="missing")  # doctest: +ELLIPSIS, +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    chunkflow.errors.NodeNotFoundError: path 'missing' in MemoryStore(...) does not exist: nothing is stored there (expected an array or a group)
+    chunkflow.errors.NodeNotFoundError: path 'missing' in MemoryStore(...) does not exist: nothing is stored
+    there (expected an array or a group)
     """
     owned = not isinstance(store, Store)
     resolved = make_store(store, mode="r", storage_options=storage_options)

@@ -9,10 +9,11 @@ Examples
 >>> z = create_array(None, shape=(100, 100), chunks=(10, 10), shards=(50, 50), dtype="u2")
 >>> z.metadata.chunks, z.metadata.codecs[0]["configuration"]["chunk_shape"]
 ((50, 50), [10, 10])
->>> create_array(None, shape=(100,), chunks=(15,), shards=(50,), dtype="u1")
+>>> create_array(None, shape=(100,), chunks=(15,), shards=(50,), dtype="u1")  # doctest: +NORMALIZE_WHITESPACE
 Traceback (most recent call last):
 ...
-chunkflow.errors.MetadataError: shards (50,) must be a whole multiple of chunks (15,) in every dimension, as zarr-python requires; for example shards=(45,) or shards=(60,)
+chunkflow.errors.MetadataError: shards (50,) must be a whole multiple of chunks (15,) in every dimension, as
+zarr-python requires; for example shards=(45,) or shards=(60,)
 """
 
 from __future__ import annotations

@@ -6,10 +6,12 @@ refuses a call zarr-python accepts (tests/api/test_zarr3_checks.py runs both on 
 
 Examples
 --------
->>> check_stage("filters", [{"name": "zstd", "configuration": {"level": 1}}])
+>>> check_stage("filters",  # doctest: +NORMALIZE_WHITESPACE
+...             [{"name": "zstd", "configuration": {"level": 1}}])
 Traceback (most recent call last):
 ...
-chunkflow.errors.MetadataError: filters[0] 'zstd' is a bytes->bytes codec; in Zarr v3 filters= takes array->array codecs (such as transpose); pass it in compressors= instead
+chunkflow.errors.MetadataError: filters[0] 'zstd' is a bytes->bytes codec; in Zarr v3 filters= takes
+array->array codecs (such as transpose); pass it in compressors= instead
 """
 
 from __future__ import annotations
@@ -61,10 +63,11 @@ def check_shards(shards: Sequence[int], chunks: Sequence[int], shape: Sequence[i
 
     Examples
     --------
-    >>> check_shards((10,), (5, 5), (10, 10))
+    >>> check_shards((10,), (5, 5), (10, 10))  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    chunkflow.errors.MetadataError: shards (10,) must have one entry per dimension of shape (10, 10) (2 entries, got 1)
+    chunkflow.errors.MetadataError: shards (10,) must have one entry per dimension of shape (10, 10) (2
+    entries, got 1)
     """
     if len(shards) != len(shape):
         raise MetadataError(f"shards {tuple(shards)} must have one entry per dimension of "
@@ -101,10 +104,11 @@ def key_encoding_document(encoding: Any, zarr_format: int) -> Any:
     --------
     >>> key_encoding_document({"name": "v2", "separator": "/"}, 3)
     {'name': 'v2', 'configuration': {'separator': '/'}}
-    >>> key_encoding_document({"name": "default"}, 2)
+    >>> key_encoding_document({"name": "default"}, 2)  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    chunkflow.errors.MetadataError: chunk_key_encoding 'default': Zarr v2 arrays use the 'v2' encoding; pass {'name': 'v2', 'separator': '.' or '/'} or zarr_format=3
+    chunkflow.errors.MetadataError: chunk_key_encoding 'default': Zarr v2 arrays use the 'v2' encoding; pass
+    {'name': 'v2', 'separator': '.' or '/'} or zarr_format=3
     """
     if not isinstance(encoding, Mapping):
         return encoding

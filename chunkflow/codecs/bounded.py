@@ -14,10 +14,11 @@ Examples
 >>> bomb = numcodecs.BZ2().encode(bytes(10**7))
 >>> len(bomb) < 100
 True
->>> bounded_decode(numcodecs.BZ2(), bomb, 10**6, "bz2")
+>>> bounded_decode(numcodecs.BZ2(), bomb, 10**6, "bz2")  # doctest: +NORMALIZE_WHITESPACE
 Traceback (most recent call last):
 ...
-chunkflow.errors.ChunkDecodeError: codec 'bz2': stored data decodes to more than 1000000 bytes, the most this chunk can hold (a corrupt or hostile chunk?)
+chunkflow.errors.ChunkDecodeError: codec 'bz2': stored data decodes to more than 1000000 bytes, the most this
+chunk can hold (a corrupt or hostile chunk?)
 >>> len(bounded_decode(numcodecs.Zlib(), numcodecs.Zlib().encode(bytes(10)), 10, "zlib"))
 10
 """

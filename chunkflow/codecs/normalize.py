@@ -316,7 +316,8 @@ def compressor_of(zarr_format: int, doc: Any) -> Codec | None:
 
     Examples
     --------
-    >>> compressor_of(3, [{"name": "bytes"}, {"name": "zstd", "configuration": {"level": 1, "checksum": False}}])
+    >>> compressor_of(3, [{"name": "bytes"},
+    ...                    {"name": "zstd", "configuration": {"level": 1, "checksum": False}}])
     Zstd(level=1)
     >>> compressor_of(2, None) is None
     True

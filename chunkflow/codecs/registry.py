@@ -11,7 +11,7 @@ ZstdCodec(level=3, checksum=False)
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from chunkflow.codecs.sharding import ShardingCodec
 from chunkflow.codecs.v3_codecs import (
@@ -98,10 +98,10 @@ class NumcodecsCodec(V3Codec):
         return cls(doc["name"].removeprefix(NUMCODECS_PREFIX), dict(config))
 
 
-V3Codec = Union[
-    BytesCodec, TransposeCodec, BloscCodec, GzipCodec, ZstdCodec, Crc32cCodec,
-    VLenUTF8Codec, VLenBytesCodec, NumcodecsCodec, ShardingCodec,
-]
+V3Codec = (
+    BytesCodec | TransposeCodec | BloscCodec | GzipCodec | ZstdCodec | Crc32cCodec
+    | VLenUTF8Codec | VLenBytesCodec | NumcodecsCodec | ShardingCodec
+)
 
 _BY_NAME: dict[str, Any] = {
     cls.name: cls
@@ -117,10 +117,11 @@ def codec_from_json(doc: Any) -> V3Codec:
     --------
     >>> codec_from_json("crc32c")
     Crc32cCodec()
-    >>> codec_from_json({"name": "lzw"})
+    >>> codec_from_json({"name": "lzw"})  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    chunkflow.errors.UnsupportedCodecError: unknown v3 codec 'lzw'; supported: blosc, bytes, crc32c, gzip, sharding_indexed, transpose, vlen-bytes, vlen-utf8, zstd, numcodecs.<id>
+    chunkflow.errors.UnsupportedCodecError: unknown v3 codec 'lzw'; supported: blosc, bytes, crc32c, gzip,
+    sharding_indexed, transpose, vlen-bytes, vlen-utf8, zstd, numcodecs.<id>
     """
     name = doc if isinstance(doc, str) else doc.get("name") if isinstance(doc, dict) else None
     if not isinstance(name, str):

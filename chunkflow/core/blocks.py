@@ -57,10 +57,11 @@ def block_slices(selection: Any, shape: Sequence[int], chunks: Sequence[int],
     --------
     >>> block_slices((1, slice(-2, None)), shape=(10, 10), chunks=(4, 3))
     (slice(4, 8, None), slice(6, 10, None))
-    >>> block_slices(3, shape=(10,), chunks=(4,))
+    >>> block_slices(3, shape=(10,), chunks=(4,))  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    chunkflow.errors.BoundsCheckError: array '': block 3 is out of bounds for dimension 0 of 3 blocks (length 10, blocks of 4)
+    chunkflow.errors.BoundsCheckError: array '': block 3 is out of bounds for dimension 0 of 3 blocks (length
+    10, blocks of 4)
     """
     slices = []
     for dim, (item, size, chunk) in enumerate(zip(_expand(selection, len(shape), path),

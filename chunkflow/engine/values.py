@@ -27,10 +27,11 @@ def prepare_value(value: Any, dtype: np.dtype, indexer: Any, path: str) -> np.nd
     >>> indexer = BasicIndexer((slice(0, 2), 1), RegularChunkGrid((4, 4), (2, 2)))
     >>> prepare_value([1.5, 2.5], np.dtype("i2"), indexer, "x")
     array([1, 2], dtype=int16)
-    >>> prepare_value(np.ones(3), np.dtype("i2"), indexer, "x")
+    >>> prepare_value(np.ones(3), np.dtype("i2"), indexer, "x")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    chunkflow.errors.ShapeMismatchError: array 'x': cannot write a value of shape (3,) to a selection of shape (2,)
+    chunkflow.errors.ShapeMismatchError: array 'x': cannot write a value of shape (3,) to a selection of shape
+    (2,)
     """
     array = convert_dtype(value, dtype, path)
     if array.ndim == 0:

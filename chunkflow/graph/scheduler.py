@@ -167,10 +167,11 @@ def scheduler_choice(scheduler: Any) -> tuple[Any, Any]:
     --------
     >>> scheduler_choice("threads"), scheduler_choice(None)
     (('threads', None), (None, None))
-    >>> scheduler_choice("bogus")
+    >>> scheduler_choice("bogus")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    ValueError: scheduler='bogus' is not one of threads, processes, sync, a distributed.Client or a scheduler address (tcp://host:port)
+    ValueError: scheduler='bogus' is not one of threads, processes, sync, a distributed.Client or a scheduler
+    address (tcp://host:port)
     """
     if scheduler is None:
         # A default ``Client`` sets dask's ``scheduler`` to "dask.distributed": that

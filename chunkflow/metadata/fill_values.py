@@ -83,10 +83,11 @@ def normalize_fill_value(value: object, dtype: np.dtype) -> Any:
     --------
     >>> normalize_fill_value("nan", np.dtype("f8")), normalize_fill_value(2.0, np.dtype("u1"))
     (np.float64(nan), np.uint8(2))
-    >>> normalize_fill_value(300, np.dtype("i1"))
+    >>> normalize_fill_value(300, np.dtype("i1"))  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    chunkflow.errors.MetadataError: fill_value 300 is not valid for dtype int8: expected an integer in [-128, 127]
+    chunkflow.errors.MetadataError: fill_value 300 is not valid for dtype int8: expected an integer in [-128,
+    127]
     """
     dtype = np.dtype(dtype)
     if value is None or dtype.kind in "OT":

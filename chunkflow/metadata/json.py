@@ -9,10 +9,11 @@ Examples
 --------
 >>> load_json_document(b'{"zarr_format": 2}', "a/b", ".zgroup")
 {'zarr_format': 2}
->>> load_json_document(b'{"zarr_format": ', "a/b", ".zgroup")
+>>> load_json_document(b'{"zarr_format": ', "a/b", ".zgroup")  # doctest: +NORMALIZE_WHITESPACE
 Traceback (most recent call last):
 ...
-chunkflow.errors.MetadataError: node 'a/b': .zgroup is not valid JSON (truncated or malformed: Expecting value at line 1 column 17)
+chunkflow.errors.MetadataError: node 'a/b': .zgroup is not valid JSON (truncated or malformed: Expecting value
+at line 1 column 17)
 >>> dump_json_document({"zarr_format": 2})
 b'{\\n    "zarr_format": 2\\n}'
 """
@@ -108,10 +109,11 @@ def dump_json_document(doc: dict[str, Any]) -> bytes:
     --------
     >>> dump_json_document({"a": np.int64(3), "b": [np.float32(0.5)]})
     b'{\\n    "a": 3,\\n    "b": [\\n        0.5\\n    ]\\n}'
-    >>> dump_json_document({"x": float("nan")})
+    >>> dump_json_document({"x": float("nan")})  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    chunkflow.errors.MetadataError: cannot serialize metadata document: Out of range float values are not JSON compliant: nan
+    chunkflow.errors.MetadataError: cannot serialize metadata document: Out of range float values are not JSON
+    compliant: nan
     """
     try:
         text = json.dumps(

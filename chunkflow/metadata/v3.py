@@ -135,12 +135,14 @@ class ArrayMetadataV3:
 
         Examples
         --------
-        >>> ArrayMetadataV3.from_dict({"zarr_format": 3, "node_type": "array",
+        >>> ArrayMetadataV3.from_dict({  # doctest: +NORMALIZE_WHITESPACE
+        ...     "zarr_format": 3, "node_type": "array",
         ...     "shape": [4], "data_type": "uint8", "fill_value": 0, "codecs": ["bytes"],
         ...     "chunk_grid": {"name": "rectilinear"}, "chunk_key_encoding": "default"}, "a/b")
         Traceback (most recent call last):
         ...
-        chunkflow.errors.UnsupportedFormatError: array 'a/b': zarr.json key 'chunk_grid' must be {"name": "regular", ...} (the only chunk grid chunkflow supports), got {'name': 'rectilinear'}
+        chunkflow.errors.UnsupportedFormatError: array 'a/b': zarr.json key 'chunk_grid' must be {"name":
+        "regular", ...} (the only chunk grid chunkflow supports), got {'name': 'rectilinear'}
         """
         where = Where("array", path, "zarr.json")
         where.zarr_format(doc, 3)
