@@ -18,7 +18,8 @@ Examples
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 from numcodecs.abc import Codec
@@ -43,7 +44,11 @@ from chunkflow.codecs.v3_codecs import (
 )
 from chunkflow.errors import UnsupportedCodecError
 
+if TYPE_CHECKING:
+    from zarr.abc.codec import BaseCodec as ZarrPythonCodec
+
 __all__ = [
+    "CodecLike",
     "compressor_of",
     "default_v2_compressor",
     "normalize_v2_compressor",
@@ -51,6 +56,12 @@ __all__ = [
     "normalize_v3_codecs",
     "to_v3_codec",
 ]
+
+#: One codec as users give it (see :func:`to_v3_codec`): a numcodecs codec, a chunkflow
+#: v3 codec, a zarr-python 3 codec, a v3 document (``{"name": ..., "configuration": ...}``)
+#: or numcodecs config (``{"id": ...}``), or a v3 codec name. A string, so that
+#: zarr-python, an optional dependency, is imported by type checkers only.
+CodecLike: TypeAlias = "Codec | V3Codec | ZarrPythonCodec | Mapping[str, Any] | str"
 
 _CHECKSUM_IDS = frozenset({"crc32", "crc32c", "adler32", "fletcher32", "jenkins_lookup3"})
 
@@ -101,7 +112,7 @@ def _from_numcodecs_config(config: dict[str, Any], itemsize: int) -> V3Codec:
     return NumcodecsCodec(codec_id, _plain_json(rest))
 
 
-def to_v3_codec(obj: Any, itemsize: int = 1) -> V3Codec:
+def to_v3_codec(obj: CodecLike, itemsize: int = 1) -> V3Codec:
     """Convert one user codec (any accepted form) to a v3 codec object.
 
     Examples
@@ -125,7 +136,7 @@ def to_v3_codec(obj: Any, itemsize: int = 1) -> V3Codec:
     raise UnsupportedCodecError(f"cannot use {obj!r} as a codec")
 
 
-def _to_v2_config(obj: Any) -> dict[str, Any]:
+def _to_v2_config(obj: CodecLike) -> dict[str, Any]:
     if isinstance(obj, Codec):
         config = obj.get_config()
     elif isinstance(obj, dict) and "id" in obj and "name" not in obj:
@@ -145,7 +156,7 @@ def _to_v2_config(obj: Any) -> dict[str, Any]:
     return _plain_json(config)
 
 
-def normalize_v2_compressor(compressor: Any) -> dict[str, Any] | None:
+def normalize_v2_compressor(compressor: CodecLike | None) -> dict[str, Any] | None:
     """The ``.zarray`` ``compressor`` for `compressor`.
 
     Parameters
@@ -168,7 +179,9 @@ def normalize_v2_compressor(compressor: Any) -> dict[str, Any] | None:
     return _to_v2_config(compressor)
 
 
-def normalize_v2_filters(filters: Any) -> tuple[dict[str, Any], ...] | None:
+def normalize_v2_filters(
+    filters: CodecLike | Sequence[CodecLike] | None,
+) -> tuple[dict[str, Any], ...] | None:
     """The ``.zarray`` ``filters``: a tuple of configs, or None (never empty).
 
     Examples
@@ -259,12 +272,12 @@ def _complete_sharding(codec: ShardingCodec, dtype: np.dtype, ndim: int | None) 
 
 
 def normalize_v3_codecs(
-    codecs: Any,
+    codecs: CodecLike | Sequence[CodecLike] | None,
     *,
     dtype: np.dtype[Any] | str | type,
     order: str = "C",
-    compressor: Any = "default",
-    filters: Any = None,
+    compressor: CodecLike | None = "default",
+    filters: CodecLike | Sequence[CodecLike] | None = None,
     ndim: int | None = None,
 ) -> tuple[dict[str, Any], ...]:
     """The ``zarr.json`` ``codecs`` for a new v3 array.

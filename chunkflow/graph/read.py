@@ -25,8 +25,8 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeAlias
 
 import dask
 import dask.array as da
@@ -56,9 +56,18 @@ from chunkflow.grid import ceil_div
 from chunkflow.storage import Store
 
 __all__ = [
-    "ChunkflowDaskArray", "SelectionDep", "active_client", "as_source_array", "block_multiples", "to_dask",
-    "worker_threads",
+    "ArraySource", "BlockChunks", "ChunkflowDaskArray", "SelectionDep", "active_client",
+    "as_source_array", "block_multiples", "to_dask", "worker_threads",
 ]
+
+#: An array to read, as the graph functions accept it: an open :class:`~chunkflow.Array`,
+#: or the location of one (a path, a URL, a store or a mapping), opened read-only.
+ArraySource: TypeAlias = Array | Store | Mapping[str, bytes] | str | os.PathLike[str]
+
+#: Dask blocks in whole chunks (see :func:`block_multiples`): ``None`` for one block per
+#: chunk (small chunks grouped), ``"auto"`` or a byte size for blocks near that size, or
+#: a number of chunks per block, for every dimension or one per dimension (``-1``: all).
+BlockChunks: TypeAlias = int | str | Sequence[int] | None
 
 # The default plan (chunks=None) follows da.from_zarr: one block per stored chunk (per
 # shard). Only chunks smaller than this are grouped, up to this many decoded bytes per

@@ -29,12 +29,20 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import dask
 from dask.callbacks import Callback
 
-__all__ = ["BlockProgress", "compute", "scheduler_choice"]
+if TYPE_CHECKING:
+    from distributed import Client
+
+__all__ = ["BlockProgress", "SchedulerLike", "compute", "scheduler_choice"]
+
+#: What every ``scheduler=`` argument accepts (see :func:`scheduler_choice`): ``None``
+#: (dask's current scheduler), a local scheduler name (``"threads"``, ``"processes"``,
+#: ``"sync"``), a ``distributed.Client`` or a scheduler address (``"tcp://host:port"``).
+SchedulerLike: TypeAlias = "str | Client | None"
 
 # Names of the layers whose tasks are "output blocks": one task reads, writes or maps
 # one block. Progress counts these when a graph has them, and every task otherwise.

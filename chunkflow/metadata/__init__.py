@@ -19,6 +19,7 @@ from chunkflow.metadata.dtypes import (
     parse_dtype_v2,
 )
 from chunkflow.metadata.fill_values import (
+    FillValueLike,
     encode_fill_value_v2,
     encode_fill_value_v3,
     is_all_fill,
@@ -37,6 +38,7 @@ __all__ = [
     "ArrayMetadata",
     "ArrayMetadataV2",
     "ArrayMetadataV3",
+    "FillValueLike",
     "GroupMetadataV2",
     "GroupMetadataV3",
     "dump_json_document",

@@ -29,7 +29,8 @@ np.float32(nan)
 from __future__ import annotations
 
 import base64
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeAlias
 
 import numpy as np
 
@@ -48,6 +49,7 @@ from chunkflow.metadata.fill_scalars import (
 )
 
 __all__ = [
+    "FillValueLike",
     "encode_fill_value_v2",
     "encode_fill_value_v3",
     "is_all_fill",
@@ -56,7 +58,15 @@ __all__ = [
     "parse_fill_value_v3",
 ]
 
-def normalize_fill_value(value: object, dtype: np.dtype) -> Any:
+#: A fill value as users give it (see :func:`normalize_fill_value`): a Python or NumPy
+#: scalar, bytes or a string, a sequence (a complex pair, a structured record), a
+#: mapping of field names (a structured record), or ``None`` (no fill value, Zarr v2).
+FillValueLike: TypeAlias = (
+    bool | int | float | complex | str | bytes | np.generic | Sequence[object]
+    | Mapping[str, object] | None
+)
+
+def normalize_fill_value(value: FillValueLike, dtype: np.dtype) -> Any:
     """Turn a user-given fill value into a NumPy scalar of ``dtype``.
 
     Parameters
