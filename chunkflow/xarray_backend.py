@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 try:
     from xarray import Dataset, Variable
@@ -76,6 +76,9 @@ from chunkflow.xarray_engine.variables import (
     fill_value_entries,
 )
 from chunkflow.xarray_engine.wrapper import ChunkflowArrayWrapper
+
+if TYPE_CHECKING:
+    from chunkflow.cache import CacheLike
 
 __all__ = ["ChunkflowArrayWrapper", "ChunkflowBackendEntrypoint", "ChunkflowDataStore",
            "DimensionNamesError"]
@@ -117,7 +120,7 @@ class ChunkflowDataStore(AbstractDataStore):
     def open(cls, source: Any, *, group: str | None = None, consolidated: bool | None = None,
              storage_options: dict[str, Any] | None = None, zarr_format: int | None = None,
              use_zarr_fill_value_as_mask: bool | None = None,
-             chunk_cache: Any = None) -> ChunkflowDataStore:
+             chunk_cache: CacheLike = None) -> ChunkflowDataStore:
         """Open the group ``group`` of ``source`` (path, URL, store or chunkflow.Group).
 
         ``chunk_cache`` is chunkflow's decoded-chunk cache for the arrays: ``None`` the
@@ -239,7 +242,7 @@ class ChunkflowBackendEntrypoint(BackendEntrypoint):
         storage_options: dict[str, Any] | None = None,
         zarr_format: int | None = None,
         use_zarr_fill_value_as_mask: bool | None = None,
-        chunk_cache: Any = None,
+        chunk_cache: CacheLike = None,
         mode: str = "r",
     ) -> Dataset:
         _check_read_mode(mode)
@@ -262,7 +265,7 @@ class ChunkflowBackendEntrypoint(BackendEntrypoint):
         self, filename_or_obj: Any, *, group: str | None = None,
         consolidated: bool | None = None, storage_options: dict[str, Any] | None = None,
         zarr_format: int | None = None, use_zarr_fill_value_as_mask: bool | None = None,
-        chunk_cache: Any = None, mode: str = "r", **decoders: Any,
+        chunk_cache: CacheLike = None, mode: str = "r", **decoders: Any,
     ) -> dict[str, Dataset]:
         """Every group from ``group`` down, by path (``"/"``, ``"/a"``, ``"/a/b"``)."""
         _check_read_mode(mode)

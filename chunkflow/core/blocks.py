@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -27,10 +27,13 @@ from chunkflow.core.selection import SelectionAccessor
 from chunkflow.errors import BoundsCheckError, InvalidSelectionError
 from chunkflow.grid import ceil_div
 
+if TYPE_CHECKING:
+    from chunkflow.indexing import Selection
+
 __all__ = ["BlockSelection", "block_slices"]
 
 
-def _expand(selection: Any, ndim: int, path: str) -> tuple[Any, ...]:
+def _expand(selection: Selection, ndim: int, path: str) -> tuple[Any, ...]:
     items = selection if isinstance(selection, tuple) else (selection,)
     if sum(item is Ellipsis for item in items) > 1:
         raise InvalidSelectionError(f"array {path!r}: a block selection takes at most one "
@@ -45,7 +48,7 @@ def _expand(selection: Any, ndim: int, path: str) -> tuple[Any, ...]:
     return items + (slice(None),) * (ndim - len(items))
 
 
-def block_slices(selection: Any, shape: Sequence[int], chunks: Sequence[int],
+def block_slices(selection: Selection, shape: Sequence[int], chunks: Sequence[int],
                  path: str = "") -> tuple[slice, ...]:
     """The element slices covered by a block selection on a grid of ``chunks``.
 
@@ -100,7 +103,7 @@ class BlockSelection:
     write_chunks: tuple[int, ...]
     _path: str
 
-    def get_block_selection(self, selection: Any) -> np.ndarray:
+    def get_block_selection(self, selection: Selection) -> np.ndarray:
         """Read whole blocks of the chunk grid (shards, for a sharded array).
 
         Examples
@@ -112,7 +115,7 @@ class BlockSelection:
         """
         return self.get_basic_selection(self._block_slices(selection))  # type: ignore[attr-defined]
 
-    def set_block_selection(self, selection: Any, value: Any) -> None:
+    def set_block_selection(self, selection: Selection, value: Any) -> None:
         """Write whole blocks of the chunk grid; ``value`` broadcasts like numpy.
 
         Examples
@@ -130,5 +133,5 @@ class BlockSelection:
         """Block selection: ``z.blocks[1, :2]`` reads blocks, ``z.blocks[0] = v`` writes."""
         return SelectionAccessor(self.get_block_selection, self.set_block_selection)
 
-    def _block_slices(self, selection: Any) -> tuple[slice, ...]:
+    def _block_slices(self, selection: Selection) -> tuple[slice, ...]:
         return block_slices(selection, self.shape, self.write_chunks, self._path)

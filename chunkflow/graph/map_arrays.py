@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -20,6 +20,9 @@ from chunkflow.core.array import Array
 from chunkflow.errors import InvalidSelectionError, ReadOnlyError, ShapeMismatchError
 from chunkflow.graph.read import as_source_array
 from chunkflow.storage import Store
+
+if TYPE_CHECKING:
+    from numpy.typing import DTypeLike
 
 __all__ = ["NewOut", "open_sources", "resolve_out"]
 
@@ -66,7 +69,7 @@ class NewOut:
                       storage_options=dict(self.storage_options or {}) or None)
 
 
-def resolve_out(out: Any, first: Array, dtype: Any,
+def resolve_out(out: Any, first: Array, dtype: DTypeLike,
                 storage_options: Mapping[str, Any] | None) -> Array | NewOut | None:
     """``out`` as an open writable array, a :class:`NewOut` to create, or ``None``.
 

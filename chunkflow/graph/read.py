@@ -26,7 +26,7 @@ import contextlib
 import math
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import dask
 import dask.array as da
@@ -54,6 +54,10 @@ from chunkflow.graph.blocks import (
 from chunkflow.graph.scheduler import scheduler_choice
 from chunkflow.grid import ceil_div
 from chunkflow.storage import Store
+
+if TYPE_CHECKING:
+    from chunkflow.graph.scheduler import SchedulerLike
+    from chunkflow.indexing import Selection
 
 __all__ = [
     "ArraySource", "BlockChunks", "ChunkflowDaskArray", "SelectionDep", "active_client",
@@ -124,7 +128,7 @@ def _tokenize_selection_dep(dep: SelectionDep) -> tuple[Any, ...]:
     return ("chunkflow.SelectionDep", tuple(dim.token for dim in dep.dims))
 
 
-def _is_basic(selection: Any) -> bool:
+def _is_basic(selection: Selection) -> bool:
     entries = selection if isinstance(selection, tuple) else (selection,)
     return all(
         isinstance(e, slice) or e is Ellipsis
@@ -174,7 +178,7 @@ def read_block(array: Array, selection: tuple[int | slice, ...], serial: bool = 
         return np.asarray(array.get_basic_selection(selection))
 
 
-def active_client(scheduler: Any = None) -> Any:
+def active_client(scheduler: SchedulerLike = None) -> Any:
     """The distributed client ``scheduler`` names or, by default, the active one.
 
     ``None`` for a local scheduler or without a client (or a scheduler address, which
@@ -190,7 +194,7 @@ def active_client(scheduler: Any = None) -> Any:
     return None if isinstance(client, str) else client
 
 
-def worker_threads(scheduler: Any = None) -> int:
+def worker_threads(scheduler: SchedulerLike = None) -> int:
     """The threads a dask computation started now (on ``scheduler``) would run on.
 
     The distributed client's threads (all its workers'; by default the active
@@ -221,7 +225,7 @@ def worker_threads(scheduler: Any = None) -> int:
     return usable_cores()
 
 
-def block_multiples(array: Array, selection: Any, chunks: Any) -> tuple[int, ...]:
+def block_multiples(array: Array, selection: Selection, chunks: BlockChunks) -> tuple[int, ...]:
     """Chunks per block along each dimension, from ``to_dask``'s ``chunks=`` argument.
 
     ``None`` (the default): one block per chunk (per shard), as ``da.from_zarr``,
@@ -269,7 +273,7 @@ def block_multiples(array: Array, selection: Any, chunks: Any) -> tuple[int, ...
     return tuple(multiples)
 
 
-def as_source_array(source: Any, storage_options: Mapping[str, Any] | None = None,
+def as_source_array(source: ArraySource, storage_options: Mapping[str, Any] | None = None,
                     **open_kwargs: Any) -> Array:
     """``source`` as an open chunkflow array (paths, URLs and stores opened read-only,
     with ``open_kwargs`` such as ``cache=False``)."""
@@ -290,9 +294,9 @@ def as_source_array(source: Any, storage_options: Mapping[str, Any] | None = Non
 
 
 def to_dask(
-    source: Any,
-    selection: Any = Ellipsis,
-    chunks: Any = None,
+    source: ArraySource,
+    selection: Selection = Ellipsis,
+    chunks: BlockChunks = None,
     *,
     storage_options: Mapping[str, Any] | None = None,
 ) -> da.Array:
@@ -366,7 +370,7 @@ def to_dask(
 
 
 def _to_dask_method(
-    self: Array, selection: Any = Ellipsis, chunks: Any = None
+    self: Array, selection: Selection = Ellipsis, chunks: BlockChunks = None
 ) -> da.Array:
     """A lazy dask array over ``self[selection]``; see :func:`chunkflow.to_dask`.
 

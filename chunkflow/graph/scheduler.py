@@ -168,7 +168,7 @@ def _distributed_progress(futures: list[Any], progress: ProgressArg, address: st
         show(futures, scheduler=address)
 
 
-def scheduler_choice(scheduler: Any) -> tuple[Any, Any]:
+def scheduler_choice(scheduler: SchedulerLike) -> tuple[Any, Any]:
     """Split ``scheduler`` into (what ``dask.compute`` takes, a distributed client).
 
     Examples
@@ -211,7 +211,7 @@ def _default_client() -> Any:
 
 def compute(
     *collections: Any,
-    scheduler: Any = None,
+    scheduler: SchedulerLike = None,
     progress: ProgressArg = False,
     **kwargs: Any,
 ) -> tuple[Any, ...]:
