@@ -17,16 +17,16 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import product
-from typing import SupportsIndex, TypeAlias
+from typing import Any, SupportsIndex, TypeAlias
 
 from chunkflow.errors import BoundsCheckError, InvalidSelectionError
 
 __all__ = [
-    "ChunkKeyEncoding", "ChunksLike", "RegularChunkGrid", "ShapeLike", "ceil_div",
+    "ChunkKeyEncoding", "ChunksLike", "KeyEncodingLike", "RegularChunkGrid", "ShapeLike", "ceil_div",
     "normalize_chunks", "normalize_shape",
 ]
 
@@ -37,6 +37,11 @@ ShapeLike: TypeAlias = SupportsIndex | Sequence[SupportsIndex]
 #: guess, ``False`` for one chunk, one integer for every dimension, or one entry per
 #: dimension (``None`` or ``-1`` for the whole dimension).
 ChunksLike: TypeAlias = bool | SupportsIndex | Sequence[SupportsIndex | None] | None
+
+#: A chunk key encoding as users give it: ``"default"`` or ``"v2"``, a ``(name,
+#: separator)`` pair, the v3 document (``{"name": ..., "configuration": {"separator":
+#: ...}}``), or ``None`` for the format's default.
+KeyEncodingLike: TypeAlias = str | tuple[str, str] | Mapping[str, Any] | None
 
 _ENCODING_NAMES = ("default", "v2")
 _SEPARATORS = ("/", ".")

@@ -7,7 +7,7 @@ there; ``w-`` create, fail if something exists.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
     from chunkflow.cache import CacheLike
     from chunkflow.codecs import CodecLike
-    from chunkflow.grid import ChunksLike, ShapeLike
+    from chunkflow.grid import ChunksLike, KeyEncodingLike, ShapeLike
     from chunkflow.metadata import FillValueLike
     from chunkflow.storage import StoreLike
     from chunkflow.sync import SynchronizerLike
@@ -72,7 +72,7 @@ def create(
     filters: CodecLike | Sequence[CodecLike] | None = None,
     codecs: CodecLike | Sequence[CodecLike] | None = None,
     dimension_separator: str | None = None,
-    chunk_key_encoding: str | Mapping[str, Any] | None = None,
+    chunk_key_encoding: KeyEncodingLike = None,
     dimension_names: Sequence[str | None] | None = None,
     zarr_format: int = 3,
     write_empty_chunks: bool = False,

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike, DTypeLike
 
     from chunkflow.codecs import CodecLike
-    from chunkflow.grid import ChunksLike, ShapeLike
+    from chunkflow.grid import ChunksLike, KeyEncodingLike, ShapeLike
     from chunkflow.metadata import FillValueLike
     from chunkflow.storage import StoreLike
 
@@ -113,7 +113,7 @@ def create_array(
     order: str | None = None,
     zarr_format: int = 3,
     attributes: dict[str, Any] | None = None,
-    chunk_key_encoding: str | Mapping[str, Any] | None = None,
+    chunk_key_encoding: KeyEncodingLike = None,
     dimension_names: Sequence[str | None] | None = None,
     storage_options: dict[str, Any] | None = None,
     overwrite: bool = False,

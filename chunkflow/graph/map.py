@@ -67,7 +67,7 @@ from chunkflow.graph.scheduler import compute as run
 if TYPE_CHECKING:
     from numpy.typing import DTypeLike
 
-    from chunkflow.graph.read import BlockChunks
+    from chunkflow.graph.read import ArraySource, BlockChunks
     from chunkflow.graph.scheduler import SchedulerLike
 
 __all__ = ["MapPlan", "MemoryPlanError", "map_chunks", "summarize_chunks"]
@@ -177,7 +177,8 @@ class _Layout:
 
 
 def _layout(sources: tuple[Array, ...], grid_owner: Array, out_itemsize: int,
-            depth: tuple[int, ...], chunks: BlockChunks, max_memory: Any, scheduler: SchedulerLike,
+            depth: tuple[int, ...], chunks: BlockChunks, max_memory: int | str | None,
+            scheduler: SchedulerLike,
             func_memory_factor: float) -> _Layout:
     shape = grid_owner.shape
     unit = grid_owner.write_chunks
@@ -224,9 +225,11 @@ def _graph(plan: MapPlan, dep: RegionDep, token: str,
     return graph, name
 
 
-def _plan(func: Callable[..., Any], sources: Sequence[Any], *, out: Any, depth: Any,
+def _plan(func: Callable[..., Any], sources: Sequence[ArraySource], *, out: ArraySource | None,
+          depth: int | Sequence[int] | Mapping[int, int],
           boundary: str, constant_value: Any, dtype: DTypeLike, chunks: BlockChunks, block_info: bool,
-          trim: bool, max_memory: Any, scheduler: SchedulerLike, storage_options: Any,
+          trim: bool, max_memory: int | str | None, scheduler: SchedulerLike,
+          storage_options: Mapping[str, Any] | None,
           func_memory_factor: float, kwargs: Mapping[str, Any],
           summary_shape: tuple[int, ...] | None) -> tuple[MapPlan, _Layout]:
     arrays = open_sources(sources, storage_options)
@@ -253,8 +256,8 @@ def _plan(func: Callable[..., Any], sources: Sequence[Any], *, out: Any, depth: 
 
 def map_chunks(
     func: Callable[..., Any],
-    *sources: Any,
-    out: Any = None,
+    *sources: ArraySource,
+    out: ArraySource | None = None,
     depth: int | Sequence[int] | Mapping[int, int] = 0,
     boundary: str = "reflect",
     dtype: DTypeLike = None,
@@ -349,7 +352,7 @@ def map_chunks(
 
 def summarize_chunks(
     func: Callable[..., Any],
-    *sources: Any,
+    *sources: ArraySource,
     shape: tuple[int, ...] = (),
     dtype: DTypeLike = float,
     depth: int | Sequence[int] | Mapping[int, int] = 0,

@@ -24,10 +24,12 @@ from chunkflow.storage import Store
 if TYPE_CHECKING:
     from numpy.typing import DTypeLike
 
+    from chunkflow.graph.read import ArraySource
+
 __all__ = ["NewOut", "open_sources", "resolve_out"]
 
 
-def open_sources(sources: Sequence[Any],
+def open_sources(sources: Sequence[ArraySource],
                  storage_options: Mapping[str, Any] | None) -> tuple[Array, ...]:
     """The sources as open arrays of one shape (by location: past the chunk cache)."""
     if not sources:
@@ -69,7 +71,7 @@ class NewOut:
                       storage_options=dict(self.storage_options or {}) or None)
 
 
-def resolve_out(out: Any, first: Array, dtype: DTypeLike,
+def resolve_out(out: ArraySource | None, first: Array, dtype: DTypeLike,
                 storage_options: Mapping[str, Any] | None) -> Array | NewOut | None:
     """``out`` as an open writable array, a :class:`NewOut` to create, or ``None``.
 

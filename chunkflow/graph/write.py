@@ -120,7 +120,7 @@ def _write_block(
     target[region] = value
 
 
-def _normalize_region(region: Any, target: Array) -> tuple[slice, ...]:
+def _normalize_region(region: tuple[slice, ...] | None, target: Array) -> tuple[slice, ...]:
     """``region`` as unit-step slices, one per dimension of ``target``."""
     if region is None:
         return tuple(slice(0, n) for n in target.shape)
