@@ -79,6 +79,7 @@ from chunkflow.xarray_engine.wrapper import ChunkflowArrayWrapper
 
 if TYPE_CHECKING:
     from chunkflow.cache import CacheLike
+    from chunkflow.storage import StoreLike
 
 __all__ = ["ChunkflowArrayWrapper", "ChunkflowBackendEntrypoint", "ChunkflowDataStore",
            "DimensionNamesError"]
@@ -117,7 +118,7 @@ class ChunkflowDataStore(AbstractDataStore):
         self._arrays: dict[str, Array] | None = None
 
     @classmethod
-    def open(cls, source: Any, *, group: str | None = None, consolidated: bool | None = None,
+    def open(cls, source: Group | StoreLike, *, group: str | None = None, consolidated: bool | None = None,
              storage_options: dict[str, Any] | None = None, zarr_format: int | None = None,
              use_zarr_fill_value_as_mask: bool | None = None,
              chunk_cache: CacheLike = None) -> ChunkflowDataStore:
@@ -223,12 +224,12 @@ class ChunkflowBackendEntrypoint(BackendEntrypoint):
         "chunk_cache", "mode",
     )
 
-    def guess_can_open(self, filename_or_obj: Any) -> bool:
+    def guess_can_open(self, filename_or_obj: Group | StoreLike) -> bool:
         return False
 
     def open_dataset(  # type: ignore[override]
         self,
-        filename_or_obj: Any,
+        filename_or_obj: Group | StoreLike,
         *,
         mask_and_scale: bool = True,
         decode_times: bool = True,
@@ -262,7 +263,7 @@ class ChunkflowBackendEntrypoint(BackendEntrypoint):
             raise
 
     def open_groups_as_dict(  # type: ignore[override]
-        self, filename_or_obj: Any, *, group: str | None = None,
+        self, filename_or_obj: Group | StoreLike, *, group: str | None = None,
         consolidated: bool | None = None, storage_options: dict[str, Any] | None = None,
         zarr_format: int | None = None, use_zarr_fill_value_as_mask: bool | None = None,
         chunk_cache: CacheLike = None, mode: str = "r", **decoders: Any,
@@ -285,7 +286,7 @@ class ChunkflowBackendEntrypoint(BackendEntrypoint):
             root.close()
             raise
 
-    def open_datatree(self, filename_or_obj: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+    def open_datatree(self, filename_or_obj: Group | StoreLike, **kwargs: Any) -> Any:  # type: ignore[override]
         """The group and its subgroups as a :class:`xarray.DataTree` (xarray >= 2024.10)."""
         from xarray import DataTree
 

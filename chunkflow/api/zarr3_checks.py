@@ -18,12 +18,16 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chunkflow.codecs import to_v3_codec
 from chunkflow.engine.layout import ARRAY_TO_ARRAY, ARRAY_TO_BYTES, BYTES_TO_BYTES
 from chunkflow.errors import MetadataError
 from chunkflow.grid import ceil_div
+
+if TYPE_CHECKING:
+    from chunkflow.codecs import CodecLike
+    from chunkflow.grid import KeyEncodingLike
 
 #: Keywords only zarr-python 3's create_array has: they select its defaults and meanings,
 #: so creation functions that see one (``open_array``, ``Group.create_array``) hand the
@@ -82,7 +86,8 @@ def check_shards(shards: Sequence[int], chunks: Sequence[int], shape: Sequence[i
         )
 
 
-def check_v2_keywords(serializer: Any, dimension_names: Any, shards: Any) -> None:
+def check_v2_keywords(serializer: CodecLike | None, dimension_names: Sequence[str | None] | None,
+                      shards: Sequence[int] | str | None) -> None:
     """Refuse the keywords that only Zarr v3 has, when ``zarr_format=2``."""
     if shards is not None:
         raise MetadataError("shards exist only in Zarr v3; pass zarr_format=3")
@@ -96,7 +101,7 @@ def check_v2_keywords(serializer: Any, dimension_names: Any, shards: Any) -> Non
             "(xarray keeps them in the _ARRAY_DIMENSIONS attribute); pass zarr_format=3")
 
 
-def key_encoding_document(encoding: Any, zarr_format: int) -> Any:
+def key_encoding_document(encoding: KeyEncodingLike, zarr_format: int) -> KeyEncodingLike:
     """zarr-python 3's ``chunk_key_encoding`` (a document, or the flat
     ``{"name": ..., "separator": ...}`` form) as a v3 document; for v2 only ``"v2"``.
 
@@ -123,7 +128,9 @@ def key_encoding_document(encoding: Any, zarr_format: int) -> Any:
     return doc
 
 
-def merge_compressor(compressors: Any, options: dict[str, Any]) -> Any:
+def merge_compressor(
+    compressors: CodecLike | Sequence[CodecLike] | None, options: dict[str, Any]
+) -> CodecLike | Sequence[CodecLike] | None:
     """Fold zarr-python 2's ``compressor=`` (one codec) into ``compressors=``; both at once
     is refused (zarr-python 3's ``create_array`` has no ``compressor=`` at all)."""
     if "compressor" not in options:
@@ -136,7 +143,7 @@ def merge_compressor(compressors: Any, options: dict[str, Any]) -> Any:
     return compressor
 
 
-def warn_order_v3(order: Any) -> None:
+def warn_order_v3(order: str | None) -> None:
     """zarr-python 3 warns that ``order=`` does nothing for v3 arrays; so does chunkflow."""
     if order is not None:
         warnings.warn(

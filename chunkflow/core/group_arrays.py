@@ -27,7 +27,7 @@ class ArrayMaker(Protocol):
     ``defaults`` are the group's (format, member options), ``create_kwargs`` the
     caller's keywords, which win."""
 
-    def __call__(self, store: Store, path: str, *, shape: ShapeLike, dtype: DTypeLike, data: Any,
+    def __call__(self, store: Store, path: str, *, shape: ShapeLike, dtype: DTypeLike, data: ArrayLike | None,
                  chunks: ChunksLike, overwrite: bool, defaults: dict[str, Any],
                  create_kwargs: dict[str, Any]) -> Array: ...
 
@@ -123,7 +123,7 @@ class ArrayCreation:
         """Create an array filled with ``fill_value``."""
         return self.create_array(name, fill_value=fill_value, **kwargs)
 
-    def array(self, name: str, data: Any, **kwargs: Any) -> Array:
+    def array(self, name: str, data: ArrayLike, **kwargs: Any) -> Array:
         """Create an array holding ``data``."""
         if not hasattr(data, "shape"):
             data = np.asarray(data)
