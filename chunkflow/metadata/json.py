@@ -21,13 +21,17 @@ b'{\\n    "zarr_format": 2\\n}'
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 
 from chunkflow.errors import MetadataError
 
-__all__ = ["describe", "dump_json_document", "load_json_document"]
+__all__ = ["JSONValue", "describe", "dump_json_document", "load_json_document"]
+
+#: A value of a JSON document as :func:`json.loads` returns it: what the metadata
+#: parsers receive, and check, before anything is trusted.
+JSONValue: TypeAlias = bool | int | float | str | list[Any] | dict[str, Any] | None
 
 
 def describe(kind: str, path: str) -> str:
