@@ -17,15 +17,16 @@ from chunkflow.errors import ShapeMismatchError
 from chunkflow.storage import Store
 
 if TYPE_CHECKING:
-    from numpy.typing import DTypeLike
+    from numpy.typing import ArrayLike, DTypeLike
 
     from chunkflow.grid import ChunksLike, ShapeLike
 
 __all__ = ["create_member_array"]
 
 
-def create_member_array(store: Store, path: str, *, shape: ShapeLike, dtype: DTypeLike, data: Any,
-                        chunks: ChunksLike, overwrite: bool, defaults: dict[str, Any],
+def create_member_array(store: Store, path: str, *, shape: ShapeLike, dtype: DTypeLike,
+                        data: ArrayLike | None, chunks: ChunksLike, overwrite: bool,
+                        defaults: dict[str, Any],
                         create_kwargs: dict[str, Any]) -> Array:
     """Create the array at ``path`` of a group's store: as :func:`chunkflow.create_array`
     when a zarr-python 3 keyword is given (``shards=``, ``compressors=``...), else as

@@ -47,6 +47,8 @@ from chunkflow.errors import UnsupportedCodecError
 if TYPE_CHECKING:
     from zarr.abc.codec import BaseCodec as ZarrPythonCodec
 
+    from chunkflow.metadata.json import JSONValue
+
 __all__ = [
     "CodecLike",
     "compressor_of",
@@ -207,7 +209,8 @@ def _as_list(value: Any) -> list[Any]:
 
 
 def _default_codecs(dtype: np.dtype, order: str, ndim: int | None,
-                    compressor: Any, filters: Any) -> list[V3Codec]:
+                    compressor: CodecLike | None,
+                    filters: CodecLike | Sequence[CodecLike] | None) -> list[V3Codec]:
     itemsize = 1 if dtype.hasobject else dtype.itemsize
     codecs: list[V3Codec] = []
     if order == "F":
@@ -322,7 +325,7 @@ def normalize_v3_codecs(
     return tuple(_plain_json(c.to_json()) for c in _complete(items, dtype, ndim))
 
 
-def compressor_of(zarr_format: int, doc: Any) -> Codec | None:
+def compressor_of(zarr_format: int, doc: JSONValue) -> Codec | None:
     """The numcodecs compressor of an array, for ``Array.compressor``.
 
     For v3 this is the first bytes->bytes codec that is not a checksum.

@@ -11,7 +11,7 @@ ZstdCodec(level=3, checksum=False)
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chunkflow.codecs.sharding import ShardingCodec
 from chunkflow.codecs.v3_codecs import (
@@ -29,6 +29,9 @@ from chunkflow.codecs.v3_codecs import (
     ZstdCodec,
 )
 from chunkflow.errors import UnsupportedCodecError
+
+if TYPE_CHECKING:
+    from chunkflow.metadata.json import JSONValue
 
 __all__ = ["NUMCODECS_KINDS", "NumcodecsCodec", "V3Codec", "codec_from_json"]
 
@@ -90,7 +93,7 @@ class NumcodecsCodec(V3Codec):
         return {"id": self.codec_id, **self.configuration}
 
     @classmethod
-    def from_json(cls, doc: Any) -> NumcodecsCodec:
+    def from_json(cls, doc: JSONValue) -> NumcodecsCodec:
         doc = {"name": doc} if isinstance(doc, str) else doc
         config = doc.get("configuration") or {}
         if not isinstance(config, dict):
@@ -110,7 +113,7 @@ _BY_NAME: dict[str, Any] = {
 }
 
 
-def codec_from_json(doc: Any) -> V3Codec:
+def codec_from_json(doc: JSONValue) -> V3Codec:
     """Parse one v3 codec document (or a bare name string) into a codec object.
 
     Examples

@@ -28,6 +28,8 @@ from chunkflow.errors import BoundsCheckError, InvalidSelectionError
 from chunkflow.grid import ceil_div
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
     from chunkflow.indexing import Selection
 
 __all__ = ["BlockSelection", "block_slices"]
@@ -115,7 +117,7 @@ class BlockSelection:
         """
         return self.get_basic_selection(self._block_slices(selection))  # type: ignore[attr-defined]
 
-    def set_block_selection(self, selection: Selection, value: Any) -> None:
+    def set_block_selection(self, selection: Selection, value: ArrayLike) -> None:
         """Write whole blocks of the chunk grid; ``value`` broadcasts like numpy.
 
         Examples

@@ -10,6 +10,8 @@ import numpy as np
 from chunkflow.indexing import is_basic_selection, is_mask_selection
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
     from chunkflow.indexing import Selection
 
 __all__ = ["SelectionAccessor", "has_ellipsis", "selection_kind"]
@@ -26,7 +28,7 @@ class SelectionAccessor:
     def __getitem__(self, selection: Selection) -> np.ndarray:
         return self._getter(selection)
 
-    def __setitem__(self, selection: Selection, value: Any) -> None:
+    def __setitem__(self, selection: Selection, value: ArrayLike) -> None:
         self._setter(selection, value)
 
 

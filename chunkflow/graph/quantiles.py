@@ -251,7 +251,7 @@ _PARAMETERS = """
 """
 
 
-def _check_call(axis: Any, method: str, what: str) -> None:
+def _check_call(axis: object, method: str, what: str) -> None:
     if axis is not None:
         raise ValueError(f"{what}: axis={axis!r} is not supported; only axis=None (all values "
                          "of the selection). Select a part with selection= instead")

@@ -113,7 +113,7 @@ def reduction_block_bytes(itemsize: int, memory_limit: int | str | None = None,
     return builtins.max(2**20, builtins.min(REDUCTION_BLOCK_BYTES, fits))
 
 
-def split_every(x: da.Array, axis: Any, block_bytes: int) -> int:
+def split_every(x: da.Array, axis: int | tuple[int, ...] | None, block_bytes: int) -> int:
     """How many partial results one combine step takes: as many as about four blocks'
     memory holds (between 4 and 64).
 
@@ -175,7 +175,7 @@ def _concat_parts(parts: Any, axis: Any = None, keepdims: bool = False) -> np.nd
     return np.concatenate(arrays)
 
 
-def _apply(block: np.ndarray, axis: Any, keepdims: bool, *,
+def _apply(block: np.ndarray, axis: int | tuple[int, ...] | None, keepdims: bool, *,
            func: Callable[[np.ndarray], Any]) -> Any:
     """dask's per-block step of a reduction, calling ``func`` on the block alone."""
     return func(block)

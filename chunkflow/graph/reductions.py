@@ -71,7 +71,7 @@ OPERATIONS = ("mean", "std", "var", "min", "max", "sum")
 StorageOptions = Mapping[str, Any] | None
 
 
-def _reduction(x: da.Array, op: str, axis: Any, every: int, ddof: int) -> da.Array:
+def _reduction(x: da.Array, op: str, axis: int | tuple[int, ...] | None, every: int, ddof: int) -> da.Array:
     if op not in OPERATIONS:
         raise ValueError(f"unknown reduction {op!r}; expected one of {', '.join(OPERATIONS)}")
     method = getattr(x, op)

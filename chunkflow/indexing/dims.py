@@ -58,7 +58,7 @@ class DimProjection(NamedTuple):
 _EMPTY = DimProjection([], [], [], [], 0, False)
 
 
-def as_int(value: Any) -> int | None:
+def as_int(value: object) -> int | None:
     """Return ``value`` as an int if it is an integer index (not a bool), else None.
 
     Examples
