@@ -11,7 +11,7 @@ ZstdCodec(level=3, checksum=False)
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Union
 
 from chunkflow.codecs.sharding import ShardingCodec
 from chunkflow.codecs.v3_codecs import (
@@ -101,10 +101,12 @@ class NumcodecsCodec(V3Codec):
         return cls(doc["name"].removeprefix(NUMCODECS_PREFIX), dict(config))
 
 
-V3Codec = (
-    BytesCodec | TransposeCodec | BloscCodec | GzipCodec | ZstdCodec | Crc32cCodec
-    | VLenUTF8Codec | VLenBytesCodec | NumcodecsCodec | ShardingCodec
-)
+# typing.Union, not ``X | Y``: the API reference shows a typing.Union as "alias of ...",
+# where a types.UnionType would show the docstring of types.UnionType itself.
+V3Codec = Union[  # noqa: UP007
+    BytesCodec, TransposeCodec, BloscCodec, GzipCodec, ZstdCodec, Crc32cCodec,
+    VLenUTF8Codec, VLenBytesCodec, NumcodecsCodec, ShardingCodec,
+]
 
 _BY_NAME: dict[str, Any] = {
     cls.name: cls
