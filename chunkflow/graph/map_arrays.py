@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from numpy.typing import DTypeLike
 
     from chunkflow.graph.read import ArraySource
+    from chunkflow.storage import StoreLike
 
 __all__ = ["NewOut", "open_sources", "resolve_out"]
 
@@ -61,7 +62,7 @@ class NewOut:
     memory are planned, so that a refusal leaves nothing behind.
     """
 
-    location: Any
+    location: StoreLike
     spec: Mapping[str, Any]
     storage_options: Mapping[str, Any] | None
     template: Array

@@ -151,7 +151,7 @@ class ChunkflowDaskArray(da.Array):
 
     _chunkflow_plan: tuple[Array, tuple[DimPlan, ...], tuple[int, ...]]
 
-    def __getitem__(self, index: Any) -> da.Array:
+    def __getitem__(self, index: Selection) -> da.Array:
         if not _is_basic(index) or not hasattr(self, "_chunkflow_plan"):
             return super().__getitem__(index)
         array, dims, multiples = self._chunkflow_plan
