@@ -29,12 +29,17 @@ import bz2
 import lzma
 import re
 import zlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numcodecs
 import numpy as np
 
 from chunkflow.errors import ChunkDecodeError
+
+if TYPE_CHECKING:
+    from numcodecs.abc import Codec
+
+    from chunkflow.codecs.stages import BufferLike
 
 __all__ = ["bounded_decode", "limit_for"]
 
@@ -107,7 +112,7 @@ def _zstd(buf: Any, limit: int, name: str) -> Any:
     raise AssertionError("unreachable")
 
 
-def bounded_decode(codec: Any, buf: Any, limit: int, name: str) -> Any:
+def bounded_decode(codec: Codec, buf: BufferLike, limit: int, name: str) -> Any:
     """``codec.decode(buf)``, refused once the output would exceed ``limit`` bytes.
 
     Codecs without a bounded decoder (filters, codecs chunkflow does not know) decode

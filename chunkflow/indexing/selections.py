@@ -49,7 +49,7 @@ from chunkflow.indexing.dims import (
 )
 
 if TYPE_CHECKING:
-    from chunkflow.indexing.predicates import Selection
+    from chunkflow.indexing.predicates import Selection, SelectionItem
 
 __all__ = [
     "BasicIndexer",
@@ -220,7 +220,7 @@ slice(1, 2, None))), ((1, 0), (slice(0, 1, None), slice(0, 1, None))), ((1, 1), 
 
 
 def _orthogonal_dim(
-    entry: Any, dim: int, size: int, chunk: int, shape: tuple[int, ...]
+    entry: SelectionItem, dim: int, size: int, chunk: int, shape: tuple[int, ...]
 ) -> DimProjection:
     if isinstance(entry, slice):
         return slice_dim(entry, dim, size, chunk, shape)
@@ -329,7 +329,7 @@ class CoordinateIndexer:
                 f"nchunks={self.nchunks}, grid={self.grid})")
 
 
-def _coordinate_array(entry: Any, dim: int, shape: tuple[int, ...]) -> np.ndarray:
+def _coordinate_array(entry: SelectionItem, dim: int, shape: tuple[int, ...]) -> np.ndarray:
     index = as_int(entry)
     if index is not None:
         entry = np.asarray(index)
