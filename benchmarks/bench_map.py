@@ -14,8 +14,8 @@ counts of both graphs are printed too.
 
 Default blocks: the same 2-D filter with no arguments but ``depth`` and
 ``dtype``, on a 4096^2 image (2048^2 with ``--quick``) in chunks of 64^2, 256^2,
-1024^2 and 4096^2, against ``map_overlap`` + ``to_zarr``: time, peak RSS and tasks. Every figure is the median of ``--repeat`` runs,
-with the range in brackets.
+1024^2 and 4096^2, against ``map_overlap`` + ``to_zarr``: time, peak RSS and tasks.
+Every figure is the median of ``--repeat`` runs, with the range in brackets.
 """
 
 from __future__ import annotations
@@ -128,8 +128,8 @@ def bench_case(folder: Path, label: str, shape: tuple[int, ...], chunks: tuple[i
         r["seconds"] for r in ours)
     memory = statistics.median(r["rss"] for r in ours) / statistics.median(
         r["rss"] for r in theirs)
-    print(f"   speed-up {speed:.2f}x   RSS chunkflow / dask+zarr {memory:.2f}   max |diff| "
-          f"{_check_same(folder / f'{label}-chunkflow.out.zarr', folder / f'{label}-dask+zarr.out.zarr'):.2e}")
+    diff = _check_same(folder / f"{label}-chunkflow.out.zarr", folder / f"{label}-dask+zarr.out.zarr")
+    print(f"   speed-up {speed:.2f}x   RSS chunkflow / dask+zarr {memory:.2f}   max |diff| {diff:.2e}")
 
 
 def bench_default_blocks(folder: Path, side: int, repeat: int) -> None:

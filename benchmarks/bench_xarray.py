@@ -18,8 +18,9 @@ Cases, each timed from ``xr.open_dataset`` to the values in memory:
 For reference, the dask case also times the same reads without xarray:
 ``chunkflow.open_group`` + ``chunkflow.to_dask`` (one block per chunk, no cache) for each
 variable, computed together (``to_dask, no xarray``) — what xarray's own chunking of the
-engine's variables costs on top. chunkflow runs twice: with ``chunk_cache=False`` (every load decodes every chunk, as
-zarr-python does: the fair comparison, whose ratio is printed) and with the
+engine's variables costs on top. chunkflow runs twice: with ``chunk_cache=False``
+(every load decodes every chunk, as zarr-python does: the fair comparison, whose ratio
+is printed) and with the
 process-wide decoded-chunk cache, warm after the first load (what repeated loads of
 the same data cost in one session). One untimed run of each case warms imports and
 the page cache first. Every figure is the median of ``--repeat`` runs, with the range

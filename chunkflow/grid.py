@@ -17,17 +17,31 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import product
-from typing import Any
+from typing import Any, SupportsIndex, TypeAlias
 
 from chunkflow.errors import BoundsCheckError, InvalidSelectionError
 
 __all__ = [
-    "ChunkKeyEncoding", "RegularChunkGrid", "ceil_div", "normalize_chunks", "normalize_shape",
+    "ChunkKeyEncoding", "ChunksLike", "KeyEncodingLike", "RegularChunkGrid", "ShapeLike", "ceil_div",
+    "normalize_chunks", "normalize_shape",
 ]
+
+#: A shape as users give it: one integer (a 1-d array) or one integer per dimension.
+ShapeLike: TypeAlias = SupportsIndex | Sequence[SupportsIndex]
+
+#: A chunk shape as users give it (see :func:`normalize_chunks`): ``None`` or ``True`` to
+#: guess, ``False`` for one chunk, one integer for every dimension, or one entry per
+#: dimension (``None`` or ``-1`` for the whole dimension).
+ChunksLike: TypeAlias = bool | SupportsIndex | Sequence[SupportsIndex | None] | None
+
+#: A chunk key encoding as users give it: ``"default"`` or ``"v2"``, a ``(name,
+#: separator)`` pair, the v3 document (``{"name": ..., "configuration": {"separator":
+#: ...}}``), or ``None`` for the format's default.
+KeyEncodingLike: TypeAlias = str | tuple[str, str] | Mapping[str, Any] | None
 
 _ENCODING_NAMES = ("default", "v2")
 _SEPARATORS = ("/", ".")
@@ -51,9 +65,9 @@ def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def _as_index(value: Any) -> int:
+def _as_index(value: SupportsIndex) -> int:
     """``operator.index`` that refuses bools (``True`` is an int, but never a size)."""
-    if isinstance(value, bool) or getattr(value, "dtype", None) == bool:
+    if isinstance(value, bool) or getattr(getattr(value, "dtype", None), "kind", None) == "b":
         raise TypeError(f"expected an integer, got the boolean {value!r}")
     return operator.index(value)
 
@@ -257,7 +271,7 @@ def _chunks_of_slice(sl: slice, size: int, chunk: int) -> Sequence[int]:
     return [i // chunk for i in range(low, high + 1, step)]
 
 
-def normalize_shape(shape: Any) -> tuple[int, ...]:
+def normalize_shape(shape: ShapeLike) -> tuple[int, ...]:
     """Return ``shape`` as a tuple of non-negative Python ints.
 
     Examples
@@ -276,11 +290,11 @@ def normalize_shape(shape: Any) -> tuple[int, ...]:
     return result
 
 
-def _is_scalar(value: Any) -> bool:
+def _is_scalar(value: object) -> bool:
     return not hasattr(value, "__iter__") or getattr(value, "ndim", 1) == 0
 
 
-def normalize_chunks(chunks: Any, shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+def normalize_chunks(chunks: ChunksLike, shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
     """Turn the user's ``chunks`` argument into a chunk shape for ``shape``.
 
     Parameters
@@ -330,7 +344,9 @@ def normalize_chunks(chunks: Any, shape: tuple[int, ...], itemsize: int) -> tupl
     return tuple(_chunk_entry(c, s, chunks, shape) for c, s in zip(entries, shape))
 
 
-def _chunk_entry(entry: Any, size: int, chunks: Any, shape: tuple[int, ...]) -> int:
+def _chunk_entry(
+    entry: SupportsIndex | None, size: int, chunks: ChunksLike, shape: tuple[int, ...]
+) -> int:
     if entry is None:
         return max(size, 1)
     try:

@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 try:
     from xarray import Dataset, Variable
@@ -76,6 +76,10 @@ from chunkflow.xarray_engine.variables import (
     fill_value_entries,
 )
 from chunkflow.xarray_engine.wrapper import ChunkflowArrayWrapper
+
+if TYPE_CHECKING:
+    from chunkflow.cache import CacheLike
+    from chunkflow.storage import StoreLike
 
 __all__ = ["ChunkflowArrayWrapper", "ChunkflowBackendEntrypoint", "ChunkflowDataStore",
            "DimensionNamesError"]
@@ -114,10 +118,10 @@ class ChunkflowDataStore(AbstractDataStore):
         self._arrays: dict[str, Array] | None = None
 
     @classmethod
-    def open(cls, source: Any, *, group: str | None = None, consolidated: bool | None = None,
+    def open(cls, source: Group | StoreLike, *, group: str | None = None, consolidated: bool | None = None,
              storage_options: dict[str, Any] | None = None, zarr_format: int | None = None,
              use_zarr_fill_value_as_mask: bool | None = None,
-             chunk_cache: Any = None) -> ChunkflowDataStore:
+             chunk_cache: CacheLike = None) -> ChunkflowDataStore:
         """Open the group ``group`` of ``source`` (path, URL, store or chunkflow.Group).
 
         ``chunk_cache`` is chunkflow's decoded-chunk cache for the arrays: ``None`` the
@@ -220,12 +224,12 @@ class ChunkflowBackendEntrypoint(BackendEntrypoint):
         "chunk_cache", "mode",
     )
 
-    def guess_can_open(self, filename_or_obj: Any) -> bool:
+    def guess_can_open(self, filename_or_obj: Group | StoreLike) -> bool:
         return False
 
     def open_dataset(  # type: ignore[override]
         self,
-        filename_or_obj: Any,
+        filename_or_obj: Group | StoreLike,
         *,
         mask_and_scale: bool = True,
         decode_times: bool = True,
@@ -239,7 +243,7 @@ class ChunkflowBackendEntrypoint(BackendEntrypoint):
         storage_options: dict[str, Any] | None = None,
         zarr_format: int | None = None,
         use_zarr_fill_value_as_mask: bool | None = None,
-        chunk_cache: Any = None,
+        chunk_cache: CacheLike = None,
         mode: str = "r",
     ) -> Dataset:
         _check_read_mode(mode)
@@ -259,10 +263,10 @@ class ChunkflowBackendEntrypoint(BackendEntrypoint):
             raise
 
     def open_groups_as_dict(  # type: ignore[override]
-        self, filename_or_obj: Any, *, group: str | None = None,
+        self, filename_or_obj: Group | StoreLike, *, group: str | None = None,
         consolidated: bool | None = None, storage_options: dict[str, Any] | None = None,
         zarr_format: int | None = None, use_zarr_fill_value_as_mask: bool | None = None,
-        chunk_cache: Any = None, mode: str = "r", **decoders: Any,
+        chunk_cache: CacheLike = None, mode: str = "r", **decoders: Any,
     ) -> dict[str, Dataset]:
         """Every group from ``group`` down, by path (``"/"``, ``"/a"``, ``"/a/b"``)."""
         _check_read_mode(mode)
@@ -282,7 +286,7 @@ class ChunkflowBackendEntrypoint(BackendEntrypoint):
             root.close()
             raise
 
-    def open_datatree(self, filename_or_obj: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+    def open_datatree(self, filename_or_obj: Group | StoreLike, **kwargs: Any) -> Any:  # type: ignore[override]
         """The group and its subgroups as a :class:`xarray.DataTree` (xarray >= 2024.10)."""
         from xarray import DataTree
 

@@ -45,6 +45,22 @@ autosummary_imported_members = False
 autodoc_default_options = {"member-order": "bysource"}
 autodoc_typehints = "signature"
 autodoc_typehints_format = "short"
+# Signatures name an argument's type by its alias (``store: StoreLike``), linked to the
+# "Argument types" page, rather than spelling out the union.
+autodoc_type_aliases = {
+    alias: f"{package}.{alias}"
+    for package, aliases in {
+        "chunkflow.storage": ("StoreLike",),
+        "chunkflow.cache": ("CacheLike",),
+        "chunkflow.sync": ("SynchronizerLike",),
+        "chunkflow.grid": ("ShapeLike", "ChunksLike", "KeyEncodingLike"),
+        "chunkflow.metadata": ("FillValueLike", "JSONValue"),
+        "chunkflow.codecs": ("CodecLike",),
+        "chunkflow.indexing": ("Selection", "SelectionItem"),
+        "chunkflow.graph": ("ArraySource", "ReductionSource", "BlockChunks", "SchedulerLike"),
+    }.items()
+    for alias in aliases
+}
 
 # The class template lists members through autodoc; numpydoc's own member tables
 # would list them a second time.

@@ -25,7 +25,11 @@ from chunkflow.errors import NodeNotFoundError
 from chunkflow.storage import Store, make_store
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
     from chunkflow.core.group import Group
+    from chunkflow.core.tree import Tree
+    from chunkflow.storage import StoreLike
 
 __all__ = [
     "LazyLoader",
@@ -40,8 +44,8 @@ __all__ = [
 
 
 def save_array(
-    store: Any,
-    arr: Any,
+    store: StoreLike,
+    arr: ArrayLike,
     *,
     zarr_format: int = 3,
     path: str | None = None,
@@ -82,12 +86,12 @@ def save_array(
 
 
 def save_group(
-    store: Any,
-    *args: Any,
+    store: StoreLike,
+    *args: ArrayLike,
     zarr_format: int = 3,
     path: str | None = None,
     storage_options: dict[str, Any] | None = None,
-    **arrays: Any,
+    **arrays: ArrayLike,
 ) -> None:
     """Save several arrays as members of a new group, replacing what was there.
 
@@ -124,8 +128,8 @@ def save_group(
 
 
 def save(
-    store: Any,
-    *args: Any,
+    store: StoreLike,
+    *args: ArrayLike,
     zarr_format: int = 3,
     path: str | None = None,
     storage_options: dict[str, Any] | None = None,
@@ -154,7 +158,7 @@ def save(
 
 
 def load(
-    store: Any,
+    store: StoreLike,
     *,
     path: str | None = None,
     zarr_format: int | None = None,
@@ -187,10 +191,11 @@ def load(
     Examples
     --------
     >>> from chunkflow.storage import MemoryStore
-    >>> load(MemoryStore(), path="missing")  # doctest: +ELLIPSIS
+    >>> load(MemoryStore(), path="missing")  # doctest: +ELLIPSIS, +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    chunkflow.errors.NodeNotFoundError: path 'missing' in MemoryStore(...) does not exist: nothing is stored there (expected an array or a group)
+    chunkflow.errors.NodeNotFoundError: path 'missing' in MemoryStore(...) does not exist: nothing is stored
+    there (expected an array or a group)
     """
     owned = not isinstance(store, Store)
     resolved = make_store(store, mode="r", storage_options=storage_options)
@@ -271,7 +276,7 @@ class LazyLoader(Mapping[str, Any]):
 
 
 @contextmanager
-def _opened(store: Any, mode: str, storage_options: dict[str, Any] | None) -> Iterator[Store]:
+def _opened(store: StoreLike, mode: str, storage_options: dict[str, Any] | None) -> Iterator[Store]:
     # A store made here from a path or URL is closed here: a zip file is only
     # complete (central directory written) once closed.
     resolved = make_store(store, mode=mode, storage_options=storage_options)
@@ -288,7 +293,7 @@ def _holds_keys(store: Store, path: str) -> bool:
     return next(iter(store.list_prefix(path)), None) is not None
 
 
-def _check_format(node: Any, zarr_format: int | None) -> None:
+def _check_format(node: Array | Group, zarr_format: int | None) -> None:
     if zarr_format is not None and node.zarr_format != zarr_format:
         kind = "array" if isinstance(node, Array) else "group"
         raise NodeNotFoundError(
@@ -298,14 +303,14 @@ def _check_format(node: Any, zarr_format: int | None) -> None:
 
 
 def create_group(
-    store: Any = None,
+    store: StoreLike = None,
     *,
     path: str | None = None,
     overwrite: bool = False,
     attributes: dict[str, Any] | None = None,
     zarr_format: int = 3,
     storage_options: dict[str, Any] | None = None,
-) -> Any:
+) -> Group:
     """A new group, with zarr-python 3's keywords (``overwrite=``, ``attributes=``).
 
     Examples
@@ -331,7 +336,7 @@ def create_group(
                  zarr_format=zarr_format, storage_options=storage_options)
 
 
-def tree(node: Any, level: int | None = None) -> Any:
+def tree(node: Group, level: int | None = None) -> Tree:
     """The hierarchy below a group (as zarr-python 3's ``zarr.tree``).
 
     Examples

@@ -26,7 +26,10 @@ from chunkflow.errors import (
 from chunkflow.storage import Store, make_store
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
     from chunkflow.core.group import Group
+    from chunkflow.storage import StoreLike
 
 __all__ = ["copy", "copy_all", "copy_store"]
 
@@ -41,8 +44,8 @@ COPY_STORE_MAX_KEYS = 256
 
 
 def copy(
-    source: Any,
-    dest: Any,
+    source: Array | Group | ArrayLike,
+    dest: Group | StoreLike,
     name: str | None = None,
     *,
     shallow: bool = False,
@@ -111,7 +114,7 @@ def copy(
                           if_exists=if_exists, zarr_format=zarr_format, **create_kwargs)
 
 
-def _copy_into(source: Any, dest: Group, name: str | None, *, shallow: bool,
+def _copy_into(source: Array | Group | ArrayLike, dest: Group, name: str | None, *, shallow: bool,
                without_attrs: bool, if_exists: IfExists, zarr_format: int | None,
                **create_kwargs: Any) -> tuple[int, int, int]:
     if zarr_format is not None and zarr_format != dest.zarr_format:
@@ -133,7 +136,7 @@ def _copy_into(source: Any, dest: Group, name: str | None, *, shallow: bool,
 
 def copy_all(
     source: Group,
-    dest: Any,
+    dest: Group | StoreLike,
     *,
     shallow: bool = False,
     without_attrs: bool = False,
@@ -181,7 +184,7 @@ def copy_all(
     return totals[0], totals[1], totals[2]
 
 
-def _copy_node(source: Any, dest: Group, name: str, *, shallow: bool,
+def _copy_node(source: Array | Group | ArrayLike, dest: Group, name: str, *, shallow: bool,
                without_attrs: bool, if_exists: IfExists, kwargs: dict[str, Any]) -> tuple[int, int, int]:
     is_group = hasattr(source, "members") and not hasattr(source, "dtype")
     path = join_path(dest.path, name)
@@ -218,7 +221,7 @@ def _copy_node(source: Any, dest: Group, name: str, *, shallow: bool,
     return copied, skipped, n_bytes
 
 
-def _array_kwargs(source: Any, zarr_format: int, overrides: dict[str, Any]) -> dict[str, Any]:
+def _array_kwargs(source: Array | ArrayLike, zarr_format: int, overrides: dict[str, Any]) -> dict[str, Any]:
     """Creation arguments that reproduce ``source`` in ``zarr_format``.
 
     In the same format the codec documents are copied as they are. Across formats the
@@ -272,8 +275,8 @@ def _portable_compressor(source: Array, zarr_format: int) -> Any:
 
 
 def copy_store(
-    source: Any,
-    dest: Any,
+    source: StoreLike,
+    dest: StoreLike,
     source_path: str = "",
     dest_path: str = "",
     excludes: str | Iterable[str] | None = None,
@@ -386,7 +389,7 @@ def _patterns(patterns: str | Iterable[str] | None) -> list[re.Pattern[str]]:
     return [re.compile(p) for p in patterns]
 
 
-def _check_if_exists(if_exists: str, zarr_format: Any = None) -> None:
+def _check_if_exists(if_exists: str, zarr_format: object = None) -> None:
     # Checked before anything is opened or created: a refusal creates nothing.
     if if_exists not in _IF_EXISTS:
         raise ValueError(f"if_exists must be one of {_IF_EXISTS}, got {if_exists!r}")
@@ -394,7 +397,9 @@ def _check_if_exists(if_exists: str, zarr_format: Any = None) -> None:
         raise ValueError(f"zarr_format must be 2, 3 or None (the source's), got {zarr_format!r}")
 
 
-def _url_options(location: Any, storage_options: dict[str, Any] | None) -> Any:
+def _url_options(
+    location: Group | StoreLike, storage_options: dict[str, Any] | None
+) -> dict[str, Any] | None:
     """``storage_options`` if ``location`` is a remote fsspec URL, else None (a local
     path, a store or a mapping takes no options; the other side of a copy may)."""
     remote = isinstance(location, str) and ("://" in location or "::" in location) \
@@ -402,7 +407,7 @@ def _url_options(location: Any, storage_options: dict[str, Any] | None) -> Any:
     return storage_options if remote else None
 
 
-def _as_group(dest: Any, zarr_format: int | None, source: Any,
+def _as_group(dest: Group | StoreLike, zarr_format: int | None, source: object,
               attributes: dict[str, Any] | None = None,
               storage_options: dict[str, Any] | None = None) -> Group:
     if hasattr(dest, "create_group") and hasattr(dest, "members"):
@@ -415,7 +420,7 @@ def _as_group(dest: Any, zarr_format: int | None, source: Any,
 
 
 @contextlib.contextmanager
-def _closing_if_opened(given: Any, group: Group) -> Iterator[Group]:
+def _closing_if_opened(given: Group | StoreLike, group: Group) -> Iterator[Group]:
     """Yield ``group``; close its store afterwards if it was opened here from a path
     (a zip file is only valid once closed); stores and groups passed in stay open."""
     try:

@@ -7,7 +7,8 @@ there; ``w-`` create, fail if something exists.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -24,6 +25,16 @@ from chunkflow.engine.options import ArrayOptions
 from chunkflow.engine.values import convert_dtype, is_chunked_source
 from chunkflow.errors import ArrayNotFoundError, ContainsArrayError, ContainsGroupError
 from chunkflow.storage import make_store
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, DTypeLike
+
+    from chunkflow.cache import CacheLike
+    from chunkflow.codecs import CodecLike
+    from chunkflow.grid import ChunksLike, KeyEncodingLike, ShapeLike
+    from chunkflow.metadata import FillValueLike
+    from chunkflow.storage import StoreLike
+    from chunkflow.sync import SynchronizerLike
 
 __all__ = [
     "MODES",
@@ -48,29 +59,29 @@ _OPEN_OPTIONS = ("write_empty_chunks", "allow_pickle", "synchronizer", "cache", 
 
 
 def create(
-    shape: Any,
+    shape: ShapeLike,
     *,
-    chunks: Any = True,
-    dtype: Any = "f8",
-    compressor: Any = DEFAULT,
-    fill_value: Any = DEFAULT,
+    chunks: ChunksLike = True,
+    dtype: DTypeLike = "f8",
+    compressor: CodecLike | None = DEFAULT,
+    fill_value: FillValueLike = DEFAULT,
     order: str = "C",
-    store: Any = None,
+    store: StoreLike = None,
     overwrite: bool = False,
     path: str | None = None,
-    filters: Any = None,
-    codecs: Any = None,
+    filters: CodecLike | Sequence[CodecLike] | None = None,
+    codecs: CodecLike | Sequence[CodecLike] | None = None,
     dimension_separator: str | None = None,
-    chunk_key_encoding: Any = None,
-    dimension_names: Any = None,
+    chunk_key_encoding: KeyEncodingLike = None,
+    dimension_names: Sequence[str | None] | None = None,
     zarr_format: int = 3,
     write_empty_chunks: bool = False,
     read_only: bool = False,
     storage_options: dict[str, Any] | None = None,
     attributes: dict[str, Any] | None = None,
     allow_pickle: bool = False,
-    synchronizer: Any = None,
-    cache: Any = None,
+    synchronizer: SynchronizerLike = None,
+    cache: CacheLike = None,
     lock_timeout: float | None = None,
     recheck_cached_data: bool | str | float | None = None,
 ) -> Array:
@@ -163,12 +174,12 @@ def create(
 
 
 def open_array(
-    store: Any = None,
+    store: StoreLike = None,
     mode: str = "a",
     *,
     path: str | None = None,
     storage_options: dict[str, Any] | None = None,
-    shape: Any = None,
+    shape: ShapeLike | None = None,
     **kwargs: Any,
 ) -> Array:
     """Open an array, creating it when ``mode`` allows and ``shape`` is given.
@@ -208,7 +219,7 @@ def open_array(
                         **options, **kwargs)
 
 
-def zeros(shape: Any, **kwargs: Any) -> Array:
+def zeros(shape: ShapeLike, **kwargs: Any) -> Array:
     """Create an array of zeros (nothing is stored until written).
 
     Examples
@@ -220,7 +231,7 @@ def zeros(shape: Any, **kwargs: Any) -> Array:
     return create(shape, fill_value=0, **kwargs)
 
 
-def ones(shape: Any, **kwargs: Any) -> Array:
+def ones(shape: ShapeLike, **kwargs: Any) -> Array:
     """Create an array of ones (``fill_value=1``).
 
     Examples
@@ -231,12 +242,12 @@ def ones(shape: Any, **kwargs: Any) -> Array:
     return create(shape, fill_value=1, **kwargs)
 
 
-def empty(shape: Any, **kwargs: Any) -> Array:
+def empty(shape: ShapeLike, **kwargs: Any) -> Array:
     """Create an array whose content is left to be written (reads as the fill value)."""
     return create(shape, **kwargs)
 
 
-def full(shape: Any, fill_value: Any, **kwargs: Any) -> Array:
+def full(shape: ShapeLike, fill_value: FillValueLike, **kwargs: Any) -> Array:
     """Create an array filled with ``fill_value``.
 
     Examples
@@ -247,7 +258,7 @@ def full(shape: Any, fill_value: Any, **kwargs: Any) -> Array:
     return create(shape, fill_value=fill_value, **kwargs)
 
 
-def array(data: Any, **kwargs: Any) -> Array:
+def array(data: ArrayLike, **kwargs: Any) -> Array:
     """Create an array holding ``data`` (a numpy array, a chunkflow array...).
 
     Examples
@@ -271,7 +282,7 @@ def array(data: Any, **kwargs: Any) -> Array:
     return z
 
 
-def _as_numpy(data: Any, dtype: Any, path: str | None) -> np.ndarray:
+def _as_numpy(data: ArrayLike, dtype: DTypeLike, path: str | None) -> np.ndarray:
     """``data`` as numpy, refusing Python ints that overflow an integer ``dtype``.
 
     Converted before the array is created, so ``array([300], dtype="u1")`` leaves
@@ -288,7 +299,7 @@ def _as_numpy(data: Any, dtype: Any, path: str | None) -> np.ndarray:
     return convert_dtype(data, target, path or "")
 
 
-def like_kwargs(a: Any, **kwargs: Any) -> dict[str, Any]:
+def like_kwargs(a: ArrayLike, **kwargs: Any) -> dict[str, Any]:
     """Creation arguments copied from ``a`` (a chunkflow Array or any array-like), with
     ``kwargs`` overriding them: what the ``*_like`` functions pass to :func:`create`.
 
@@ -321,22 +332,22 @@ def like_kwargs(a: Any, **kwargs: Any) -> dict[str, Any]:
     return like
 
 
-def zeros_like(a: Any, **kwargs: Any) -> Array:
+def zeros_like(a: ArrayLike, **kwargs: Any) -> Array:
     """An array of zeros shaped, chunked and encoded like ``a``."""
     return create(**like_kwargs(a, **kwargs, fill_value=0))
 
 
-def ones_like(a: Any, **kwargs: Any) -> Array:
+def ones_like(a: ArrayLike, **kwargs: Any) -> Array:
     """An array of ones shaped, chunked and encoded like ``a``."""
     return create(**like_kwargs(a, **kwargs, fill_value=1))
 
 
-def empty_like(a: Any, **kwargs: Any) -> Array:
+def empty_like(a: ArrayLike, **kwargs: Any) -> Array:
     """An empty array shaped, chunked and encoded like ``a``."""
     return create(**like_kwargs(a, **kwargs))
 
 
-def full_like(a: Any, fill_value: Any, **kwargs: Any) -> Array:
+def full_like(a: ArrayLike, fill_value: FillValueLike, **kwargs: Any) -> Array:
     """An array of ``fill_value`` shaped, chunked and encoded like ``a``.
 
     Examples
@@ -347,7 +358,7 @@ def full_like(a: Any, fill_value: Any, **kwargs: Any) -> Array:
     return create(**like_kwargs(a, **kwargs, fill_value=fill_value))
 
 
-def open_like(a: Any, path: Any, **kwargs: Any) -> Array:
+def open_like(a: ArrayLike, path: StoreLike, **kwargs: Any) -> Array:
     """Open (or create) the array at ``path`` with the properties of ``a``."""
     like = like_kwargs(a, **kwargs)
     return open_array(path, **like)

@@ -4,7 +4,7 @@ the import chain, so it cannot import them itself)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -16,11 +16,17 @@ from chunkflow.core.group_arrays import set_array_maker
 from chunkflow.errors import ShapeMismatchError
 from chunkflow.storage import Store
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, DTypeLike
+
+    from chunkflow.grid import ChunksLike, ShapeLike
+
 __all__ = ["create_member_array"]
 
 
-def create_member_array(store: Store, path: str, *, shape: Any, dtype: Any, data: Any,
-                        chunks: Any, overwrite: bool, defaults: dict[str, Any],
+def create_member_array(store: Store, path: str, *, shape: ShapeLike, dtype: DTypeLike,
+                        data: ArrayLike | None, chunks: ChunksLike, overwrite: bool,
+                        defaults: dict[str, Any],
                         create_kwargs: dict[str, Any]) -> Array:
     """Create the array at ``path`` of a group's store: as :func:`chunkflow.create_array`
     when a zarr-python 3 keyword is given (``shards=``, ``compressors=``...), else as

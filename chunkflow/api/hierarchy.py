@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chunkflow.api.creation import MODES, open_array
 from chunkflow.core.array import Array
@@ -37,16 +37,21 @@ from chunkflow.errors import (
 from chunkflow.metadata import load_json_document
 from chunkflow.storage import Store, make_store
 
+if TYPE_CHECKING:
+    from chunkflow.cache import CacheLike
+    from chunkflow.storage import StoreLike
+    from chunkflow.sync import SynchronizerLike
+
 __all__ = ["consolidate_metadata", "group", "open_consolidated", "open_group", "open_node"]
 
 _GROUP_KWARGS = ("zarr_format", "attributes", "synchronizer", "cache", "lock_timeout",
                  "use_consolidated")
 
 
-def group(store: Any = None, *, overwrite: bool = False, path: str | None = None,
+def group(store: StoreLike = None, *, overwrite: bool = False, path: str | None = None,
           zarr_format: int = 3, attributes: dict[str, Any] | None = None,
-          storage_options: dict[str, Any] | None = None, synchronizer: Any = None,
-          cache: Any = None, lock_timeout: float | None = None) -> Group:
+          storage_options: dict[str, Any] | None = None, synchronizer: SynchronizerLike = None,
+          cache: CacheLike = None, lock_timeout: float | None = None) -> Group:
     """Open the group at ``path``, creating it (in ``zarr_format``) when missing.
 
     Examples
@@ -59,10 +64,10 @@ def group(store: Any = None, *, overwrite: bool = False, path: str | None = None
                        storage_options, MemberOptions(synchronizer, cache, lock_timeout), None)
 
 
-def open_group(store: Any = None, mode: str = "a", *, path: str | None = None,
+def open_group(store: StoreLike = None, mode: str = "a", *, path: str | None = None,
                zarr_format: int | None = None, attributes: dict[str, Any] | None = None,
-               storage_options: dict[str, Any] | None = None, synchronizer: Any = None,
-               cache: Any = None, lock_timeout: float | None = None,
+               storage_options: dict[str, Any] | None = None, synchronizer: SynchronizerLike = None,
+               cache: CacheLike = None, lock_timeout: float | None = None,
                use_consolidated: bool | None = None) -> Group:
     """Open (or, as ``mode`` allows, create) a group.
 
@@ -90,7 +95,7 @@ def open_group(store: Any = None, mode: str = "a", *, path: str | None = None,
                        use_consolidated)
 
 
-def _open_group(store: Any, mode: str, path: str | None, lookup_format: int | None,
+def _open_group(store: StoreLike, mode: str, path: str | None, lookup_format: int | None,
                 create_format: int, attributes: dict[str, Any] | None,
                 storage_options: dict[str, Any] | None, options: MemberOptions,
                 use_consolidated: bool | None) -> Group:
@@ -144,7 +149,7 @@ def _consolidated_index(found: dict[str, bytes], record: NodeRecord,
     return None
 
 
-def open_node(store: Any = None, mode: str = "a", *, path: str | None = None,
+def open_node(store: StoreLike = None, mode: str = "a", *, path: str | None = None,
               **kwargs: Any) -> Array | Group:
     """Open the array or group at ``path``, whichever the store holds.
 
@@ -192,7 +197,7 @@ def open_node(store: Any = None, mode: str = "a", *, path: str | None = None,
     return open_group(resolved, mode, path=node_path, **kwargs)
 
 
-def _locate(store: Any, path: str) -> tuple[Any, str]:
+def _locate(store: StoreLike, path: str) -> tuple[Any, str]:
     """Resolve a local ``folder/sub/path`` to (store root, node path) when needed."""
     if isinstance(store, os.PathLike):
         store = os.fspath(store)
@@ -220,7 +225,7 @@ def _holds_node(folder: Path) -> bool:
     return any((folder / name).is_file() for name in (ZARR_JSON, ZARRAY, ZGROUP))
 
 
-def consolidate_metadata(store: Any, path: str | None = None,
+def consolidate_metadata(store: StoreLike, path: str | None = None,
                          zarr_format: int | None = None, *,
                          storage_options: dict[str, Any] | None = None) -> Group:
     """Write the metadata of every node below the group at ``path`` into one document.
@@ -280,10 +285,10 @@ def _inline(metadata: dict[str, Any]) -> dict[str, Any]:
     return {"kind": "inline", "must_understand": False, "metadata": metadata}
 
 
-def open_consolidated(store: Any = None, *, path: str | None = None, mode: str = "r",
+def open_consolidated(store: StoreLike = None, *, path: str | None = None, mode: str = "r",
                       zarr_format: int | None = None,
-                      storage_options: dict[str, Any] | None = None, synchronizer: Any = None,
-                      cache: Any = None) -> Group:
+                      storage_options: dict[str, Any] | None = None, synchronizer: SynchronizerLike = None,
+                      cache: CacheLike = None) -> Group:
     """Open a group through its consolidated metadata (one store read for all nodes).
 
     Raises

@@ -15,9 +15,12 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from chunkflow.grid import ceil_div
+
+if TYPE_CHECKING:
+    from chunkflow.grid import ChunksLike
 
 __all__ = ["auto_partition"]
 
@@ -49,7 +52,8 @@ def _largest_divisor_at_most(n: int, bound: int) -> int:
     return max(d for d in range(1, max(min(n, bound), 1) + 1) if n % d == 0)
 
 
-def auto_partition(shape: Sequence[int], chunks: Any, shards: Any,
+def auto_partition(shape: Sequence[int], chunks: ChunksLike | Literal["auto"],
+                   shards: Sequence[int] | str,
                    itemsize: int) -> tuple[Any, Any]:
     """``(shards, chunks)`` with ``"auto"`` resolved where sharding asks for it.
 

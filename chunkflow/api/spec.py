@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -24,6 +24,13 @@ from chunkflow.metadata import (
     parse_data_type_v3,
 )
 
+if TYPE_CHECKING:
+    from numpy.typing import DTypeLike
+
+    from chunkflow.codecs import CodecLike
+    from chunkflow.grid import ChunksLike, KeyEncodingLike, ShapeLike
+    from chunkflow.metadata import FillValueLike
+
 __all__ = ["DEFAULT", "ArraySpec", "build_metadata", "default_fill_value", "normalize_dtype"]
 
 
@@ -39,7 +46,7 @@ DEFAULT: Any = _Default()
 _STRING_DTYPES = (str, "str", "string", "vlen-utf8")
 
 
-def normalize_dtype(dtype: Any) -> tuple[np.dtype, bool]:
+def normalize_dtype(dtype: DTypeLike) -> tuple[np.dtype, bool]:
     """The numpy dtype to store and whether it holds variable-length strings.
 
     Examples
@@ -77,16 +84,16 @@ def default_fill_value(dtype: np.dtype, is_string: bool) -> Any:
 
 def build_metadata(
     *,
-    shape: Any,
-    chunks: Any,
-    dtype: Any,
-    fill_value: Any,
+    shape: ShapeLike,
+    chunks: ChunksLike,
+    dtype: DTypeLike,
+    fill_value: FillValueLike,
     order: str,
-    compressor: Any,
-    filters: Any,
-    codecs: Any,
+    compressor: CodecLike | None,
+    filters: CodecLike | Sequence[CodecLike] | None,
+    codecs: CodecLike | Sequence[CodecLike] | None,
     dimension_separator: str | None,
-    chunk_key_encoding: Any,
+    chunk_key_encoding: KeyEncodingLike,
     dimension_names: Sequence[str | None] | None,
     zarr_format: int,
     attributes: dict[str, Any] | None,
@@ -137,13 +144,13 @@ class ArraySpec:
     chunks: tuple[int, ...]
     dtype: np.dtype
     is_string: bool
-    fill_value: Any
+    fill_value: FillValueLike
     order: str
-    compressor: Any
-    filters: Any
-    codecs: Any
+    compressor: CodecLike | None
+    filters: CodecLike | Sequence[CodecLike] | None
+    codecs: CodecLike | Sequence[CodecLike] | None
     dimension_separator: str | None
-    chunk_key_encoding: Any
+    chunk_key_encoding: KeyEncodingLike
     dimension_names: Sequence[str | None] | None
     attributes: dict[str, Any] | None
     where: str
@@ -221,7 +228,7 @@ def _build_v2(spec: ArraySpec) -> ArrayMetadataV2:
     )
 
 
-def _v3_key_encoding(encoding: Any, separator: str | None, where: str) -> tuple[str, str]:
+def _v3_key_encoding(encoding: KeyEncodingLike, separator: str | None, where: str) -> tuple[str, str]:
     if encoding is None:
         name, sep = "default", separator or "/"
     else:
@@ -234,7 +241,7 @@ def _v3_key_encoding(encoding: Any, separator: str | None, where: str) -> tuple[
     return name, sep
 
 
-def _key_encoding_pair(encoding: Any, where: str) -> tuple[str, str]:
+def _key_encoding_pair(encoding: KeyEncodingLike, where: str) -> tuple[str, str]:
     """Accept "default"/"v2", (name, separator) or the v3 JSON document."""
     if isinstance(encoding, str):
         return encoding, "/" if encoding == "default" else "."

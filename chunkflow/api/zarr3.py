@@ -9,16 +9,17 @@ Examples
 >>> z = create_array(None, shape=(100, 100), chunks=(10, 10), shards=(50, 50), dtype="u2")
 >>> z.metadata.chunks, z.metadata.codecs[0]["configuration"]["chunk_shape"]
 ((50, 50), [10, 10])
->>> create_array(None, shape=(100,), chunks=(15,), shards=(50,), dtype="u1")
+>>> create_array(None, shape=(100,), chunks=(15,), shards=(50,), dtype="u1")  # doctest: +NORMALIZE_WHITESPACE
 Traceback (most recent call last):
 ...
-chunkflow.errors.MetadataError: shards (50,) must be a whole multiple of chunks (15,) in every dimension, as zarr-python requires; for example shards=(45,) or shards=(60,)
+chunkflow.errors.MetadataError: shards (50,) must be a whole multiple of chunks (15,) in every dimension, as
+zarr-python requires; for example shards=(45,) or shards=(60,)
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -35,6 +36,14 @@ from chunkflow.api.zarr3_checks import (
 from chunkflow.core.array import Array
 from chunkflow.errors import MetadataError
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, DTypeLike
+
+    from chunkflow.codecs import CodecLike
+    from chunkflow.grid import ChunksLike, KeyEncodingLike, ShapeLike
+    from chunkflow.metadata import FillValueLike
+    from chunkflow.storage import StoreLike
+
 __all__ = ["create_array", "from_array"]
 
 # zarr-python 3's defaults for new arrays.
@@ -44,7 +53,7 @@ DEFAULT_V2_COMPRESSOR = {"id": "zstd", "level": 0}
 INDEX_CODECS = [DEFAULT_SERIALIZER, {"name": "crc32c"}]
 
 
-def _as_document(codec: Any, zarr_format: int) -> dict[str, Any]:
+def _as_document(codec: CodecLike, zarr_format: int) -> dict[str, Any]:
     """A codec as its JSON document: dicts as given, zarr-python and numcodecs objects
     through their own serialization."""
     if isinstance(codec, Mapping):
@@ -62,7 +71,9 @@ def _as_document(codec: Any, zarr_format: int) -> dict[str, Any]:
                     "or a numcodecs codec")
 
 
-def _codec_list(value: Any, default: list[dict[str, Any]], zarr_format: int) -> list[dict[str, Any]]:
+def _codec_list(
+    value: CodecLike | Sequence[CodecLike] | None, default: list[dict[str, Any]], zarr_format: int
+) -> list[dict[str, Any]]:
     if isinstance(value, str) and value == "auto":
         return [dict(c) for c in default]
     if value is None:
@@ -72,14 +83,14 @@ def _codec_list(value: Any, default: list[dict[str, Any]], zarr_format: int) -> 
     return [_as_document(value, zarr_format)]
 
 
-def _itemsize(dtype: Any) -> int:
+def _itemsize(dtype: DTypeLike) -> int:
     try:
         return max(np.dtype(dtype).itemsize, 1)
     except TypeError:  # a dtype only chunkflow names ("string"...): variable length
         return 1
 
 
-def _serializer(value: Any) -> list[dict[str, Any]]:
+def _serializer(value: CodecLike) -> list[dict[str, Any]]:
     if isinstance(value, (list, tuple)):
         raise MetadataError(f"serializer= takes one array->bytes codec, got a list of "
                             f"{len(value)}: {value!r}")
@@ -87,22 +98,22 @@ def _serializer(value: Any) -> list[dict[str, Any]]:
 
 
 def create_array(
-    store: Any,
+    store: StoreLike,
     *,
     name: str | None = None,
-    shape: Any = None,
-    dtype: Any = None,
-    data: Any = None,
-    chunks: Any = "auto",
+    shape: ShapeLike | None = None,
+    dtype: DTypeLike = None,
+    data: ArrayLike | None = None,
+    chunks: ChunksLike | Literal["auto"] = "auto",
     shards: Sequence[int] | str | None = None,
-    filters: Any = "auto",
-    compressors: Any = "auto",
-    serializer: Any = "auto",
-    fill_value: Any = None,
+    filters: CodecLike | Sequence[CodecLike] | None = "auto",
+    compressors: CodecLike | Sequence[CodecLike] | None = "auto",
+    serializer: CodecLike = "auto",
+    fill_value: FillValueLike = None,
     order: str | None = None,
     zarr_format: int = 3,
     attributes: dict[str, Any] | None = None,
-    chunk_key_encoding: Any = None,
+    chunk_key_encoding: KeyEncodingLike = None,
     dimension_names: Sequence[str | None] | None = None,
     storage_options: dict[str, Any] | None = None,
     overwrite: bool = False,
@@ -124,7 +135,7 @@ def create_array(
     if shape is None or dtype is None:
         raise TypeError("create_array needs shape= and dtype= (or data=)")
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
-    chunk_arg: Any = True if isinstance(chunks, str) and chunks == "auto" else chunks
+    chunk_arg: ChunksLike = True if isinstance(chunks, str) and chunks == "auto" else chunks
     if isinstance(chunk_arg, (int, np.integer)) and not isinstance(chunk_arg, bool):
         chunk_arg = (int(chunk_arg),) * len(shape)
     options: dict[str, Any] = dict(chunkflow_options)
@@ -170,7 +181,7 @@ def create_array(
     return array
 
 
-def from_array(store: Any, *, data: Any, **kwargs: Any) -> Array:
+def from_array(store: StoreLike, *, data: ArrayLike, **kwargs: Any) -> Array:
     """A new array holding ``data`` (numpy, dask or a chunkflow array), as zarr-python 3's
     ``from_array``; keywords as :func:`create_array`.
 

@@ -6,22 +6,28 @@ refuses a call zarr-python accepts (tests/api/test_zarr3_checks.py runs both on 
 
 Examples
 --------
->>> check_stage("filters", [{"name": "zstd", "configuration": {"level": 1}}])
+>>> check_stage("filters",  # doctest: +NORMALIZE_WHITESPACE
+...             [{"name": "zstd", "configuration": {"level": 1}}])
 Traceback (most recent call last):
 ...
-chunkflow.errors.MetadataError: filters[0] 'zstd' is a bytes->bytes codec; in Zarr v3 filters= takes array->array codecs (such as transpose); pass it in compressors= instead
+chunkflow.errors.MetadataError: filters[0] 'zstd' is a bytes->bytes codec; in Zarr v3 filters= takes
+array->array codecs (such as transpose); pass it in compressors= instead
 """
 
 from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chunkflow.codecs import to_v3_codec
 from chunkflow.engine.layout import ARRAY_TO_ARRAY, ARRAY_TO_BYTES, BYTES_TO_BYTES
 from chunkflow.errors import MetadataError
 from chunkflow.grid import ceil_div
+
+if TYPE_CHECKING:
+    from chunkflow.codecs import CodecLike
+    from chunkflow.grid import KeyEncodingLike
 
 #: Keywords only zarr-python 3's create_array has: they select its defaults and meanings,
 #: so creation functions that see one (``open_array``, ``Group.create_array``) hand the
@@ -61,10 +67,11 @@ def check_shards(shards: Sequence[int], chunks: Sequence[int], shape: Sequence[i
 
     Examples
     --------
-    >>> check_shards((10,), (5, 5), (10, 10))
+    >>> check_shards((10,), (5, 5), (10, 10))  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    chunkflow.errors.MetadataError: shards (10,) must have one entry per dimension of shape (10, 10) (2 entries, got 1)
+    chunkflow.errors.MetadataError: shards (10,) must have one entry per dimension of shape (10, 10) (2
+    entries, got 1)
     """
     if len(shards) != len(shape):
         raise MetadataError(f"shards {tuple(shards)} must have one entry per dimension of "
@@ -79,7 +86,8 @@ def check_shards(shards: Sequence[int], chunks: Sequence[int], shape: Sequence[i
         )
 
 
-def check_v2_keywords(serializer: Any, dimension_names: Any, shards: Any) -> None:
+def check_v2_keywords(serializer: CodecLike | None, dimension_names: Sequence[str | None] | None,
+                      shards: Sequence[int] | str | None) -> None:
     """Refuse the keywords that only Zarr v3 has, when ``zarr_format=2``."""
     if shards is not None:
         raise MetadataError("shards exist only in Zarr v3; pass zarr_format=3")
@@ -93,7 +101,7 @@ def check_v2_keywords(serializer: Any, dimension_names: Any, shards: Any) -> Non
             "(xarray keeps them in the _ARRAY_DIMENSIONS attribute); pass zarr_format=3")
 
 
-def key_encoding_document(encoding: Any, zarr_format: int) -> Any:
+def key_encoding_document(encoding: KeyEncodingLike, zarr_format: int) -> KeyEncodingLike:
     """zarr-python 3's ``chunk_key_encoding`` (a document, or the flat
     ``{"name": ..., "separator": ...}`` form) as a v3 document; for v2 only ``"v2"``.
 
@@ -101,10 +109,11 @@ def key_encoding_document(encoding: Any, zarr_format: int) -> Any:
     --------
     >>> key_encoding_document({"name": "v2", "separator": "/"}, 3)
     {'name': 'v2', 'configuration': {'separator': '/'}}
-    >>> key_encoding_document({"name": "default"}, 2)
+    >>> key_encoding_document({"name": "default"}, 2)  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    chunkflow.errors.MetadataError: chunk_key_encoding 'default': Zarr v2 arrays use the 'v2' encoding; pass {'name': 'v2', 'separator': '.' or '/'} or zarr_format=3
+    chunkflow.errors.MetadataError: chunk_key_encoding 'default': Zarr v2 arrays use the 'v2' encoding; pass
+    {'name': 'v2', 'separator': '.' or '/'} or zarr_format=3
     """
     if not isinstance(encoding, Mapping):
         return encoding
@@ -119,7 +128,9 @@ def key_encoding_document(encoding: Any, zarr_format: int) -> Any:
     return doc
 
 
-def merge_compressor(compressors: Any, options: dict[str, Any]) -> Any:
+def merge_compressor(
+    compressors: CodecLike | Sequence[CodecLike] | None, options: dict[str, Any]
+) -> CodecLike | Sequence[CodecLike] | None:
     """Fold zarr-python 2's ``compressor=`` (one codec) into ``compressors=``; both at once
     is refused (zarr-python 3's ``create_array`` has no ``compressor=`` at all)."""
     if "compressor" not in options:
@@ -132,7 +143,7 @@ def merge_compressor(compressors: Any, options: dict[str, Any]) -> Any:
     return compressor
 
 
-def warn_order_v3(order: Any) -> None:
+def warn_order_v3(order: str | None) -> None:
     """zarr-python 3 warns that ``order=`` does nothing for v3 arrays; so does chunkflow."""
     if order is not None:
         warnings.warn(

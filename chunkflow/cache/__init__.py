@@ -40,6 +40,7 @@ they change: a cached copy of a chunk written that recently is always read again
 from __future__ import annotations
 
 import threading
+from typing import TypeAlias
 
 from chunkflow.cache.chunk_cache import (
     CachedChunk,
@@ -52,6 +53,7 @@ from chunkflow.config import get as _setting
 
 __all__ = [
     "CacheKey",
+    "CacheLike",
     "CacheStats",
     "CachedChunk",
     "ChunkCache",
@@ -59,6 +61,10 @@ __all__ = [
     "discard_everywhere",
     "get_cache",
 ]
+
+#: What every ``cache=`` argument accepts: ``None`` (or ``True``) the process-wide cache
+#: when ``chunkflow.cache.enabled``, ``False`` none, or a private :class:`ChunkCache`.
+CacheLike: TypeAlias = ChunkCache | bool | None
 
 _cache: ChunkCache | None = None
 _cache_lock = threading.Lock()

@@ -27,6 +27,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from chunkflow.codecs.normalize import (
+    CodecLike,
     compressor_of,
     default_v2_compressor,
     normalize_v2_compressor,
@@ -51,6 +52,7 @@ from chunkflow.codecs.v3_codecs import (
 __all__ = [
     "BloscCodec",
     "BytesCodec",
+    "CodecLike",
     "CodecPipeline",
     "Crc32cCodec",
     "GzipCodec",

@@ -14,10 +14,11 @@ Examples
 >>> bomb = numcodecs.BZ2().encode(bytes(10**7))
 >>> len(bomb) < 100
 True
->>> bounded_decode(numcodecs.BZ2(), bomb, 10**6, "bz2")
+>>> bounded_decode(numcodecs.BZ2(), bomb, 10**6, "bz2")  # doctest: +NORMALIZE_WHITESPACE
 Traceback (most recent call last):
 ...
-chunkflow.errors.ChunkDecodeError: codec 'bz2': stored data decodes to more than 1000000 bytes, the most this chunk can hold (a corrupt or hostile chunk?)
+chunkflow.errors.ChunkDecodeError: codec 'bz2': stored data decodes to more than 1000000 bytes, the most this
+chunk can hold (a corrupt or hostile chunk?)
 >>> len(bounded_decode(numcodecs.Zlib(), numcodecs.Zlib().encode(bytes(10)), 10, "zlib"))
 10
 """
@@ -28,12 +29,17 @@ import bz2
 import lzma
 import re
 import zlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numcodecs
 import numpy as np
 
 from chunkflow.errors import ChunkDecodeError
+
+if TYPE_CHECKING:
+    from numcodecs.abc import Codec
+
+    from chunkflow.codecs.stages import BufferLike
 
 __all__ = ["bounded_decode", "limit_for"]
 
@@ -106,7 +112,7 @@ def _zstd(buf: Any, limit: int, name: str) -> Any:
     raise AssertionError("unreachable")
 
 
-def bounded_decode(codec: Any, buf: Any, limit: int, name: str) -> Any:
+def bounded_decode(codec: Codec, buf: BufferLike, limit: int, name: str) -> Any:
     """``codec.decode(buf)``, refused once the output would exceed ``limit`` bytes.
 
     Codecs without a bounded decoder (filters, codecs chunkflow does not know) decode

@@ -18,7 +18,8 @@ Examples
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 from numcodecs.abc import Codec
@@ -43,7 +44,13 @@ from chunkflow.codecs.v3_codecs import (
 )
 from chunkflow.errors import UnsupportedCodecError
 
+if TYPE_CHECKING:
+    from zarr.abc.codec import BaseCodec as ZarrPythonCodec
+
+    from chunkflow.metadata.json import JSONValue
+
 __all__ = [
+    "CodecLike",
     "compressor_of",
     "default_v2_compressor",
     "normalize_v2_compressor",
@@ -51,6 +58,12 @@ __all__ = [
     "normalize_v3_codecs",
     "to_v3_codec",
 ]
+
+#: One codec as users give it (see :func:`to_v3_codec`): a numcodecs codec, a chunkflow
+#: v3 codec, a zarr-python 3 codec, a v3 document (``{"name": ..., "configuration": ...}``)
+#: or numcodecs config (``{"id": ...}``), or a v3 codec name. A string, so that
+#: zarr-python, an optional dependency, is imported by type checkers only.
+CodecLike: TypeAlias = "Codec | V3Codec | ZarrPythonCodec | Mapping[str, Any] | str"
 
 _CHECKSUM_IDS = frozenset({"crc32", "crc32c", "adler32", "fletcher32", "jenkins_lookup3"})
 
@@ -101,7 +114,7 @@ def _from_numcodecs_config(config: dict[str, Any], itemsize: int) -> V3Codec:
     return NumcodecsCodec(codec_id, _plain_json(rest))
 
 
-def to_v3_codec(obj: Any, itemsize: int = 1) -> V3Codec:
+def to_v3_codec(obj: CodecLike, itemsize: int = 1) -> V3Codec:
     """Convert one user codec (any accepted form) to a v3 codec object.
 
     Examples
@@ -125,7 +138,7 @@ def to_v3_codec(obj: Any, itemsize: int = 1) -> V3Codec:
     raise UnsupportedCodecError(f"cannot use {obj!r} as a codec")
 
 
-def _to_v2_config(obj: Any) -> dict[str, Any]:
+def _to_v2_config(obj: CodecLike) -> dict[str, Any]:
     if isinstance(obj, Codec):
         config = obj.get_config()
     elif isinstance(obj, dict) and "id" in obj and "name" not in obj:
@@ -145,7 +158,7 @@ def _to_v2_config(obj: Any) -> dict[str, Any]:
     return _plain_json(config)
 
 
-def normalize_v2_compressor(compressor: Any) -> dict[str, Any] | None:
+def normalize_v2_compressor(compressor: CodecLike | None) -> dict[str, Any] | None:
     """The ``.zarray`` ``compressor`` for `compressor`.
 
     Parameters
@@ -168,7 +181,9 @@ def normalize_v2_compressor(compressor: Any) -> dict[str, Any] | None:
     return _to_v2_config(compressor)
 
 
-def normalize_v2_filters(filters: Any) -> tuple[dict[str, Any], ...] | None:
+def normalize_v2_filters(
+    filters: CodecLike | Sequence[CodecLike] | None,
+) -> tuple[dict[str, Any], ...] | None:
     """The ``.zarray`` ``filters``: a tuple of configs, or None (never empty).
 
     Examples
@@ -194,7 +209,8 @@ def _as_list(value: Any) -> list[Any]:
 
 
 def _default_codecs(dtype: np.dtype, order: str, ndim: int | None,
-                    compressor: Any, filters: Any) -> list[V3Codec]:
+                    compressor: CodecLike | None,
+                    filters: CodecLike | Sequence[CodecLike] | None) -> list[V3Codec]:
     itemsize = 1 if dtype.hasobject else dtype.itemsize
     codecs: list[V3Codec] = []
     if order == "F":
@@ -259,12 +275,12 @@ def _complete_sharding(codec: ShardingCodec, dtype: np.dtype, ndim: int | None) 
 
 
 def normalize_v3_codecs(
-    codecs: Any,
+    codecs: CodecLike | Sequence[CodecLike] | None,
     *,
     dtype: np.dtype[Any] | str | type,
     order: str = "C",
-    compressor: Any = "default",
-    filters: Any = None,
+    compressor: CodecLike | None = "default",
+    filters: CodecLike | Sequence[CodecLike] | None = None,
     ndim: int | None = None,
 ) -> tuple[dict[str, Any], ...]:
     """The ``zarr.json`` ``codecs`` for a new v3 array.
@@ -309,14 +325,15 @@ def normalize_v3_codecs(
     return tuple(_plain_json(c.to_json()) for c in _complete(items, dtype, ndim))
 
 
-def compressor_of(zarr_format: int, doc: Any) -> Codec | None:
+def compressor_of(zarr_format: int, doc: JSONValue) -> Codec | None:
     """The numcodecs compressor of an array, for ``Array.compressor``.
 
     For v3 this is the first bytes->bytes codec that is not a checksum.
 
     Examples
     --------
-    >>> compressor_of(3, [{"name": "bytes"}, {"name": "zstd", "configuration": {"level": 1, "checksum": False}}])
+    >>> compressor_of(3, [{"name": "bytes"},
+    ...                    {"name": "zstd", "configuration": {"level": 1, "checksum": False}}])
     Zstd(level=1)
     >>> compressor_of(2, None) is None
     True

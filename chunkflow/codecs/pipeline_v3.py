@@ -57,10 +57,11 @@ def split_codecs(codecs: Sequence[V3Codec]) -> tuple[list[V3Codec], V3Codec, lis
     Examples
     --------
     >>> from chunkflow.codecs.v3_codecs import Crc32cCodec
-    >>> split_codecs([Crc32cCodec(), BytesCodec()])
+    >>> split_codecs([Crc32cCodec(), BytesCodec()])  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    chunkflow.errors.UnsupportedCodecError: bytes->bytes codec 'crc32c' comes before the array->bytes codec; expected array->array*, one array->bytes, bytes->bytes*
+    chunkflow.errors.UnsupportedCodecError: bytes->bytes codec 'crc32c' comes before the array->bytes codec;
+    expected array->array*, one array->bytes, bytes->bytes*
     """
     expected = "expected array->array*, one array->bytes, bytes->bytes*"
     a2a: list[V3Codec] = []
@@ -188,7 +189,8 @@ class V3Pipeline:
         return None
 
     def __repr__(self) -> str:
-        return f"V3Pipeline(dtype={self.dtype}, chunk_shape={self.chunk_shape}, codecs={[c.name for c in self.codecs]})"
+        names = [c.name for c in self.codecs]
+        return f"V3Pipeline(dtype={self.dtype}, chunk_shape={self.chunk_shape}, codecs={names})"
 
     def encode(self, chunk: np.ndarray) -> bytes | memoryview:
         """Encode one chunk of exactly ``chunk_shape``.

@@ -11,7 +11,7 @@ ZstdCodec(level=3, checksum=False)
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
 
 from chunkflow.codecs.sharding import ShardingCodec
 from chunkflow.codecs.v3_codecs import (
@@ -29,6 +29,9 @@ from chunkflow.codecs.v3_codecs import (
     ZstdCodec,
 )
 from chunkflow.errors import UnsupportedCodecError
+
+if TYPE_CHECKING:
+    from chunkflow.metadata.json import JSONValue
 
 __all__ = ["NUMCODECS_KINDS", "NumcodecsCodec", "V3Codec", "codec_from_json"]
 
@@ -90,7 +93,7 @@ class NumcodecsCodec(V3Codec):
         return {"id": self.codec_id, **self.configuration}
 
     @classmethod
-    def from_json(cls, doc: Any) -> NumcodecsCodec:
+    def from_json(cls, doc: JSONValue) -> NumcodecsCodec:
         doc = {"name": doc} if isinstance(doc, str) else doc
         config = doc.get("configuration") or {}
         if not isinstance(config, dict):
@@ -98,7 +101,9 @@ class NumcodecsCodec(V3Codec):
         return cls(doc["name"].removeprefix(NUMCODECS_PREFIX), dict(config))
 
 
-V3Codec = Union[
+# typing.Union, not ``X | Y``: the API reference shows a typing.Union as "alias of ...",
+# where a types.UnionType would show the docstring of types.UnionType itself.
+V3Codec = Union[  # noqa: UP007
     BytesCodec, TransposeCodec, BloscCodec, GzipCodec, ZstdCodec, Crc32cCodec,
     VLenUTF8Codec, VLenBytesCodec, NumcodecsCodec, ShardingCodec,
 ]
@@ -110,17 +115,18 @@ _BY_NAME: dict[str, Any] = {
 }
 
 
-def codec_from_json(doc: Any) -> V3Codec:
+def codec_from_json(doc: JSONValue) -> V3Codec:
     """Parse one v3 codec document (or a bare name string) into a codec object.
 
     Examples
     --------
     >>> codec_from_json("crc32c")
     Crc32cCodec()
-    >>> codec_from_json({"name": "lzw"})
+    >>> codec_from_json({"name": "lzw"})  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    chunkflow.errors.UnsupportedCodecError: unknown v3 codec 'lzw'; supported: blosc, bytes, crc32c, gzip, sharding_indexed, transpose, vlen-bytes, vlen-utf8, zstd, numcodecs.<id>
+    chunkflow.errors.UnsupportedCodecError: unknown v3 codec 'lzw'; supported: blosc, bytes, crc32c, gzip,
+    sharding_indexed, transpose, vlen-bytes, vlen-utf8, zstd, numcodecs.<id>
     """
     name = doc if isinstance(doc, str) else doc.get("name") if isinstance(doc, dict) else None
     if not isinstance(name, str):

@@ -32,13 +32,16 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from chunkflow.codecs.stages import BufferLike, as_u8
 from chunkflow.errors import ChunkDecodeError, UnsupportedCodecError
 from chunkflow.metadata import is_all_fill
+
+if TYPE_CHECKING:
+    from chunkflow.metadata.json import JSONValue
 
 __all__ = ["ShardingCodec", "ShardingStage"]
 
@@ -101,7 +104,7 @@ class ShardingCodec:
         }}
 
     @classmethod
-    def from_json(cls, doc: Any) -> ShardingCodec:
+    def from_json(cls, doc: JSONValue) -> ShardingCodec:
         config = doc.get("configuration") if isinstance(doc, dict) else None
         if not isinstance(config, dict):
             raise UnsupportedCodecError(

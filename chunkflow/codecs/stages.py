@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import pickle
 import struct
-from typing import Any, Union
+from typing import Any
 
 import numcodecs
 import numpy as np
@@ -49,7 +49,7 @@ __all__ = [
     "make_bytes_stage",
 ]
 
-BufferLike = Union[bytes, bytearray, memoryview, np.ndarray]
+BufferLike = bytes | bytearray | memoryview | np.ndarray
 
 #: numcodecs ids whose decode can run arbitrary code.
 UNSAFE_IDS = frozenset({"pickle"})

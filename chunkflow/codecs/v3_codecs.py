@@ -18,9 +18,12 @@ ZstdCodec(level=3, checksum=False)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from chunkflow.errors import UnsupportedCodecError
+
+if TYPE_CHECKING:
+    from chunkflow.metadata.json import JSONValue
 
 __all__ = [
     "ARRAY_TO_ARRAY",
@@ -54,7 +57,7 @@ class V3Codec:
         raise NotImplementedError
 
     @classmethod
-    def from_json(cls, doc: Any) -> Any:
+    def from_json(cls, doc: JSONValue) -> Any:
         """Parse a codec document (or bare name); unknown keys raise UnsupportedCodecError."""
         raise NotImplementedError
 
@@ -64,7 +67,7 @@ class V3Codec:
         raise UnsupportedCodecError(f"codec {name!r} has no numcodecs (Zarr v2) equivalent")
 
 
-def _configuration(doc: Any, name: str, allowed: tuple[str, ...]) -> dict[str, Any]:
+def _configuration(doc: JSONValue, name: str, allowed: tuple[str, ...]) -> dict[str, Any]:
     """The configuration of a codec document, refusing unknown keys."""
     if isinstance(doc, str):
         doc = {"name": doc}
@@ -81,7 +84,7 @@ def _configuration(doc: Any, name: str, allowed: tuple[str, ...]) -> dict[str, A
     return config
 
 
-def _check_int(name: str, key: str, value: Any, low: int, high: int) -> None:
+def _check_int(name: str, key: str, value: object, low: int, high: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise UnsupportedCodecError(
             f"codec {name!r}: {key} must be an integer in [{low}, {high}], got {value!r}"
@@ -116,7 +119,7 @@ class BytesCodec(V3Codec):
         return {"name": "bytes", "configuration": {"endian": self.endian}}
 
     @classmethod
-    def from_json(cls, doc: Any) -> BytesCodec:
+    def from_json(cls, doc: JSONValue) -> BytesCodec:
         return cls(endian=_configuration(doc, "bytes", ("endian",)).get("endian"))
 
 
@@ -173,7 +176,7 @@ class TransposeCodec(V3Codec):
         return {"name": "transpose", "configuration": {"order": order}}
 
     @classmethod
-    def from_json(cls, doc: Any) -> TransposeCodec:
+    def from_json(cls, doc: JSONValue) -> TransposeCodec:
         config = _configuration(doc, "transpose", ("order",))
         if "order" not in config:
             raise UnsupportedCodecError("codec 'transpose': configuration needs 'order'")
@@ -237,7 +240,7 @@ class BloscCodec(V3Codec):
         return config
 
     @classmethod
-    def from_json(cls, doc: Any) -> BloscCodec:
+    def from_json(cls, doc: JSONValue) -> BloscCodec:
         config = _configuration(doc, "blosc", ("cname", "clevel", "shuffle", "typesize", "blocksize"))
         return cls(**config)
 
@@ -266,7 +269,7 @@ class GzipCodec(V3Codec):
         return {"id": "gzip", "level": self.level}
 
     @classmethod
-    def from_json(cls, doc: Any) -> GzipCodec:
+    def from_json(cls, doc: JSONValue) -> GzipCodec:
         return cls(**_configuration(doc, "gzip", ("level",)))
 
 
@@ -297,7 +300,7 @@ class ZstdCodec(V3Codec):
         return {"id": "zstd", "level": self.level, "checksum": self.checksum}
 
     @classmethod
-    def from_json(cls, doc: Any) -> ZstdCodec:
+    def from_json(cls, doc: JSONValue) -> ZstdCodec:
         return cls(**_configuration(doc, "zstd", ("level", "checksum")))
 
 
@@ -321,7 +324,7 @@ class Crc32cCodec(V3Codec):
         return {"id": "crc32c"}
 
     @classmethod
-    def from_json(cls, doc: Any) -> Crc32cCodec:
+    def from_json(cls, doc: JSONValue) -> Crc32cCodec:
         _configuration(doc, "crc32c", ())
         return cls()
 
@@ -346,7 +349,7 @@ class VLenUTF8Codec(V3Codec):
         return {"id": self.name}
 
     @classmethod
-    def from_json(cls, doc: Any) -> VLenUTF8Codec:
+    def from_json(cls, doc: JSONValue) -> VLenUTF8Codec:
         _configuration(doc, cls.name, ())
         return cls()
 

@@ -101,7 +101,7 @@ _FALSE = ("0", "false", "no", "off")
 _MISSING = object()
 
 
-def byte_count(what: str, value: Any, *, text: bool = True) -> int:
+def byte_count(what: str, value: object, *, text: bool = True) -> int:
     """``value`` as a number of bytes: a whole number >= 0, or (``text``) a size string.
 
     Raises
@@ -134,7 +134,7 @@ def byte_count(what: str, value: Any, *, text: bool = True) -> int:
     return int(value.__index__())
 
 
-def is_auto(value: Any) -> bool:
+def is_auto(value: object) -> bool:
     """Whether ``value`` is the word ``"auto"`` (any case, any surrounding spaces).
 
     Examples
@@ -145,12 +145,12 @@ def is_auto(value: Any) -> bool:
     return isinstance(value, str) and value.strip().lower() == "auto"
 
 
-def _cache_budget(what: str, value: Any) -> int:
+def _cache_budget(what: str, value: object) -> int:
     """A byte count, or ``"auto"`` for :func:`~chunkflow.config.resources.auto_cache_bytes`."""
     return auto_cache_bytes() if is_auto(value) else byte_count(what, value)
 
 
-def _flag(what: str, value: Any) -> bool:
+def _flag(what: str, value: object) -> bool:
     """A boolean: True/False, 0/1, or the usual words (environment variables)."""
     if isinstance(value, bool):
         return value
@@ -164,7 +164,7 @@ def _flag(what: str, value: Any) -> bool:
     raise SettingError(f"{what} must be True or False, got {value!r}")
 
 
-def thread_count(what: str, value: Any) -> int:
+def thread_count(what: str, value: object) -> int:
     """A thread count: a whole number >= 1, or ``"auto"`` for the usable cores.
 
     Examples
@@ -183,7 +183,7 @@ def thread_count(what: str, value: Any) -> int:
     return int(value.__index__())
 
 
-def recheck_policy(what: str, value: Any) -> bool | str | float:
+def recheck_policy(what: str, value: object) -> bool | str | float:
     """A recheck policy (see the module docs): ``"open"``, a bool, or seconds >= 0.
 
     Raises

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -34,6 +34,15 @@ from chunkflow.indexing import (
 )
 from chunkflow.metadata import ArrayMetadataV2
 from chunkflow.storage import Store, make_store
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, DTypeLike
+
+    from chunkflow.cache import CacheLike
+    from chunkflow.grid import ShapeLike
+    from chunkflow.indexing import Indexer, Selection
+    from chunkflow.storage import StoreLike
+    from chunkflow.sync import SynchronizerLike
 
 __all__ = ["Array"]
 
@@ -87,15 +96,15 @@ class Array(ArrayProperties, BlockSelection):
 
     def __init__(
         self,
-        store: Any,
+        store: StoreLike,
         path: str | None = "",
         *,
         read_only: bool = False,
         storage_options: dict[str, Any] | None = None,
         write_empty_chunks: bool = False,
         allow_pickle: bool = False,
-        synchronizer: Any = None,
-        cache: Any = None,
+        synchronizer: SynchronizerLike = None,
+        cache: CacheLike = None,
         lock_timeout: float | None = None,
         recheck_cached_data: bool | str | float | None = None,
     ) -> None:
@@ -260,7 +269,7 @@ class Array(ArrayProperties, BlockSelection):
 
     # -- reading ---------------------------------------------------------------
 
-    def __getitem__(self, selection: Any) -> Any:
+    def __getitem__(self, selection: Selection) -> Any:
         kind = selection_kind(selection, self.ndim)
         if kind == "basic":
             return self.get_basic_selection(selection)
@@ -270,31 +279,31 @@ class Array(ArrayProperties, BlockSelection):
             return self.get_coordinate_selection(selection)
         return self.get_orthogonal_selection(selection)
 
-    def get_basic_selection(self, selection: Any = Ellipsis) -> Any:
+    def get_basic_selection(self, selection: Selection = Ellipsis) -> Any:
         """Read integers, slices (any step) and Ellipsis, like numpy basic indexing."""
         result = self._read(BasicIndexer(selection, self._io.grid))
         if result.ndim == 0 and not has_ellipsis(selection):
             return result[()]
         return result
 
-    def get_orthogonal_selection(self, selection: Any) -> np.ndarray:
+    def get_orthogonal_selection(self, selection: Selection) -> np.ndarray:
         """Read the outer product of per-dimension selections (``z.oindex[...]``)."""
         return self._read(OrthogonalIndexer(selection, self._io.grid))
 
-    def get_coordinate_selection(self, selection: Any) -> np.ndarray:
+    def get_coordinate_selection(self, selection: Selection) -> np.ndarray:
         """Read points given by integer coordinate arrays (``z.vindex[...]``)."""
         return self._read(CoordinateIndexer(selection, self._io.grid))
 
-    def get_mask_selection(self, mask: Any) -> np.ndarray:
+    def get_mask_selection(self, mask: ArrayLike) -> np.ndarray:
         """Read the elements where a boolean mask of the array's shape is true."""
         return self._read(MaskIndexer(mask, self._io.grid))
 
-    def _read(self, indexer: Any) -> np.ndarray:
+    def _read(self, indexer: Indexer) -> np.ndarray:
         out = np.empty(indexer.shape, dtype=self.dtype)
         self._io.read(list(indexer), out)
         return out.reshape(indexer.sel_shape)
 
-    def modify(self, selection: Any, func: Callable[[np.ndarray], Any]) -> None:
+    def modify(self, selection: Selection, func: Callable[[np.ndarray], Any]) -> None:
         """Replace the values at ``selection`` by ``func(values)``, as one locked update.
 
         With a synchronizer, the chunks are locked before the values are read (fresh
@@ -319,7 +328,7 @@ class Array(ArrayProperties, BlockSelection):
             value = prepare_value(result, self.dtype, indexer, self._path)
             self._io.write(projections, value, locked=True)
 
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+    def __array__(self, dtype: DTypeLike = None, copy: bool | None = None) -> np.ndarray:
         data = self[...]
         return data if dtype is None else data.astype(dtype, copy=False)
 
@@ -328,7 +337,7 @@ class Array(ArrayProperties, BlockSelection):
             raise TypeError("len() of a 0-d array")
         return self.shape[0]
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[Any]:
         if self.ndim == 0:
             raise TypeError("iteration over a 0-d array")
         step = self.write_chunks[0]  # one whole stored object per read
@@ -346,12 +355,12 @@ class Array(ArrayProperties, BlockSelection):
         """Coordinate or mask selection: ``z.vindex[[0, 2], [1, 5]]``."""
         return SelectionAccessor(self._get_vindex, self._set_vindex)
 
-    def _get_vindex(self, selection: Any) -> np.ndarray:
+    def _get_vindex(self, selection: Selection) -> np.ndarray:
         if is_mask_selection(selection, self.ndim):
             return self.get_mask_selection(selection)
         return self.get_coordinate_selection(selection)
 
-    def _set_vindex(self, selection: Any, value: Any) -> None:
+    def _set_vindex(self, selection: Selection, value: ArrayLike) -> None:
         if is_mask_selection(selection, self.ndim):
             self.set_mask_selection(selection, value)
         else:
@@ -359,7 +368,7 @@ class Array(ArrayProperties, BlockSelection):
 
     # -- writing ---------------------------------------------------------------
 
-    def __setitem__(self, selection: Any, value: Any) -> None:
+    def __setitem__(self, selection: Selection, value: ArrayLike) -> None:
         kind = selection_kind(selection, self.ndim)
         if kind == "basic":
             self.set_basic_selection(selection, value)
@@ -370,7 +379,7 @@ class Array(ArrayProperties, BlockSelection):
         else:
             self.set_orthogonal_selection(selection, value)
 
-    def set_basic_selection(self, selection: Any, value: Any) -> None:
+    def set_basic_selection(self, selection: Selection, value: ArrayLike) -> None:
         """Write to integers, slices and Ellipsis; ``value`` broadcasts like numpy."""
         self._check_writable()
         indexer = BasicIndexer(selection, self._io.grid)
@@ -379,28 +388,28 @@ class Array(ArrayProperties, BlockSelection):
         else:
             self._write(indexer, value)
 
-    def set_orthogonal_selection(self, selection: Any, value: Any) -> None:
+    def set_orthogonal_selection(self, selection: Selection, value: ArrayLike) -> None:
         """Write to the outer product of per-dimension selections."""
         self._check_writable()
         self._write(OrthogonalIndexer(selection, self._io.grid), value)
 
-    def set_coordinate_selection(self, selection: Any, value: Any) -> None:
+    def set_coordinate_selection(self, selection: Selection, value: ArrayLike) -> None:
         """Write to points given by integer coordinate arrays."""
         self._check_writable()
         self._write(CoordinateIndexer(selection, self._io.grid), value)
 
-    def set_mask_selection(self, mask: Any, value: Any) -> None:
+    def set_mask_selection(self, mask: ArrayLike, value: ArrayLike) -> None:
         """Write where a boolean mask of the array's shape is true."""
         self._check_writable()
         self._write(MaskIndexer(mask, self._io.grid), value)
 
-    def _write(self, indexer: Any, value: Any) -> None:
+    def _write(self, indexer: Indexer, value: ArrayLike) -> None:
         prepared = prepare_value(value, self.dtype, indexer, self._path)
         self._io.write(list(indexer), prepared)
 
     # -- shape changes ---------------------------------------------------------
 
-    def resize(self, *shape: Any) -> None:
+    def resize(self, *shape: ShapeLike) -> None:
         """Change the shape; chunks wholly outside the new shape are deleted.
 
         Chunks cut by the new boundary get ``fill_value`` beyond it, so growing the
@@ -425,7 +434,7 @@ class Array(ArrayProperties, BlockSelection):
             self._refresh_if_shared()
             resize_array(self._io, self._metadata, shape, self._write_metadata)
 
-    def append(self, data: Any, axis: int = 0) -> tuple[int, ...]:
+    def append(self, data: ArrayLike, axis: int = 0) -> tuple[int, ...]:
         """Append ``data`` along ``axis``; returns the new shape.
 
         The rows are written before the larger shape is published: a failure or a

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -27,10 +27,15 @@ from chunkflow.core.selection import SelectionAccessor
 from chunkflow.errors import BoundsCheckError, InvalidSelectionError
 from chunkflow.grid import ceil_div
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from chunkflow.indexing import Selection
+
 __all__ = ["BlockSelection", "block_slices"]
 
 
-def _expand(selection: Any, ndim: int, path: str) -> tuple[Any, ...]:
+def _expand(selection: Selection, ndim: int, path: str) -> tuple[Any, ...]:
     items = selection if isinstance(selection, tuple) else (selection,)
     if sum(item is Ellipsis for item in items) > 1:
         raise InvalidSelectionError(f"array {path!r}: a block selection takes at most one "
@@ -45,7 +50,7 @@ def _expand(selection: Any, ndim: int, path: str) -> tuple[Any, ...]:
     return items + (slice(None),) * (ndim - len(items))
 
 
-def block_slices(selection: Any, shape: Sequence[int], chunks: Sequence[int],
+def block_slices(selection: Selection, shape: Sequence[int], chunks: Sequence[int],
                  path: str = "") -> tuple[slice, ...]:
     """The element slices covered by a block selection on a grid of ``chunks``.
 
@@ -57,10 +62,11 @@ def block_slices(selection: Any, shape: Sequence[int], chunks: Sequence[int],
     --------
     >>> block_slices((1, slice(-2, None)), shape=(10, 10), chunks=(4, 3))
     (slice(4, 8, None), slice(6, 10, None))
-    >>> block_slices(3, shape=(10,), chunks=(4,))
+    >>> block_slices(3, shape=(10,), chunks=(4,))  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    chunkflow.errors.BoundsCheckError: array '': block 3 is out of bounds for dimension 0 of 3 blocks (length 10, blocks of 4)
+    chunkflow.errors.BoundsCheckError: array '': block 3 is out of bounds for dimension 0 of 3 blocks (length
+    10, blocks of 4)
     """
     slices = []
     for dim, (item, size, chunk) in enumerate(zip(_expand(selection, len(shape), path),
@@ -99,7 +105,7 @@ class BlockSelection:
     write_chunks: tuple[int, ...]
     _path: str
 
-    def get_block_selection(self, selection: Any) -> np.ndarray:
+    def get_block_selection(self, selection: Selection) -> np.ndarray:
         """Read whole blocks of the chunk grid (shards, for a sharded array).
 
         Examples
@@ -111,7 +117,7 @@ class BlockSelection:
         """
         return self.get_basic_selection(self._block_slices(selection))  # type: ignore[attr-defined]
 
-    def set_block_selection(self, selection: Any, value: Any) -> None:
+    def set_block_selection(self, selection: Selection, value: ArrayLike) -> None:
         """Write whole blocks of the chunk grid; ``value`` broadcasts like numpy.
 
         Examples
@@ -129,5 +135,5 @@ class BlockSelection:
         """Block selection: ``z.blocks[1, :2]`` reads blocks, ``z.blocks[0] = v`` writes."""
         return SelectionAccessor(self.get_block_selection, self.set_block_selection)
 
-    def _block_slices(self, selection: Any) -> tuple[slice, ...]:
+    def _block_slices(self, selection: Selection) -> tuple[slice, ...]:
         return block_slices(selection, self.shape, self.write_chunks, self._path)

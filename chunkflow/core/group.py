@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chunkflow.core.array import Array
 from chunkflow.core.attrs import Attributes
@@ -37,6 +37,11 @@ from chunkflow.errors import (
     GroupNotFoundError,
 )
 from chunkflow.storage import Store, make_store
+
+if TYPE_CHECKING:
+    from chunkflow.cache import CacheLike
+    from chunkflow.storage import StoreLike
+    from chunkflow.sync import SynchronizerLike
 
 __all__ = ["Group"]
 
@@ -76,13 +81,13 @@ class Group(NodeProperties, ArrayCreation, GroupNavigation):
 
     def __init__(
         self,
-        store: Any,
+        store: StoreLike,
         path: str | None = "",
         *,
         read_only: bool = False,
         storage_options: dict[str, Any] | None = None,
-        synchronizer: Any = None,
-        cache: Any = None,
+        synchronizer: SynchronizerLike = None,
+        cache: CacheLike = None,
         lock_timeout: float | None = None,
     ) -> None:
         resolved = make_store(store, mode="r" if read_only else "a",

@@ -12,6 +12,10 @@ from chunkflow.core.node_records import fetch_nodes, parse_node
 from chunkflow.errors import ContainsGroupError, DtypeMismatchError, ShapeMismatchError
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, DTypeLike
+
+    from chunkflow.grid import ChunksLike, ShapeLike
+    from chunkflow.metadata import FillValueLike
     from chunkflow.storage import Store
 
 __all__ = ["ArrayCreation", "ArrayMaker", "set_array_maker"]
@@ -23,8 +27,8 @@ class ArrayMaker(Protocol):
     ``defaults`` are the group's (format, member options), ``create_kwargs`` the
     caller's keywords, which win."""
 
-    def __call__(self, store: Store, path: str, *, shape: Any, dtype: Any, data: Any,
-                 chunks: Any, overwrite: bool, defaults: dict[str, Any],
+    def __call__(self, store: Store, path: str, *, shape: ShapeLike, dtype: DTypeLike, data: ArrayLike | None,
+                 chunks: ChunksLike, overwrite: bool, defaults: dict[str, Any],
                  create_kwargs: dict[str, Any]) -> Array: ...
 
 
@@ -45,8 +49,9 @@ class ArrayCreation:
     _zarr_format: int
     _member_options: MemberOptions
 
-    def create_array(self, name: str, *, shape: Any = None, dtype: Any = None, data: Any = None,
-                     chunks: Any = True, overwrite: bool = False, **create_kwargs: Any) -> Array:
+    def create_array(self, name: str, *, shape: ShapeLike | None = None, dtype: DTypeLike = None,
+                     data: ArrayLike | None = None, chunks: ChunksLike = True, overwrite: bool = False,
+                     **create_kwargs: Any) -> Array:
         """Create the array ``name``; with ``data=``, its shape, dtype and values.
 
         Takes the keywords of :func:`chunkflow.create_array` (zarr-python 3: ``shards=``,
@@ -77,7 +82,7 @@ class ArrayCreation:
 
     create_dataset = create_array
 
-    def require_array(self, name: str, *, shape: Any, dtype: Any = "f8", exact: bool = False,
+    def require_array(self, name: str, *, shape: ShapeLike, dtype: DTypeLike = "f8", exact: bool = False,
                       **kwargs: Any) -> Array:
         """Open the array ``name`` if its shape and dtype fit, else create it.
 
@@ -114,11 +119,11 @@ class ArrayCreation:
         """Create an array to be written later."""
         return self.create_array(name, **kwargs)
 
-    def full(self, name: str, fill_value: Any, **kwargs: Any) -> Array:
+    def full(self, name: str, fill_value: FillValueLike, **kwargs: Any) -> Array:
         """Create an array filled with ``fill_value``."""
         return self.create_array(name, fill_value=fill_value, **kwargs)
 
-    def array(self, name: str, data: Any, **kwargs: Any) -> Array:
+    def array(self, name: str, data: ArrayLike, **kwargs: Any) -> Array:
         """Create an array holding ``data``."""
         if not hasattr(data, "shape"):
             data = np.asarray(data)

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chunkflow.sync import as_synchronizer
+
+if TYPE_CHECKING:
+    from chunkflow.cache import CacheLike
+    from chunkflow.sync import SynchronizerLike
 
 __all__ = ["MemberOptions"]
 
@@ -23,8 +27,8 @@ class MemberOptions:
     {'synchronizer': None, 'cache': None, 'lock_timeout': 2.0}
     """
 
-    synchronizer: Any = None
-    cache: Any = None
+    synchronizer: SynchronizerLike = None
+    cache: CacheLike = None
     lock_timeout: float | None = None
 
     def __post_init__(self) -> None:

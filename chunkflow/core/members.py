@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chunkflow.core.array import Array
 from chunkflow.core.documents import join_path
@@ -20,6 +20,9 @@ from chunkflow.core.node_records import NodeRecord, fetch_nodes, parse_node
 from chunkflow.core.tree import TreeNode
 from chunkflow.errors import ChunkflowError
 from chunkflow.storage import Store, normalize_key
+
+if TYPE_CHECKING:
+    from chunkflow.core.group import Group
 
 __all__ = ["member_tree", "open_members", "scan_members", "warn_invalid"]
 
@@ -74,7 +77,7 @@ def warn_invalid(group_name: str, invalid: dict[str, str]) -> None:
         )
 
 
-def member_tree(group: Any, level: int | None, name: str | None = None) -> TreeNode:
+def member_tree(group: Group, level: int | None, name: str | None = None) -> TreeNode:
     """The members of ``group`` (a :class:`~chunkflow.Group`), ``level`` levels deep
     (``None``: all), as :class:`TreeNode` data; ``name`` labels the top line (default:
     the group's name).

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, ContextManager
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from chunkflow.core.documents import ZARR_JSON, ZARRAY, ZGROUP, join_path, normalize_attributes
 from chunkflow.errors import ReadOnlyError
@@ -80,7 +80,7 @@ class NodeProperties:
             raise ReadOnlyError(f"{self._kind} {self._path or '/'!r} in {self._store!r} is "
                                 f"read-only: changes are refused")
 
-    def _metadata_lock(self) -> ContextManager[Any]:
+    def _metadata_lock(self) -> contextlib.AbstractContextManager[Any]:
         """The node-level lock of attribute updates (and of an array's resize and append):
         the synchronizer's lock of the node's metadata document, if one is set."""
         synchronizer, timeout = self._lock_options()

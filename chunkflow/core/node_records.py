@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from chunkflow.core.documents import (
     ZARR_JSON,
@@ -30,6 +30,9 @@ from chunkflow.metadata import (
     load_json_document,
 )
 from chunkflow.storage import Store
+
+if TYPE_CHECKING:
+    from chunkflow.cache import CacheLike
 
 __all__ = [
     "ZMETADATA",
@@ -173,7 +176,7 @@ def write_group(
     return GroupMetadataV2()
 
 
-def forget_cached_under(store: Store, keys: Iterable[str], cache: Any) -> None:
+def forget_cached_under(store: Store, keys: Iterable[str], cache: CacheLike) -> None:
     """Drop cached chunks of every array whose documents are among ``keys``.
 
     Deleting or moving a subtree must not let a later array at the same path read

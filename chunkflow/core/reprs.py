@@ -202,10 +202,9 @@ def _size(nbytes: int) -> str:
     """Bytes, with a binary unit above 1 KiB (``"2048 (2.0 KiB)"``)."""
     if nbytes < 1024:
         return f"{nbytes} B"
-    size = float(nbytes)
-    unit = "B"
-    for unit in ("KiB", "MiB", "GiB", "TiB", "PiB"):
-        size /= 1024
-        if size < 1024:
-            break
+    units = ("KiB", "MiB", "GiB", "TiB", "PiB")
+    size, step = nbytes / 1024, 0
+    while size >= 1024 and step < len(units) - 1:  # stop at the first unit below 1024
+        size, step = size / 1024, step + 1
+    unit = units[step]
     return f"{nbytes} ({size:.1f} {unit})"

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from chunkflow.indexing import is_basic_selection, is_mask_selection
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from chunkflow.indexing import Selection
 
 __all__ = ["SelectionAccessor", "has_ellipsis", "selection_kind"]
 
@@ -20,20 +25,20 @@ class SelectionAccessor:
         self._getter = getter
         self._setter = setter
 
-    def __getitem__(self, selection: Any) -> np.ndarray:
+    def __getitem__(self, selection: Selection) -> np.ndarray:
         return self._getter(selection)
 
-    def __setitem__(self, selection: Any, value: Any) -> None:
+    def __setitem__(self, selection: Selection, value: ArrayLike) -> None:
         self._setter(selection, value)
 
 
-def has_ellipsis(selection: Any) -> bool:
+def has_ellipsis(selection: Selection) -> bool:
     if selection is Ellipsis:
         return True
     return isinstance(selection, tuple) and any(s is Ellipsis for s in selection)
 
 
-def selection_kind(selection: Any, ndim: int) -> str:
+def selection_kind(selection: Selection, ndim: int) -> str:
     """How ``z[selection]`` is interpreted, following zarr-python 3.
 
     Basic selections are basic; a boolean array of the array's shape is a mask;

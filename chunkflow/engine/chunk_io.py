@@ -22,7 +22,7 @@ import contextlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import ContextManager, TypeVar
+from typing import TypeVar
 
 import numpy as np
 
@@ -223,13 +223,13 @@ class ChunkIO:
 
     # -- locks -----------------------------------------------------------------
 
-    def locked(self, projections: Sequence[ChunkProjection]) -> ContextManager[None]:
+    def locked(self, projections: Sequence[ChunkProjection]) -> contextlib.AbstractContextManager[None]:
         """Hold the synchronizer's locks of every chunk in ``projections``."""
         if self.options.synchronizer is None:
             return contextlib.nullcontext()
         return self.lock_keys([self.key(p.chunk_coords) for p in projections])
 
-    def lock_keys(self, keys: Sequence[str]) -> ContextManager[None]:
+    def lock_keys(self, keys: Sequence[str]) -> contextlib.AbstractContextManager[None]:
         """Hold the synchronizer's locks of the chunks ``keys`` (sorted, deduplicated)."""
         synchronizer = self.options.synchronizer
         if synchronizer is None:

@@ -3,8 +3,9 @@
 Two uses, two rules:
 
 - **Reads** (:func:`serve_hits`) follow the handle's ``recheck_cached_data`` policy
-  (its values are described in :mod:`chunkflow.config`): a cached copy last proven current before the policy's threshold is compared with the
-  store's version of the chunk first (one ``Store.versions`` call for all of them).
+  (its values are described in :mod:`chunkflow.config`): a cached copy last proven
+  current before the policy's threshold is compared with the store's version of the
+  chunk first (one ``Store.versions`` call for all of them).
   Equal versions make it current again; anything else (changed, deleted, or a store
   that cannot tell) drops it, and the chunk is read from the store.
 - **Partial-chunk writes** (:func:`current_copies`) start from a cached copy only when

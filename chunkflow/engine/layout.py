@@ -22,11 +22,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chunkflow.codecs import to_v3_codec
 from chunkflow.codecs.v3_codecs import ARRAY_TO_ARRAY, ARRAY_TO_BYTES, BYTES_TO_BYTES
 from chunkflow.grid import ceil_div
+
+if TYPE_CHECKING:
+    from chunkflow.metadata import ArrayMetadata
 
 __all__ = ["ARRAY_TO_ARRAY", "ARRAY_TO_BYTES", "BYTES_TO_BYTES", "ChunkLayout", "ceil_grid",
            "layout_of"]
@@ -102,7 +105,7 @@ def _kind(doc: dict[str, Any]) -> str:
 
 
 
-def layout_of(metadata: Any) -> ChunkLayout:
+def layout_of(metadata: ArrayMetadata) -> ChunkLayout:
     """The layout of an array's parsed metadata (v2 or v3).
 
     Examples

@@ -18,6 +18,8 @@ from chunkflow.errors import ShapeMismatchError
 from chunkflow.grid import normalize_shape
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
     from chunkflow.engine.chunk_io import ChunkIO
     from chunkflow.metadata import ArrayMetadata
 
@@ -55,7 +57,7 @@ def resize_array(io: ChunkIO, metadata: ArrayMetadata, shape_args: tuple[Any, ..
 def append_to_array(
     metadata: ArrayMetadata,
     path: str,
-    data: Any,
+    data: ArrayLike,
     axis: int,
     *,
     stage: Callable[[ArrayMetadata], Any],

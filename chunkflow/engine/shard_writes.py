@@ -23,7 +23,7 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -32,6 +32,9 @@ from chunkflow.engine.shard_reads import shifted_selection, touched_inner_chunks
 from chunkflow.errors import ChunkDecodeError
 from chunkflow.indexing import ChunkProjection
 from chunkflow.metadata import is_all_fill
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 __all__ = ["rewrite_shard"]
 
@@ -44,7 +47,7 @@ def rewrite_shard(
     key: str,
     old: bytes | None,
     projection: ChunkProjection,
-    value: Any,
+    value: ArrayLike,
     decode_error: DecodeErrorFactory,
 ) -> bytes | None:
     """The shard ``key`` after writing ``value`` at ``projection.chunk_selection``.

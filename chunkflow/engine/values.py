@@ -11,12 +11,15 @@ from chunkflow.errors import DtypeMismatchError, ShapeMismatchError, ValueOutOfR
 from chunkflow.indexing import BasicIndexer, ChunkProjection
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
     from chunkflow.engine.chunk_io import ChunkIO
+    from chunkflow.indexing import Indexer
 
 __all__ = ["convert_dtype", "copy_from_source", "is_chunked_source", "prepare_value"]
 
 
-def prepare_value(value: Any, dtype: np.dtype, indexer: Any, path: str) -> np.ndarray:
+def prepare_value(value: ArrayLike, dtype: np.dtype, indexer: Indexer, path: str) -> np.ndarray:
     """``value`` as an array of ``dtype`` shaped like the indexer's buffer (or 0-d).
 
     Raises before anything is written when the dtype or the shape do not fit.
@@ -27,10 +30,11 @@ def prepare_value(value: Any, dtype: np.dtype, indexer: Any, path: str) -> np.nd
     >>> indexer = BasicIndexer((slice(0, 2), 1), RegularChunkGrid((4, 4), (2, 2)))
     >>> prepare_value([1.5, 2.5], np.dtype("i2"), indexer, "x")
     array([1, 2], dtype=int16)
-    >>> prepare_value(np.ones(3), np.dtype("i2"), indexer, "x")
+    >>> prepare_value(np.ones(3), np.dtype("i2"), indexer, "x")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    chunkflow.errors.ShapeMismatchError: array 'x': cannot write a value of shape (3,) to a selection of shape (2,)
+    chunkflow.errors.ShapeMismatchError: array 'x': cannot write a value of shape (3,) to a selection of shape
+    (2,)
     """
     array = convert_dtype(value, dtype, path)
     if array.ndim == 0:
@@ -49,7 +53,7 @@ def prepare_value(value: Any, dtype: np.dtype, indexer: Any, path: str) -> np.nd
     return array
 
 
-def convert_dtype(value: Any, dtype: np.dtype, path: str) -> np.ndarray:
+def convert_dtype(value: ArrayLike, dtype: np.dtype, path: str) -> np.ndarray:
     """``value`` as a numpy array of ``dtype``; a clear error when it cannot be."""
     try:
         source = np.asarray(value) if dtype.kind != "O" else _object_array(value)
@@ -77,7 +81,7 @@ def convert_dtype(value: Any, dtype: np.dtype, path: str) -> np.ndarray:
         ) from None
 
 
-def _object_array(value: Any) -> np.ndarray:
+def _object_array(value: ArrayLike) -> np.ndarray:
     if isinstance(value, np.ndarray):
         return value.astype(object) if value.dtype != object else value
     if isinstance(value, (str, bytes)) or np.ndim(value) == 0:
@@ -102,12 +106,12 @@ def _check_kinds(source: np.dtype, target: np.dtype, path: str) -> None:
         )
 
 
-def _describe(value: Any) -> str:
+def _describe(value: object) -> str:
     dtype = getattr(value, "dtype", None)
     return f"dtype {dtype}" if dtype is not None else f"{type(value).__name__} {value!r:.60}"
 
 
-def is_chunked_source(value: Any) -> bool:
+def is_chunked_source(value: object) -> bool:
     """Whether ``value`` should be copied piecewise (an array-like that is not numpy).
 
     chunkflow arrays, zarr arrays, h5py datasets and dask arrays qualify: they have a

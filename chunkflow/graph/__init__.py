@@ -16,7 +16,8 @@
 
 from chunkflow.graph import reductions
 from chunkflow.graph.map import MemoryPlanError, map_chunks, summarize_chunks
-from chunkflow.graph.read import to_dask
+from chunkflow.graph.read import ArraySource, BlockChunks, to_dask
+from chunkflow.graph.reduce_plan import ReductionSource
 from chunkflow.graph.reductions import (
     histogram,
     median,
@@ -27,11 +28,12 @@ from chunkflow.graph.reductions import (
     quantile,
     reduce,
 )
-from chunkflow.graph.scheduler import compute
+from chunkflow.graph.scheduler import SchedulerLike, compute
 from chunkflow.graph.write import aligned_edges, store, to_chunkflow
 
 __all__ = [
-    "MemoryPlanError", "aligned_edges", "compute", "histogram", "map_chunks", "median",
-    "nanmedian", "nanpercentile", "nanquantile", "percentile", "quantile", "reduce", "reductions",
-    "store", "summarize_chunks", "to_chunkflow", "to_dask",
+    "ArraySource", "BlockChunks", "MemoryPlanError", "ReductionSource", "SchedulerLike",
+    "aligned_edges", "compute", "histogram", "map_chunks", "median", "nanmedian",
+    "nanpercentile", "nanquantile", "percentile", "quantile", "reduce", "reductions", "store",
+    "summarize_chunks", "to_chunkflow", "to_dask",
 ]

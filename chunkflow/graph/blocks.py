@@ -20,11 +20,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from chunkflow.errors import BoundsCheckError, InvalidSelectionError
+
+if TYPE_CHECKING:
+    from chunkflow.indexing import Selection
 
 __all__ = [
     "DimPlan", "auto_per_block", "block_counts", "compose_selection", "default_per_block",
@@ -89,7 +92,7 @@ def _as_slice(positions: range) -> slice:
     return slice(positions.start, stop if stop >= 0 else None, positions.step)
 
 
-def compose_selection(dims: Sequence[DimPlan], selection: Any) -> tuple[int | slice, ...]:
+def compose_selection(dims: Sequence[DimPlan], selection: Selection) -> tuple[int | slice, ...]:
     """The array selection equal to ``array[planned selection][selection]``.
 
     ``selection`` is a basic selection of the planned result (its kept dimensions).
@@ -118,7 +121,7 @@ def compose_selection(dims: Sequence[DimPlan], selection: Any) -> tuple[int | sl
     return tuple(composed)
 
 
-def normalize_selection(selection: Any, shape: Sequence[int]) -> tuple[int | slice, ...]:
+def normalize_selection(selection: Selection, shape: Sequence[int]) -> tuple[int | slice, ...]:
     """One integer (in range, non-negative) or slice per dimension.
 
     Raises
@@ -195,7 +198,7 @@ def _dim_plan(entry: int | slice, size: int, chunk: int, per_block: int | None) 
 def plan_dims(
     shape: Sequence[int],
     chunks: Sequence[int],
-    selection: Any,
+    selection: Selection,
     per_block: Sequence[int | None],
 ) -> tuple[DimPlan, ...]:
     """Plan every dimension of ``selection`` over an array of ``shape`` and ``chunks``.
@@ -218,7 +221,7 @@ def plan_dims(
 def auto_per_block(
     shape: Sequence[int],
     chunks: Sequence[int],
-    selection: Any,
+    selection: Selection,
     itemsize: int,
     target_bytes: int,
 ) -> tuple[int, ...]:
@@ -266,7 +269,7 @@ def auto_per_block(
 def block_counts(
     shape: Sequence[int],
     chunks: Sequence[int],
-    selection: Any,
+    selection: Selection,
     per_block: Sequence[int],
 ) -> tuple[int, ...]:
     """Blocks along each kept dimension of a plan, by arithmetic alone (no edges).
@@ -297,7 +300,7 @@ def block_counts(
 def default_per_block(
     shape: Sequence[int],
     chunks: Sequence[int],
-    selection: Any,
+    selection: Selection,
     itemsize: int,
     min_bytes: int,
     min_blocks: int,

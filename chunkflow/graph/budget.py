@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import dask
 from dask.utils import format_bytes
@@ -36,6 +36,9 @@ from chunkflow.errors import ChunkflowError
 from chunkflow.graph.read import active_client
 from chunkflow.graph.reductions import memory_budget
 from chunkflow.graph.scheduler import scheduler_choice
+
+if TYPE_CHECKING:
+    from chunkflow.graph.scheduler import SchedulerLike
 
 __all__ = [
     "MemoryPlanError", "TaskMemory", "check_memory", "default_max_memory", "fitting_multiples",
@@ -126,7 +129,7 @@ def fitting_multiples(
         current[axis] //= 2
 
 
-def default_max_memory(scheduler: Any) -> tuple[int, str]:
+def default_max_memory(scheduler: SchedulerLike) -> tuple[int, str]:
     """What one task may use by default, and how that was reckoned (for messages).
 
     The memory of a worker (or of this machine's share, see :func:`memory_budget`)

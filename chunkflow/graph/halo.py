@@ -48,7 +48,7 @@ _NUMPY_PAD = {"reflect": "symmetric", "nearest": "edge", "constant": "constant"}
 Halo = tuple[tuple[int, int], ...]
 
 
-def normalize_depth(depth: Any, ndim: int) -> tuple[int, ...]:
+def normalize_depth(depth: int | Sequence[int] | Mapping[int, int], ndim: int) -> tuple[int, ...]:
     """``depth`` (an int, a per-axis tuple or a ``{axis: depth}`` dict) per axis.
 
     Examples

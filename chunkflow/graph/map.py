@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dask.array as da
 import numpy as np
@@ -63,6 +63,12 @@ from chunkflow.graph.read import (
 )
 from chunkflow.graph.scheduler import ProgressArg
 from chunkflow.graph.scheduler import compute as run
+
+if TYPE_CHECKING:
+    from numpy.typing import DTypeLike
+
+    from chunkflow.graph.read import ArraySource, BlockChunks
+    from chunkflow.graph.scheduler import SchedulerLike
 
 __all__ = ["MapPlan", "MemoryPlanError", "map_chunks", "summarize_chunks"]
 
@@ -171,7 +177,8 @@ class _Layout:
 
 
 def _layout(sources: tuple[Array, ...], grid_owner: Array, out_itemsize: int,
-            depth: tuple[int, ...], chunks: Any, max_memory: Any, scheduler: Any,
+            depth: tuple[int, ...], chunks: BlockChunks, max_memory: int | str | None,
+            scheduler: SchedulerLike,
             func_memory_factor: float) -> _Layout:
     shape = grid_owner.shape
     unit = grid_owner.write_chunks
@@ -218,9 +225,11 @@ def _graph(plan: MapPlan, dep: RegionDep, token: str,
     return graph, name
 
 
-def _plan(func: Callable[..., Any], sources: Sequence[Any], *, out: Any, depth: Any,
-          boundary: str, constant_value: Any, dtype: Any, chunks: Any, block_info: bool,
-          trim: bool, max_memory: Any, scheduler: Any, storage_options: Any,
+def _plan(func: Callable[..., Any], sources: Sequence[ArraySource], *, out: ArraySource | None,
+          depth: int | Sequence[int] | Mapping[int, int],
+          boundary: str, constant_value: Any, dtype: DTypeLike, chunks: BlockChunks, block_info: bool,
+          trim: bool, max_memory: int | str | None, scheduler: SchedulerLike,
+          storage_options: Mapping[str, Any] | None,
           func_memory_factor: float, kwargs: Mapping[str, Any],
           summary_shape: tuple[int, ...] | None) -> tuple[MapPlan, _Layout]:
     arrays = open_sources(sources, storage_options)
@@ -247,15 +256,15 @@ def _plan(func: Callable[..., Any], sources: Sequence[Any], *, out: Any, depth: 
 
 def map_chunks(
     func: Callable[..., Any],
-    *sources: Any,
-    out: Any = None,
+    *sources: ArraySource,
+    out: ArraySource | None = None,
     depth: int | Sequence[int] | Mapping[int, int] = 0,
     boundary: str = "reflect",
-    dtype: Any = None,
-    chunks: Any = None,
+    dtype: DTypeLike = None,
+    chunks: BlockChunks = None,
     block_info: bool = False,
     trim: bool = True,
-    scheduler: Any = None,
+    scheduler: SchedulerLike = None,
     progress: ProgressArg = False,
     max_memory: int | str | None = None,
     compute: bool = True,
@@ -343,14 +352,14 @@ def map_chunks(
 
 def summarize_chunks(
     func: Callable[..., Any],
-    *sources: Any,
+    *sources: ArraySource,
     shape: tuple[int, ...] = (),
-    dtype: Any = float,
+    dtype: DTypeLike = float,
     depth: int | Sequence[int] | Mapping[int, int] = 0,
     boundary: str = "reflect",
-    chunks: Any = None,
+    chunks: BlockChunks = None,
     block_info: bool = False,
-    scheduler: Any = None,
+    scheduler: SchedulerLike = None,
     progress: ProgressArg = False,
     max_memory: int | str | None = None,
     compute: bool = True,

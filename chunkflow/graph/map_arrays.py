@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -21,10 +21,16 @@ from chunkflow.errors import InvalidSelectionError, ReadOnlyError, ShapeMismatch
 from chunkflow.graph.read import as_source_array
 from chunkflow.storage import Store
 
+if TYPE_CHECKING:
+    from numpy.typing import DTypeLike
+
+    from chunkflow.graph.read import ArraySource
+    from chunkflow.storage import StoreLike
+
 __all__ = ["NewOut", "open_sources", "resolve_out"]
 
 
-def open_sources(sources: Sequence[Any],
+def open_sources(sources: Sequence[ArraySource],
                  storage_options: Mapping[str, Any] | None) -> tuple[Array, ...]:
     """The sources as open arrays of one shape (by location: past the chunk cache)."""
     if not sources:
@@ -56,7 +62,7 @@ class NewOut:
     memory are planned, so that a refusal leaves nothing behind.
     """
 
-    location: Any
+    location: StoreLike
     spec: Mapping[str, Any]
     storage_options: Mapping[str, Any] | None
     template: Array
@@ -66,7 +72,7 @@ class NewOut:
                       storage_options=dict(self.storage_options or {}) or None)
 
 
-def resolve_out(out: Any, first: Array, dtype: Any,
+def resolve_out(out: ArraySource | None, first: Array, dtype: DTypeLike,
                 storage_options: Mapping[str, Any] | None) -> Array | NewOut | None:
     """``out`` as an open writable array, a :class:`NewOut` to create, or ``None``.
 

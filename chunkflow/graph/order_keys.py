@@ -30,9 +30,12 @@ True
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 __all__ = [
     "as_index", "bucket_table", "check_dtype", "digit_counts", "first_counts", "from_keys",
@@ -52,10 +55,11 @@ def check_dtype(dtype: np.dtype[Any], what: str) -> np.dtype[Any]:
     --------
     >>> check_dtype(np.dtype(">f4"), "percentile")
     dtype('float32')
-    >>> check_dtype(np.dtype(bool), "median")
+    >>> check_dtype(np.dtype(bool), "median")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    TypeError: median of a bool array is not supported (numpy cannot interpolate booleans); convert it first, e.g. with astype('u1')
+    TypeError: median of a bool array is not supported (numpy cannot interpolate booleans); convert it first,
+    e.g. with astype('u1')
     """
     if dtype.kind == "b":
         raise TypeError(f"{what} of a bool array is not supported (numpy cannot interpolate "
@@ -180,7 +184,7 @@ def matching_keys(block: np.ndarray, prefixes: np.ndarray, level: int) -> np.nda
     return np.concatenate(found) if found else np.empty(0, prefixes.dtype)
 
 
-def prepare_q(q: Any, percent: bool) -> tuple[np.ndarray, bool]:
+def prepare_q(q: ArrayLike, percent: bool) -> tuple[np.ndarray, bool]:
     """``q`` as numpy's ``percentile``/``quantile`` hold it (divided by 100 for
     percentiles), and whether it promotes weakly (a Python int or float), with numpy's
     range check."""

@@ -36,7 +36,7 @@ import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dask.array as da
 import numpy as np
@@ -58,6 +58,14 @@ from chunkflow.graph.order_keys import (
 from chunkflow.graph.reduce_plan import gather_tree, parse_budget, reduction_input, tree_reduce
 from chunkflow.graph.scheduler import ProgressArg, compute
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from chunkflow.graph.read import BlockChunks
+    from chunkflow.graph.reduce_plan import ReductionSource
+    from chunkflow.graph.scheduler import SchedulerLike
+    from chunkflow.indexing import Selection
+
 __all__ = ["median", "nanmedian", "nanpercentile", "nanquantile", "percentile", "quantile"]
 
 # The widest digit one counting pass resolves (a 2^16-bucket histogram per wanted
@@ -70,7 +78,7 @@ class _Options:
     """Where the data comes from and how a pass runs (shared by every pass)."""
 
     what: str
-    scheduler: Any
+    scheduler: SchedulerLike
     progress: ProgressArg
     budget: int
     threads: int
@@ -167,8 +175,9 @@ class _Found:
     values: dict[int, Any]
 
 
-def _order_statistics(source: Any, ranks_of: Any, what: str, skip_nan: bool, selection: Any,
-                      chunks: Any, memory_limit: Any, scheduler: Any, progress: ProgressArg,
+def _order_statistics(source: ReductionSource, ranks_of: Any, what: str, skip_nan: bool,
+                      selection: Selection, chunks: BlockChunks, memory_limit: int | str | None,
+                      scheduler: SchedulerLike, progress: ProgressArg,
                       storage_options: Mapping[str, Any] | None) -> tuple[_Found, np.dtype[Any]]:
     """Count, then select the values at ``ranks_of(n)`` (n: the non-NaN values); none
     when NaN makes the answer NaN (``skip_nan`` false)."""
@@ -193,7 +202,7 @@ def _order_statistics(source: Any, ranks_of: Any, what: str, skip_nan: bool, sel
     return _Found(n, nans, values), dtype
 
 
-def _quantile(source: Any, q: Any, *, percent: bool, skip_nan: bool, what: str,
+def _quantile(source: ReductionSource, q: ArrayLike, *, percent: bool, skip_nan: bool, what: str,
               **kwargs: Any) -> Any:
     q_array, weak_q = prepare_q(q, percent)
 
@@ -211,7 +220,7 @@ def _quantile(source: Any, q: Any, *, percent: bool, skip_nan: bool, what: str,
     return linear_quantile(n, q_array, weak_q, dtype, found.values.__getitem__)
 
 
-def _median(source: Any, *, skip_nan: bool, what: str, **kwargs: Any) -> Any:
+def _median(source: ReductionSource, *, skip_nan: bool, what: str, **kwargs: Any) -> Any:
     found, dtype = _order_statistics(source, median_ranks, what, skip_nan, **kwargs)
     if found.nans and (not skip_nan or not found.n):
         if skip_nan:
@@ -242,7 +251,7 @@ _PARAMETERS = """
 """
 
 
-def _check_call(axis: Any, method: str, what: str) -> None:
+def _check_call(axis: object, method: str, what: str) -> None:
     if axis is not None:
         raise ValueError(f"{what}: axis={axis!r} is not supported; only axis=None (all values "
                          "of the selection). Select a part with selection= instead")
@@ -259,9 +268,9 @@ def _document(summary: str, q: str, example: str) -> str:
             f"    >>> z = chunkflow.array(data, chunks=(2, 2))\n{example}")
 
 
-def percentile(source: Any, q: Any, *, axis: None = None, method: str = "linear",
-               selection: Any = Ellipsis, chunks: Any = None,
-               memory_limit: int | str | None = None, scheduler: Any = None,
+def percentile(source: ReductionSource, q: ArrayLike, *, axis: None = None, method: str = "linear",
+               selection: Selection = Ellipsis, chunks: BlockChunks = None,
+               memory_limit: int | str | None = None, scheduler: SchedulerLike = None,
                progress: ProgressArg = False,
                storage_options: Mapping[str, Any] | None = None) -> Any:
     _check_call(axis, method, "percentile")
@@ -270,9 +279,9 @@ def percentile(source: Any, q: Any, *, axis: None = None, method: str = "linear"
                      scheduler=scheduler, progress=progress, storage_options=storage_options)
 
 
-def nanpercentile(source: Any, q: Any, *, axis: None = None, method: str = "linear",
-                  selection: Any = Ellipsis, chunks: Any = None,
-                  memory_limit: int | str | None = None, scheduler: Any = None,
+def nanpercentile(source: ReductionSource, q: ArrayLike, *, axis: None = None, method: str = "linear",
+                  selection: Selection = Ellipsis, chunks: BlockChunks = None,
+                  memory_limit: int | str | None = None, scheduler: SchedulerLike = None,
                   progress: ProgressArg = False,
                   storage_options: Mapping[str, Any] | None = None) -> Any:
     _check_call(axis, method, "nanpercentile")
@@ -281,9 +290,9 @@ def nanpercentile(source: Any, q: Any, *, axis: None = None, method: str = "line
                      scheduler=scheduler, progress=progress, storage_options=storage_options)
 
 
-def quantile(source: Any, q: Any, *, axis: None = None, method: str = "linear",
-             selection: Any = Ellipsis, chunks: Any = None,
-             memory_limit: int | str | None = None, scheduler: Any = None,
+def quantile(source: ReductionSource, q: ArrayLike, *, axis: None = None, method: str = "linear",
+             selection: Selection = Ellipsis, chunks: BlockChunks = None,
+             memory_limit: int | str | None = None, scheduler: SchedulerLike = None,
              progress: ProgressArg = False,
              storage_options: Mapping[str, Any] | None = None) -> Any:
     _check_call(axis, method, "quantile")
@@ -292,9 +301,9 @@ def quantile(source: Any, q: Any, *, axis: None = None, method: str = "linear",
                      scheduler=scheduler, progress=progress, storage_options=storage_options)
 
 
-def nanquantile(source: Any, q: Any, *, axis: None = None, method: str = "linear",
-                selection: Any = Ellipsis, chunks: Any = None,
-                memory_limit: int | str | None = None, scheduler: Any = None,
+def nanquantile(source: ReductionSource, q: ArrayLike, *, axis: None = None, method: str = "linear",
+                selection: Selection = Ellipsis, chunks: BlockChunks = None,
+                memory_limit: int | str | None = None, scheduler: SchedulerLike = None,
                 progress: ProgressArg = False,
                 storage_options: Mapping[str, Any] | None = None) -> Any:
     _check_call(axis, method, "nanquantile")
@@ -303,8 +312,9 @@ def nanquantile(source: Any, q: Any, *, axis: None = None, method: str = "linear
                      scheduler=scheduler, progress=progress, storage_options=storage_options)
 
 
-def median(source: Any, *, axis: None = None, selection: Any = Ellipsis, chunks: Any = None,
-           memory_limit: int | str | None = None, scheduler: Any = None,
+def median(source: ReductionSource, *, axis: None = None, selection: Selection = Ellipsis,
+           chunks: BlockChunks = None,
+           memory_limit: int | str | None = None, scheduler: SchedulerLike = None,
            progress: ProgressArg = False,
            storage_options: Mapping[str, Any] | None = None) -> Any:
     _check_call(axis, "linear", "median")
@@ -313,8 +323,9 @@ def median(source: Any, *, axis: None = None, selection: Any = Ellipsis, chunks:
                    storage_options=storage_options)
 
 
-def nanmedian(source: Any, *, axis: None = None, selection: Any = Ellipsis, chunks: Any = None,
-              memory_limit: int | str | None = None, scheduler: Any = None,
+def nanmedian(source: ReductionSource, *, axis: None = None, selection: Selection = Ellipsis,
+              chunks: BlockChunks = None,
+              memory_limit: int | str | None = None, scheduler: SchedulerLike = None,
               progress: ProgressArg = False,
               storage_options: Mapping[str, Any] | None = None) -> Any:
     _check_call(axis, "linear", "nanmedian")

@@ -25,8 +25,8 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import dask
 import dask.array as da
@@ -55,10 +55,23 @@ from chunkflow.graph.scheduler import scheduler_choice
 from chunkflow.grid import ceil_div
 from chunkflow.storage import Store
 
+if TYPE_CHECKING:
+    from chunkflow.graph.scheduler import SchedulerLike
+    from chunkflow.indexing import Selection
+
 __all__ = [
-    "ChunkflowDaskArray", "SelectionDep", "active_client", "as_source_array", "block_multiples", "to_dask",
-    "worker_threads",
+    "ArraySource", "BlockChunks", "ChunkflowDaskArray", "SelectionDep", "active_client",
+    "as_source_array", "block_multiples", "to_dask", "worker_threads",
 ]
+
+#: An array to read, as the graph functions accept it: an open :class:`~chunkflow.Array`,
+#: or the location of one (a path, a URL, a store or a mapping), opened read-only.
+ArraySource: TypeAlias = Array | Store | Mapping[str, bytes] | str | os.PathLike[str]
+
+#: Dask blocks in whole chunks (see :func:`block_multiples`): ``None`` for one block per
+#: chunk (small chunks grouped), ``"auto"`` or a byte size for blocks near that size, or
+#: a number of chunks per block, for every dimension or one per dimension (``-1``: all).
+BlockChunks: TypeAlias = int | str | Sequence[int] | None
 
 # The default plan (chunks=None) follows da.from_zarr: one block per stored chunk (per
 # shard). Only chunks smaller than this are grouped, up to this many decoded bytes per
@@ -115,7 +128,7 @@ def _tokenize_selection_dep(dep: SelectionDep) -> tuple[Any, ...]:
     return ("chunkflow.SelectionDep", tuple(dim.token for dim in dep.dims))
 
 
-def _is_basic(selection: Any) -> bool:
+def _is_basic(selection: Selection) -> bool:
     entries = selection if isinstance(selection, tuple) else (selection,)
     return all(
         isinstance(e, slice) or e is Ellipsis
@@ -138,7 +151,7 @@ class ChunkflowDaskArray(da.Array):
 
     _chunkflow_plan: tuple[Array, tuple[DimPlan, ...], tuple[int, ...]]
 
-    def __getitem__(self, index: Any) -> da.Array:
+    def __getitem__(self, index: Selection) -> da.Array:
         if not _is_basic(index) or not hasattr(self, "_chunkflow_plan"):
             return super().__getitem__(index)
         array, dims, multiples = self._chunkflow_plan
@@ -165,7 +178,7 @@ def read_block(array: Array, selection: tuple[int | slice, ...], serial: bool = 
         return np.asarray(array.get_basic_selection(selection))
 
 
-def active_client(scheduler: Any = None) -> Any:
+def active_client(scheduler: SchedulerLike = None) -> Any:
     """The distributed client ``scheduler`` names or, by default, the active one.
 
     ``None`` for a local scheduler or without a client (or a scheduler address, which
@@ -181,7 +194,7 @@ def active_client(scheduler: Any = None) -> Any:
     return None if isinstance(client, str) else client
 
 
-def worker_threads(scheduler: Any = None) -> int:
+def worker_threads(scheduler: SchedulerLike = None) -> int:
     """The threads a dask computation started now (on ``scheduler``) would run on.
 
     The distributed client's threads (all its workers'; by default the active
@@ -212,7 +225,7 @@ def worker_threads(scheduler: Any = None) -> int:
     return usable_cores()
 
 
-def block_multiples(array: Array, selection: Any, chunks: Any) -> tuple[int, ...]:
+def block_multiples(array: Array, selection: Selection, chunks: BlockChunks) -> tuple[int, ...]:
     """Chunks per block along each dimension, from ``to_dask``'s ``chunks=`` argument.
 
     ``None`` (the default): one block per chunk (per shard), as ``da.from_zarr``,
@@ -260,7 +273,7 @@ def block_multiples(array: Array, selection: Any, chunks: Any) -> tuple[int, ...
     return tuple(multiples)
 
 
-def as_source_array(source: Any, storage_options: Mapping[str, Any] | None = None,
+def as_source_array(source: ArraySource, storage_options: Mapping[str, Any] | None = None,
                     **open_kwargs: Any) -> Array:
     """``source`` as an open chunkflow array (paths, URLs and stores opened read-only,
     with ``open_kwargs`` such as ``cache=False``)."""
@@ -281,9 +294,9 @@ def as_source_array(source: Any, storage_options: Mapping[str, Any] | None = Non
 
 
 def to_dask(
-    source: Any,
-    selection: Any = Ellipsis,
-    chunks: Any = None,
+    source: ArraySource,
+    selection: Selection = Ellipsis,
+    chunks: BlockChunks = None,
     *,
     storage_options: Mapping[str, Any] | None = None,
 ) -> da.Array:
@@ -357,7 +370,7 @@ def to_dask(
 
 
 def _to_dask_method(
-    self: Array, selection: Any = Ellipsis, chunks: Any = None
+    self: Array, selection: Selection = Ellipsis, chunks: BlockChunks = None
 ) -> da.Array:
     """A lazy dask array over ``self[selection]``; see :func:`chunkflow.to_dask`.
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import Callable, Mapping
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import dask.array as da
 import numpy as np
@@ -32,10 +32,21 @@ from chunkflow.core.array import Array
 from chunkflow.graph.read import as_source_array, to_dask
 from chunkflow.graph.scheduler import scheduler_choice
 
+if TYPE_CHECKING:
+    from numpy.typing import DTypeLike
+
+    from chunkflow.graph.read import ArraySource, BlockChunks
+    from chunkflow.graph.scheduler import SchedulerLike
+    from chunkflow.indexing import Selection
+
 __all__ = [
-    "REDUCTION_BLOCK_BYTES", "gather_tree", "memory_budget", "parse_budget",
+    "REDUCTION_BLOCK_BYTES", "ReductionSource", "gather_tree", "memory_budget", "parse_budget",
     "reduction_block_bytes", "reduction_input", "split_every", "tree_reduce",
 ]
+
+#: What the reductions read: an array to open (:data:`~chunkflow.graph.read.ArraySource`)
+#: or a dask array.
+ReductionSource: TypeAlias = "ArraySource | da.Array"
 
 # The largest block a reduction reads by default (decoded bytes). Measured on 2 cores,
 # mean + std of 8192^2 uint16 in 512^2 chunks: 2 MiB blocks 0.7-0.9 s at 143 MB peak
@@ -47,7 +58,7 @@ REDUCTION_BLOCK_BYTES = 4 * 2**20
 _WORK_BYTES_PER_ELEMENT = 16
 
 
-def memory_budget(scheduler: Any = None) -> tuple[int, int]:
+def memory_budget(scheduler: SchedulerLike = None) -> tuple[int, int]:
     """(bytes one worker may use, threads per worker) for the chosen scheduler.
 
     On a distributed cluster: the smallest worker's memory limit and thread count.
@@ -70,7 +81,7 @@ def memory_budget(scheduler: Any = None) -> tuple[int, int]:
     return physical_memory() // 4, usable_cores()
 
 
-def parse_budget(memory_limit: int | str | None, scheduler: Any = None) -> tuple[int, int]:
+def parse_budget(memory_limit: int | str | None, scheduler: SchedulerLike = None) -> tuple[int, int]:
     """(bytes one worker may use, threads per worker): ``memory_limit`` when given (bytes
     or text such as ``"64 MiB"``), else :func:`memory_budget`.
 
@@ -86,7 +97,7 @@ def parse_budget(memory_limit: int | str | None, scheduler: Any = None) -> tuple
 
 
 def reduction_block_bytes(itemsize: int, memory_limit: int | str | None = None,
-                          scheduler: Any = None) -> int:
+                          scheduler: SchedulerLike = None) -> int:
     """Decoded bytes per block so that every thread's block and its work fit the budget.
 
     Examples
@@ -102,7 +113,7 @@ def reduction_block_bytes(itemsize: int, memory_limit: int | str | None = None,
     return builtins.max(2**20, builtins.min(REDUCTION_BLOCK_BYTES, fits))
 
 
-def split_every(x: da.Array, axis: Any, block_bytes: int) -> int:
+def split_every(x: da.Array, axis: int | tuple[int, ...] | None, block_bytes: int) -> int:
     """How many partial results one combine step takes: as many as about four blocks'
     memory holds (between 4 and 64).
 
@@ -116,8 +127,8 @@ def split_every(x: da.Array, axis: Any, block_bytes: int) -> int:
     return int(np.clip(4 * block_bytes // one_partial, 4, 64))
 
 
-def reduction_input(source: Any, selection: Any = Ellipsis, chunks: Any = None,
-                    memory_limit: Any = None, scheduler: Any = None,
+def reduction_input(source: ReductionSource, selection: Selection = Ellipsis, chunks: BlockChunks = None,
+                    memory_limit: int | str | None = None, scheduler: SchedulerLike = None,
                     storage_options: Mapping[str, Any] | None = None) -> tuple[da.Array, int]:
     """The dask array a reduction reads (blocks sized for the budget), and its block bytes.
 
@@ -164,14 +175,14 @@ def _concat_parts(parts: Any, axis: Any = None, keepdims: bool = False) -> np.nd
     return np.concatenate(arrays)
 
 
-def _apply(block: np.ndarray, axis: Any, keepdims: bool, *,
+def _apply(block: np.ndarray, axis: int | tuple[int, ...] | None, keepdims: bool, *,
            func: Callable[[np.ndarray], Any]) -> Any:
     """dask's per-block step of a reduction, calling ``func`` on the block alone."""
     return func(block)
 
 
 def tree_reduce(x: da.Array, func: Callable[[np.ndarray], np.ndarray],
-                dtype: Any = np.int64, every: int = 8) -> da.Array:
+                dtype: DTypeLike = np.int64, every: int = 8) -> da.Array:
     """The sum over all blocks of ``func(block)`` (1-D arrays of one length), summed
     ``every`` partial results at a time: a lazy dask array that computes to that sum.
 
@@ -184,7 +195,7 @@ def tree_reduce(x: da.Array, func: Callable[[np.ndarray], np.ndarray],
     )
 
 
-def gather_tree(x: da.Array, func: Callable[[np.ndarray], np.ndarray], dtype: Any,
+def gather_tree(x: da.Array, func: Callable[[np.ndarray], np.ndarray], dtype: DTypeLike,
                 every: int = 8) -> da.Array:
     """The concatenation of ``func(block)`` (1-D arrays of any length) over all blocks."""
     return da.reduction(

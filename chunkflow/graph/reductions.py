@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dask.array as da
 import numpy as np
@@ -55,6 +55,12 @@ from chunkflow.graph.reduce_plan import (
 )
 from chunkflow.graph.scheduler import ProgressArg, compute
 
+if TYPE_CHECKING:
+    from chunkflow.graph.read import BlockChunks
+    from chunkflow.graph.reduce_plan import ReductionSource
+    from chunkflow.graph.scheduler import SchedulerLike
+    from chunkflow.indexing import Selection
+
 __all__ = [
     "OPERATIONS", "histogram", "max", "mean", "median", "memory_budget", "min", "nanmedian",
     "nanpercentile", "nanquantile", "percentile", "quantile", "reduce", "reduction_block_bytes",
@@ -65,7 +71,7 @@ OPERATIONS = ("mean", "std", "var", "min", "max", "sum")
 StorageOptions = Mapping[str, Any] | None
 
 
-def _reduction(x: da.Array, op: str, axis: Any, every: int, ddof: int) -> da.Array:
+def _reduction(x: da.Array, op: str, axis: int | tuple[int, ...] | None, every: int, ddof: int) -> da.Array:
     if op not in OPERATIONS:
         raise ValueError(f"unknown reduction {op!r}; expected one of {', '.join(OPERATIONS)}")
     method = getattr(x, op)
@@ -75,15 +81,15 @@ def _reduction(x: da.Array, op: str, axis: Any, every: int, ddof: int) -> da.Arr
 
 
 def reduce(
-    source: Any,
+    source: ReductionSource,
     ops: Sequence[str] = ("mean", "std"),
     *,
-    selection: Any = Ellipsis,
+    selection: Selection = Ellipsis,
     axis: int | tuple[int, ...] | None = None,
     ddof: int = 0,
-    chunks: Any = None,
+    chunks: BlockChunks = None,
     memory_limit: int | str | None = None,
-    scheduler: Any = None,
+    scheduler: SchedulerLike = None,
     progress: ProgressArg = False,
     compute_now: bool = True,
     storage_options: StorageOptions = None,
@@ -130,7 +136,7 @@ def reduce(
 
 
 def _single(op: str):  # type: ignore[no-untyped-def]
-    def reduction(source: Any, axis: int | tuple[int, ...] | None = None, *,
+    def reduction(source: ReductionSource, axis: int | tuple[int, ...] | None = None, *,
                   storage_options: StorageOptions = None, **kwargs: Any) -> Any:
         return reduce(source, (op,), axis=axis, storage_options=storage_options, **kwargs)[op]
 
@@ -162,16 +168,16 @@ def _block_histogram(block: np.ndarray, bins: Any, range: Any) -> np.ndarray:
 
 
 def histogram(
-    source: Any,
+    source: ReductionSource,
     bins: int | Sequence[float] | np.ndarray = 10,
     range: tuple[float, float] | None = None,
     *,
     density: bool = False,
     weights: None = None,
-    selection: Any = Ellipsis,
-    chunks: Any = None,
+    selection: Selection = Ellipsis,
+    chunks: BlockChunks = None,
     memory_limit: int | str | None = None,
-    scheduler: Any = None,
+    scheduler: SchedulerLike = None,
     progress: ProgressArg = False,
     storage_options: StorageOptions = None,
 ) -> tuple[np.ndarray, np.ndarray]:

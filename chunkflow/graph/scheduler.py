@@ -29,12 +29,20 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import dask
 from dask.callbacks import Callback
 
-__all__ = ["BlockProgress", "compute", "scheduler_choice"]
+if TYPE_CHECKING:
+    from distributed import Client
+
+__all__ = ["BlockProgress", "SchedulerLike", "compute", "scheduler_choice"]
+
+#: What every ``scheduler=`` argument accepts (see :func:`scheduler_choice`): ``None``
+#: (dask's current scheduler), a local scheduler name (``"threads"``, ``"processes"``,
+#: ``"sync"``), a ``distributed.Client`` or a scheduler address (``"tcp://host:port"``).
+SchedulerLike: TypeAlias = "str | Client | None"
 
 # Names of the layers whose tasks are "output blocks": one task reads, writes or maps
 # one block. Progress counts these when a graph has them, and every task otherwise.
@@ -160,17 +168,18 @@ def _distributed_progress(futures: list[Any], progress: ProgressArg, address: st
         show(futures, scheduler=address)
 
 
-def scheduler_choice(scheduler: Any) -> tuple[Any, Any]:
+def scheduler_choice(scheduler: SchedulerLike) -> tuple[Any, Any]:
     """Split ``scheduler`` into (what ``dask.compute`` takes, a distributed client).
 
     Examples
     --------
     >>> scheduler_choice("threads"), scheduler_choice(None)
     (('threads', None), (None, None))
-    >>> scheduler_choice("bogus")
+    >>> scheduler_choice("bogus")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    ValueError: scheduler='bogus' is not one of threads, processes, sync, a distributed.Client or a scheduler address (tcp://host:port)
+    ValueError: scheduler='bogus' is not one of threads, processes, sync, a distributed.Client or a scheduler
+    address (tcp://host:port)
     """
     if scheduler is None:
         # A default ``Client`` sets dask's ``scheduler`` to "dask.distributed": that
@@ -202,7 +211,7 @@ def _default_client() -> Any:
 
 def compute(
     *collections: Any,
-    scheduler: Any = None,
+    scheduler: SchedulerLike = None,
     progress: ProgressArg = False,
     **kwargs: Any,
 ) -> tuple[Any, ...]:

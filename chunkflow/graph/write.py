@@ -52,6 +52,10 @@ from chunkflow.graph.scheduler import compute as run
 if TYPE_CHECKING:
     import dask.array as da
 
+    from chunkflow.graph.scheduler import SchedulerLike
+    from chunkflow.grid import ChunksLike
+    from chunkflow.storage import StoreLike
+
 __all__ = ["aligned_edges", "store", "to_chunkflow"]
 
 # One dimension of a piece: (source block index, slice in that block, slice in the
@@ -116,7 +120,7 @@ def _write_block(
     target[region] = value
 
 
-def _normalize_region(region: Any, target: Array) -> tuple[slice, ...]:
+def _normalize_region(region: tuple[slice, ...] | None, target: Array) -> tuple[slice, ...]:
     """``region`` as unit-step slices, one per dimension of ``target``."""
     if region is None:
         return tuple(slice(0, n) for n in target.shape)
@@ -139,7 +143,7 @@ def _normalize_region(region: Any, target: Array) -> tuple[slice, ...]:
     return tuple(normalized)
 
 
-def _check_pair(source: Any, target: Any, region: tuple[slice, ...]) -> None:
+def _check_pair(source: Any, target: Array, region: tuple[slice, ...]) -> None:
     name = getattr(target, "path", None) or "/"
     if getattr(target, "read_only", False):
         raise ReadOnlyError(f"array {name!r} is read-only: chunkflow.store refuses to write")
@@ -195,7 +199,7 @@ def store(
     regions: tuple[slice, ...] | Sequence[tuple[slice, ...] | None] | None = None,
     *,
     compute: bool = True,
-    scheduler: Any = None,
+    scheduler: SchedulerLike = None,
     progress: ProgressArg = False,
 ) -> Delayed | None:
     """Write dask arrays into chunkflow arrays, each chunk by exactly one task.
@@ -282,14 +286,14 @@ def store(
 
 def to_chunkflow(
     x: da.Array,
-    url_or_store: Any,
+    url_or_store: StoreLike,
     *,
     path: str | None = None,
-    chunks: Any = None,
+    chunks: ChunksLike = None,
     overwrite: bool = False,
     storage_options: dict[str, Any] | None = None,
     compute: bool = True,
-    scheduler: Any = None,
+    scheduler: SchedulerLike = None,
     progress: ProgressArg = False,
     **create_kwargs: Any,
 ) -> Array | tuple[Array, Delayed]:

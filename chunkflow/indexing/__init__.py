@@ -27,6 +27,8 @@ True
 from __future__ import annotations
 
 from chunkflow.indexing.predicates import (
+    Selection,
+    SelectionItem,
     is_basic_selection,
     is_coordinate_selection,
     is_mask_selection,
@@ -47,6 +49,8 @@ __all__ = [
     "Indexer",
     "MaskIndexer",
     "OrthogonalIndexer",
+    "Selection",
+    "SelectionItem",
     "is_basic_selection",
     "is_coordinate_selection",
     "is_mask_selection",

@@ -16,12 +16,15 @@ Examples
 from __future__ import annotations
 
 import numbers
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
 from chunkflow.errors import BoundsCheckError, InvalidSelectionError
 from chunkflow.grid import ceil_div
+
+if TYPE_CHECKING:
+    from chunkflow.indexing.predicates import Selection
 
 __all__ = [
     "DimProjection",
@@ -55,7 +58,7 @@ class DimProjection(NamedTuple):
 _EMPTY = DimProjection([], [], [], [], 0, False)
 
 
-def as_int(value: Any) -> int | None:
+def as_int(value: object) -> int | None:
     """Return ``value`` as an int if it is an integer index (not a bool), else None.
 
     Examples
@@ -81,7 +84,7 @@ def _out_of_bounds(index: int, dim: int, size: int, shape: tuple[int, ...]) -> B
     )
 
 
-def expand_selection(selection: Any, shape: tuple[int, ...]) -> tuple[Any, ...]:
+def expand_selection(selection: Selection, shape: tuple[int, ...]) -> tuple[Any, ...]:
     """Return ``selection`` as a tuple with exactly one entry per dimension.
 
     Expands ``...``, pads with full slices, and refuses ``None`` and too many entries.

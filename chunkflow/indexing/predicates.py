@@ -9,16 +9,32 @@ Examples
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from types import EllipsisType
+from typing import SupportsIndex, TypeAlias
 
 import numpy as np
 
 from chunkflow.indexing.dims import as_int
 
-__all__ = ["is_basic_selection", "is_coordinate_selection", "is_mask_selection"]
+__all__ = [
+    "Selection",
+    "SelectionItem",
+    "is_basic_selection",
+    "is_coordinate_selection",
+    "is_mask_selection",
+]
+
+#: One dimension's part of a selection: an integer, a slice, ``...``, or an integer
+#: array or list (indices, coordinates) or a boolean one (a mask).
+SelectionItem: TypeAlias = SupportsIndex | slice | EllipsisType | Sequence[int] | Sequence[bool] | np.ndarray
+
+#: What ``array[...]`` and the ``get_*_selection`` methods accept: one item or a tuple of
+#: them, one per dimension (fewer are completed with full slices).
+Selection: TypeAlias = SelectionItem | tuple[SelectionItem, ...]
 
 
-def is_basic_selection(selection: Any) -> bool:
+def is_basic_selection(selection: Selection) -> bool:
     """Return whether ``selection`` holds only integers, slices and ``...``.
 
     Examples
@@ -32,7 +48,7 @@ def is_basic_selection(selection: Any) -> bool:
     )
 
 
-def is_coordinate_selection(selection: Any, ndim: int) -> bool:
+def is_coordinate_selection(selection: Selection, ndim: int) -> bool:
     """Return whether ``selection`` is one integer or integer array per dimension.
 
     Examples
@@ -44,14 +60,14 @@ def is_coordinate_selection(selection: Any, ndim: int) -> bool:
     return len(sel) == ndim and all(as_int(s) is not None or _is_int_array(s) for s in sel)
 
 
-def _is_int_array(value: Any) -> bool:
+def _is_int_array(value: object) -> bool:
     if not isinstance(value, (np.ndarray, list)):
         return False
     arr = np.asarray(value)
     return arr.dtype.kind in "iu" or (arr.size == 0 and arr.dtype != bool)
 
 
-def is_mask_selection(selection: Any, ndim: int) -> bool:
+def is_mask_selection(selection: Selection, ndim: int) -> bool:
     """Return whether ``selection`` is a single boolean array with ``ndim`` dimensions.
 
     Examples

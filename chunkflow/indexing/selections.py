@@ -31,7 +31,7 @@ import math
 from collections.abc import Iterator, Sequence
 from functools import partial
 from itertools import product
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -47,6 +47,9 @@ from chunkflow.indexing.dims import (
     normalize_int_array,
     slice_dim,
 )
+
+if TYPE_CHECKING:
+    from chunkflow.indexing.predicates import Selection, SelectionItem
 
 __all__ = [
     "BasicIndexer",
@@ -171,7 +174,7 @@ class BasicIndexer(_ProductIndexer):
     [(2, 1), (1, 1), (0, 1)]
     """
 
-    def __init__(self, selection: Any, grid: RegularChunkGrid) -> None:
+    def __init__(self, selection: Selection, grid: RegularChunkGrid) -> None:
         sel = expand_selection(selection, grid.shape)
         dims = []
         for dim, (entry, size, chunk) in enumerate(zip(sel, grid.shape, grid.chunks)):
@@ -207,7 +210,7 @@ slice(1, 2, None))), ((1, 0), (slice(0, 1, None), slice(0, 1, None))), ((1, 1), 
 (slice(0, 1, None), slice(1, 2, None)))]
     """
 
-    def __init__(self, selection: Any, grid: RegularChunkGrid) -> None:
+    def __init__(self, selection: Selection, grid: RegularChunkGrid) -> None:
         sel = expand_selection(selection, grid.shape)
         dims = [
             _orthogonal_dim(entry, dim, size, chunk, grid.shape)
@@ -217,7 +220,7 @@ slice(1, 2, None))), ((1, 0), (slice(0, 1, None), slice(0, 1, None))), ((1, 1), 
 
 
 def _orthogonal_dim(
-    entry: Any, dim: int, size: int, chunk: int, shape: tuple[int, ...]
+    entry: SelectionItem, dim: int, size: int, chunk: int, shape: tuple[int, ...]
 ) -> DimProjection:
     if isinstance(entry, slice):
         return slice_dim(entry, dim, size, chunk, shape)
@@ -259,7 +262,7 @@ class CoordinateIndexer:
     (1, 0) [[1, 0], [1, 1]] (array([0, 3]),)
     """
 
-    def __init__(self, selection: Any, grid: RegularChunkGrid) -> None:
+    def __init__(self, selection: Selection, grid: RegularChunkGrid) -> None:
         sel = selection if isinstance(selection, tuple) else (selection,)
         if len(sel) != len(grid.shape):
             raise InvalidSelectionError(
@@ -326,7 +329,7 @@ class CoordinateIndexer:
                 f"nchunks={self.nchunks}, grid={self.grid})")
 
 
-def _coordinate_array(entry: Any, dim: int, shape: tuple[int, ...]) -> np.ndarray:
+def _coordinate_array(entry: SelectionItem, dim: int, shape: tuple[int, ...]) -> np.ndarray:
     index = as_int(entry)
     if index is not None:
         entry = np.asarray(index)
@@ -370,7 +373,7 @@ class MaskIndexer(CoordinateIndexer):
     ((3,), (3,), [(0, 0), (1, 1)])
     """
 
-    def __init__(self, selection: Any, grid: RegularChunkGrid) -> None:
+    def __init__(self, selection: Selection, grid: RegularChunkGrid) -> None:
         sel = selection if isinstance(selection, tuple) else (selection,)
         mask = np.asarray(sel[0]) if len(sel) == 1 else None
         if mask is None or mask.dtype != bool or mask.shape != grid.shape:

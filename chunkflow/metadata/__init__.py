@@ -19,6 +19,7 @@ from chunkflow.metadata.dtypes import (
     parse_dtype_v2,
 )
 from chunkflow.metadata.fill_values import (
+    FillValueLike,
     encode_fill_value_v2,
     encode_fill_value_v3,
     is_all_fill,
@@ -26,7 +27,7 @@ from chunkflow.metadata.fill_values import (
     parse_fill_value_v2,
     parse_fill_value_v3,
 )
-from chunkflow.metadata.json import dump_json_document, load_json_document
+from chunkflow.metadata.json import JSONValue, dump_json_document, load_json_document
 from chunkflow.metadata.v2 import ArrayMetadataV2, GroupMetadataV2
 from chunkflow.metadata.v3 import ArrayMetadataV3, GroupMetadataV3, parse_zarr_json
 
@@ -37,8 +38,10 @@ __all__ = [
     "ArrayMetadata",
     "ArrayMetadataV2",
     "ArrayMetadataV3",
+    "FillValueLike",
     "GroupMetadataV2",
     "GroupMetadataV3",
+    "JSONValue",
     "dump_json_document",
     "encode_data_type_v3",
     "encode_dtype_v2",

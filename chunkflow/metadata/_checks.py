@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from chunkflow.errors import MetadataError, UnsupportedFormatError
-from chunkflow.metadata.json import describe
+from chunkflow.metadata.json import JSONValue, describe
 
 __all__ = ["Where", "is_int"]
 
@@ -45,7 +45,7 @@ class Where:
         return describe(self.kind, self.path)
 
     def error(
-        self, key: str, expected: str, value: Any, cls: type = MetadataError, part: str = ""
+        self, key: str, expected: str, value: JSONValue, cls: type = MetadataError, part: str = ""
     ) -> Exception:
         """An error for a key (or a ``part`` inside its value) that is not what it must be."""
         inside = f" ({part})" if part else ""
@@ -76,7 +76,7 @@ class Where:
             raise self.error(key, f"a list of at most {MAX_DIMS} ints (numpy's limit)", value)
         return tuple(value)
 
-    def chunks(self, value: Any, key: str, ndim: int, part: str = "") -> tuple[int, ...]:
+    def chunks(self, value: JSONValue, key: str, ndim: int, part: str = "") -> tuple[int, ...]:
         if not (isinstance(value, list) and all(is_int(n) and 1 <= n <= MAX_EXTENT for n in value)):
             raise self.error(key, "a list of positive ints", value, part=part)
         if len(value) != ndim:
@@ -84,14 +84,14 @@ class Where:
             raise self.error(key, expected, value, part=part)
         return tuple(value)
 
-    def codec_list(self, value: Any, key: str, id_key: str) -> tuple[dict[str, Any], ...]:
+    def codec_list(self, value: JSONValue, key: str, id_key: str) -> tuple[dict[str, Any], ...]:
         if not isinstance(value, list):
             raise self.error(key, "a list of codec objects", value)
         for item in value:
             self.codec(item, key, id_key)
         return tuple(value)
 
-    def codec(self, value: Any, key: str, id_key: str) -> dict[str, Any]:
+    def codec(self, value: JSONValue, key: str, id_key: str) -> dict[str, Any]:
         if not (isinstance(value, dict) and isinstance(value.get(id_key), str)):
             raise self.error(key, f"a codec object with a string {id_key!r}", value)
         return value

@@ -22,11 +22,14 @@ dtype('<U3')
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from chunkflow.errors import MetadataError, UnsupportedDtypeError
+
+if TYPE_CHECKING:
+    from chunkflow.metadata.json import JSONValue
 
 __all__ = [
     "V3_CORE_NAMES",
@@ -105,7 +108,7 @@ def _is_empty_item(dtype: np.dtype) -> bool:
     return dtype.itemsize == 0 and dtype.kind in "SUV"
 
 
-def _parse_field_v2(entry: Any, doc: list[Any]) -> tuple[Any, ...]:
+def _parse_field_v2(entry: JSONValue, doc: list[Any]) -> tuple[Any, ...]:
     if not (isinstance(entry, list) and len(entry) in (2, 3) and isinstance(entry[0], str)):
         raise MetadataError(
             f"structured dtype entries must be [name, typestr] or [name, typestr, shape], "
@@ -225,7 +228,7 @@ def parse_data_type_v3(doc: str | dict[str, Any]) -> np.dtype:
     raise UnsupportedDtypeError(f"data_type {doc!r} is not supported")
 
 
-def _numpy_dtype(spec: Any, doc: Any) -> np.dtype:
+def _numpy_dtype(spec: Any, doc: JSONValue) -> np.dtype:
     """``np.dtype(spec)``, with numpy's refusals (duplicate field names, items too large
     for numpy) as chunkflow errors that quote the document."""
     try:
@@ -234,7 +237,7 @@ def _numpy_dtype(spec: Any, doc: Any) -> np.dtype:
         raise UnsupportedDtypeError(f"data type {doc!r} cannot be represented: {err}") from None
 
 
-def _split_named(doc: Any) -> tuple[str, dict[str, Any]]:
+def _split_named(doc: JSONValue) -> tuple[str, dict[str, Any]]:
     if isinstance(doc, str):
         return doc, {}
     if isinstance(doc, dict) and isinstance(doc.get("name"), str):
@@ -245,14 +248,14 @@ def _split_named(doc: Any) -> tuple[str, dict[str, Any]]:
     raise MetadataError(f"data_type must be a name or an object with a 'name', got {doc!r}")
 
 
-def _length_bytes(config: dict[str, Any], doc: Any) -> int:
+def _length_bytes(config: dict[str, Any], doc: JSONValue) -> int:
     length = config.get("length_bytes")
     if not (_is_int(length) and length >= 1):
         raise MetadataError(f"data_type {doc!r}: configuration.length_bytes must be an int >= 1")
     return int(length)
 
 
-def _parse_time_v3(name: str, config: dict[str, Any], doc: Any) -> np.dtype:
+def _parse_time_v3(name: str, config: dict[str, Any], doc: JSONValue) -> np.dtype:
     unit = config.get("unit")
     scale = config.get("scale_factor", 1)
     if unit not in _TIME_UNITS:
@@ -264,7 +267,7 @@ def _parse_time_v3(name: str, config: dict[str, Any], doc: Any) -> np.dtype:
     return _numpy_dtype(f"{_TIME_NAMES[name]}8[{scale}{unit}]", doc)
 
 
-def _parse_structured_v3(config: dict[str, Any], doc: Any) -> np.dtype:
+def _parse_structured_v3(config: dict[str, Any], doc: JSONValue) -> np.dtype:
     fields = config.get("fields")
     if not isinstance(fields, list):
         raise MetadataError(f"data_type {doc!r}: configuration.fields must be a list")
@@ -279,7 +282,7 @@ def _parse_structured_v3(config: dict[str, Any], doc: Any) -> np.dtype:
     return _numpy_dtype(parsed, doc)
 
 
-def _parse_struct_v3(config: dict[str, Any], doc: Any) -> np.dtype:
+def _parse_struct_v3(config: dict[str, Any], doc: JSONValue) -> np.dtype:
     # zarr-extensions' "struct" (what tensorstore writes): the fields are objects
     # {"name": ..., "data_type": ...} instead of zarr-python's [name, data_type] pairs.
     fields = config.get("fields")
@@ -295,7 +298,7 @@ def _parse_struct_v3(config: dict[str, Any], doc: Any) -> np.dtype:
     return _parse_structured_v3({"fields": pairs}, doc)
 
 
-def struct_field_types(data_type: Any) -> dict[str, Any] | None:
+def struct_field_types(data_type: JSONValue) -> dict[str, Any] | None:
     """The field ``data_type`` documents of a zarr-extensions ``struct``, else ``None``.
 
     Examples

@@ -20,11 +20,14 @@ import base64
 import binascii
 import datetime
 import math
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from chunkflow.errors import MetadataError
+
+if TYPE_CHECKING:
+    from chunkflow.metadata.fill_values import FillValueLike
 
 __all__ = [
     "NUMERIC_KINDS",
@@ -52,13 +55,13 @@ def invalid(value: object, dtype: np.dtype, expected: str) -> MetadataError:
 # --------------------------------------------------------------------- numeric kinds
 
 
-def _to_bool(value: Any, dtype: np.dtype, lenient: bool) -> np.generic:
+def _to_bool(value: FillValueLike, dtype: np.dtype, lenient: bool) -> np.generic:
     if isinstance(value, (bool, np.bool_)) or (is_integer(value) and value in (0, 1)):
         return np.bool_(bool(value))
     raise invalid(value, dtype, "true or false")
 
 
-def _to_int(value: Any, dtype: np.dtype, lenient: bool) -> np.generic:
+def _to_int(value: FillValueLike, dtype: np.dtype, lenient: bool) -> np.generic:
     if isinstance(value, (float, np.floating)) and float(value).is_integer():
         value = int(value)
     if not is_integer(value):
@@ -69,7 +72,7 @@ def _to_int(value: Any, dtype: np.dtype, lenient: bool) -> np.generic:
     return dtype.type(int(value))
 
 
-def _to_float(value: Any, dtype: np.dtype, lenient: bool) -> np.generic:
+def _to_float(value: FillValueLike, dtype: np.dtype, lenient: bool) -> np.generic:
     if isinstance(value, str):
         return _float_from_string(value, dtype, lenient)
     if not isinstance(value, (int, float, np.integer, np.floating)):
@@ -106,7 +109,7 @@ def _float_from_string(value: str, dtype: np.dtype, lenient: bool) -> np.generic
     raise invalid(value, dtype, 'a number, "NaN", "Infinity", "-Infinity" or "0x..." bits')
 
 
-def _to_complex(value: Any, dtype: np.dtype, lenient: bool) -> np.generic:
+def _to_complex(value: FillValueLike, dtype: np.dtype, lenient: bool) -> np.generic:
     part = np.dtype(f"f{dtype.itemsize // 2}")
     if isinstance(value, (list, tuple)) and len(value) == 2:
         real, imag = (_to_float(v, part, lenient) for v in value)
@@ -121,7 +124,7 @@ def _to_complex(value: Any, dtype: np.dtype, lenient: bool) -> np.generic:
     return out[()]
 
 
-def _to_time(value: Any, dtype: np.dtype, lenient: bool) -> np.generic:
+def _to_time(value: FillValueLike, dtype: np.dtype, lenient: bool) -> np.generic:
     expected = "an int64 count (NaT = -2**63)"
     native = dtype.newbyteorder("=")
     if isinstance(value, (float, np.floating)) and float(value).is_integer():
@@ -151,7 +154,7 @@ _NUMERIC = {"b": _to_bool, "i": _to_int, "u": _to_int, "f": _to_float, "c": _to_
 NUMERIC_KINDS = frozenset(_NUMERIC)
 
 
-def to_numeric(value: Any, dtype: np.dtype, *, lenient: bool) -> np.generic:
+def to_numeric(value: FillValueLike, dtype: np.dtype, *, lenient: bool) -> np.generic:
     """A bool, number, complex or datetime/timedelta fill value as a scalar of ``dtype``."""
     return _NUMERIC[dtype.kind](value, dtype, lenient)
 
@@ -166,13 +169,13 @@ def _item_from_bytes(raw: bytes, value: object, dtype: np.dtype) -> np.generic:
     return np.frombuffer(padded, dtype=dtype).copy()[0]
 
 
-def from_base64(value: Any, dtype: np.dtype) -> np.generic:
+def from_base64(value: FillValueLike, dtype: np.dtype) -> np.generic:
     if is_integer(value) and value == 0:  # old writers used 0 for "all zero bytes"
         return np.zeros((), dtype=dtype)[()]
     return _item_from_bytes(decode_base64(value, dtype), value, dtype)
 
 
-def decode_base64(value: Any, dtype: np.dtype) -> bytes:
+def decode_base64(value: FillValueLike, dtype: np.dtype) -> bytes:
     if not isinstance(value, str):
         raise invalid(value, dtype, "a Base64 string of the item's bytes")
     try:
@@ -181,13 +184,13 @@ def decode_base64(value: Any, dtype: np.dtype) -> bytes:
         raise invalid(value, dtype, f"a Base64 string of the item's bytes ({err})") from err
 
 
-def from_byte_list(value: Any, dtype: np.dtype) -> np.generic:
+def from_byte_list(value: FillValueLike, dtype: np.dtype) -> np.generic:
     if not all(is_integer(b) and 0 <= b <= 255 for b in value) or len(value) != dtype.itemsize:
         raise invalid(value, dtype, f"a list of {dtype.itemsize} byte values")
     return _item_from_bytes(bytes(value), value, dtype)
 
 
-def unicode_from_json(value: Any, dtype: np.dtype) -> np.generic:
+def unicode_from_json(value: FillValueLike, dtype: np.dtype) -> np.generic:
     if is_integer(value) and value == 0:
         return np.str_("")
     if not isinstance(value, str):
@@ -207,7 +210,7 @@ def unicode_from_json(value: Any, dtype: np.dtype) -> np.generic:
     return np.array(text, dtype=dtype)[()]
 
 
-def bytes_from_user(value: Any, dtype: np.dtype) -> np.generic:
+def bytes_from_user(value: FillValueLike, dtype: np.dtype) -> np.generic:
     if is_integer(value) and value == 0:
         return np.zeros((), dtype=dtype)[()]
     if isinstance(value, str):
@@ -220,7 +223,7 @@ def bytes_from_user(value: Any, dtype: np.dtype) -> np.generic:
     return _item_from_bytes(bytes(value), value, dtype)
 
 
-def unicode_from_user(value: Any, dtype: np.dtype) -> np.generic:
+def unicode_from_user(value: FillValueLike, dtype: np.dtype) -> np.generic:
     if is_integer(value) and value == 0:
         return np.str_("")
     if not isinstance(value, str) or len(value) * 4 > dtype.itemsize:
@@ -228,7 +231,7 @@ def unicode_from_user(value: Any, dtype: np.dtype) -> np.generic:
     return np.array(value, dtype=dtype)[()]
 
 
-def void_from_user(value: Any, dtype: np.dtype) -> np.generic:
+def void_from_user(value: FillValueLike, dtype: np.dtype) -> np.generic:
     if isinstance(value, np.ndarray) and value.ndim == 0:
         value = value[()]
     if isinstance(value, np.void) and value.dtype.fields is not None and dtype.fields is not None:

@@ -29,11 +29,15 @@ np.float32(nan)
 from __future__ import annotations
 
 import base64
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 
 from chunkflow.metadata.dtypes import VLEN_BYTES_NAMES, struct_field_types
+
+if TYPE_CHECKING:
+    from chunkflow.metadata.json import JSONValue
 from chunkflow.metadata.fill_scalars import (
     NUMERIC_KINDS,
     bytes_from_user,
@@ -48,6 +52,7 @@ from chunkflow.metadata.fill_scalars import (
 )
 
 __all__ = [
+    "FillValueLike",
     "encode_fill_value_v2",
     "encode_fill_value_v3",
     "is_all_fill",
@@ -56,7 +61,15 @@ __all__ = [
     "parse_fill_value_v3",
 ]
 
-def normalize_fill_value(value: object, dtype: np.dtype) -> Any:
+#: A fill value as users give it (see :func:`normalize_fill_value`): a Python or NumPy
+#: scalar, bytes or a string, a sequence (a complex pair, a structured record), a
+#: mapping of field names (a structured record), or ``None`` (no fill value, Zarr v2).
+FillValueLike: TypeAlias = (
+    bool | int | float | complex | str | bytes | np.generic | Sequence[object]
+    | Mapping[str, object] | None
+)
+
+def normalize_fill_value(value: FillValueLike, dtype: np.dtype) -> Any:
     """Turn a user-given fill value into a NumPy scalar of ``dtype``.
 
     Parameters
@@ -83,10 +96,11 @@ def normalize_fill_value(value: object, dtype: np.dtype) -> Any:
     --------
     >>> normalize_fill_value("nan", np.dtype("f8")), normalize_fill_value(2.0, np.dtype("u1"))
     (np.float64(nan), np.uint8(2))
-    >>> normalize_fill_value(300, np.dtype("i1"))
+    >>> normalize_fill_value(300, np.dtype("i1"))  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    chunkflow.errors.MetadataError: fill_value 300 is not valid for dtype int8: expected an integer in [-128, 127]
+    chunkflow.errors.MetadataError: fill_value 300 is not valid for dtype int8: expected an integer in [-128,
+    127]
     """
     dtype = np.dtype(dtype)
     if value is None or dtype.kind in "OT":
@@ -105,7 +119,7 @@ def normalize_fill_value(value: object, dtype: np.dtype) -> Any:
     raise invalid(value, dtype, "a supported dtype")
 
 
-def _parse_json(value: Any, dtype: np.dtype, *, raw_bits: bool, vlen_bytes: bool) -> Any:
+def _parse_json(value: JSONValue, dtype: np.dtype, *, raw_bits: bool, vlen_bytes: bool) -> Any:
     kind = dtype.kind
     if kind in NUMERIC_KINDS:
         return to_numeric(value, dtype, lenient=False)
@@ -155,7 +169,7 @@ def _encode_float(value: Any) -> Any:
     return float(value)
 
 
-def parse_fill_value_v2(value: Any, dtype: np.dtype, *, vlen_bytes: bool = False) -> Any:
+def parse_fill_value_v2(value: JSONValue, dtype: np.dtype, *, vlen_bytes: bool = False) -> Any:
     """Decode the ``fill_value`` of a v2 ``.zarray`` (``null`` gives ``None``).
 
     ``vlen_bytes=True`` (an ``object`` array with a ``vlen-bytes`` filter) decodes
@@ -187,7 +201,7 @@ def encode_fill_value_v2(value: Any, dtype: np.dtype) -> Any:
 
 
 def parse_fill_value_v3(
-    value: Any, dtype: np.dtype, *, data_type: str | dict[str, Any] | None = None
+    value: JSONValue, dtype: np.dtype, *, data_type: str | dict[str, Any] | None = None
 ) -> Any:
     """Decode the (required) ``fill_value`` of a v3 array ``zarr.json``.
 
@@ -248,11 +262,11 @@ def _parse_struct_fill(value: dict[str, Any], dtype: np.dtype, field_types: dict
     return item[()]
 
 
-def _is_raw_bits(data_type: Any) -> bool:
+def _is_raw_bits(data_type: JSONValue) -> bool:
     return isinstance(data_type, str) and data_type.startswith("r") and data_type[1:].isdigit()
 
 
-def _is_vlen_bytes(data_type: Any) -> bool:
+def _is_vlen_bytes(data_type: JSONValue) -> bool:
     name = data_type.get("name") if isinstance(data_type, dict) else data_type
     return name in VLEN_BYTES_NAMES
 

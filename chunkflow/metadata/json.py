@@ -9,10 +9,11 @@ Examples
 --------
 >>> load_json_document(b'{"zarr_format": 2}', "a/b", ".zgroup")
 {'zarr_format': 2}
->>> load_json_document(b'{"zarr_format": ', "a/b", ".zgroup")
+>>> load_json_document(b'{"zarr_format": ', "a/b", ".zgroup")  # doctest: +NORMALIZE_WHITESPACE
 Traceback (most recent call last):
 ...
-chunkflow.errors.MetadataError: node 'a/b': .zgroup is not valid JSON (truncated or malformed: Expecting value at line 1 column 17)
+chunkflow.errors.MetadataError: node 'a/b': .zgroup is not valid JSON (truncated or malformed: Expecting value
+at line 1 column 17)
 >>> dump_json_document({"zarr_format": 2})
 b'{\\n    "zarr_format": 2\\n}'
 """
@@ -20,13 +21,17 @@ b'{\\n    "zarr_format": 2\\n}'
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 
 from chunkflow.errors import MetadataError
 
-__all__ = ["describe", "dump_json_document", "load_json_document"]
+__all__ = ["JSONValue", "describe", "dump_json_document", "load_json_document"]
+
+#: A value of a JSON document as :func:`json.loads` returns it: what the metadata
+#: parsers receive, and check, before anything is trusted.
+JSONValue: TypeAlias = bool | int | float | str | list[Any] | dict[str, Any] | None
 
 
 def describe(kind: str, path: str) -> str:
@@ -108,10 +113,11 @@ def dump_json_document(doc: dict[str, Any]) -> bytes:
     --------
     >>> dump_json_document({"a": np.int64(3), "b": [np.float32(0.5)]})
     b'{\\n    "a": 3,\\n    "b": [\\n        0.5\\n    ]\\n}'
-    >>> dump_json_document({"x": float("nan")})
+    >>> dump_json_document({"x": float("nan")})  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    chunkflow.errors.MetadataError: cannot serialize metadata document: Out of range float values are not JSON compliant: nan
+    chunkflow.errors.MetadataError: cannot serialize metadata document: Out of range float values are not JSON
+    compliant: nan
     """
     try:
         text = json.dumps(

@@ -126,10 +126,11 @@ class ArrayMetadataV2:
         --------
         >>> ArrayMetadataV2.from_dict({"zarr_format": 2, "shape": [4], "chunks": [0],
         ...     "dtype": "<i4", "compressor": None, "fill_value": 0, "order": "C",
-        ...     "filters": None}, "a/b")
+        ...     "filters": None}, "a/b")  # doctest: +NORMALIZE_WHITESPACE
         Traceback (most recent call last):
         ...
-        chunkflow.errors.MetadataError: array 'a/b': .zarray key 'chunks' must be a list of positive ints, got [0]
+        chunkflow.errors.MetadataError: array 'a/b': .zarray key 'chunks' must be a list of positive ints, got
+        [0]
         """
         where = Where("array", path, ".zarray")
         if not isinstance(doc, dict):

@@ -30,7 +30,7 @@ from chunkflow.metadata.fill_values import (
     normalize_fill_value,
     parse_fill_value_v3,
 )
-from chunkflow.metadata.json import describe, dump_json_document, load_json_document
+from chunkflow.metadata.json import JSONValue, describe, dump_json_document, load_json_document
 
 __all__ = ["ArrayMetadataV3", "GroupMetadataV3", "parse_zarr_json"]
 
@@ -135,12 +135,14 @@ class ArrayMetadataV3:
 
         Examples
         --------
-        >>> ArrayMetadataV3.from_dict({"zarr_format": 3, "node_type": "array",
+        >>> ArrayMetadataV3.from_dict({  # doctest: +NORMALIZE_WHITESPACE
+        ...     "zarr_format": 3, "node_type": "array",
         ...     "shape": [4], "data_type": "uint8", "fill_value": 0, "codecs": ["bytes"],
         ...     "chunk_grid": {"name": "rectilinear"}, "chunk_key_encoding": "default"}, "a/b")
         Traceback (most recent call last):
         ...
-        chunkflow.errors.UnsupportedFormatError: array 'a/b': zarr.json key 'chunk_grid' must be {"name": "regular", ...} (the only chunk grid chunkflow supports), got {'name': 'rectilinear'}
+        chunkflow.errors.UnsupportedFormatError: array 'a/b': zarr.json key 'chunk_grid' must be {"name":
+        "regular", ...} (the only chunk grid chunkflow supports), got {'name': 'rectilinear'}
         """
         where = Where("array", path, "zarr.json")
         where.zarr_format(doc, 3)
@@ -281,7 +283,7 @@ def _refuse_unknown_keys(where: Where, doc: dict[str, Any], known: frozenset[str
         )
 
 
-def _chunk_shape(where: Where, grid: Any, ndim: int) -> tuple[int, ...]:
+def _chunk_shape(where: Where, grid: JSONValue, ndim: int) -> tuple[int, ...]:
     if not (isinstance(grid, dict) and grid.get("name") == "regular"):
         raise where.error("chunk_grid", '{"name": "regular", ...} (the only chunk grid '
                           "chunkflow supports)", grid, UnsupportedFormatError)  # fmt: skip
@@ -291,7 +293,7 @@ def _chunk_shape(where: Where, grid: Any, ndim: int) -> tuple[int, ...]:
     return where.chunks(config["chunk_shape"], "chunk_grid", ndim, "configuration.chunk_shape")
 
 
-def _chunk_key_encoding(where: Where, doc: Any) -> tuple[str, str]:
+def _chunk_key_encoding(where: Where, doc: JSONValue) -> tuple[str, str]:
     if isinstance(doc, str):
         doc = {"name": doc}
     if not isinstance(doc, dict):
@@ -303,7 +305,7 @@ def _chunk_key_encoding(where: Where, doc: Any) -> tuple[str, str]:
     return _check_encoding(where, name, config.get("separator", _DEFAULT_SEPARATOR.get(name)))
 
 
-def _check_encoding(where: Where, name: Any, separator: Any) -> tuple[str, str]:
+def _check_encoding(where: Where, name: JSONValue, separator: JSONValue) -> tuple[str, str]:
     if name not in _DEFAULT_SEPARATOR:
         raise where.error("chunk_key_encoding", '"default" or "v2"', name,
                           UnsupportedFormatError, part="name")  # fmt: skip
@@ -313,7 +315,7 @@ def _check_encoding(where: Where, name: Any, separator: Any) -> tuple[str, str]:
     return (name, separator)
 
 
-def _codecs(where: Where, codecs: Any) -> tuple[dict[str, Any], ...]:
+def _codecs(where: Where, codecs: JSONValue) -> tuple[dict[str, Any], ...]:
     if not isinstance(codecs, list) or not codecs:
         raise where.error("codecs", "a non-empty list of codecs", codecs)
     # A bare name is the spec's short form of {"name": name}.
@@ -321,7 +323,7 @@ def _codecs(where: Where, codecs: Any) -> tuple[dict[str, Any], ...]:
     return tuple(where.codec(c, "codecs", "name") for c in normalized)
 
 
-def _dimension_names(where: Where, names: Any, ndim: int) -> tuple[str | None, ...]:
+def _dimension_names(where: Where, names: JSONValue, ndim: int) -> tuple[str | None, ...]:
     if not (isinstance(names, list) and all(n is None or isinstance(n, str) for n in names)):
         raise where.error("dimension_names", "a list of strings or nulls", names)
     if len(names) != ndim:

@@ -12,7 +12,7 @@ Examples
 from __future__ import annotations
 
 from chunkflow.storage.base import Store
-from chunkflow.storage.factory import make_store
+from chunkflow.storage.factory import StoreLike, make_store
 from chunkflow.storage.fsspec_store import FsspecStore
 from chunkflow.storage.keys import normalize_key
 from chunkflow.storage.local import LocalStore
@@ -28,6 +28,7 @@ __all__ = [
     "MappingStore",
     "MemoryStore",
     "Store",
+    "StoreLike",
     "ZipStore",
     "make_store",
     "normalize_key",

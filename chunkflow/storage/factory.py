@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from fsspec.implementations.local import LocalFileSystem
 
@@ -16,13 +16,22 @@ from chunkflow.storage.mapping import MappingStore
 from chunkflow.storage.memory import MemoryStore
 from chunkflow.storage.zip import ZipStore
 
-__all__ = ["make_store", "opened_by_chunkflow"]
+if TYPE_CHECKING:
+    from zarr.abc.store import Store as ZarrPythonStore
+
+__all__ = ["StoreLike", "make_store", "opened_by_chunkflow"]
+
+#: What every ``store=`` argument accepts (see :func:`make_store`): a chunkflow
+#: :class:`Store`, a zarr-python 3 store, a mapping of keys to bytes, a path or URL, or
+#: ``None`` for a new in-memory store. Written as a string so that zarr-python, an
+#: optional dependency, is imported by type checkers only.
+StoreLike: TypeAlias = "Store | ZarrPythonStore | Mapping[str, bytes] | str | os.PathLike[str] | None"
 
 _MODES = ("r", "r+", "a", "w", "w-")
 
 
 def make_store(
-    store: Any, *, mode: str = "a", storage_options: dict[str, Any] | None = None
+    store: StoreLike, *, mode: str = "a", storage_options: dict[str, Any] | None = None
 ) -> Store:
     """Return a :class:`Store` for `store` (see :func:`_make_store`); a store made here
     from a path, URL or mapping is marked as opened by chunkflow, so nodes opened from
@@ -47,7 +56,7 @@ def opened_by_chunkflow(store: Store) -> bool:
 
 
 def _make_store(
-    store: Any, *, mode: str = "a", storage_options: dict[str, Any] | None = None
+    store: StoreLike, *, mode: str = "a", storage_options: dict[str, Any] | None = None
 ) -> Store:
     """Return a :class:`Store` for `store`.
 

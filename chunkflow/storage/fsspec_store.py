@@ -6,7 +6,7 @@ import contextlib
 import os
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import fsspec
 from fsspec.utils import get_protocol
@@ -16,6 +16,9 @@ from chunkflow.storage.base import Store
 from chunkflow.storage.keys import slice_bounds
 from chunkflow.storage.process_local import reference
 from chunkflow.storage.ranges import ByteRangeReader
+
+if TYPE_CHECKING:
+    from fsspec import AbstractFileSystem
 
 __all__ = ["GLOB", "FsspecRangeReader", "FsspecStore", "change_token", "fs_protocols",
            "is_missing_error"]
@@ -86,7 +89,7 @@ class FsspecRangeReader(ByteRangeReader):
         ``fs.info(path)`` taken at open; it must have a :func:`change_token`.
     """
 
-    def __init__(self, key: str, fs: Any, path: str, info: dict[str, Any]) -> None:
+    def __init__(self, key: str, fs: AbstractFileSystem, path: str, info: dict[str, Any]) -> None:
         token = change_token(info)
         if token is None:
             raise ValueError(f"key {key!r}: fs.info of {path!r} has no field that tracks changes")
@@ -128,7 +131,7 @@ class FsspecRangeReader(ByteRangeReader):
         return [bytes(part) for part in results]
 
 
-def open_fsspec_ranges(fs: Any, path: str, key: str) -> FsspecRangeReader | None:
+def open_fsspec_ranges(fs: AbstractFileSystem, path: str, key: str) -> FsspecRangeReader | None:
     """A checked range reader of ``path``, or ``None`` where fsspec cannot check one
     (no change-tracking info field, or a local file system): then read the value whole.
 
@@ -414,7 +417,7 @@ class FsspecStore(Store):
         return sum(int(info.get("size") or 0) for info in self._find(prefix).values())
 
 
-def fs_protocols(fs: Any) -> tuple[str, ...]:
+def fs_protocols(fs: AbstractFileSystem) -> tuple[str, ...]:
     """The protocol names of an fsspec file system, as a tuple (fsspec gives a str or a
     tuple)."""
     protocol = fs.protocol

@@ -9,10 +9,11 @@ Examples
 --------
 >>> normalize_key("a/b/.zarray")
 'a/b/.zarray'
->>> normalize_key("../etc/passwd")
+>>> normalize_key("../etc/passwd")  # doctest: +NORMALIZE_WHITESPACE
 Traceback (most recent call last):
 ...
-chunkflow.errors.InvalidKeyError: invalid store key '../etc/passwd': expected a relative '/'-separated path without '.' or '..' segments, empty segments, backslashes, NUL or a leading drive/slash
+chunkflow.errors.InvalidKeyError: invalid store key '../etc/passwd': expected a relative '/'-separated path
+without '.' or '..' segments, empty segments, backslashes, NUL or a leading drive/slash
 """
 
 from __future__ import annotations
@@ -62,10 +63,11 @@ def normalize_key(key: str) -> str:
     --------
     >>> normalize_key("c/0/1")
     'c/0/1'
-    >>> normalize_key("a//b")
+    >>> normalize_key("a//b")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    chunkflow.errors.InvalidKeyError: invalid store key 'a//b': expected a relative '/'-separated path without '.' or '..' segments, empty segments, backslashes, NUL or a leading drive/slash
+    chunkflow.errors.InvalidKeyError: invalid store key 'a//b': expected a relative '/'-separated path without
+    '.' or '..' segments, empty segments, backslashes, NUL or a leading drive/slash
     """
     if type(key) is not str:
         if not isinstance(key, str):

@@ -61,10 +61,11 @@ def check_ranges(key: str, ranges: Sequence[tuple[int, int]], size: int) -> list
     --------
     >>> check_ranges("c/0", [(0, 4), (2, 2)], 10)
     [(0, 4), (2, 2)]
-    >>> check_ranges("c/0", [(8, 12)], 10)
+    >>> check_ranges("c/0", [(8, 12)], 10)  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    ValueError: byte range (8, 12) of key 'c/0' is out of bounds: expected 0 <= start <= stop <= 10 (the size of the value)
+    ValueError: byte range (8, 12) of key 'c/0' is out of bounds: expected 0 <= start <= stop <= 10 (the size
+    of the value)
     """
     checked = []
     for item in ranges:
@@ -172,7 +173,7 @@ class ByteRangeReader(abc.ABC):
         if release:
             self._close()
 
-    def _close(self) -> None:
+    def _close(self) -> None:  # noqa: B027 - an optional hook: most backends hold nothing
         """Backends holding a resource (a file descriptor) release it here."""
 
     def __enter__(self) -> ByteRangeReader:

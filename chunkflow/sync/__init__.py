@@ -10,9 +10,7 @@ pickles, so arrays that carry one can be sent to worker processes.
 
 from __future__ import annotations
 
-from typing import Any
-
-from chunkflow.sync.base import KeyLockSynchronizer, Synchronizer
+from chunkflow.sync.base import KeyLockSynchronizer, Synchronizer, SynchronizerLike
 from chunkflow.sync.distributed import DistributedSynchronizer
 from chunkflow.sync.process import ProcessSynchronizer
 from chunkflow.sync.thread import ThreadSynchronizer
@@ -22,12 +20,13 @@ __all__ = [
     "KeyLockSynchronizer",
     "ProcessSynchronizer",
     "Synchronizer",
+    "SynchronizerLike",
     "ThreadSynchronizer",
     "as_synchronizer",
 ]
 
 
-def as_synchronizer(value: Any) -> Synchronizer | None:
+def as_synchronizer(value: SynchronizerLike) -> Synchronizer | None:
     """Turn the ``synchronizer=`` argument of an array into a synchronizer.
 
     Parameters

@@ -21,11 +21,11 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from chunkflow.errors import LockTimeoutError
 
-__all__ = ["KeyLockSynchronizer", "Synchronizer"]
+__all__ = ["KeyLockSynchronizer", "Synchronizer", "SynchronizerLike"]
 
 
 @runtime_checkable
@@ -51,6 +51,11 @@ class Synchronizer(Protocol):
     ) -> AbstractContextManager[None]:
         """Hold the locks of all ``keys``, taken in sorted order."""
         ...
+
+
+#: What every ``synchronizer=`` argument accepts (see :func:`chunkflow.sync.as_synchronizer`):
+#: a :class:`Synchronizer`, ``"thread"`` for a new thread synchronizer, or ``None``.
+SynchronizerLike: TypeAlias = Synchronizer | Literal["thread"] | None
 
 
 class KeyLockSynchronizer(ABC):

@@ -15,13 +15,16 @@ from __future__ import annotations
 import os
 import sys
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING
 
 from chunkflow.api.hierarchy import open_group
 from chunkflow.core.array import Array
 from chunkflow.core.group import Group
 from chunkflow.errors import MetadataError, NodeNotFoundError
 from chunkflow.storage import Store
+
+if TYPE_CHECKING:
+    from chunkflow.cache import CacheLike
 
 __all__ = ["FALLBACK_WARNING", "open_group_for_xarray"]
 
@@ -39,7 +42,7 @@ FALLBACK_WARNING = (
 
 
 def open_group_for_xarray(store: Store, path: str, consolidated: bool | None,
-                          zarr_format: int | None, cache: Any,
+                          zarr_format: int | None, cache: CacheLike,
                           supports_consolidated: bool = True) -> Group:
     """The group at ``path`` of ``store``, read as ``consolidated`` says (module notes).
 
@@ -70,7 +73,7 @@ def open_group_for_xarray(store: Store, path: str, consolidated: bool | None,
 
 
 def _through_consolidated(store: Store, path: str, zarr_format: int | None,
-                          cache: Any) -> Group | None:
+                          cache: CacheLike) -> Group | None:
     """The group read through the root's consolidated metadata or its own; ``None``
     when neither has any. A missing group raises (it does not exist)."""
     if path:

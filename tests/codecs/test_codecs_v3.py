@@ -74,9 +74,12 @@ BYTES_LE = {"name": "bytes", "configuration": {"endian": "little"}}
 BYTES_BE = {"name": "bytes", "configuration": {"endian": "big"}}
 B2B = [
     [],
-    [{"name": "blosc", "configuration": {"cname": "lz4", "clevel": 5, "shuffle": "shuffle", "typesize": 2, "blocksize": 0}}],
-    [{"name": "blosc", "configuration": {"cname": "zstd", "clevel": 3, "shuffle": "bitshuffle", "typesize": 2, "blocksize": 0}}],
-    [{"name": "blosc", "configuration": {"cname": "blosclz", "clevel": 1, "shuffle": "noshuffle", "blocksize": 0}}],
+    [{"name": "blosc", "configuration": {"cname": "lz4", "clevel": 5, "shuffle": "shuffle",
+                                         "typesize": 2, "blocksize": 0}}],
+    [{"name": "blosc", "configuration": {"cname": "zstd", "clevel": 3, "shuffle": "bitshuffle",
+                                         "typesize": 2, "blocksize": 0}}],
+    [{"name": "blosc", "configuration": {"cname": "blosclz", "clevel": 1, "shuffle": "noshuffle",
+                                         "blocksize": 0}}],
     [{"name": "gzip", "configuration": {"level": 1}}],
     [{"name": "zstd", "configuration": {"level": 1, "checksum": True}}],
     [{"name": "crc32c"}],
@@ -84,7 +87,8 @@ B2B = [
     [{"name": "crc32c"}, {"name": "gzip", "configuration": {"level": 1}}],
     [{"name": "numcodecs.lz4", "configuration": {"acceleration": 1}}],
     [{"name": "numcodecs.bz2", "configuration": {"level": 1}}, {"name": "numcodecs.adler32"}],
-    [{"name": "numcodecs.shuffle", "configuration": {"elementsize": 2}}, {"name": "numcodecs.zlib", "configuration": {"level": 1}}],
+    [{"name": "numcodecs.shuffle", "configuration": {"elementsize": 2}},
+     {"name": "numcodecs.zlib", "configuration": {"level": 1}}],
 ]
 
 
@@ -172,7 +176,8 @@ def test_one_byte_types_ignore_missing_endian():
         ("<f8", {"name": "numcodecs.fixedscaleoffset",
                  "configuration": {"offset": 0, "scale": 10, "dtype": "<f8", "astype": "<u2"}},
          lambda s: np.round(smooth(s, "<f8") / 10, 1)),
-        ("<f4", {"name": "numcodecs.bitround", "configuration": {"keepbits": 23}}, lambda s: smooth(s, "<f4") / 7),
+        ("<f4", {"name": "numcodecs.bitround", "configuration": {"keepbits": 23}},
+         lambda s: smooth(s, "<f4") / 7),
         ("bool", {"name": "numcodecs.packbits", "configuration": {}}, lambda s: smooth(s) % 3 == 0),
         ("<f8", {"name": "numcodecs.astype", "configuration": {"encode_dtype": "<f4", "decode_dtype": "<f8"}},
          lambda s: smooth(s, "<f8") / 4),
@@ -184,14 +189,15 @@ def test_numcodecs_filters(dtype, codec, make, transpose):
     shape = (5, 6)
     chunk = make(shape).astype(dtype)
     a2a = [TransposeCodec((1, 0))] if transpose else []
-    p = v3_pipeline(dtype, shape, a2a + [codec, BYTES_BE, {"name": "zstd", "configuration": {"level": 1, "checksum": False}}])
+    zstd = {"name": "zstd", "configuration": {"level": 1, "checksum": False}}
+    p = v3_pipeline(dtype, shape, a2a + [codec, BYTES_BE, zstd])
     check_round_trip(p, chunk)
 
 
 def test_quantize_filter():
     chunk = smooth((4, 4), "<f8") / 3
-    p = v3_pipeline("<f8", (4, 4), [{"name": "numcodecs.quantize", "configuration": {"digits": 3, "dtype": "<f8"}},
-                                    BYTES_LE])
+    quantize = {"name": "numcodecs.quantize", "configuration": {"digits": 3, "dtype": "<f8"}}
+    p = v3_pipeline("<f8", (4, 4), [quantize, BYTES_LE])
     np.testing.assert_allclose(p.decode(p.encode(chunk)), chunk, atol=1e-3)
 
 
@@ -373,7 +379,8 @@ def zarr_cases():
     warnings.simplefilter("ignore")  # zarr warns that numcodecs.* codecs are not in the spec
     return [
         ("uint16", {}, None),
-        ("int32", dict(serializer=ZBytes(endian="big"), compressors=[ZB(cname="zstd", shuffle="bitshuffle")]), None),
+        ("int32", dict(serializer=ZBytes(endian="big"),
+                       compressors=[ZB(cname="zstd", shuffle="bitshuffle")]), None),
         ("float64", dict(filters=[ZT(order=(1, 0))], compressors=[ZG(level=1), ZC()]), None),
         ("uint8", dict(compressors=[ZZ(level=3, checksum=True)]), None),
         ("int32", dict(filters=[znc.Delta(dtype="<i4")], compressors=[znc.BZ2(level=1)]), None),
@@ -392,7 +399,8 @@ def test_zarr_python_interop(tmp_path, dtype, kwargs, as_dtype):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         a = zarr.create_array(tmp_path / "a", shape=(6, 10), chunks=(3, 5), zarr_format=3,
-                              dtype=str if dtype == "str" else dtype, fill_value=None if dtype == "str" else 0, **kwargs)
+                              dtype=str if dtype == "str" else dtype,
+                              fill_value=None if dtype == "str" else 0, **kwargs)
         values = (np.arange(60).reshape(6, 10) % 200).astype(dtype if dtype != "str" else "U3")
         a[:] = values
         meta = json.loads((tmp_path / "a" / "zarr.json").read_text())
@@ -430,7 +438,8 @@ def test_buffer_input_types(b2b):
     "codecs",
     [
         [{"name": "transpose", "configuration": {"order": [1, 0]}}, BYTES_BE,
-         {"name": "blosc", "configuration": {"cname": "zstd", "clevel": 3, "shuffle": "shuffle"}}, {"name": "crc32c"}],
+         {"name": "blosc", "configuration": {"cname": "zstd", "clevel": 3, "shuffle": "shuffle"}},
+         {"name": "crc32c"}],
         [BYTES_LE, {"name": "zstd", "configuration": {"level": 1}}],
         [BYTES_LE, {"name": "blosc", "configuration": {"cname": "lz4", "clevel": 5, "shuffle": "noshuffle"}}],
     ],

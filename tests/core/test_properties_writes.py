@@ -37,7 +37,7 @@ def specs(draw: st.DrawFn) -> dict[str, Any]:
     shape = tuple(draw(st.lists(st.integers(1, 7), min_size=ndim, max_size=ndim)))
     chunks = tuple(draw(st.lists(st.integers(1, 4), min_size=ndim, max_size=ndim)))
     dtype = np.dtype(draw(st.sampled_from(DTYPES)))
-    fill = True if dtype == bool else draw(st.sampled_from([3, 7, 42]))
+    fill = True if dtype == np.dtype(bool) else draw(st.sampled_from([3, 7, 42]))
     return {"shape": shape, "chunks": chunks, "dtype": dtype, "fill_value": fill,
             "zarr_format": draw(st.sampled_from([2, 3])),
             "write_empty_chunks": draw(st.booleans())}
@@ -47,7 +47,7 @@ def values(draw: st.DrawFn, shape: tuple[int, ...], spec: dict[str, Any]) -> np.
     """Values that are mostly or wholly the fill value, so chunks empty out again."""
     fill = spec["fill_value"]
     rng = np.random.default_rng(draw(st.integers(0, 2**16)))
-    other = not fill if spec["dtype"] == bool else fill + 1 + rng.integers(0, 3, size=shape)
+    other = not fill if spec["dtype"] == np.dtype(bool) else fill + 1 + rng.integers(0, 3, size=shape)
     share = draw(st.sampled_from([0.0, 0.3, 1.0]))  # share of non-fill elements
     return np.where(rng.random(shape) < share, other, fill).astype(spec["dtype"])
 

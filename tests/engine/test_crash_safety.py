@@ -9,6 +9,7 @@ before a shrink may come back when the array grows again.
 from __future__ import annotations
 
 import errno
+import functools
 import json
 import os
 import time
@@ -135,7 +136,7 @@ def _kill_at_every_stage(
         for k in range(1, 200):
             path = tmp_path / f"{when}-{k}.zarr"
             old_state = setup(path)
-            finished = _run_killed(lambda: operation(path), k, when)
+            finished = _run_killed(functools.partial(operation, path), k, when)
             seen = _open(path, mode="r")[:]
             if seen.shape == old_state.shape:
                 np.testing.assert_array_equal(seen, old_state, err_msg=f"{when} op {k}")

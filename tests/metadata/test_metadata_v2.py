@@ -196,7 +196,8 @@ def test_zarr_python_documents_parse(dtype: Any, fill: Any) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         zarr.create_array(store=store, shape=(5, 4), chunks=(2, 3), dtype=dtype, fill_value=fill,
-                          zarr_format=2, order="F", chunk_key_encoding={"name": "v2", "separator": "/"})  # fmt: skip
+                          zarr_format=2, order="F",
+                          chunk_key_encoding={"name": "v2", "separator": "/"})
     meta = ArrayMetadataV2.from_bytes(store._store_dict[".zarray"].to_bytes(), "peer")
     assert (meta.shape, meta.chunks, meta.dtype, meta.order) == ((5, 4), (2, 3), dtype, "F")
     assert meta.dimension_separator == "/"

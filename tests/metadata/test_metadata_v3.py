@@ -125,7 +125,9 @@ BAD = [
 ]
 
 
-@pytest.mark.parametrize("key, value, error, needle", [(*c, None)[:4] for c in BAD], ids=lambda x: repr(x)[:24])
+@pytest.mark.parametrize(
+    "key, value, error, needle", [(*c, None)[:4] for c in BAD], ids=lambda x: repr(x)[:24]
+)
 def test_errors_name_path_key_and_value(key: str, value: Any, error: type, needle: str | None) -> None:
     with pytest.raises(error) as info:
         ArrayMetadataV3.from_dict(array_doc(**{key: value}), "a/b")
@@ -159,12 +161,16 @@ def test_bad_bytes(data: bytes) -> None:
         ("float64", "-Infinity", -math.inf),
         ("complex64", ["NaN", 2.0], complex(math.nan, 2)),
         ("r16", [1, 2], b"\x01\x02"),
-        ({"name": "numpy.datetime64", "configuration": {"unit": "s", "scale_factor": 1}}, 5, np.datetime64(5, "s")),
+        ({"name": "numpy.datetime64", "configuration": {"unit": "s", "scale_factor": 1}}, 5,
+         np.datetime64(5, "s")),
         ({"name": "null_terminated_bytes", "configuration": {"length_bytes": 3}}, "YQ==", b"a"),
         ({"name": "fixed_length_utf32", "configuration": {"length_bytes": 8}}, "hé", "hé"),
         ({"name": "raw_bytes", "configuration": {"length_bytes": 2}}, "AQI=", b"\x01\x02"),
-        ({"name": "structured", "configuration": {"fields": [["a", "int16"], ["b", "uint8"]]}}, "AQAC", (1, 2)),
-        ({"name": "struct", "configuration": {"fields": [{"name": "a", "data_type": "int16"}, {"name": "b", "data_type": "r16"}]}}, {"a": -1, "b": [1, 2]}, (-1, b"\x01\x02")),
+        ({"name": "structured", "configuration": {"fields": [["a", "int16"], ["b", "uint8"]]}},
+         "AQAC", (1, 2)),
+        ({"name": "struct", "configuration": {"fields": [{"name": "a", "data_type": "int16"},
+                                                         {"name": "b", "data_type": "r16"}]}},
+         {"a": -1, "b": [1, 2]}, (-1, b"\x01\x02")),
     ],  # fmt: skip
     ids=str,
 )
@@ -175,7 +181,8 @@ def test_data_types_and_fill_values_round_trip(data_type: Any, fill: Any, expect
     doc = meta.to_dict()
     assert doc["data_type"] == data_type
     again = parse(doc)
-    assert again == meta and np.array(again.fill_value, dtype).tobytes() == np.array(expected, dtype).tobytes()
+    assert again == meta
+    assert np.array(again.fill_value, dtype).tobytes() == np.array(expected, dtype).tobytes()
 
 
 def test_struct_fill_value_round_trips_as_an_object() -> None:
@@ -230,7 +237,9 @@ def test_group() -> None:
     assert json.loads(group.to_bytes())["consolidated_metadata"] == consolidated
     assert GroupMetadataV3.from_bytes(group.to_bytes(), "g") == group
     assert group.with_attributes({}).to_dict() == {
-        "zarr_format": 3, "node_type": "group", "attributes": {}, "consolidated_metadata": consolidated}  # fmt: skip
+        "zarr_format": 3, "node_type": "group", "attributes": {},
+        "consolidated_metadata": consolidated,
+    }
     assert GroupMetadataV3.from_dict({"zarr_format": 3, "node_type": "group"}).attributes == {}
     with pytest.raises(UnsupportedFormatError, match="group 'g': zarr.json has the key 'x'"):
         GroupMetadataV3.from_dict({"zarr_format": 3, "node_type": "group", "x": 1}, "g")
