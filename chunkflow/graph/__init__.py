@@ -17,7 +17,7 @@
 from chunkflow.graph import reductions
 from chunkflow.graph.map import MemoryPlanError, map_chunks, summarize_chunks
 from chunkflow.graph.read import ArraySource, BlockChunks, to_dask
-from chunkflow.graph.reduce_plan import ReductionSource
+from chunkflow.graph.reduction_tree import ReductionSource
 from chunkflow.graph.reductions import (
     histogram,
     median,

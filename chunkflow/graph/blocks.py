@@ -1,7 +1,7 @@
 """Block plans: where the blocks of a dask array over a selection begin and end.
 
 A basic selection (integers, slices with any step, Ellipsis) of an array becomes one
-:class:`DimPlan` per dimension. Block edges fall on the edges of the array's chunks
+:class:`DimBlocks` per dimension. Block edges fall on the edges of the array's chunks
 (for a sharded array, of its shards: the unit chunkflow reads and writes); blocks may
 hold several whole chunks (``per_block``), and only the first and last block of a
 dimension can be cut by the selection's own ends. Everything here is arithmetic over
@@ -10,7 +10,7 @@ the whole grid, so plans for grids of 10**12 chunks are as cheap as for 10.
 
 Examples
 --------
->>> plan = plan_dims((100, 100), (10, 10), (slice(5, 35), 7), per_block=(2, None))
+>>> plan = dim_blocks((100, 100), (10, 10), (slice(5, 35), 7), per_block=(2, None))
 >>> [dim.chunks for dim in plan if dim.kept]
 [(15, 15)]
 """
@@ -30,13 +30,18 @@ if TYPE_CHECKING:
     from chunkflow.indexing import Selection
 
 __all__ = [
-    "DimPlan", "auto_per_block", "block_counts", "compose_selection", "default_per_block",
-    "normalize_selection", "plan_dims",
+    "DimBlocks",
+    "auto_per_block",
+    "block_counts",
+    "compose_selection",
+    "default_per_block",
+    "dim_blocks",
+    "normalize_selection",
 ]
 
 
 @dataclass(frozen=True)
-class DimPlan:
+class DimBlocks:
     """One dimension of a selection: an integer, or a slice cut into blocks.
 
     Attributes
@@ -77,7 +82,7 @@ class DimPlan:
 
         Examples
         --------
-        >>> DimPlan(None, start=9, step=-3, length=4, chunks=(4,)).array_slice(1, 4)
+        >>> DimBlocks(None, start=9, step=-3, length=4, chunks=(4,)).array_slice(1, 4)
         slice(6, None, -3)
         """
         if hi <= lo:
@@ -92,14 +97,14 @@ def _as_slice(positions: range) -> slice:
     return slice(positions.start, stop if stop >= 0 else None, positions.step)
 
 
-def compose_selection(dims: Sequence[DimPlan], selection: Selection) -> tuple[int | slice, ...]:
+def compose_selection(dims: Sequence[DimBlocks], selection: Selection) -> tuple[int | slice, ...]:
     """The array selection equal to ``array[planned selection][selection]``.
 
     ``selection`` is a basic selection of the planned result (its kept dimensions).
 
     Examples
     --------
-    >>> dims = plan_dims((100, 100), (10, 10), (slice(90, 10, -2), 3), per_block=(1, 1))
+    >>> dims = dim_blocks((100, 100), (10, 10), (slice(90, 10, -2), 3), per_block=(1, 1))
     >>> compose_selection(dims, slice(1, 4))
     (slice(88, 82, -2), 3)
     >>> compose_selection(dims, -1)
@@ -181,9 +186,9 @@ def _edges(start: int, step: int, length: int, span: int) -> np.ndarray:
     return np.concatenate([[0], inner, [length]]).astype(np.int64)
 
 
-def _dim_plan(entry: int | slice, size: int, chunk: int, per_block: int | None) -> DimPlan:
+def _dim_blocks(entry: int | slice, size: int, chunk: int, per_block: int | None) -> DimBlocks:
     if not isinstance(entry, slice):
-        return DimPlan(entry)
+        return DimBlocks(entry)
     start, stop, step = entry.indices(size)
     if step == 0:
         raise InvalidSelectionError("slice step cannot be zero")
@@ -192,28 +197,28 @@ def _dim_plan(entry: int | slice, size: int, chunk: int, per_block: int | None) 
     edges = _edges(start, step, length, span)
     # tolist(): one C call, where a generator of ints costs 0.2 s per million blocks.
     chunks = tuple(np.diff(edges).tolist()) or (0,)
-    return DimPlan(None, start, step, length, chunks, span, tuple(edges.tolist()))
+    return DimBlocks(None, start, step, length, chunks, span, tuple(edges.tolist()))
 
 
-def plan_dims(
+def dim_blocks(
     shape: Sequence[int],
     chunks: Sequence[int],
     selection: Selection,
     per_block: Sequence[int | None],
-) -> tuple[DimPlan, ...]:
+) -> tuple[DimBlocks, ...]:
     """Plan every dimension of ``selection`` over an array of ``shape`` and ``chunks``.
 
     ``per_block[d]`` is how many chunks of dimension ``d`` a block spans.
 
     Examples
     --------
-    >>> plan = plan_dims((10,), (4,), (slice(None, None, -1),), per_block=(1,))
+    >>> plan = dim_blocks((10,), (4,), (slice(None, None, -1),), per_block=(1,))
     >>> plan[0].chunks, plan[0].array_slice(0, 2)
     ((2, 4, 4), slice(9, 7, -1))
     """
     normalized = normalize_selection(selection, shape)
     return tuple(
-        _dim_plan(entry, size, chunk, k)
+        _dim_blocks(entry, size, chunk, k)
         for entry, size, chunk, k in zip(normalized, shape, chunks, per_block)
     )
 

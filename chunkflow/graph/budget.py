@@ -1,4 +1,5 @@
-"""What one map-over-chunks task needs in memory, known before anything runs.
+"""Memory plans: what a worker may use (:func:`memory_budget`), and what one
+map-over-chunks task needs in memory, known before anything runs.
 
 A task holds, at its peak:
 
@@ -23,18 +24,19 @@ Examples
 
 from __future__ import annotations
 
+import builtins
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import dask
-from dask.utils import format_bytes
+from dask.utils import format_bytes, parse_bytes
 
 from chunkflow.cache.budget import cache_bytes_for
+from chunkflow.config.resources import physical_memory, usable_cores
 from chunkflow.errors import ChunkflowError
 from chunkflow.graph.read import active_client
-from chunkflow.graph.reductions import memory_budget
 from chunkflow.graph.scheduler import scheduler_choice
 
 if TYPE_CHECKING:
@@ -42,8 +44,47 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MemoryPlanError", "TaskMemory", "check_memory", "default_max_memory", "fitting_multiples",
-    "plan_task_memory",
+    "memory_budget", "parse_budget", "plan_task_memory",
 ]
+
+
+def memory_budget(scheduler: SchedulerLike = None) -> tuple[int, int]:
+    """(bytes one worker may use, threads per worker) for the chosen scheduler.
+
+    On a distributed cluster: the smallest worker's memory limit and thread count.
+    Locally: a quarter of physical memory and the cores this process may use (both
+    from :mod:`chunkflow.config.resources`).
+
+    Examples
+    --------
+    >>> budget, threads = memory_budget("threads")
+    >>> budget > 0 and threads >= 1
+    True
+    """
+    _, client = scheduler_choice(scheduler)
+    if client is not None and not isinstance(client, str):
+        workers = client.scheduler_info().get("workers", {}).values()
+        limits = [w.get("memory_limit") or 0 for w in workers]
+        threads = [w.get("nthreads") or 1 for w in workers]
+        if limits and builtins.min(limits) > 0:
+            return builtins.min(limits), builtins.max(threads)
+    return physical_memory() // 4, usable_cores()
+
+
+def parse_budget(memory_limit: int | str | None, scheduler: SchedulerLike = None) -> tuple[int, int]:
+    """(bytes one worker may use, threads per worker): ``memory_limit`` when given (bytes
+    or text such as ``"64 MiB"``), else :func:`memory_budget`.
+
+    Examples
+    --------
+    >>> parse_budget("64 MiB", "threads")[0]
+    67108864
+    """
+    budget, threads = memory_budget(scheduler)
+    if memory_limit is not None:
+        budget = parse_bytes(memory_limit) if isinstance(memory_limit, str) else int(memory_limit)
+    return budget, threads
+
 
 
 class MemoryPlanError(ChunkflowError, MemoryError):

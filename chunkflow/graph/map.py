@@ -45,7 +45,7 @@ from dask.utils import parse_bytes
 from chunkflow.core.array import Array
 from chunkflow.engine.pool import serial_io
 from chunkflow.errors import InvalidSelectionError, ShapeMismatchError
-from chunkflow.graph.blocks import default_per_block, plan_dims
+from chunkflow.graph.blocks import default_per_block, dim_blocks
 from chunkflow.graph.budget import (
     MemoryPlanError,
     TaskMemory,
@@ -70,7 +70,7 @@ if TYPE_CHECKING:
     from chunkflow.graph.read import ArraySource, BlockChunks
     from chunkflow.graph.scheduler import SchedulerLike
 
-__all__ = ["MapPlan", "MemoryPlanError", "map_chunks", "summarize_chunks"]
+__all__ = ["MapJob", "MemoryPlanError", "map_chunks", "summarize_chunks"]
 
 # Blocks of small chunks grow toward this many output bytes (fewer, larger tasks), but
 # never leave fewer than BLOCKS_PER_THREAD blocks per worker thread where the output
@@ -89,7 +89,7 @@ class RegionDep(SelectionDep):
 
 
 @dataclass(frozen=True)
-class MapPlan:
+class MapJob:
     """Everything a task needs, pickled once into the graph (not once per task)."""
 
     func: Callable[..., Any]
@@ -162,8 +162,8 @@ def _name(func: Callable[..., Any]) -> str:
     return getattr(func, "__qualname__", None) or repr(func)
 
 
-def _run_block(plan: MapPlan, located: tuple[tuple[int, ...], tuple[slice, ...]]) -> np.ndarray:
-    return plan.run(*located)
+def _run_block(job: MapJob, located: tuple[tuple[int, ...], tuple[slice, ...]]) -> np.ndarray:
+    return job.run(*located)
 
 
 # ---------------------------------------------------------------- planning
@@ -189,7 +189,7 @@ def _layout(sources: tuple[Array, ...], grid_owner: Array, out_itemsize: int,
         multiples = (1,) * len(shape)
     else:
         multiples = block_multiples(grid_owner, Ellipsis, chunks)
-    dims = plan_dims(shape, unit, Ellipsis, multiples)
+    dims = dim_blocks(shape, unit, Ellipsis, multiples)
     dep = RegionDep(dims)
     source_shapes = [(s.dtype.itemsize, s.write_chunks) for s in sources]
 
@@ -208,30 +208,30 @@ def _layout(sources: tuple[Array, ...], grid_owner: Array, out_itemsize: int,
     return _Layout(dep, multiples, estimate)
 
 
-def _graph(plan: MapPlan, dep: RegionDep, token: str,
+def _graph(job: MapJob, dep: RegionDep, token: str,
            extra_shape: tuple[int, ...] = ()) -> tuple[HighLevelGraph, str]:
-    plan_key = f"chunkflow-plan-{token}"
+    job_key = f"chunkflow-job-{token}"
     name = f"chunkflow-map-{token}"
     grid_ind = tuple(range(len(dep.numblocks)))
     # A summary's own axes are new axes of one block each.
     extra = {len(grid_ind) + k: n for k, n in enumerate(extra_shape)}
-    layer = blockwise(_run_block, name, grid_ind + tuple(extra), TaskRef(plan_key), None,
+    layer = blockwise(_run_block, name, grid_ind + tuple(extra), TaskRef(job_key), None,
                       dep, grid_ind, numblocks={}, new_axes=extra or None,
                       _data_producer=True)
     graph = HighLevelGraph(
-        {plan_key: MaterializedLayer({plan_key: plan}), name: layer},
-        {plan_key: set(), name: {plan_key}},
+        {job_key: MaterializedLayer({job_key: job}), name: layer},
+        {job_key: set(), name: {job_key}},
     )
     return graph, name
 
 
-def _plan(func: Callable[..., Any], sources: Sequence[ArraySource], *, out: ArraySource | None,
-          depth: int | Sequence[int] | Mapping[int, int],
-          boundary: str, constant_value: Any, dtype: DTypeLike, chunks: BlockChunks, block_info: bool,
-          trim: bool, max_memory: int | str | None, scheduler: SchedulerLike,
-          storage_options: Mapping[str, Any] | None,
-          func_memory_factor: float, kwargs: Mapping[str, Any],
-          summary_shape: tuple[int, ...] | None) -> tuple[MapPlan, _Layout]:
+def _prepare_job(func: Callable[..., Any], sources: Sequence[ArraySource], *, out: ArraySource | None,
+                 depth: int | Sequence[int] | Mapping[int, int],
+                 boundary: str, constant_value: Any, dtype: DTypeLike, chunks: BlockChunks, block_info: bool,
+                 trim: bool, max_memory: int | str | None, scheduler: SchedulerLike,
+                 storage_options: Mapping[str, Any] | None,
+                 func_memory_factor: float, kwargs: Mapping[str, Any],
+                 summary_shape: tuple[int, ...] | None) -> tuple[MapJob, _Layout]:
     arrays = open_sources(sources, storage_options)
     first = arrays[0]
     if boundary not in BOUNDARIES:
@@ -249,9 +249,9 @@ def _plan(func: Callable[..., Any], sources: Sequence[ArraySource], *, out: Arra
                      max_memory, scheduler, func_memory_factor)
     if isinstance(resolved, NewOut):
         target = resolved.create()  # last: the plan holds
-    plan = MapPlan(func, arrays, halo, boundary, constant_value, trim, block_info, out_dtype,
+    job = MapJob(func, arrays, halo, boundary, constant_value, trim, block_info, out_dtype,
                    layout.dep.numblocks, dict(kwargs), target, summary_shape)
-    return plan, layout
+    return job, layout
 
 
 def map_chunks(
@@ -327,27 +327,27 @@ def map_chunks(
     -------
     dask.array.Array (``out=None``), the output Array, or a lazy dask scalar.
     """
-    plan, layout = _plan(func, sources, out=out, depth=depth, boundary=boundary,
-                         constant_value=constant_value, dtype=dtype, chunks=chunks,
-                         block_info=block_info, trim=trim, max_memory=max_memory,
-                         scheduler=scheduler, storage_options=storage_options,
-                         func_memory_factor=func_memory_factor, kwargs=kwargs,
-                         summary_shape=None)
-    token = tokenize(func, kwargs, plan.sources, plan.out, plan.depth, boundary, constant_value,
-                     trim, block_info, str(plan.dtype), layout.dep)
-    graph, name = _graph(plan, layout.dep, token)
+    job, layout = _prepare_job(func, sources, out=out, depth=depth, boundary=boundary,
+                               constant_value=constant_value, dtype=dtype, chunks=chunks,
+                               block_info=block_info, trim=trim, max_memory=max_memory,
+                               scheduler=scheduler, storage_options=storage_options,
+                               func_memory_factor=func_memory_factor, kwargs=kwargs,
+                               summary_shape=None)
+    token = tokenize(func, kwargs, job.sources, job.out, job.depth, boundary, constant_value,
+                     trim, block_info, str(job.dtype), layout.dep)
+    graph, name = _graph(job, layout.dep, token)
     ndim = len(layout.dep.numblocks)
-    if plan.out is None:
-        return da.Array(graph, name, layout.dep.chunks, meta=np.empty((0,) * ndim, plan.dtype))
+    if job.out is None:
+        return da.Array(graph, name, layout.dep.chunks, meta=np.empty((0,) * ndim, job.dtype))
     markers = da.Array(graph, name, tuple((1,) * n for n in layout.dep.numblocks),
                        meta=np.empty((0,) * ndim, bool))
-    # One task gathers every block's marker: tasks = blocks + 2 (plan, gather).
+    # One task gathers every block's marker: tasks = blocks + 2 (job, gather).
     done = markers.all(split_every={axis: max(2, n) for axis, n in enumerate(markers.numblocks)})
     if not compute:
         return done
     run(done, scheduler=scheduler, progress=progress)
-    plan.out.forget_cached()  # blocks written by other processes
-    return plan.out
+    job.out.forget_cached()  # blocks written by other processes
+    return job.out
 
 
 def summarize_chunks(
@@ -387,20 +387,20 @@ def summarize_chunks(
     ...                  shape=(2,), dtype=int)[0, 0].tolist()
     [4, 0]
     """
-    plan, layout = _plan(func, sources, out=None, depth=depth, boundary=boundary,
-                         constant_value=constant_value, dtype=dtype,
-                         chunks="chunk" if chunks is None else chunks,
-                         block_info=block_info, trim=False, max_memory=max_memory,
-                         scheduler=scheduler, storage_options=storage_options,
-                         func_memory_factor=func_memory_factor, kwargs=kwargs,
-                         summary_shape=tuple(shape))
-    token = tokenize("summary", func, kwargs, plan.sources, plan.depth, boundary,
-                     constant_value, block_info, str(plan.dtype), tuple(shape), layout.dep)
-    graph, name = _graph(plan, layout.dep, token, tuple(shape))
+    job, layout = _prepare_job(func, sources, out=None, depth=depth, boundary=boundary,
+                               constant_value=constant_value, dtype=dtype,
+                               chunks="chunk" if chunks is None else chunks,
+                               block_info=block_info, trim=False, max_memory=max_memory,
+                               scheduler=scheduler, storage_options=storage_options,
+                               func_memory_factor=func_memory_factor, kwargs=kwargs,
+                               summary_shape=tuple(shape))
+    token = tokenize("summary", func, kwargs, job.sources, job.depth, boundary,
+                     constant_value, block_info, str(job.dtype), tuple(shape), layout.dep)
+    graph, name = _graph(job, layout.dep, token, tuple(shape))
     ndim = len(layout.dep.numblocks)
     result = da.Array(graph, name,
                       tuple((1,) * n for n in layout.dep.numblocks) + tuple((s,) for s in shape),
-                      meta=np.empty((0,) * (ndim + len(shape)), plan.dtype))
+                      meta=np.empty((0,) * (ndim + len(shape)), job.dtype))
     if not compute:
         return result
     (values,) = run(result, scheduler=scheduler, progress=progress)

@@ -42,6 +42,7 @@ import dask.array as da
 import numpy as np
 
 from chunkflow.errors import ValuesChangedError
+from chunkflow.graph.budget import parse_budget
 from chunkflow.graph.order_keys import (
     check_dtype,
     digit_counts,
@@ -55,14 +56,14 @@ from chunkflow.graph.order_keys import (
     quantile_ranks,
     wanted_ranks,
 )
-from chunkflow.graph.reduce_plan import gather_tree, parse_budget, reduction_input, tree_reduce
+from chunkflow.graph.reduction_tree import gather_tree, reduction_input, tree_reduce
 from chunkflow.graph.scheduler import ProgressArg, compute
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
 
     from chunkflow.graph.read import BlockChunks
-    from chunkflow.graph.reduce_plan import ReductionSource
+    from chunkflow.graph.reduction_tree import ReductionSource
     from chunkflow.graph.scheduler import SchedulerLike
     from chunkflow.indexing import Selection
 

@@ -4,7 +4,7 @@ The graph is two layers, whatever the size of the array: the array itself (one k
 pickled with its metadata, so tasks never read ``zarr.json`` again) and one
 ``Blockwise`` layer whose tasks read one block each. The blocks are described by a
 :class:`SelectionDep` (block index -> array selection), computed on demand from a
-:class:`~chunkflow.graph.blocks.DimPlan` per dimension: no task, key or per-chunk object
+:class:`~chunkflow.graph.blocks.DimBlocks` per dimension: no task, key or per-chunk object
 exists until dask materializes the graph, which it does only for the blocks a
 computation needs.
 
@@ -44,12 +44,12 @@ from chunkflow.core.array import Array
 from chunkflow.engine.pool import serial_io
 from chunkflow.errors import InvalidSelectionError
 from chunkflow.graph.blocks import (
-    DimPlan,
+    DimBlocks,
     auto_per_block,
     block_counts,
     compose_selection,
     default_per_block,
-    plan_dims,
+    dim_blocks,
 )
 from chunkflow.graph.scheduler import scheduler_choice
 from chunkflow.grid import ceil_div
@@ -92,18 +92,18 @@ class SelectionDep(ArrayBlockwiseDep):
 
     Parameters
     ----------
-    dims : tuple of DimPlan
+    dims : tuple of DimBlocks
         One plan per array dimension; the blocks run over the kept ones.
 
     Examples
     --------
-    >>> from chunkflow.graph.blocks import plan_dims
-    >>> dep = SelectionDep(plan_dims((10, 10), (4, 4), (slice(1, 9), 2), (1, 1)))
+    >>> from chunkflow.graph.blocks import dim_blocks
+    >>> dep = SelectionDep(dim_blocks((10, 10), (4, 4), (slice(1, 9), 2), (1, 1)))
     >>> dep.numblocks, dep[(1,)]
     ((3,), (slice(4, 8, 1), 2))
     """
 
-    def __init__(self, dims: tuple[DimPlan, ...]) -> None:
+    def __init__(self, dims: tuple[DimBlocks, ...]) -> None:
         kept = [dim for dim in dims if dim.kept]
         super().__init__(tuple(dim.chunks for dim in kept))
         self.dims = dims
@@ -149,12 +149,12 @@ class ChunkflowDaskArray(da.Array):
     behaves as any dask array.
     """
 
-    _chunkflow_plan: tuple[Array, tuple[DimPlan, ...], tuple[int, ...]]
+    _chunkflow_blocks: tuple[Array, tuple[DimBlocks, ...], tuple[int, ...]]
 
     def __getitem__(self, index: Selection) -> da.Array:
-        if not _is_basic(index) or not hasattr(self, "_chunkflow_plan"):
+        if not _is_basic(index) or not hasattr(self, "_chunkflow_blocks"):
             return super().__getitem__(index)
-        array, dims, multiples = self._chunkflow_plan
+        array, dims, multiples = self._chunkflow_blocks
         selection = compose_selection(dims, index)
         selected = math.prod(block_counts(array.shape, array.write_chunks, selection, multiples))
         if 2 * selected > math.prod(self.numblocks):
@@ -351,7 +351,7 @@ def to_dask(
     if array.options.cache is None:
         array = array.with_options(cache=False)
     multiples = block_multiples(array, selection, chunks)
-    dims = plan_dims(array.shape, array.write_chunks, selection, multiples)
+    dims = dim_blocks(array.shape, array.write_chunks, selection, multiples)
     dep = SelectionDep(dims)
     array_key = f"chunkflow-array-{tokenize(array)}"
     name = f"chunkflow-read-{tokenize(array_key, dep)}"
@@ -365,7 +365,7 @@ def to_dask(
     )
     meta = np.empty((0,) * len(out_ind), dtype=array.dtype)
     result = ChunkflowDaskArray(graph, name, dep.chunks, meta=meta)
-    result._chunkflow_plan = (array, dims, multiples)
+    result._chunkflow_blocks = (array, dims, multiples)
     return result
 
 

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 import dask.array as da
 import numpy as np
 
+from chunkflow.graph.budget import memory_budget
 from chunkflow.graph.quantiles import (
     median,
     nanmedian,
@@ -46,8 +47,7 @@ from chunkflow.graph.quantiles import (
     percentile,
     quantile,
 )
-from chunkflow.graph.reduce_plan import (
-    memory_budget,
+from chunkflow.graph.reduction_tree import (
     reduction_block_bytes,
     reduction_input,
     split_every,
@@ -57,7 +57,7 @@ from chunkflow.graph.scheduler import ProgressArg, compute
 
 if TYPE_CHECKING:
     from chunkflow.graph.read import BlockChunks
-    from chunkflow.graph.reduce_plan import ReductionSource
+    from chunkflow.graph.reduction_tree import ReductionSource
     from chunkflow.graph.scheduler import SchedulerLike
     from chunkflow.indexing import Selection
 

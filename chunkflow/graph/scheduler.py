@@ -48,7 +48,7 @@ SchedulerLike: TypeAlias = "str | Client | None"
 # one block. Progress counts these when a graph has them, and every task otherwise.
 BLOCK_PREFIXES = ("chunkflow-read-", "chunkflow-map-", "chunkflow-store-")
 # Keys of the data a block task reads (the array, a map plan).
-DATA_PREFIXES = ("chunkflow-array-", "chunkflow-plan-")
+DATA_PREFIXES = ("chunkflow-array-", "chunkflow-job-")
 _LOCAL_SCHEDULERS = {
     "threads": "threads", "threading": "threads",
     "processes": "processes", "multiprocessing": "processes",

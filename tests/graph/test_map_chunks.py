@@ -201,7 +201,7 @@ import dask, numpy as np
 from dask.callbacks import Callback
 from scipy import ndimage
 import chunkflow
-from chunkflow.graph.map import _plan
+from chunkflow.graph.map import _prepare_job
 
 folder = sys.argv[1]
 image = (np.random.default_rng(0).random((512, 384)) * 60000).astype("u2")
@@ -211,7 +211,7 @@ out = chunkflow.create((512, 384), chunks=(128, 128), dtype="f4", store=folder +
                        cache=False)
 func = functools.partial(ndimage.gaussian_filter, sigma=3, mode="reflect", output=np.float32)
 pending = chunkflow.map_chunks(func, source, out=out, depth=12, chunks=(1, 1), compute=False)
-_, layout = _plan(func, [source], out=out, depth=12, boundary="reflect", constant_value=0,
+_, layout = _prepare_job(func, [source], out=out, depth=12, boundary="reflect", constant_value=0,
                   dtype=None, chunks=(1, 1), block_info=False, trim=True, max_memory=None,
                   scheduler=None, storage_options=None, func_memory_factor=2.0, kwargs={},
                   summary_shape=None)
@@ -226,7 +226,7 @@ class PeakPerTask(Callback):
         self.start = tracemalloc.get_traced_memory()[0]
     def _posttask(self, key, result, dsk, state, worker_id):
         # A map task (fused by dask with what follows it) depends on the map plan.
-        if any(str(dep).startswith("chunkflow-plan-") for dep in state["dependencies"][key]):
+        if any(str(dep).startswith("chunkflow-job-") for dep in state["dependencies"][key]):
             self.peaks.append(tracemalloc.get_traced_memory()[1] - self.start)
 
 dask.compute(pending, scheduler="sync")  # once unmeasured: imports, codec set-up

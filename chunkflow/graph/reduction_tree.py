@@ -1,5 +1,6 @@
-"""What a reduction reads and how much memory it may use: the memory budget, the block
-size it implies, the dask array a reduction reads, and a tree of per-block results.
+"""What a reduction reads: the block size the memory budget implies
+(:func:`~chunkflow.graph.budget.parse_budget`), the dask array a reduction reads, and a
+tree of per-block results.
 
 Every reduction (:mod:`~chunkflow.graph.reductions`, :mod:`~chunkflow.graph.quantiles`)
 starts here, so they share one rule for the budget and one way of opening a source.
@@ -25,12 +26,10 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import dask.array as da
 import numpy as np
 from dask.core import flatten
-from dask.utils import parse_bytes
 
-from chunkflow.config.resources import physical_memory, usable_cores
 from chunkflow.core.array import Array
+from chunkflow.graph.budget import memory_budget, parse_budget
 from chunkflow.graph.read import as_source_array, to_dask
-from chunkflow.graph.scheduler import scheduler_choice
 
 if TYPE_CHECKING:
     from numpy.typing import DTypeLike
@@ -56,44 +55,6 @@ REDUCTION_BLOCK_BYTES = 4 * 2**20
 # Bytes of float64 work per input element while one block is reduced (std: x - mean,
 # then its square), on top of the block itself.
 _WORK_BYTES_PER_ELEMENT = 16
-
-
-def memory_budget(scheduler: SchedulerLike = None) -> tuple[int, int]:
-    """(bytes one worker may use, threads per worker) for the chosen scheduler.
-
-    On a distributed cluster: the smallest worker's memory limit and thread count.
-    Locally: a quarter of physical memory and the cores this process may use (both
-    from :mod:`chunkflow.config.resources`).
-
-    Examples
-    --------
-    >>> budget, threads = memory_budget("threads")
-    >>> budget > 0 and threads >= 1
-    True
-    """
-    _, client = scheduler_choice(scheduler)
-    if client is not None and not isinstance(client, str):
-        workers = client.scheduler_info().get("workers", {}).values()
-        limits = [w.get("memory_limit") or 0 for w in workers]
-        threads = [w.get("nthreads") or 1 for w in workers]
-        if limits and builtins.min(limits) > 0:
-            return builtins.min(limits), builtins.max(threads)
-    return physical_memory() // 4, usable_cores()
-
-
-def parse_budget(memory_limit: int | str | None, scheduler: SchedulerLike = None) -> tuple[int, int]:
-    """(bytes one worker may use, threads per worker): ``memory_limit`` when given (bytes
-    or text such as ``"64 MiB"``), else :func:`memory_budget`.
-
-    Examples
-    --------
-    >>> parse_budget("64 MiB", "threads")[0]
-    67108864
-    """
-    budget, threads = memory_budget(scheduler)
-    if memory_limit is not None:
-        budget = parse_bytes(memory_limit) if isinstance(memory_limit, str) else int(memory_limit)
-    return budget, threads
 
 
 def reduction_block_bytes(itemsize: int, memory_limit: int | str | None = None,
