@@ -23,6 +23,7 @@ from chunkflow.core.selection import SelectionAccessor, has_ellipsis, selection_
 from chunkflow.engine.chunk_io import ChunkIO
 from chunkflow.engine.layout import layout_of
 from chunkflow.engine.options import ArrayOptions
+from chunkflow.engine.repair import repair_array
 from chunkflow.engine.values import copy_from_source, is_chunked_source, prepare_value
 from chunkflow.grid import ChunkKeyEncoding, RegularChunkGrid
 from chunkflow.indexing import (
@@ -479,7 +480,7 @@ class Array(ArrayProperties, BlockSelection):
         age = TEMPORARY_MAX_AGE if temporary_max_age is None else temporary_max_age
         with self._metadata_lock():
             self._refresh_if_shared()
-            return self._io.repair(age)
+            return repair_array(self._io, age)
 
     def _write_metadata(self, metadata: ArrayMetadata) -> ChunkIO:
         """Publish ``metadata``; returns the chunk I/O of the array it describes."""

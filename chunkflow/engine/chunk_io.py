@@ -1,8 +1,10 @@
 """Reading and writing the chunks a selection touches.
 
-:class:`ChunkIO` joins one array's chunk grid, key encoding, codec pipeline, store,
-decoded-chunk cache and synchronizer. It receives chunk projections from the indexing
-layer and moves data between the store and an output (or input) buffer:
+:class:`ChunkIO` joins one array's chunks (a
+:class:`~chunkflow.engine.chunk_space.ChunkSpace`: store, grid, key encoding, codec
+pipeline) to its decoded-chunk cache and synchronizer. It receives chunk projections
+from the indexing layer and moves data between the store and an output (or input)
+buffer:
 
 - reads serve chunks from the cache (see :mod:`chunkflow.engine.freshness` for when a
   cached copy must first be proven current), fetch the others in batches
@@ -19,32 +21,22 @@ layer and moves data between the store and an output (or input) buffer:
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TypeVar
 
 import numpy as np
 
 from chunkflow.buffers import scratch_buffer
 from chunkflow.cache import ChunkCache, discard_everywhere
-from chunkflow.codecs import CodecPipeline
+from chunkflow.engine.chunk_space import ChunkSpace
 from chunkflow.engine.freshness import current_copies, serve_hits
-from chunkflow.engine.options import ArrayOptions
-from chunkflow.engine.pool import PARALLEL_MIN_CHUNK_BYTES, map_groups
-from chunkflow.engine.repair import (
-    RepairReport,
-    clear_grown_region,
-    repair_array,
-    trim_beyond_shape,
-)
+from chunkflow.engine.pool import map_groups
 from chunkflow.engine.shard_reads import ShardReader
 from chunkflow.engine.shard_writes import rewrite_shard
 from chunkflow.errors import ChunkDecodeError, ChunkEncodeError, ChunkTooLargeError
-from chunkflow.grid import ChunkKeyEncoding, RegularChunkGrid
 from chunkflow.indexing import ChunkProjection
 from chunkflow.metadata import is_all_fill
-from chunkflow.storage import Store
 from chunkflow.storage.coherence import location
 
 _T = TypeVar("_T")
@@ -53,12 +45,10 @@ __all__ = ["BATCH_BYTES", "ChunkIO"]
 
 #: Decoded bytes of the chunks fetched by one store call.
 BATCH_BYTES = 4 * 1024 * 1024
-#: Chunk keys remembered per array (see ChunkIO.key); a few MiB at most.
-_MAX_MEMO_KEYS = 65536
 
 
 @dataclass
-class ChunkIO:
+class ChunkIO(ChunkSpace):
     """Chunk-level reads and writes of one array.
 
     Parameters
@@ -82,71 +72,19 @@ class ChunkIO:
         ``recheck_cached_data="open"``).
     """
 
-    store: Store
-    path: str
-    grid: RegularChunkGrid
-    key_encoding: ChunkKeyEncoding
-    pipeline: CodecPipeline
-    fill_value: np.generic
-    options: ArrayOptions = field(default_factory=ArrayOptions)
-    opened_at: float = field(default_factory=time.monotonic)
-    _prefix: str = field(init=False, repr=False)
-    _full_chunks: tuple[int, ...] = field(init=False, repr=False)
-    _chunk_bytes: int = field(init=False, repr=False)
-
     def __post_init__(self) -> None:
-        self._prefix = f"{self.path}/" if self.path else ""
-        # Chunks with an index below this, in every dimension, are interior (not cut
-        # by the array's edge): a cheap test on the hot path.
-        self._full_chunks = tuple(s // c for s, c in zip(self.grid.shape, self.grid.chunks))
-        chunk_bytes = self.pipeline.dtype.itemsize
-        for size in self.grid.chunks:
-            chunk_bytes *= size
-        self._chunk_bytes = chunk_bytes
-        #: Whether chunks are large enough to decode in the I/O pool (shard reads ask).
-        self.parallel = chunk_bytes >= PARALLEL_MIN_CHUNK_BYTES
+        super().__post_init__()
         # Fetch a few MiB per store call: enough keys per call for remote stores to
         # batch requests, few enough that fetched buffers are decoded and freed before
         # the next call (memory that is reused stays mapped; fresh memory page-faults:
         # holding 64 fetched 1 MiB chunks at once made reading 8x slower).
-        self._batch = max(1, BATCH_BYTES // max(chunk_bytes, 1))
-        # Cache keys are locations: the store's identity joined with the chunk key, the
-        # same for every handle, path alias or store object reaching this chunk.
-        self.identity = self.store.identity
-        self._keys: dict[tuple[int, ...], tuple[str, str]] = {}
+        self._batch = max(1, BATCH_BYTES // max(self._chunk_bytes, 1))
         # Sharded arrays: the grid's chunks are shards; parts of them are read by byte
         # ranges, and the cache holds their inner chunks (never whole shards).
         stage = getattr(self.pipeline, "shard_stage", None)
         self.shards: ShardReader | None = None if stage is None else ShardReader(self, stage)
 
-    # -- keys and single chunks --------------------------------------------------
-
-    def key(self, coords: tuple[int, ...]) -> str:
-        """The store key of the chunk at ``coords``."""
-        return self.keys(coords)[0]
-
-    def keys(self, coords: tuple[int, ...]) -> tuple[str, str]:
-        """The store key and the cache key (location) of the chunk at ``coords``."""
-        # Memoized: keys are built for every chunk of every read and write, and a dict
-        # lookup costs a fifth of encoding. Bounded, so huge grids cannot grow it forever.
-        pair = self._keys.get(coords)
-        if pair is None:
-            if len(self._keys) >= _MAX_MEMO_KEYS:
-                self._keys.clear()
-            key = self._prefix + self.key_encoding.encode(coords)
-            pair = self._keys[coords] = (key, location(self.identity, key))
-        return pair
-
-    def location(self, key: str) -> str:
-        """The cache key of the store key ``key``."""
-        return location(self.identity, key)
-
-    def is_interior(self, coords: tuple[int, ...]) -> bool:
-        """Whether the chunk lies wholly inside the array (not an edge chunk)."""
-        for c, full in zip(coords, self._full_chunks):
-            if c >= full:
-                return False
-        return True
+    # -- single chunks ------------------------------------------------------------
 
     def empty_chunk(self, key: str = "<new chunk>") -> np.ndarray:
         """A new chunk-shaped array filled with the fill value."""
@@ -457,23 +395,6 @@ class ChunkIO:
         if present:
             encoded = bytes(self.encode(present[0], self.empty_chunk(present[0])))
             self.store.set_many({key: encoded for key in present})
-
-    # -- shape changes and repair (the work is done in chunkflow.engine.repair) --------
-
-    def clear_grown_region(self, old_shape: tuple[int, ...], new_shape: tuple[int, ...]) -> None:
-        """Make every element of ``new_shape`` outside ``old_shape`` read as fill_value;
-        called before a grow publishes the larger shape."""
-        clear_grown_region(self, old_shape, new_shape)
-
-    def trim_beyond_shape(self, dims: Sequence[int] | None = None) -> tuple[int, int]:
-        """Delete stored chunks outside this grid and reset edge padding (in ``dims``)
-        to fill; returns ``(deleted, cleared)`` chunk counts."""
-        return trim_beyond_shape(self, dims)
-
-    def repair(self, temporary_max_age: float) -> RepairReport:
-        """Remove what interrupted writers left; see :meth:`chunkflow.Array.repair`."""
-        return repair_array(self, temporary_max_age)
-
 
 class _ScalarChunk:
     """One encoding of a whole chunk of a scalar, shared by every interior chunk."""

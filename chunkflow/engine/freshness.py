@@ -29,7 +29,7 @@ from chunkflow.cache import CachedChunk, ChunkCache
 from chunkflow.indexing import ChunkProjection
 
 if TYPE_CHECKING:
-    from chunkflow.engine.chunk_io import ChunkIO
+    from chunkflow.engine.chunk_space import ChunkSpace
 
 __all__ = ["current_copies", "recheck", "recheck_threshold", "serve_hits"]
 
@@ -54,7 +54,7 @@ def recheck_threshold(policy: bool | str | float, opened_at: float) -> float:
 
 
 def serve_hits(
-    io: ChunkIO, cache: ChunkCache, projections: Sequence[ChunkProjection], out: np.ndarray
+    io: ChunkSpace, cache: ChunkCache, projections: Sequence[ChunkProjection], out: np.ndarray
 ) -> Sequence[ChunkProjection]:
     """Copy the usable cached chunks into ``out``; return the projections left to read."""
     keyed = [io.keys(proj.chunk_coords) for proj in projections]
@@ -79,7 +79,7 @@ def serve_hits(
 
 
 def recheck(
-    io: ChunkIO, cache: ChunkCache, found: dict[str, CachedChunk], due: list[tuple[str, str]]
+    io: ChunkSpace, cache: ChunkCache, found: dict[str, CachedChunk], due: list[tuple[str, str]]
 ) -> None:
     """Compare ``due`` entries with the store; drop the outdated ones from ``found``.
 
@@ -101,7 +101,7 @@ def recheck(
     cache.count_rechecks(len(due), stale)
 
 
-def current_copies(io: ChunkIO, cache: ChunkCache, keys: list[str]) -> dict[str, np.ndarray]:
+def current_copies(io: ChunkSpace, cache: ChunkCache, keys: list[str]) -> dict[str, np.ndarray]:
     """Writable copies of the cached chunks among ``keys`` that the store's versions
     prove current now (the others are left out, to be read from the store)."""
     locations = {key: io.location(key) for key in keys}

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from chunkflow.engine.repair import clear_grown_region, trim_beyond_shape
 from chunkflow.engine.values import convert_dtype, is_chunked_source
 from chunkflow.errors import ShapeMismatchError
 from chunkflow.grid import normalize_shape
@@ -46,11 +47,11 @@ def resize_array(io: ChunkIO, metadata: ArrayMetadata, shape_args: tuple[Any, ..
     # the published shape (a crash leaves the old array intact), then the shape is
     # published. Shrinking publishes first (readers stop looking beyond the new shape)
     # and tidies afterwards; what a crash leaves there is garbage the next grow clears.
-    io.clear_grown_region(old_shape, new_shape)
+    clear_grown_region(io, old_shape, new_shape)
     new_io = publish(metadata.with_shape(new_shape))
     shrunk = [d for d, (n, o) in enumerate(zip(new_shape, old_shape)) if n < o]
     if shrunk:
-        new_io.trim_beyond_shape(shrunk)
+        trim_beyond_shape(new_io, shrunk)
     io.forget_cached()
 
 

@@ -46,7 +46,7 @@ from chunkflow.grid import RegularChunkGrid
 from chunkflow.indexing import BasicIndexer, ChunkProjection
 
 if TYPE_CHECKING:
-    from chunkflow.engine.chunk_io import ChunkIO
+    from chunkflow.engine.chunk_space import ChunkSpace
 
 __all__ = ["ShardPart", "ShardReader", "shifted_selection", "touched_inner_chunks"]
 
@@ -159,13 +159,13 @@ class ShardReader:
 
     Parameters
     ----------
-    io : ChunkIO
+    io : ChunkSpace
         The array's chunk I/O (its grid's chunks are the shards).
     stage : ShardingStage
         The array's sharding codec, the only codec of its pipeline.
     """
 
-    def __init__(self, io: ChunkIO, stage: ShardingStage) -> None:
+    def __init__(self, io: ChunkSpace, stage: ShardingStage) -> None:
         self.io = io
         self.stage = stage
         self.inner_nbytes = stage.dtype.itemsize * int(np.prod(stage.inner_shape))
