@@ -107,7 +107,7 @@ def copy(
     >>> dst["x"].zarr_format, dst["x"].attrs["u"], int(dst["x"][9])
     (3, 'm', 9)
     """
-    _check_if_exists(if_exists, zarr_format)
+    _check_copy_arguments(if_exists, zarr_format)
     opened = _as_group(dest, zarr_format, source, storage_options=storage_options)
     with _closing_if_opened(dest, opened) as group:
         return _copy_into(source, group, name, shallow=shallow, without_attrs=without_attrs,
@@ -161,7 +161,7 @@ def copy_all(
     >>> sorted(dst), dst.attrs["title"], dst["sub/b"][0, 0]
     (['a', 'sub'], 'demo', np.float64(1.0))
     """
-    _check_if_exists(if_exists, zarr_format)
+    _check_copy_arguments(if_exists, zarr_format)
     if isinstance(source, Array) or not hasattr(source, "members"):
         raise TypeError(f"copy_all copies the members of a group; got {type(source).__name__} "
                         f"{getattr(source, 'name', source)!r} (use chunkflow.copy for one array)")
@@ -321,7 +321,7 @@ def copy_store(
     >>> sorted(dst)
     ['copy/.zgroup']
     """
-    _check_if_exists(if_exists)
+    _check_copy_arguments(if_exists)
     src = make_store(source, mode="r", storage_options=_url_options(source, storage_options))
     dst = make_store(dest, mode="a", storage_options=_url_options(dest, storage_options))
     src_prefix, dst_prefix = normalize_path(source_path), normalize_path(dest_path)
@@ -389,7 +389,7 @@ def _patterns(patterns: str | Iterable[str] | None) -> list[re.Pattern[str]]:
     return [re.compile(p) for p in patterns]
 
 
-def _check_if_exists(if_exists: str, zarr_format: object = None) -> None:
+def _check_copy_arguments(if_exists: str, zarr_format: object = None) -> None:
     # Checked before anything is opened or created: a refusal creates nothing.
     if if_exists not in _IF_EXISTS:
         raise ValueError(f"if_exists must be one of {_IF_EXISTS}, got {if_exists!r}")
