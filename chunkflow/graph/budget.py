@@ -31,9 +31,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import dask
-from dask.utils import format_bytes, parse_bytes
+from dask.utils import format_bytes
 
 from chunkflow.cache.budget import cache_bytes_for
+from chunkflow.config import byte_count
 from chunkflow.config.resources import physical_memory, usable_cores
 from chunkflow.errors import ChunkflowError
 from chunkflow.graph.read import active_client
@@ -82,7 +83,7 @@ def parse_budget(memory_limit: int | str | None, scheduler: SchedulerLike = None
     """
     budget, threads = memory_budget(scheduler)
     if memory_limit is not None:
-        budget = parse_bytes(memory_limit) if isinstance(memory_limit, str) else int(memory_limit)
+        budget = byte_count("memory_limit", memory_limit)
     return budget, threads
 
 

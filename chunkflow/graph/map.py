@@ -40,8 +40,8 @@ from dask._task_spec import TaskRef
 from dask.base import tokenize
 from dask.blockwise import blockwise
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
-from dask.utils import parse_bytes
 
+from chunkflow.config import byte_count
 from chunkflow.core.array import Array
 from chunkflow.engine.pool import serial_io
 from chunkflow.errors import InvalidSelectionError, ShapeMismatchError
@@ -202,7 +202,7 @@ def _layout(sources: tuple[Array, ...], grid_owner: Array, out_itemsize: int,
     if max_memory is None:
         limit, note = default_max_memory(scheduler)
     else:
-        limit = parse_bytes(max_memory) if isinstance(max_memory, str) else int(max_memory)
+        limit = byte_count("map_chunks: max_memory", max_memory)
         note = ""
     check_memory(estimate, limit, multiples, unit, shape, estimate_for, note)
     return _Layout(dep, multiples, estimate)

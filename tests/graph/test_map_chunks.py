@@ -286,6 +286,9 @@ def test_refusals_create_no_output(tmp_path: Path) -> None:
     with pytest.raises(TypeError):  # an unknown dtype: refused before anything exists
         chunkflow.map_chunks(np.negative, str(source), out=str(target), dtype="no such type")
     assert not target.exists()
+    with pytest.raises(ValueError, match=r"max_memory must be a non-negative.*'lots'"):
+        chunkflow.map_chunks(np.negative, str(source), out=str(target), max_memory="lots")
+    assert not target.exists()
     # The same call with a plan that holds creates it, like the source.
     done = chunkflow.map_chunks(np.negative, str(source), out=str(target), chunks=(4, 4),
                                 max_memory="64 MiB")
