@@ -39,8 +39,11 @@ they change: a cached copy of a chunk written that recently is always read again
 
 from __future__ import annotations
 
+import operator
 import threading
-from typing import TypeAlias
+from typing import Any, NamedTuple, TypeAlias
+
+import dask.config
 
 from chunkflow.cache.chunk_cache import (
     CachedChunk,
@@ -50,6 +53,8 @@ from chunkflow.cache.chunk_cache import (
     discard_everywhere,
 )
 from chunkflow.config import get as _setting
+from chunkflow.config import is_auto
+from chunkflow.config.resources import auto_cache_bytes
 
 __all__ = [
     "CacheKey",
@@ -58,8 +63,10 @@ __all__ = [
     "CachedChunk",
     "ChunkCache",
     "cache_info",
+    "default_cache",
     "discard_everywhere",
     "get_cache",
+    "recheck_setting",
 ]
 
 #: What every ``cache=`` argument accepts: ``None`` (or ``True``) the process-wide cache
@@ -68,6 +75,72 @@ CacheLike: TypeAlias = ChunkCache | bool | None
 
 _cache: ChunkCache | None = None
 _cache_lock = threading.Lock()
+
+
+class _Resolved(NamedTuple):
+    """The cache settings as last parsed, and the raw entries they were parsed from."""
+
+    keys: tuple[str, ...]
+    values: tuple[Any, ...]
+    budget: int  # the fast tier's budget they gave
+    auto: bool  # the budget is "auto": it also follows the process's dask worker
+    tiers: object  # the cache's layers then (a resize or clear builds new ones)
+    cache: ChunkCache
+    enabled: bool
+    recheck: bool | str | float
+
+
+_resolved: _Resolved | None = None
+
+
+def _raw_settings() -> dict[str, Any] | None:
+    """The ``chunkflow.cache`` entries of dask's config (``None`` if not there).
+
+    ``dask.config.get`` reads every ``chunkflow.cache.*`` setting from this one dict,
+    whatever the spelling of the keys.
+    """
+    try:
+        node = dask.config.config["chunkflow"]["cache"]
+    except (KeyError, TypeError):
+        return None
+    return node if type(node) is dict else None
+
+
+def _settings() -> _Resolved:
+    """The process-wide cache, whether it is enabled, and the recheck policy, now.
+
+    A read asks for these every time, and parsing them through ``dask.config.get``
+    costs several microseconds (a quarter of a cached window read). They are parsed
+    again only when the raw entries change (the very same objects parse to the same
+    settings), when an ``"auto"`` budget gives another size (a dask worker started in
+    this process), or when the cache was resized or cleared by hand.
+    """
+    global _cache, _resolved
+    node = _raw_settings()
+    known = _resolved
+    if (
+        known is not None
+        and node is not None
+        and tuple(node) == known.keys
+        and all(map(operator.is_, node.values(), known.values))
+        and known.cache._tiers is known.tiers
+        and (not known.auto or auto_cache_bytes() == known.budget)
+    ):
+        return known
+    max_bytes = _setting("chunkflow.cache.max-bytes")
+    compressed = _setting("chunkflow.cache.compressed-bytes")
+    with _cache_lock:
+        if _cache is None:
+            _cache = ChunkCache(max_bytes, compressed)
+        elif _cache.max_bytes != max_bytes or _cache.compressed_max_bytes != compressed:
+            _cache.resize(max_bytes, compressed)
+        cache = _cache
+    auto = is_auto(dask.config.get("chunkflow.cache.max-bytes", default=None))
+    _resolved = _Resolved(
+        tuple(node or ()), tuple((node or {}).values()), max_bytes, auto, cache._tiers,
+        cache, _setting("chunkflow.cache.enabled"),
+        _setting("chunkflow.cache.recheck-cached-data"))
+    return _resolved
 
 
 def get_cache() -> ChunkCache:
@@ -83,20 +156,34 @@ def get_cache() -> ChunkCache:
     ...     get_cache().max_bytes
     1048576
     """
-    global _cache
-    max_bytes = _setting("chunkflow.cache.max-bytes")
-    compressed = _setting("chunkflow.cache.compressed-bytes")
-    cache = _cache
-    # The common case (settings unchanged) takes no lock: this runs on every array read.
-    budgets = (max_bytes, compressed)
-    if cache is not None and (cache.max_bytes, cache.compressed_max_bytes) == budgets:
-        return cache
-    with _cache_lock:
-        if _cache is None:
-            _cache = ChunkCache(max_bytes, compressed)
-        elif _cache.max_bytes != max_bytes or _cache.compressed_max_bytes != compressed:
-            _cache.resize(max_bytes, compressed)
-        return _cache
+    return _settings().cache
+
+
+def default_cache() -> ChunkCache | None:
+    """:func:`get_cache` when ``chunkflow.cache.enabled``, else ``None`` (for reads).
+
+    Examples
+    --------
+    >>> import chunkflow
+    >>> with chunkflow.config.set({"chunkflow.cache.enabled": False}):
+    ...     default_cache() is None
+    True
+    >>> default_cache() is get_cache()
+    True
+    """
+    settings = _settings()
+    return settings.cache if settings.enabled else None
+
+
+def recheck_setting() -> bool | str | float:
+    """The setting ``chunkflow.cache.recheck-cached-data``, parsed.
+
+    Examples
+    --------
+    >>> recheck_setting()
+    'open'
+    """
+    return _settings().recheck
 
 
 def cache_info() -> CacheStats:

@@ -112,13 +112,20 @@ class ChunkCache:
         (array([0, 1]), 'v1')
         """
         tiers = self._tiers
-        fast, found = tiers.fast, {}
+        fast = tiers.fast
+        try:
+            # The usual case, every key cached: one call, one lock (zict.LRU locks
+            # itself and bumps the recency of each).
+            found = fast.get_all_or_nothing(keys)
+        except KeyError:
+            found = {}
         elsewhere = []
-        for key in keys:
-            try:
-                found[key] = fast[key]  # zict.LRU locks itself and bumps the recency
-            except KeyError:
-                elsewhere.append(key)
+        if len(found) < len(keys):
+            for key in keys:
+                try:
+                    found[key] = fast[key]
+                except KeyError:
+                    elsewhere.append(key)
         compressed = 0
         if tiers.slow is not None and elsewhere:
             with self._lock:  # a promotion may push entries down: an insertion

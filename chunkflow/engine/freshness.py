@@ -56,8 +56,13 @@ def recheck_threshold(policy: bool | str | float, opened_at: float) -> float:
 def serve_hits(
     io: ChunkSpace, cache: ChunkCache, projections: Sequence[ChunkProjection], out: np.ndarray
 ) -> Sequence[ChunkProjection]:
-    """Copy the usable cached chunks into ``out``; return the projections left to read."""
-    keyed = [io.keys(proj.chunk_coords) for proj in projections]
+    """Copy the usable cached chunks into ``out``; return the projections left to read.
+
+    A hit costs one cache lookup (one lock for all the chunks), a comparison of when
+    the entry was last proven current with the policy's threshold, and the copy.
+    """
+    keys = io.keys
+    keyed = [keys(proj.chunk_coords) for proj in projections]
     found = cache.lookup([loc for _, loc in keyed])
     if not found:
         return projections
@@ -69,12 +74,16 @@ def serve_hits(
     misses = []
     for proj, (_, loc) in zip(projections, keyed):
         entry = found.get(loc)
+        if entry is None:
+            misses.append(proj)
+            continue
+        chunk = entry.chunk
         # A chunk of another dtype or shape can only be a leftover of an array that
         # was replaced behind this process's back: never serve it.
-        if entry is None or entry.chunk.dtype != dtype or entry.chunk.shape != shape:
+        if chunk.shape != shape or chunk.dtype != dtype:
             misses.append(proj)
         else:
-            out[proj.out_selection] = entry.chunk[proj.chunk_selection]
+            out[proj.out_selection] = chunk[proj.chunk_selection]
     return misses
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from chunkflow import config
-from chunkflow.cache import ChunkCache, get_cache
+from chunkflow.cache import ChunkCache, default_cache, recheck_setting
 from chunkflow.sync import Synchronizer, as_synchronizer
 
 __all__ = ["ArrayOptions"]
@@ -72,7 +72,7 @@ class ArrayOptions:
         """
         if self.recheck_cached_data is not None:
             return self.recheck_cached_data
-        return config.get("chunkflow.cache.recheck-cached-data")  # type: ignore[no-any-return]
+        return recheck_setting()
 
     def resolve_cache(self) -> ChunkCache | None:
         """The cache to use now (the process-wide one follows ``chunkflow.cache.*``)."""
@@ -82,7 +82,7 @@ class ArrayOptions:
             return self.cache
         if self.cache not in (None, True):
             raise TypeError(f"cache must be None, True, False or a ChunkCache, got {self.cache!r}")
-        return get_cache() if config.get("chunkflow.cache.enabled") else None
+        return default_cache()
 
     def with_read_only(self, read_only: bool) -> ArrayOptions:
         """A copy with ``read_only`` replaced."""
