@@ -7,15 +7,20 @@ Run by hand (not part of the test suite)::
 Cases: an 8192x8192 uint16 array in 1024x1024 chunks, blosc lz4 + byte shuffle,
 Zarr v3 in a local folder: full write, full read, one column read; and a 4096x4096
 uint16 array in 64x64 chunks (4096 small chunks) read whole. Every library writes and
-reads its own copy of the same data; each timing is the best of ``--repeat`` runs (the
-files are in the page cache for all three). Prints MB/s, chunkflow's ratio to each peer,
-and chunkflow's cost per small chunk.
+reads its own copy of the same data (the files are in the page cache for all). Beside
+them, the naive floor: numcodecs Blosc and one plain file per chunk on one thread
+(written in place, and with a temporary file renamed over the target, as chunkflow
+writes). Prints each time as the median [range] of ``--repeat`` runs (full reads and
+writes interleaved between the libraries), chunkflow's ratio to each peer and to the
+floor, and chunkflow's cost per small chunk.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
+import statistics
 import tempfile
 import time
 from collections.abc import Callable
@@ -46,13 +51,24 @@ def make_data(shape: tuple[int, int], seed: int = 0) -> np.ndarray:
     return (smooth.astype(np.uint16) + noise).astype(np.uint16)
 
 
-def best_of(repeat: int, func: Callable[[], object]) -> float:
+def timings(repeat: int, func: Callable[[], object]) -> list[float]:
+    """Seconds of each of ``repeat`` runs of ``func``."""
     times = []
     for _ in range(repeat):
         start = time.perf_counter()
         func()
         times.append(time.perf_counter() - start)
-    return min(times)
+    return times
+
+
+def best_of(repeat: int, func: Callable[[], object]) -> float:
+    return min(timings(repeat, func))
+
+
+def median_range(times: list[float], scale: float = 1e3) -> str:
+    """``median [min-max]`` of ``times`` (in ms by default)."""
+    return (f"{statistics.median(times) * scale:.1f} "
+            f"[{min(times) * scale:.1f}-{max(times) * scale:.1f}]")
 
 
 class ChunkflowCase:
@@ -127,6 +143,56 @@ class TensorstoreCase:
         return self.array[:, index].read().result()
 
 
+class FloorCase:
+    """The naive floor: numcodecs Blosc on each chunk, one file per chunk, one thread.
+
+    ``write`` encodes and writes each file in place; ``write_atomic`` writes a
+    temporary file next to it and renames it over the target, as chunkflow does (the
+    difference is what atomic writes cost); ``read`` reads each file and decodes it
+    into a chunk buffer, then copies that into the output.
+    """
+
+    name = "floor"
+
+    def __init__(self, path: Path, shape, chunks) -> None:
+        from numcodecs import Blosc
+
+        self.codec = Blosc(cname="lz4", clevel=5, shuffle=Blosc.SHUFFLE, typesize=2)
+        self.path, self.shape, self.chunks = path, shape, chunks
+        self.grid = [(i, j) for i in range(shape[0] // chunks[0])
+                     for j in range(shape[1] // chunks[1])]
+        path.mkdir(parents=True, exist_ok=True)
+
+    def _region(self, i: int, j: int) -> tuple[slice, slice]:
+        rows, cols = self.chunks
+        return slice(i * rows, (i + 1) * rows), slice(j * cols, (j + 1) * cols)
+
+    def _file(self, i: int, j: int) -> str:
+        return str(self.path / f"{i}.{j}")
+
+    def write(self, data: np.ndarray, atomic: bool = False) -> None:
+        for i, j in self.grid:
+            encoded = self.codec.encode(np.ascontiguousarray(data[self._region(i, j)]))
+            target = self._file(i, j)
+            name = f"{target}.{os.urandom(6).hex()}.tmp" if atomic else target
+            with open(name, "wb") as file:
+                file.write(encoded)
+            if atomic:
+                os.replace(name, target)
+
+    def write_atomic(self, data: np.ndarray) -> None:
+        self.write(data, atomic=True)
+
+    def read(self) -> np.ndarray:
+        out = np.empty(self.shape, "uint16")
+        chunk = np.empty(self.chunks, "uint16")
+        for i, j in self.grid:
+            with open(self._file(i, j), "rb") as file:
+                self.codec.decode(file.read(), out=chunk)
+            out[self._region(i, j)] = chunk
+        return out
+
+
 def run(folder: Path, repeat: int, quick: bool = False) -> None:
     cases = [ChunkflowCase]
     cases += [ZarrCase] if zarr is not None else []
@@ -136,37 +202,65 @@ def run(folder: Path, repeat: int, quick: bool = False) -> None:
     column = big.shape[1] // 2
     small_chunks = small.size // (64 * 64)
     mb_big, mb_small = big.nbytes / 1e6, small.nbytes / 1e6
-    results: dict[str, dict[str, float]] = {}
+    results: dict[str, dict[str, list[float]]] = {}
+    floor = FloorCase(folder / "floor-big", big.shape, (1024, 1024))
+    floor_times: dict[str, list[float]] = {"full write": [], "full write, temp + rename": [],
+                                           "full read": []}
+    handles = {case_type.name: case_type(folder / f"{case_type.name}-big", big.shape,
+                                         (1024, 1024)) for case_type in cases}
+    for name in handles:
+        results[name] = {"full write": [], "full read": []}
+    # Interleaved, one run of each in turn: noise on a shared machine hits all alike.
+    for _ in range(repeat):
+        for name, handle in handles.items():
+            results[name]["full write"] += timings(1, partial(handle.write, big))
+        floor_times["full write"] += timings(1, partial(floor.write, big))
+        floor_times["full write, temp + rename"] += timings(1, partial(floor.write_atomic, big))
+        for name, handle in handles.items():
+            results[name]["full read"] += timings(1, handle.read)
+        floor_times["full read"] += timings(1, floor.read)
+    assert np.array_equal(floor.read(), big), "floor: full read differs"
     for case_type in cases:
         name = case_type.name
-        big_case = case_type(folder / f"{name}-big", big.shape, (1024, 1024))
+        big_case = handles[name]
         small_case = case_type(folder / f"{name}-small", small.shape, (64, 64))
-        timings = {
-            "full write": best_of(repeat, partial(big_case.write, big)),
-            "full read": best_of(repeat, big_case.read),
-            "column read": best_of(repeat, partial(big_case.column, column)),
-        }
+        results[name]["column read"] = timings(repeat, partial(big_case.column, column))
         small_case.write(small)
-        timings["small-chunk read"] = best_of(repeat, small_case.read)
+        results[name]["small-chunk read"] = timings(repeat, small_case.read)
         assert np.array_equal(big_case.read(), big), f"{name}: full read differs"
         assert np.array_equal(small_case.read(), small), f"{name}: small read differs"
         assert np.array_equal(big_case.column(column), big[:, column]), f"{name}: column differs"
-        results[name] = timings
 
+    print(f"{big.shape[0]}^2 uint16 in 1024^2 chunks, blosc lz4 + shuffle, local folder; "
+          f"ms, median [range] of {repeat} runs; ratios = peer's time / chunkflow's "
+          "(above 1: chunkflow is faster), floor ratio = chunkflow's time / floor's")
     sizes = {"full write": mb_big, "full read": mb_big, "column read": mb_big,
              "small-chunk read": mb_small}
-    print(f"{'case':<18}" + "".join(f"{name:>16}" for name in results) + "   ratios")
-    for label, megabytes in sizes.items():
+    print(f"{'case':<18}" + "".join(f"{name:>24}" for name in results) + f"{'floor':>24}"
+          + "   ratios")
+    for label in sizes:
         row = f"{label:<18}"
         for name in results:
-            seconds = results[name][label]
-            row += f"{megabytes / seconds:>11.0f} MB/s" if label != "column read" else \
-                f"{seconds * 1000:>13.1f} ms"
-        ours = results["chunkflow"][label]
-        ratios = [f"x{results[name][label] / ours:.2f} vs {name}" for name in results
-                  if name != "chunkflow"]
+            row += f"{median_range(results[name][label]):>24}"
+        ours = statistics.median(results["chunkflow"][label])
+        ratios = [f"x{statistics.median(results[name][label]) / ours:.2f} vs {name}"
+                  for name in results if name != "chunkflow"]
+        if label in floor_times:
+            row += f"{median_range(floor_times[label]):>24}"
+            ratios.append(f"{ours / statistics.median(floor_times[label]):.2f}x the floor's time")
+        else:
+            row += f"{'':>24}"
         print(row + "   " + ", ".join(ratios))
-    per_chunk = results["chunkflow"]["small-chunk read"] / small_chunks * 1e6
+    plain = statistics.median(floor_times["full write"])
+    atomic = statistics.median(floor_times["full write, temp + rename"])
+    ours = statistics.median(results["chunkflow"]["full write"])
+    spread = median_range(floor_times["full write, temp + rename"])
+    print(f"floor with a temporary file + rename per chunk: {spread} ms, "
+          f"{atomic / plain:.2f}x the plain floor; chunkflow {ours / atomic:.2f}x that")
+    for label in ("full write", "full read"):
+        mbs = mb_big / statistics.median(results["chunkflow"][label])
+        print(f"chunkflow {label}: {mbs:.0f} MB/s")
+    per_chunk = statistics.median(results["chunkflow"]["small-chunk read"]) / small_chunks * 1e6
     print(f"chunkflow small-chunk read: {per_chunk:.1f} µs per chunk ({small_chunks} chunks "
           "of 64x64)")
     print(f"chunkflow indexer alone: {indexer_cost_per_chunk(repeat) * 1e6:.2f} µs per chunk "

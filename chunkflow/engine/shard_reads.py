@@ -53,6 +53,8 @@ __all__ = ["ShardPart", "ShardReader", "shifted_selection", "touched_inner_chunk
 #: Attempts at reading one snapshot of a shard that keeps changing before fetching
 #: it whole (one request, atomic in every store).
 _ATTEMPTS = 3
+#: Shard indexes remembered per array handle without a cache (see ShardReader._index).
+_MAX_INDEXES = 1024
 _T = TypeVar("_T")
 
 
@@ -171,6 +173,9 @@ class ShardReader:
         self.inner_nbytes = stage.dtype.itemsize * int(np.prod(stage.inner_shape))
         self._parallel = self.inner_nbytes >= PARALLEL_MIN_CHUNK_BYTES
         self._inner_grid = RegularChunkGrid(stage.shape, stage.inner_shape)
+        # Parsed indexes by shard key, with the version of the shard they came from:
+        # a handle without a cache reads a shard's index once, not on every read.
+        self._indexes: dict[str, tuple[Any, np.ndarray, np.ndarray]] = {}
 
     def read(
         self, projections: Sequence[ChunkProjection], out: np.ndarray, cache: ChunkCache | None
@@ -358,6 +363,12 @@ class ShardReader:
             if entry is not None and entry.version == version and \
                     entry.chunk.shape == (self.stage.count, 2):
                 return entry.chunk[:, 0], entry.chunk[:, 1]
+        elif cache is None and version is not None:
+            # Without a cache, the handle remembers it: the same version is the same
+            # bytes (a version is None until it proves that: then it is read again).
+            known = self._indexes.get(part.key)
+            if known is not None and known[0] == version:
+                return known[1], known[2]
         start, stop = self._parsed_index(part.key, lambda: self.stage.index_range(reader.size))
         [encoded] = reader.read([(start, stop)])
         offsets, lengths = self._parsed_index(
@@ -365,6 +376,11 @@ class ShardReader:
         if cache is not None and version is not None:
             cache.put(name, np.stack([offsets, lengths], axis=1), version, ticket=ticket,
                       parent=part.location)
+        elif version is not None:
+            if len(self._indexes) >= _MAX_INDEXES:
+                self._indexes.clear()
+            offsets.flags.writeable = lengths.flags.writeable = False
+            self._indexes[part.key] = (version, offsets, lengths)
         return offsets, lengths
 
     def _slices(self, key: str, whole: memoryview,

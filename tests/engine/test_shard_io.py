@@ -395,3 +395,27 @@ def test_a_garbled_inner_chunk_names_array_shard_and_inner_chunk(tmp_path: Any) 
                                                r"'c/0/1' could not be decoded: codec ") as caught:
         chunkflow.open(str(tmp_path / "a.zarr"), mode="r")[0:4, 16:20]
     assert caught.value.__cause__ is not None
+
+
+def test_a_handle_without_cache_reads_an_unchanged_index_once() -> None:
+    from chunkflow.storage import MemoryStore
+    from chunkflow.testing import CountingStore
+
+    store = CountingStore(MemoryStore())
+    z = sharded((64, 64), (64, 64), (8, 8), store=store, cache=False)
+    z[...] = np.arange(64 * 64, dtype="i4").reshape(64, 64)
+    assert z[1, 1] == 65  # reads the index
+    store.counts.reset()
+    assert z[40, 40] == 40 * 64 + 40  # the same version of the shard: its index is known
+    assert store.counts.requests == 1, store.counts
+    index_bytes = z._io.shards.stage.index_nbytes
+    assert store.counts.bytes_read < index_bytes
+    # Replaced behind the handle's back (another process): a new version, every offset
+    # moved (one inner chunk less), so the index is read again.
+    other = sharded((64, 64), (64, 64), (8, 8), cache=False)
+    other[...] = np.arange(64 * 64, dtype="i4").reshape(64, 64)
+    other[0:8, 0:8] = -1
+    store._set_many_versioned({"c/0/0": other.store["c/0/0"]})
+    store.counts.reset()
+    assert z[40, 40] == 40 * 64 + 40 and z[1, 1] == -1
+    assert store.counts.bytes_read > index_bytes
