@@ -347,6 +347,9 @@ class ShardReader:
         stored = [flat for flat in flats if offsets[flat] != MISSING]
         ranges = [(int(offsets[f]), int(offsets[f] + lengths[f])) for f in stored]
         datas = reader.read(ranges) if ranges else []
+        if cache is None and reader.version is not None:
+            # Remembered once every range of this snapshot was read without a change.
+            self._remember_index(part.key, reader.version, offsets, lengths)
         found: dict[int, bytes | None] = dict.fromkeys(flats)
         found.update(zip(stored, datas))
         return found
@@ -376,12 +379,16 @@ class ShardReader:
         if cache is not None and version is not None:
             cache.put(name, np.stack([offsets, lengths], axis=1), version, ticket=ticket,
                       parent=part.location)
-        elif version is not None:
-            if len(self._indexes) >= _MAX_INDEXES:
-                self._indexes.clear()
-            offsets.flags.writeable = lengths.flags.writeable = False
-            self._indexes[part.key] = (version, offsets, lengths)
         return offsets, lengths
+
+    def _remember_index(self, key: str, version: Any, offsets: np.ndarray,
+                        lengths: np.ndarray) -> None:
+        if self._indexes.get(key, (None,))[0] == version:
+            return
+        if len(self._indexes) >= _MAX_INDEXES:
+            self._indexes.clear()
+        offsets.flags.writeable = lengths.flags.writeable = False
+        self._indexes[key] = (version, offsets, lengths)
 
     def _slices(self, key: str, whole: memoryview,
                 flats: list[int]) -> dict[int, bytes | None]:
