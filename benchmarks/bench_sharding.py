@@ -12,6 +12,9 @@ A line reads windows along a panning path (each overlapping the one before)
 with chunkflow's decoded-chunk cache on: inner chunks decoded once, bytes read only
 for inner chunks not seen before.
 
+The floors: decoding (numcodecs zstd, from bytes in memory) the inner chunks each
+window touches, on one thread and on two, timed the same way.
+
 Last, concurrent partial-shard writes: 4 threads each write their own rows (disjoint
 cells, but shared shards) of a 512x512 array in 256x256 shards of 32x32 inner chunks;
 the share of cells that do not hold what was written afterwards is the share of
@@ -108,6 +111,61 @@ def measure(read: Callable[[Any], np.ndarray], chosen: list[Any], image: np.ndar
     return times, per_window
 
 
+def inner_chunks(path: Path, side: int, shard: int, inner: int,
+                 chosen: list[tuple[slice, slice]]) -> list[list[bytes]]:
+    """The encoded inner chunks each window touches, cut out of the shard files."""
+    from numcodecs import Zstd  # noqa: F401  (the codec the floor decodes with)
+
+    z = chunkflow.open_array(str(path), mode="r", cache=False)
+    stage = z._io.shards.stage
+    shards: dict[tuple[int, int], tuple[bytes, np.ndarray, np.ndarray]] = {}
+    touched = []
+    for rows, cols in chosen:
+        parts = []
+        for y in range(rows.start // inner, (rows.stop - 1) // inner + 1):
+            for x in range(cols.start // inner, (cols.stop - 1) // inner + 1):
+                sy, sx = y * inner // shard, x * inner // shard
+                if (sy, sx) not in shards:
+                    data = (path / "c" / str(sy) / str(sx)).read_bytes()
+                    start, stop = stage.index_range(len(data))
+                    shards[sy, sx] = (data, *stage.parse_index(data[start:stop], len(data)))
+                data, offsets, lengths = shards[sy, sx]
+                per_side = shard // inner
+                flat = (y % per_side) * per_side + x % per_side
+                parts.append(data[int(offsets[flat]):int(offsets[flat] + lengths[flat])])
+        touched.append(parts)
+    return touched
+
+
+def decode_floor(touched: list[list[bytes]], inner: int, repeat: int,
+                 threads: int) -> list[float]:
+    """Seconds per window to decode its inner chunks with numcodecs zstd (bytes in
+    memory: no file reads, no copies into an output) on ``threads`` threads."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from numcodecs import Zstd
+
+    codec = Zstd(level=1)
+    buffers = [np.empty((inner, inner), "u4") for _ in range(4)]
+
+    def decode(items: list[tuple[bytes, np.ndarray]]) -> None:
+        for data, out in items:
+            codec.decode(data, out=out)
+
+    times = []
+    with ThreadPoolExecutor(threads) as pool:
+        for _ in range(repeat):
+            start = time.perf_counter()
+            for parts in touched:
+                items = list(zip(parts, buffers))
+                if threads == 1:
+                    decode(items)
+                else:
+                    list(pool.map(decode, [items[i::threads] for i in range(threads)]))
+            times.append((time.perf_counter() - start) / len(touched))
+    return times
+
+
 def _median(values: list[float]) -> str:
     return (f"{statistics.median(values) * 1e3:7.2f} ms "
             f"[{min(values) * 1e3:.2f}-{max(values) * 1e3:.2f}]")
@@ -179,6 +237,9 @@ def main() -> None:
         results = {}
         for name, read in readers(path).items():
             results[name] = measure(read, chosen, image, args.repeat)
+        touched = inner_chunks(path, side, shard, inner, chosen)
+        floors = {threads: decode_floor(touched, inner, args.repeat, threads)
+                  for threads in (1, 2)}
         base_time = statistics.median(results["chunkflow"][0])
         base_bytes = results["chunkflow"][1]
         print(f"  {'library':<12} {'time per window':>28} {'KiB read':>10} "
@@ -186,6 +247,17 @@ def main() -> None:
         for name, (times, nbytes) in results.items():
             print(f"  {name:<12} {_median(times):>28} {nbytes / 1024:10.1f} "
                   f"{statistics.median(times) / base_time:16.2f}x {nbytes / base_bytes:17.2f}x")
+        mean_chunks = sum(len(parts) for parts in touched) / len(touched)
+        for threads, times in floors.items():
+            print(f"  floor: numcodecs zstd decode of the {mean_chunks:.1f} inner chunks a window "
+                  f"touches (mean), {threads} thread{'s' if threads > 1 else ''}: "
+                  f"{_median(times)}, chunkflow "
+                  f"{base_time / statistics.median(times):.2f}x that")
+        if "tensorstore" in results:
+            ts_time = statistics.median(results["tensorstore"][0])
+            print(f"  chunkflow vs tensorstore: x{ts_time / base_time:.2f} (tensorstore's time / "
+                  f"chunkflow's; goal >= 1.5); tensorstore "
+                  f"{ts_time / statistics.median(floors[2]):.2f}x the two-thread floor")
         ms, kib, hit_rate = panning(path, image, side, steps=16 if args.quick else 64)
         print(f"  chunkflow with its cache, panning by a quarter window: {ms:.2f} ms and "
               f"{kib:.1f} KiB read per window, {hit_rate:.0%} of inner chunks from the cache")
