@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import functools
+import itertools
 import os
 import shutil
 import stat
@@ -40,6 +41,23 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
 
 _T = TypeVar("_T")
+
+# Temporary names: a random token per process (drawn again in a forked child) and a
+# counter, unique across threads (next() on a count is atomic), processes and hosts
+# sharing a network file system, without a getrandom call per write. O_EXCL refuses
+# to open a name that exists all the same.
+_tmp_token = os.urandom(6).hex()
+_tmp_counter = itertools.count()
+
+
+def _new_token() -> None:
+    global _tmp_token, _tmp_counter
+    _tmp_token = os.urandom(6).hex()
+    _tmp_counter = itertools.count()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_token)
 
 # Windows cannot rename a file that is still open; POSIX can, and there the version
 # is read from the written file's own descriptor after the rename (see _write_file).
@@ -295,9 +313,7 @@ class LocalStore(Store):
     def _write_file(self, key: str, value: bytes | memoryview) -> Version | None:
         """Write ``value`` atomically; return the version of the file written."""
         path = self._path(key)  # a link at `path` itself is replaced, never followed
-        # A random token keeps temp names unique across threads, processes and
-        # hosts sharing a network file system.
-        tmp = f"{path}.{os.urandom(6).hex()}{TMP_SUFFIX}"
+        tmp = f"{path}.{_tmp_token}{next(_tmp_counter):x}{TMP_SUFFIX}"
         try:
             fd = os.open(tmp, _WRITE_FLAGS, 0o666)
         except FileNotFoundError:
