@@ -150,3 +150,40 @@ def map_groups(
         return [func(items)]
     groups = split_groups(items, threads * 2)
     return list(_get_pool().map(func, groups))
+
+
+def map_sharing(
+    func: Callable[[Sequence[T]], R], items: Sequence[T], *, parallel: bool = True
+) -> list[R]:
+    """:func:`map_groups` for a few items of short work: one group per thread, the
+    caller's thread taking the first.
+
+    The caller would otherwise sit idle while the pool works; taking a share itself
+    saves a hand-over (tens of microseconds, the size of the work when a window
+    decodes four small inner chunks) and keeps no more threads busy than the pool has.
+
+    Examples
+    --------
+    >>> sum(map_sharing(sum, list(range(10))))
+    45
+    """
+    if (
+        not parallel
+        or len(items) <= 1
+        or threading.current_thread() is not threading.main_thread()
+        or getattr(_local, "serial", False)
+    ):
+        return [func(items)] if items else []
+    threads = io_threads()
+    if threads == 1:
+        return [func(items)]
+    first, *rest = split_groups(items, threads)
+    pool = _get_pool()
+    futures = [pool.submit(func, group) for group in rest]
+    try:
+        results = [func(first)]
+    except BaseException:
+        for future in futures:
+            future.cancel()
+        raise
+    return results + [future.result() for future in futures]

@@ -40,7 +40,7 @@ from chunkflow.cache import ChunkCache
 from chunkflow.cache.families import child_key
 from chunkflow.codecs.sharding import MISSING, ShardingStage
 from chunkflow.engine.freshness import recheck, recheck_threshold
-from chunkflow.engine.pool import PARALLEL_MIN_CHUNK_BYTES, map_groups
+from chunkflow.engine.pool import PARALLEL_MIN_CHUNK_BYTES, map_sharing
 from chunkflow.errors import ChunkDecodeError, StoreValueChangedError
 from chunkflow.grid import RegularChunkGrid
 from chunkflow.indexing import BasicIndexer, ChunkProjection
@@ -201,7 +201,7 @@ class ShardReader:
                 # A read larger than half the budget would only churn the cache.
                 if wanted <= cache.max_bytes // 2:
                     keep, ticket = cache, cache.ticket()
-            map_groups(lambda group: [self._read_part(p, out, cache, keep, ticket)
+            map_sharing(lambda group: [self._read_part(p, out, cache, keep, ticket)
                                       for p in group], parts, parallel=io.parallel)
         return rest
 
@@ -231,14 +231,14 @@ class ShardReader:
         if missing:
             found, version = self._fetch(part, missing, cache, ticket)
         # One shard's inner chunks in parallel (several shards already are, one per
-        # thread: map_groups runs inline in a worker thread).
+        # thread: map_sharing runs inline in a worker thread).
         parallel = self._parallel and len(missing) > 1
         proj = part.projection
         if part.box:
             target = np.empty(part.box, self.stage.dtype)
         else:
             target = out[proj.out_selection] if proj.out_selection else out[...]  # a view
-        map_groups(lambda group: [self._place(part, flat, inner, target, hits, found, keep,
+        map_sharing(lambda group: [self._place(part, flat, inner, target, hits, found, keep,
                                               version, ticket) for flat, inner in group],
                    part.inner, parallel=parallel)
         if part.box:
