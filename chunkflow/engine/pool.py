@@ -19,7 +19,10 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
+import dask.config
+
 from chunkflow import config
+from chunkflow.config.resources import usable_cores
 
 __all__ = ["PARALLEL_MIN_CHUNK_BYTES", "io_threads", "map_groups", "serial_io", "split_groups"]
 
@@ -32,7 +35,14 @@ R = TypeVar("R")
 _pool: ThreadPoolExecutor | None = None
 _pool_size = 0
 _pool_lock = threading.Lock()
-_local = threading.local()
+
+
+class _Local(threading.local):
+    serial = False  # a class default: reading it in a thread that never set it is cheap
+
+
+_local = _Local()
+_threads_memo: tuple[object, int | None] | None = None
 
 
 @contextlib.contextmanager
@@ -49,7 +59,7 @@ def serial_io() -> Iterator[None]:
     ...     map_groups(len, [1, 2, 3])
     [3]
     """
-    previous = getattr(_local, "serial", False)
+    previous = _local.serial
     _local.serial = True
     try:
         yield
@@ -71,7 +81,18 @@ def io_threads() -> int:
     >>> io_threads() >= 1
     True
     """
-    return config.get("chunkflow.io.threads")  # type: ignore[no-any-return]
+    global _threads_memo
+    try:
+        raw = dask.config.config["chunkflow"]["io"]["threads"]
+    except (KeyError, TypeError):
+        return config.get("chunkflow.io.threads")  # type: ignore[no-any-return]
+    # Parsed again only when the raw value changes (the very same object parses to the
+    # same count): config.get costs several microseconds, and every read asks.
+    memo = _threads_memo
+    if memo is None or memo[0] is not raw:
+        threads: int = config.get("chunkflow.io.threads")
+        memo = _threads_memo = (raw, None if config.is_auto(raw) else threads)
+    return usable_cores() if memo[1] is None else memo[1]
 
 
 def _get_pool() -> ThreadPoolExecutor:
@@ -142,7 +163,7 @@ def map_groups(
         not parallel
         or len(items) <= 1
         or threading.current_thread() is not threading.main_thread()
-        or getattr(_local, "serial", False)
+        or _local.serial
     ):
         return [func(items)] if items else []
     threads = io_threads()
@@ -171,7 +192,7 @@ def map_sharing(
         not parallel
         or len(items) <= 1
         or threading.current_thread() is not threading.main_thread()
-        or getattr(_local, "serial", False)
+        or _local.serial
     ):
         return [func(items)] if items else []
     threads = io_threads()

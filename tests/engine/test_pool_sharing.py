@@ -62,3 +62,29 @@ def test_windows_of_a_sharded_array_decode_their_inner_chunks_on_both_threads(
     with chunkflow.config.set({"chunkflow.io.threads": 2}):
         np.testing.assert_array_equal(z[100:400, 100:400], values[100:400, 100:400])
     assert threading.main_thread().name in seen and len(seen) == 2
+
+
+def test_the_thread_setting_is_parsed_once_per_change(monkeypatch: pytest.MonkeyPatch) -> None:
+    import dask
+
+    from chunkflow.config.resources import usable_cores
+    from chunkflow.engine import pool
+
+    parsed: list[str] = []
+    real = chunkflow.config.get
+
+    def counting(key: str, *args: object) -> object:
+        parsed.append(key)
+        return real(key, *args)
+
+    monkeypatch.setattr(pool.config, "get", counting)
+    assert pool.io_threads() == usable_cores()  # "auto"
+    parsed.clear()
+    assert [pool.io_threads() for _ in range(5)] == [usable_cores()] * 5
+    assert parsed == []
+    with dask.config.set({"chunkflow.io.threads": 3}):
+        assert pool.io_threads() == 3
+        with dask.config.set({"chunkflow.io.threads": "5"}):  # a new value, parsed again
+            assert pool.io_threads() == 5
+        assert pool.io_threads() == 3
+    assert pool.io_threads() == usable_cores() and parsed
