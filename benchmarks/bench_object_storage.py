@@ -9,8 +9,9 @@ every response and counting the requests it answers:
 - ``http``: a threaded HTTP server over a folder (Range requests, ETag and
   Last-Modified headers, a listen backlog of 1024), read through fsspec's HTTP file
   system by chunkflow and zarr-python 3 and through tensorstore's ``http`` kvstore;
-- ``s3``: a moto S3 server whose WSGI application sleeps before each request
-  (``s3fs`` for chunkflow and zarr-python 3, tensorstore's ``s3`` kvstore).
+- ``s3``: a moto S3 server behind :class:`chunkflow.testing.FaultProxy`, which sleeps
+  before forwarding each request (``s3fs`` for chunkflow and zarr-python 3,
+  tensorstore's ``s3`` kvstore).
 
 Workloads, each timed ``--repeat`` times (median [range]) with the requests the server
 saw in the last run:
@@ -76,6 +77,8 @@ def _delayed_http_server(root: str, delay: float) -> Any:
 
         def do_GET(self) -> None:
             if self.path == COUNTS:
+                with lock:
+                    counts["GET"] += 1  # counted, as the S3 proxy counts it
                 body = json.dumps(dict(counts)).encode()
                 self.send_response(200)
                 self.send_header("Content-Length", str(len(body)))
@@ -127,43 +130,48 @@ def _delayed_http_server(root: str, delay: float) -> Any:
 
 
 def _delayed_s3_server(delay: float) -> Any:
-    """moto's S3 server, sleeping ``delay`` s before every request it answers."""
+    """moto's S3 server behind chunkflow's FaultProxy, which sleeps ``delay`` s before
+    forwarding each request (and counts them); returns the proxy's server."""
     import threading
-    from collections import Counter
 
     from moto.server import DomainDispatcherApplication, create_backend_app
     from werkzeug.serving import WSGIRequestHandler, make_server
 
-    app = DomainDispatcherApplication(create_backend_app)
-    counts: Counter[str] = Counter()
-    lock = threading.Lock()
+    from chunkflow.testing.proxy import FaultProxy
 
-    def delayed(environ: dict[str, Any], start_response: Any) -> Any:
-        if environ.get("PATH_INFO") == COUNTS:
+    app = DomainDispatcherApplication(create_backend_app)
+    proxy: FaultProxy
+
+    def counted(environ: dict[str, Any], start_response: Any) -> Any:
+        if environ.get("PATH_INFO") == COUNTS:  # the proxy's counts, through the proxy
             start_response("200 OK", [("Content-Type", "application/json")])
-            return [json.dumps(dict(counts)).encode()]
-        with lock:
-            counts[environ["REQUEST_METHOD"]] += 1
+            return [json.dumps(dict(proxy.requests)).encode()]
         if os.environ.get("BENCH_LOG"):
-            print(environ["REQUEST_METHOD"], environ.get("PATH_INFO"), environ.get("QUERY_STRING"),
-                  environ.get("HTTP_RANGE", ""), file=sys.stderr)
-        time.sleep(delay)
+            print(environ["REQUEST_METHOD"], environ.get("PATH_INFO"),
+                  environ.get("QUERY_STRING"), environ.get("HTTP_RANGE", ""), file=sys.stderr)
         return app(environ, start_response)
 
     class Quiet(WSGIRequestHandler):
         def log_request(self, *args: Any) -> None:
             pass
 
-    return make_server("127.0.0.1", 0, delayed, threaded=True, request_handler=Quiet)
+    moto = make_server("127.0.0.1", 0, counted, threaded=True, request_handler=Quiet)
+    threading.Thread(target=moto.serve_forever, daemon=True).start()
+    proxy = FaultProxy(f"http://127.0.0.1:{moto.server_address[1]}", delay=delay).start()
+    return proxy
 
 
 def serve(kind: str, root: str, delay: float) -> None:
     """Child process: serve until stdin closes; the first line printed is the port."""
     import threading
 
-    server = _delayed_http_server(root, delay) if kind == "http" else _delayed_s3_server(delay)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    print(server.server_address[1], flush=True)
+    if kind == "http":
+        server = _delayed_http_server(root, delay)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        port = server.server_address[1]
+    else:
+        port = int(_delayed_s3_server(delay).url.rsplit(":", 1)[1])
+    print(port, flush=True)
     sys.stdin.read()
 
 
