@@ -43,9 +43,7 @@ def s3_proxy(s3_server: dict[str, Any]) -> Iterator[tuple[FaultProxy, dict[str, 
 def http_folder(tmp_path: Path) -> Iterator[tuple[FaultProxy, Path]]:
     """A folder served over HTTP on 127.0.0.1, behind a counting, delaying proxy."""
     handler = functools.partial(_QuietHandler, directory=str(tmp_path))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    server.request_queue_size = 1024
-    server.daemon_threads = True
+    server = _Server(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         with FaultProxy(f"http://127.0.0.1:{server.server_address[1]}") as proxy:
@@ -53,6 +51,13 @@ def http_folder(tmp_path: Path) -> Iterator[tuple[FaultProxy, Path]]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+class _Server(http.server.ThreadingHTTPServer):
+    # socketserver listens with a backlog of 5: a burst of new connections would wait
+    # for SYN retransmits (1 s, then 3 s...), which is the server's limit, not ours.
+    request_queue_size = 1024
+    daemon_threads = True
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
