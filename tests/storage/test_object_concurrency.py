@@ -223,3 +223,73 @@ def test_default_blocks_group_chunks_on_latency_bound_stores() -> None:
         assert chunkflow.to_dask(local).numblocks == (8, 8)  # one chunk per block
         # 64 chunks: 8 blocks of 8 (4 blocks per thread), each one batch of requests.
         assert chunkflow.to_dask(remote).numblocks == (4, 2)
+
+
+# ------------------------------------------------------------------ sharded windows
+
+
+def _sharded_on_s3(options: dict[str, Any], values: np.ndarray,
+                   store: Store | None = None) -> chunkflow.Array:
+    """``values`` in one 64x64 shard of 8x8 inner chunks, on S3."""
+    where = store if store is not None else FsspecStore(
+        f"s3://{BUCKET}/{uuid.uuid4().hex}", storage_options=options)
+    z = chunkflow.create_array(where, shape=values.shape, chunks=(8, 8), shards=(64, 64),
+                               dtype=values.dtype, cache=chunkflow.ChunkCache(2**24))
+    z[...] = values
+    return z
+
+
+@pytest.mark.s3
+def test_a_window_of_a_shard_on_s3_costs_three_round_trips_and_its_index_is_cached(
+        s3_proxy: tuple[FaultProxy, dict[str, Any]]) -> None:
+    proxy, options = s3_proxy
+    values = np.arange(64 * 64, dtype="i4").reshape(64, 64)
+    z = _sharded_on_s3(options, values)
+    proxy.reset()
+    # Two inner chunks side by side (one request), in a shard whose index is unknown:
+    # open (HEAD), the index (GET), the chunks (GET), the proof nothing changed (HEAD).
+    np.testing.assert_array_equal(z[3:5, 6:10], values[3:5, 6:10])
+    assert dict(proxy.requests) == {"HEAD": 2, "GET": 2}
+    proxy.reset()
+    # Another window of the same shard: the index of this very version is cached.
+    np.testing.assert_array_equal(z[40:42, 20:22], values[40:42, 20:22])
+    assert dict(proxy.requests) == {"HEAD": 2, "GET": 1}
+
+
+class _ReplacingStore(FsspecStore):
+    """An S3 store on which another writer replaces a shard (once, with
+    ``replacement``) right after a reader's first, unverified read: between a shard's
+    index and its inner chunks."""
+
+    replacement: bytes | None = None
+
+    def _open_ranges(self, key: str) -> Any:
+        reader = super()._open_ranges(key)
+        first_read = reader._read_unverified
+
+        def then_replace(ranges: list[tuple[int, int]]) -> list[bytes]:
+            parts = first_read(ranges)
+            if self.replacement is not None:
+                data, self.replacement = self.replacement, None
+                self.fs.pipe_file(self._path(key), data)  # behind chunkflow's back
+            return parts
+
+        reader._read_unverified = then_replace
+        return reader
+
+
+@pytest.mark.s3
+def test_a_shard_replaced_between_its_index_and_its_chunks_is_read_again_never_mixed(
+        s3_server: dict[str, Any]) -> None:
+    old = np.arange(64 * 64, dtype="i4").reshape(64, 64)
+    new = old[::-1, ::-1] * 3
+    other = chunkflow.create_array(MemoryStore(), shape=new.shape, chunks=(8, 8),
+                                   shards=(64, 64), dtype="i4")
+    other[...] = new
+    other[0:8, 0:8] = -1  # a different layout: every offset of the index moves
+    store = _ReplacingStore(f"s3://{BUCKET}/{uuid.uuid4().hex}", storage_options=s3_server)
+    z = _sharded_on_s3(s3_server, old, store)
+    z = chunkflow.open_array(store, mode="r", cache=False)
+    store.replacement = other.store["c/0/0"]
+    np.testing.assert_array_equal(z[10:20, 30:40], new[10:20, 30:40])
+    assert store.replacement is None  # it was replaced mid-read
