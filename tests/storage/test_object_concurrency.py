@@ -304,3 +304,17 @@ def test_a_shard_replaced_between_its_index_and_its_chunks_is_read_again_never_m
     store.replacement = other.store["c/0/0"]
     np.testing.assert_array_equal(z[10:20, 30:40], new[10:20, 30:40])
     assert store.replacement is None  # it was replaced mid-read
+
+
+@pytest.mark.s3
+def test_rechecking_chunks_cached_without_a_version_asks_no_version(
+        s3_proxy: tuple[FaultProxy, dict[str, Any]]) -> None:
+    proxy, options = s3_proxy
+    z, data = _s3_array(options)
+    cached = chunkflow.open_array(z.store, path=z.path, mode="r", recheck_cached_data=True,
+                                  cache=chunkflow.ChunkCache(2**24))
+    np.testing.assert_array_equal(cached[:], data)  # whole chunks: cached with no version
+    proxy.reset()
+    np.testing.assert_array_equal(cached[:], data)
+    # None proves nothing: the chunks are read again, and no HEAD asks for versions.
+    assert dict(proxy.requests) == {"GET": 64}
