@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -55,6 +55,16 @@ __all__ = ["ShardPart", "ShardReader", "shifted_selection", "touched_inner_chunk
 _ATTEMPTS = 3
 #: Shard indexes remembered per array handle without a cache (see ShardReader._index).
 _MAX_INDEXES = 1024
+
+
+class KnownIndex(NamedTuple):
+    """A shard's index as ``(offsets, lengths)`` rows, and the shard version it was read
+    from (the shape of a cache entry, for a handle that keeps indexes without a cache)."""
+
+    chunk: np.ndarray
+    version: Any
+
+
 _T = TypeVar("_T")
 
 
@@ -175,7 +185,7 @@ class ShardReader:
         self._inner_grid = RegularChunkGrid(stage.shape, stage.inner_shape)
         # Parsed indexes by shard key, with the version of the shard they came from:
         # a handle without a cache reads a shard's index once, not on every read.
-        self._indexes: dict[str, tuple[Any, np.ndarray, np.ndarray]] = {}
+        self._indexes: dict[str, KnownIndex] = {}
 
     def read(
         self, projections: Sequence[ChunkProjection], out: np.ndarray, cache: ChunkCache | None
@@ -321,10 +331,16 @@ class ShardReader:
         """The stored bytes of inner chunks ``flats`` (``None``: not stored) and the
         shard's version, all from one snapshot of the shard."""
         store, key = self.io.store, part.key
-        for _ in range(_ATTEMPTS):
+        # The version of the shard whose index the cache holds: object stores then
+        # read the chunks straight away and prove the version afterwards (one round
+        # trip less); if the shard changed, the next attempt opens it afresh.
+        index = self._cached_index(part, cache)
+        expect = None if index is None else index.version
+        for attempt in range(_ATTEMPTS):
             try:
-                with store.open_ranges(key) as reader:
-                    return self._fetch_from(reader, part, flats, cache, ticket), reader.version
+                with store.open_ranges(key, expect=expect if attempt == 0 else None) as reader:
+                    found = self._fetch_from(reader, part, flats, cache, ticket, index)
+                    return found, reader.version
             except KeyError:
                 return {}, None
             except StoreValueChangedError:
@@ -336,59 +352,76 @@ class ShardReader:
         data, version = versioned
         return self._slices(part.key, memoryview(data), flats), version
 
+    def _cached_index(self, part: ShardPart, cache: ChunkCache | None) -> Any:
+        """The known index of the shard, with the shard version it came from: the
+        cache's entry if it holds one that fits this array, or, for a handle without a
+        cache, the one this handle remembers; else ``None``."""
+        if cache is None:
+            return self._indexes.get(part.key)
+        name = child_key(part.location, "index")
+        entry = cache.lookup([name]).get(name)
+        if entry is None or entry.version is None or \
+                entry.chunk.shape != (self.stage.count, 2):
+            return None
+        return entry
+
     def _fetch_from(self, reader: Any, part: ShardPart, flats: list[int],
-                    cache: ChunkCache | None, ticket: int) -> dict[int, bytes | None]:
+                    cache: ChunkCache | None, ticket: int,
+                    index: Any) -> dict[int, bytes | None]:
         size = reader.size
         if len(flats) * 2 > self.stage.count:
             # Most of the shard: one request for all of it.
             [whole] = reader.read([(0, size)])
             return self._slices(part.key, memoryview(whole), flats)
-        offsets, lengths = self._index(reader, part, cache, ticket)
+        offsets, lengths, read = self._index(reader, part, index)
         stored = [flat for flat in flats if offsets[flat] != MISSING]
         ranges = [(int(offsets[f]), int(offsets[f] + lengths[f])) for f in stored]
+        # An index just read was not yet proven to be of the opened shard (one request
+        # less on object stores), nor was the shard opened as an expected version:
+        # reading the chunks proves both, or verify() does.
         datas = reader.read(ranges) if ranges else []
-        if cache is None and reader.version is not None:
-            # Remembered once every range of this snapshot was read without a change.
-            self._remember_index(part.key, reader.version, offsets, lengths)
+        if not ranges:
+            reader.verify()
+        if read and reader.version is not None:
+            # Every range of this snapshot was read without a change: the index is
+            # the one of this version of the shard.
+            self._remember_index(part, offsets, lengths, reader.version, cache, ticket)
         found: dict[int, bytes | None] = dict.fromkeys(flats)
         found.update(zip(stored, datas))
         return found
 
-    def _index(self, reader: Any, part: ShardPart, cache: ChunkCache | None,
-               ticket: int) -> tuple[np.ndarray, np.ndarray]:
-        """The shard's ``(offsets, lengths)``: from the cache when it holds the index of
-        this very version of the shard (one request less per read on object stores),
-        else read, checked and cached (as a child of the shard, with its version)."""
-        name = child_key(part.location, "index")
-        version = reader.version
-        if cache is not None and version is not None:
-            entry = cache.lookup([name]).get(name)
-            if entry is not None and entry.version == version and \
-                    entry.chunk.shape == (self.stage.count, 2):
-                return entry.chunk[:, 0], entry.chunk[:, 1]
-        elif cache is None and version is not None:
-            # Without a cache, the handle remembers it: the same version is the same
-            # bytes (a version is None until it proves that: then it is read again).
-            known = self._indexes.get(part.key)
-            if known is not None and known[0] == version:
-                return known[1], known[2]
+    def _index(self, reader: Any, part: ShardPart,
+               index: Any) -> tuple[np.ndarray, np.ndarray, bool]:
+        """The shard's ``(offsets, lengths)``, and whether they were read now: from the
+        cached ``index`` entry when it is the index of this very version of the shard
+        (one request less per read on object stores), else read (unverified: see
+        _fetch_from) and checked."""
+        if index is not None and index.version == reader.version:
+            return index.chunk[:, 0], index.chunk[:, 1], False
         start, stop = self._parsed_index(part.key, lambda: self.stage.index_range(reader.size))
-        [encoded] = reader.read([(start, stop)])
-        offsets, lengths = self._parsed_index(
-            part.key, lambda: self.stage.parse_index(encoded, reader.size))
-        if cache is not None and version is not None:
-            cache.put(name, np.stack([offsets, lengths], axis=1), version, ticket=ticket,
-                      parent=part.location)
-        return offsets, lengths
+        [encoded] = reader.read([(start, stop)], verify=False)
+        try:
+            offsets, lengths = self._parsed_index(
+                part.key, lambda: self.stage.parse_index(encoded, reader.size))
+        except ChunkDecodeError:
+            reader.verify()  # bytes of a replaced shard: StoreValueChangedError, read again
+            raise
+        return offsets, lengths, True
 
-    def _remember_index(self, key: str, version: Any, offsets: np.ndarray,
-                        lengths: np.ndarray) -> None:
-        if self._indexes.get(key, (None,))[0] == version:
+    def _remember_index(self, part: ShardPart, offsets: np.ndarray, lengths: np.ndarray,
+                        version: Any, cache: ChunkCache | None, ticket: int) -> None:
+        """Keep a shard's index, read and proven of shard ``version``: in the cache (as
+        a child of the shard) or, without a cache, in this handle (the same version is
+        the same bytes)."""
+        stacked = np.stack([offsets, lengths], axis=1)
+        if cache is not None:
+            cache.put(child_key(part.location, "index"), stacked, version, ticket=ticket,
+                      parent=part.location)
             return
         if len(self._indexes) >= _MAX_INDEXES:
             self._indexes.clear()
-        offsets.flags.writeable = lengths.flags.writeable = False
-        self._indexes[key] = (version, offsets, lengths)
+        stacked.flags.writeable = False
+        self._indexes[part.key] = KnownIndex(stacked, version)
 
     def _slices(self, key: str, whole: memoryview,
                 flats: list[int]) -> dict[int, bytes | None]:

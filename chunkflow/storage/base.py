@@ -67,6 +67,12 @@ class Store(MutableMapping[str, bytes]):
     listing_is_cheap : bool
         True where listing the keys costs no request (memory, folders, zip files), so
         ``.info`` may count stored chunks and bytes as zarr-python 2's did.
+    latency_bound : bool
+        True where every request waits on a network round trip (object stores, HTTP):
+        reads and writes then send many requests at once, as many as the settings
+        ``chunkflow.io.inflight-requests`` and ``chunkflow.io.inflight-bytes`` allow,
+        and :func:`~chunkflow.to_dask` groups chunks into blocks that keep that many
+        in flight (see :func:`chunkflow.engine.pool.batch_chunks`).
 
     Examples
     --------
@@ -82,6 +88,7 @@ class Store(MutableMapping[str, bytes]):
     read_only: bool = False
     supports_deletes: ClassVar[bool] = True
     listing_is_cheap: ClassVar[bool] = False
+    latency_bound: bool = False
     _read_only_reason: str = ""
 
     # ------------------------------------------------------------------ hooks
@@ -149,6 +156,10 @@ class Store(MutableMapping[str, bytes]):
             raise KeyError(key)
         data, version = found[key]
         return BytesRangeReader(key, data, version)
+
+    def _open_ranges_expecting(self, key: str, version: Version) -> ByteRangeReader:
+        # Backends that verify reads after the fact override this to skip the open.
+        return self._open_ranges(key)
 
     def _list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
         cut = len(prefix) + 1 if prefix else 0
@@ -337,7 +348,7 @@ class Store(MutableMapping[str, bytes]):
         check_range(key, start, length)
         return self._get_range(key, start, length)
 
-    def open_ranges(self, key: str) -> ByteRangeReader:
+    def open_ranges(self, key: str, *, expect: Version | None = None) -> ByteRangeReader:
         """A reader of byte ranges of the value at `key`, pinned as it is now.
 
         Every :meth:`~chunkflow.storage.ByteRangeReader.read` returns bytes of this
@@ -348,6 +359,13 @@ class Store(MutableMapping[str, bytes]):
         file systems with one ``cat_ranges`` call per read; backends without ranged
         reads fetch the value once. Close the reader (or use it as a context
         manager) to release what it holds.
+
+        ``expect``, a version of the value seen before (its :attr:`version
+        <chunkflow.storage.ByteRangeReader.version>`), lets a backend that proves its
+        reads afterwards (object stores) skip the request that opens the reader: it
+        reads as if the value still were that version and raises
+        :class:`~chunkflow.errors.StoreValueChangedError` from the read if it is not
+        (then open again without ``expect``). Other backends open as usual.
 
         Raises
         ------
@@ -365,7 +383,10 @@ class Store(MutableMapping[str, bytes]):
         >>> reader.version == store.versions(["shard"])["shard"]
         True
         """
-        return self._open_ranges(normalize_key(key))
+        key = normalize_key(key)
+        if expect is not None:
+            return self._open_ranges_expecting(key, expect)
+        return self._open_ranges(key)
 
     def list_prefix(self, prefix: str) -> Iterator[str]:
         """Iterate over the full keys below the folder-like `prefix` (``""``: all).

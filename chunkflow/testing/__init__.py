@@ -12,10 +12,12 @@ A third-party store runs chunkflow's store contract by subclassing
             return MyStore(...)
 
 :class:`CountingStore` and :class:`CountingMapping` count requests, so a test can prove
-that a read costs the requests it should.
+that a read costs the requests it should. :class:`FaultProxy` sits in front of a local
+HTTP server (a moto S3 server) and adds latency and failures to its requests.
 """
 
 from chunkflow.testing.counting import CountingMapping, CountingStore, Counts
+from chunkflow.testing.proxy import FaultProxy
 from chunkflow.testing.store import StoreConformance
 
-__all__ = ["CountingMapping", "CountingStore", "Counts", "StoreConformance"]
+__all__ = ["CountingMapping", "CountingStore", "Counts", "FaultProxy", "StoreConformance"]
