@@ -41,6 +41,7 @@ __all__ = [
     "ReadOnlyError",
     "SettingError",
     "ShapeMismatchError",
+    "StoreRequestError",
     "StoreValueChangedError",
     "UnknownSettingError",
     "UnsafeCodecError",
@@ -162,6 +163,14 @@ class SettingError(ChunkflowError, ValueError):
 
 class UnknownSettingError(ChunkflowError, KeyError):
     """A name given to ``chunkflow.config`` is not one of its settings."""
+
+
+class StoreRequestError(ChunkflowError, OSError):
+    """A store request failed for good: a network or server error that outlasted the
+    client's retries, a full disk. The message names the store and the keys (the chunk
+    key of a chunk write); ``errno`` is the original error's (``ENOSPC``...), which is
+    chained as ``__cause__``. Nothing was written in the failed request's place, so a
+    resumable job can be resumed once the cause is gone."""
 
 
 class StoreValueChangedError(ChunkflowError, RuntimeError):

@@ -16,6 +16,7 @@ from chunkflow.storage.base import Store
 from chunkflow.storage.keys import slice_bounds
 from chunkflow.storage.process_local import reference
 from chunkflow.storage.ranges import ByteRangeReader
+from chunkflow.storage.retries import with_retry_defaults
 
 if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
@@ -199,6 +200,7 @@ class FsspecStore(Store):
         options = dict(self.storage_options)
         if "::" not in url and get_protocol(url) in ("file", "local"):
             options.setdefault("auto_mkdir", True)  # create parent folders on write
+        options = with_retry_defaults(url, options)  # long jobs outlast transient errors
         self.fs, root = fsspec.core.url_to_fs(url, **options)
         self.root = root.rstrip("/")
         self._base = self.root + "/" if self.root else ""
