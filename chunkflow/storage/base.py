@@ -392,7 +392,11 @@ class Store(MutableMapping[str, bytes]):
         ``"a/b"`` lists ``"a/b/..."``, neither ``"a/b"`` itself nor ``"a/bc"``.
         The order is unspecified.
         """
-        return iter(self._list_prefix(normalize_prefix(prefix)))
+        prefix = normalize_prefix(prefix)
+        try:
+            return iter(self._list_prefix(prefix))
+        except Exception as err:  # object stores list at once; folders as they go
+            raise_request_error(err, self, "list", [prefix], below=True)
 
     def list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
         """Names directly below `prefix`: ``(keys, sub_prefixes)``, each sorted.
@@ -415,6 +419,8 @@ class Store(MutableMapping[str, bytes]):
         self._check_writable(prefix)
         try:
             self._delete_prefix(prefix)
+        except Exception as err:
+            raise_request_error(err, self, "delete", [prefix], below=True)
         finally:
             changed_prefix(self.identity, prefix)
 

@@ -91,17 +91,20 @@ def is_request_error(err: BaseException) -> bool:
     return type(err).__module__.partition(".")[0] in _CLIENT_MODULES
 
 
-def _describe(keys: Sequence[str]) -> str:
+def _describe(keys: Sequence[str], below: bool) -> str:
+    if below:
+        return f"the keys below {keys[0]!r}"
     if len(keys) == 1:
         return f"key {keys[0]!r}"
     shown = ", ".join(repr(k) for k in keys[:3])
     return f"{len(keys)} keys ({shown}{', ...' if len(keys) > 3 else ''})"
 
 
-def raise_request_error(err: Exception, store: object, action: str,
-                        keys: Sequence[str]) -> NoReturn:
+def raise_request_error(err: Exception, store: object, action: str, keys: Sequence[str],
+                        *, below: bool = False) -> NoReturn:
     """Raise ``err`` again, as a :class:`~chunkflow.errors.StoreRequestError` naming
-    ``store``, ``action`` and ``keys`` if it is a failed request (its ``errno`` kept,
+    ``store``, ``action`` and ``keys`` (``below=True``: one prefix, the keys below it)
+    if it is a failed request (its ``errno`` kept,
     ``err`` chained); as it is otherwise. Called in ``except`` clauses, so the path
     without errors costs nothing.
 
@@ -122,6 +125,6 @@ of MemoryStore(): No space left on device (after the client's retries, if any)
     code = getattr(err, "errno", None)
     raise StoreRequestError(
         code if isinstance(code, int) else errno.EIO,
-        f"could not {action} {_describe(list(keys))} of {store}: {reason} "
+        f"could not {action} {_describe(list(keys), below)} of {store}: {reason} "
         "(after the client's retries, if any)",
     ) from err

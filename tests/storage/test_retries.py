@@ -83,7 +83,7 @@ def test_a_write_that_fails_for_good_names_the_chunk_key(s3_server: dict[str, An
 
 
 @pytest.mark.s3
-def test_a_read_that_fails_for_good_names_the_key(s3_server: dict[str, Any]) -> None:
+def test_a_read_or_listing_that_fails_for_good_names_the_key(s3_server: dict[str, Any]) -> None:
     url = _url()
     FsspecStore(url, storage_options=s3_server)["k/0"] = b"v"
     with FaultProxy(s3_server["endpoint_url"], fail_share=1.0, fail_methods=["GET"],
@@ -93,6 +93,8 @@ def test_a_read_that_fails_for_good_names_the_key(s3_server: dict[str, Any]) -> 
         store = FsspecStore(url, storage_options=options)
         with pytest.raises(StoreRequestError, match="could not read key 'k/0'") as caught:
             store.get_many(["k/0"])
+        with pytest.raises(StoreRequestError, match="could not list the keys below 'k'"):
+            store.list_prefix("k")
     assert isinstance(caught.value, OSError)
 
 
