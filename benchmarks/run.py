@@ -15,6 +15,8 @@ Runs, one after another, each in its own process:
 ``xarray``     ``xr.open_dataset`` + load, ``engine="chunkflow"`` vs ``engine="zarr"``
 ``sharding``   random windows of a sharded array: time and bytes read (all three)
 ``reductions`` exact percentiles of 1 GiB under 64 MiB (numpy in memory, dask approximate)
+``objects``    HTTP and S3 (moto) with 20 ms per request: full reads, sharded windows,
+               writes and a map job, with request counts (all three; dask + zarr 3)
 ``resume``     resumable jobs: bookkeeping overhead, a resume after a kill, S3 requests
 =============  =====================================================================
 
@@ -46,6 +48,7 @@ BENCHMARKS = {
     "xarray": "bench_xarray.py",
     "sharding": "bench_sharding.py",
     "reductions": "bench_reductions.py",
+    "objects": "bench_object_storage.py",
     "resume": "bench_resume.py",
 }
 

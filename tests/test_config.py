@@ -29,9 +29,12 @@ COMPRESSED = "chunkflow.cache.compressed-bytes"
 ENABLED = "chunkflow.cache.enabled"
 RECHECK = "chunkflow.cache.recheck-cached-data"
 THREADS = "chunkflow.io.threads"
+REQUESTS = "chunkflow.io.inflight-requests"
+INFLIGHT = "chunkflow.io.inflight-bytes"
 DASK_ENV = ("DASK_CHUNKFLOW__CACHE__MAX_BYTES", "DASK_CHUNKFLOW__CACHE__COMPRESSED_BYTES",
             "DASK_CHUNKFLOW__CACHE__ENABLED", "DASK_CHUNKFLOW__CACHE__RECHECK_CACHED_DATA",
-            "DASK_CHUNKFLOW__IO__THREADS")
+            "DASK_CHUNKFLOW__IO__THREADS", "DASK_CHUNKFLOW__IO__INFLIGHT_REQUESTS",
+            "DASK_CHUNKFLOW__IO__INFLIGHT_BYTES")
 
 
 @pytest.fixture
@@ -59,7 +62,7 @@ def test_defaults(clean_env: pytest.MonkeyPatch) -> None:
 
 def test_package_exports_the_settings_module() -> None:
     assert chunkflow.config is config and config.__name__ == "chunkflow.config"
-    assert SETTINGS == (MAX, COMPRESSED, ENABLED, RECHECK, THREADS)
+    assert SETTINGS == (MAX, COMPRESSED, ENABLED, RECHECK, THREADS, REQUESTS, INFLIGHT)
     assert "config" not in chunkflow.cache.__all__  # one place for the settings
     assert set(chunkflow.cache.__all__) >= {"ChunkCache", "CacheStats", "get_cache", "cache_info"}
 
@@ -114,7 +117,8 @@ def test_the_second_names_are_gone(name: str) -> None:
     ("key", "value"),
     [(MAX, -1), (MAX, 1.5), (MAX, "huge"), (MAX, None), (MAX, True), (COMPRESSED, [1]),
      (ENABLED, 2), (ENABLED, "perhaps"), (ENABLED, None),
-     (THREADS, 0), (THREADS, "many"), (THREADS, 2.5), (THREADS, True)],
+     (THREADS, 0), (THREADS, "many"), (THREADS, 2.5), (THREADS, True),
+     (REQUESTS, 0), (REQUESTS, "lots"), (REQUESTS, 1.5), (INFLIGHT, -1), (INFLIGHT, "big")],
 )
 def test_bad_values_name_the_setting_and_value(key: str, value: object) -> None:
     before = config.values()

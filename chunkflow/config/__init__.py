@@ -37,7 +37,19 @@ Settings
 ``chunkflow.io.threads``
     Threads that fetch, decode and encode the chunks of one read or write. Default
     ``"auto"``: the cores this process may use (one per core was fastest from the page
-    cache); more for storage with long latencies.
+    cache). Object stores need no more threads: their requests are sent concurrently
+    by the two settings below.
+``chunkflow.io.inflight-requests``
+    Requests one read or write keeps in flight at once on a latency-bound store (an
+    object store or HTTP server: :attr:`Store.latency_bound
+    <chunkflow.storage.Store.latency_bound>`), through fsspec's asynchronous batch
+    calls. Default 64: with 20 ms per request, 64 chunks arrive in about the time of
+    one. Each :func:`chunkflow.to_dask` task of such a store is one such batch.
+``chunkflow.io.inflight-bytes``
+    The memory budget of those requests: decoded bytes of the chunks one read or
+    write fetches (or encodes) before it decodes (or sends) them, over all its
+    threads. Default ``"128 MiB"``. The requests in flight are the smaller of the two
+    limits (at least one chunk per thread).
 
 Byte sizes may be given with a unit (``"512 MiB"``, ``"2GB"``), read by
 :func:`dask.utils.parse_bytes`. Flags accept ``True``/``False``, ``0``/``1`` and the
@@ -89,8 +101,8 @@ from chunkflow.config.resources import auto_cache_bytes, usable_cores
 from chunkflow.errors import SettingError, UnknownSettingError
 
 __all__ = [
-    "DEFAULTS_FILE", "SETTINGS", "byte_count", "get", "is_auto", "recheck_policy", "set",
-    "thread_count", "values",
+    "DEFAULTS_FILE", "SETTINGS", "byte_count", "get", "is_auto", "recheck_policy",
+    "request_count", "set", "thread_count", "values",
 ]
 
 DEFAULTS_FILE = Path(__file__).resolve().with_name("chunkflow.yaml")
@@ -183,6 +195,21 @@ def thread_count(what: str, value: object) -> int:
     return int(value.__index__())
 
 
+def request_count(what: str, value: object) -> int:
+    """A number of requests: a whole number >= 1.
+
+    Examples
+    --------
+    >>> request_count("inflight-requests", "32")
+    32
+    """
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, bool) or not hasattr(value, "__index__") or value.__index__() < 1:
+        raise SettingError(f"{what} must be a whole number of requests >= 1, got {value!r}")
+    return int(value.__index__())
+
+
 def recheck_policy(what: str, value: object) -> bool | str | float:
     """A recheck policy (see the module docs): ``"open"``, a bool, or seconds >= 0.
 
@@ -223,6 +250,8 @@ _PARSERS: dict[str, Callable[[str, Any], Any]] = {
     "chunkflow.cache.enabled": _flag,
     "chunkflow.cache.recheck-cached-data": recheck_policy,
     "chunkflow.io.threads": thread_count,
+    "chunkflow.io.inflight-requests": request_count,
+    "chunkflow.io.inflight-bytes": byte_count,
 }
 
 SETTINGS: tuple[str, ...] = tuple(_PARSERS)

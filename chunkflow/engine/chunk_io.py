@@ -31,7 +31,7 @@ from chunkflow.buffers import scratch_buffer
 from chunkflow.cache import ChunkCache, discard_everywhere
 from chunkflow.engine.chunk_space import ChunkSpace
 from chunkflow.engine.freshness import current_copies, serve_hits
-from chunkflow.engine.pool import map_groups
+from chunkflow.engine.pool import batch_chunks, map_groups
 from chunkflow.engine.shard_reads import ShardReader
 from chunkflow.engine.shard_writes import rewrite_shard
 from chunkflow.errors import ChunkDecodeError, ChunkEncodeError, ChunkTooLargeError
@@ -200,8 +200,22 @@ class ChunkIO(ChunkSpace):
                 # refuse the copies fetched here.
                 ticket = cache.ticket()
         if projections:
-            map_groups(lambda group: self._read_group(group, out, keep, ticket), projections,
-                       parallel=self.parallel)
+            parallel, batch = self._batching()
+            map_groups(lambda group: self._read_group(group, out, keep, ticket, batch),
+                       projections, parallel=parallel,
+                       batch=batch if self.store.latency_bound else None)
+
+    def _batching(self) -> tuple[bool, int]:
+        """Whether to use the I/O threads, and the chunks per store call.
+
+        A latency-bound store (object store, HTTP) gets batches as large as the
+        in-flight budget allows (see :func:`~chunkflow.engine.pool.batch_chunks`): each
+        is one store call whose requests fsspec sends at once; the threads decode one
+        batch while another is in flight, whatever the chunk size.
+        """
+        if self.store.latency_bound:
+            return True, batch_chunks(self._chunk_bytes)
+        return self.parallel, self._batch
 
     def _read_group(
         self,
@@ -209,9 +223,10 @@ class ChunkIO(ChunkSpace):
         out: np.ndarray,
         keep: ChunkCache | None,
         ticket: int,
+        batch: int,
     ) -> None:
-        for start in range(0, len(group), self._batch):
-            self._read_batch(group[start:start + self._batch], out, keep, ticket)
+        for start in range(0, len(group), batch):
+            self._read_batch(group[start:start + batch], out, keep, ticket)
 
     def _read_batch(
         self,
@@ -286,11 +301,13 @@ class ChunkIO(ChunkSpace):
         # announcement of this write drops those).
         cache = None if self.shards is not None else self.options.resolve_cache()
         context = contextlib.nullcontext() if locked else self.locked(projections)
+        parallel, batch = self._batching()
         with context:
             map_groups(
-                lambda group: self._write_group(group, value, scalar, cache),
+                lambda group: self._write_group(group, value, scalar, cache, batch),
                 projections,
-                parallel=self.parallel,
+                parallel=parallel,
+                batch=batch if self.store.latency_bound else None,
             )
 
     def _write_group(
@@ -299,9 +316,10 @@ class ChunkIO(ChunkSpace):
         value: np.ndarray,
         scalar: _ScalarChunk | None,
         cache: ChunkCache | None,
+        batch: int,
     ) -> None:
-        for start in range(0, len(group), self._batch):
-            self._write_batch(group[start:start + self._batch], value, scalar, cache)
+        for start in range(0, len(group), batch):
+            self._write_batch(group[start:start + batch], value, scalar, cache)
 
     def _write_batch(
         self,

@@ -8,11 +8,18 @@ more than the overlap gains (measured: 8 KiB chunks read 30% slower with 2 threa
 2 MiB chunks 2.3x faster). The pool also steps aside when the call already runs in a
 worker thread (a dask task, a user's own pool): nesting pools only adds contention,
 and dask already supplies the parallelism there.
+
+Latency-bound stores (object stores, HTTP: ``Store.latency_bound``) are another
+matter: there a request waits 10-100 ms for the network, and speed comes from many
+requests in flight, not from threads. Their reads and writes go in large batches
+(:func:`batch_chunks`), each one store call that fsspec sends concurrently on its
+event loop; the threads only decode one batch while the next is in flight.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -21,7 +28,8 @@ from typing import TypeVar
 
 from chunkflow import config
 
-__all__ = ["PARALLEL_MIN_CHUNK_BYTES", "io_threads", "map_groups", "serial_io", "split_groups"]
+__all__ = ["PARALLEL_MIN_CHUNK_BYTES", "batch_chunks", "inflight_limits",
+           "io_threads", "map_groups", "serial_io", "split_groups"]
 
 #: Chunks smaller than this are fetched and decoded inline (see the module docstring).
 PARALLEL_MIN_CHUNK_BYTES = 256 * 1024
@@ -74,6 +82,44 @@ def io_threads() -> int:
     return config.get("chunkflow.io.threads")  # type: ignore[no-any-return]
 
 
+def inflight_limits() -> tuple[int, int]:
+    """``(requests, bytes)``: the settings ``chunkflow.io.inflight-requests`` and
+    ``chunkflow.io.inflight-bytes`` (what one read or write of a latency-bound store
+    may have in flight).
+
+    Examples
+    --------
+    >>> with config.set({"chunkflow.io.inflight-requests": 8,
+    ...                  "chunkflow.io.inflight-bytes": "1 MiB"}):
+    ...     inflight_limits()
+    (8, 1048576)
+    """
+    return (config.get("chunkflow.io.inflight-requests"),  # type: ignore[return-value]
+            config.get("chunkflow.io.inflight-bytes"))
+
+
+def batch_chunks(chunk_bytes: int, threads: int | None = None) -> int:
+    """Chunks per store call (one batch) of a latency-bound store, for chunks of
+    ``chunk_bytes`` decoded bytes.
+
+    As many as :func:`inflight_limits` allow when each of ``threads`` (default
+    :func:`io_threads`; a dask computation runs that many tasks at once) has one batch
+    in flight: ``min(requests, bytes // chunk_bytes) // threads``, at least 1. So a
+    read holds at most its budget of fetched chunks, whatever its size (a chunk
+    larger than the budget still goes, one per thread).
+
+    Examples
+    --------
+    >>> with config.set({"chunkflow.io.inflight-requests": 64,
+    ...                  "chunkflow.io.inflight-bytes": "32 MiB"}):
+    ...     batch_chunks(2**19, threads=2), batch_chunks(2**20, threads=2)
+    (32, 16)
+    """
+    size = max(chunk_bytes, 1)
+    requests, budget = inflight_limits()
+    return max(1, min(requests, budget // size) // (threads or io_threads()))
+
+
 def _get_pool() -> ThreadPoolExecutor:
     global _pool, _pool_size
     threads = io_threads()
@@ -123,15 +169,17 @@ def split_groups(items: Sequence[T], max_groups: int) -> list[Sequence[T]]:
 
 
 def map_groups(
-    func: Callable[[Sequence[T]], R], items: Sequence[T], *, parallel: bool = True
+    func: Callable[[Sequence[T]], R], items: Sequence[T], *, parallel: bool = True,
+    batch: int | None = None,
 ) -> list[R]:
     """Apply ``func`` to groups of ``items``, in parallel when that helps.
 
     Work runs inline when ``parallel`` is false, when there is a single item, when
     the caller is not the main thread (already inside a worker), or inside
-    :func:`serial_io`. Otherwise the items
-    are split into a few groups per thread, so that batch store calls stay large while
-    the load stays balanced.
+    :func:`serial_io`. Otherwise the items are split into a few groups per thread, so
+    that batch store calls stay large while the load stays balanced; with ``batch``
+    (a latency-bound store's :func:`batch_chunks`), into groups of at most that many
+    items, each one store call, so that every thread keeps a full batch in flight.
 
     Examples
     --------
@@ -148,5 +196,6 @@ def map_groups(
     threads = io_threads()
     if threads == 1:
         return [func(items)]
-    groups = split_groups(items, threads * 2)
+    count = threads * 2 if batch is None else max(threads, math.ceil(len(items) / batch))
+    groups = split_groups(items, count)
     return list(_get_pool().map(func, groups))

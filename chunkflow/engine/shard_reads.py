@@ -338,34 +338,43 @@ class ShardReader:
             # Most of the shard: one request for all of it.
             [whole] = reader.read([(0, size)])
             return self._slices(part.key, memoryview(whole), flats)
-        offsets, lengths = self._index(reader, part, cache, ticket)
+        offsets, lengths, read = self._index(reader, part, cache)
         stored = [flat for flat in flats if offsets[flat] != MISSING]
         ranges = [(int(offsets[f]), int(offsets[f] + lengths[f])) for f in stored]
+        # An index just read was not yet proven to be of the opened shard (one request
+        # less on object stores): reading the chunks proves both, or verify() does.
         datas = reader.read(ranges) if ranges else []
+        if read and not ranges:
+            reader.verify()
+        if read and cache is not None and reader.version is not None:
+            cache.put(child_key(part.location, "index"), np.stack([offsets, lengths], axis=1),
+                      reader.version, ticket=ticket, parent=part.location)
         found: dict[int, bytes | None] = dict.fromkeys(flats)
         found.update(zip(stored, datas))
         return found
 
-    def _index(self, reader: Any, part: ShardPart, cache: ChunkCache | None,
-               ticket: int) -> tuple[np.ndarray, np.ndarray]:
-        """The shard's ``(offsets, lengths)``: from the cache when it holds the index of
-        this very version of the shard (one request less per read on object stores),
-        else read, checked and cached (as a child of the shard, with its version)."""
+    def _index(self, reader: Any, part: ShardPart,
+               cache: ChunkCache | None) -> tuple[np.ndarray, np.ndarray, bool]:
+        """The shard's ``(offsets, lengths)``, and whether they were read now: from the
+        cache when it holds the index of this very version of the shard (one request
+        less per read on object stores), else read (unverified: see _fetch_from) and
+        checked."""
         name = child_key(part.location, "index")
         version = reader.version
         if cache is not None and version is not None:
             entry = cache.lookup([name]).get(name)
             if entry is not None and entry.version == version and \
                     entry.chunk.shape == (self.stage.count, 2):
-                return entry.chunk[:, 0], entry.chunk[:, 1]
+                return entry.chunk[:, 0], entry.chunk[:, 1], False
         start, stop = self._parsed_index(part.key, lambda: self.stage.index_range(reader.size))
-        [encoded] = reader.read([(start, stop)])
-        offsets, lengths = self._parsed_index(
-            part.key, lambda: self.stage.parse_index(encoded, reader.size))
-        if cache is not None and version is not None:
-            cache.put(name, np.stack([offsets, lengths], axis=1), version, ticket=ticket,
-                      parent=part.location)
-        return offsets, lengths
+        [encoded] = reader.read([(start, stop)], verify=False)
+        try:
+            offsets, lengths = self._parsed_index(
+                part.key, lambda: self.stage.parse_index(encoded, reader.size))
+        except ChunkDecodeError:
+            reader.verify()  # bytes of a replaced shard: StoreValueChangedError, read again
+            raise
+        return offsets, lengths, True
 
     def _slices(self, key: str, whole: memoryview,
                 flats: list[int]) -> dict[int, bytes | None]:

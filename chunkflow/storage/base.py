@@ -68,6 +68,12 @@ class Store(MutableMapping[str, bytes]):
     listing_is_cheap : bool
         True where listing the keys costs no request (memory, folders, zip files), so
         ``.info`` may count stored chunks and bytes as zarr-python 2's did.
+    latency_bound : bool
+        True where every request waits on a network round trip (object stores, HTTP):
+        reads and writes then send many requests at once, as many as the settings
+        ``chunkflow.io.inflight-requests`` and ``chunkflow.io.inflight-bytes`` allow,
+        and :func:`~chunkflow.to_dask` groups chunks into blocks that keep that many
+        in flight (see :func:`chunkflow.engine.pool.batch_chunks`).
 
     Examples
     --------
@@ -83,6 +89,7 @@ class Store(MutableMapping[str, bytes]):
     read_only: bool = False
     supports_deletes: ClassVar[bool] = True
     listing_is_cheap: ClassVar[bool] = False
+    latency_bound: bool = False
     _read_only_reason: str = ""
 
     # ------------------------------------------------------------------ hooks

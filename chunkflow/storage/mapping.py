@@ -12,7 +12,8 @@ from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from typing import Any
 
 from chunkflow.storage.base import Store
-from chunkflow.storage.fsspec_store import GLOB, is_missing_error, open_fsspec_ranges
+from chunkflow.storage.fsspec_ranges import is_missing_error, open_fsspec_ranges
+from chunkflow.storage.fsspec_store import GLOB
 from chunkflow.storage.keys import slice_bounds
 from chunkflow.storage.process_local import reference
 from chunkflow.storage.ranges import ByteRangeReader

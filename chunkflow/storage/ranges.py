@@ -114,11 +114,17 @@ class ByteRangeReader(abc.ABC):
     _active: int = 0  # reads in flight
     _released: bool = False
 
-    def read(self, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
+    def read(self, ranges: Sequence[tuple[int, int]], *, verify: bool = True) -> list[bytes]:
         """One ``bytes`` per absolute ``(start, stop)`` range, in the order given.
 
         Ranges may come in any order and may repeat; empty ranges cost no I/O. The
         backend fetches them in one batched request where it can.
+
+        ``verify=False`` lets a reader that proves its value unchanged after each read
+        (object stores: a request for the value's ETag) leave that proof to the next
+        read with ``verify=True`` or to :meth:`verify`, which then covers both: use
+        such bytes only to choose what to read next (a shard's index), and verify
+        before raising an error about them. Readers that pin their value ignore it.
 
         Raises
         ------
@@ -132,8 +138,29 @@ class ByteRangeReader(abc.ABC):
         checked = check_ranges(self.key, ranges, self.size)
         wanted = sorted({r for r in checked if r[0] < r[1]})
         with self._in_flight():
-            fetched = dict(zip(wanted, self._read(wanted))) if wanted else {}
+            if not wanted:
+                fetched = {}
+            elif verify:
+                fetched = dict(zip(wanted, self._read(wanted)))
+            else:
+                fetched = dict(zip(wanted, self._read_unverified(wanted)))
         return [fetched.get(r, b"") for r in checked]
+
+    def verify(self) -> None:
+        """Raise :class:`~chunkflow.errors.StoreValueChangedError` if the value was
+        replaced since the reader was opened and the reader could not keep it.
+
+        Readers that pin their value (files, memory, zip members) never raise.
+        """
+        with self._in_flight():
+            self._verify()
+
+    def _read_unverified(self, ranges: list[tuple[int, int]]) -> list[bytes]:
+        """:meth:`_read`, leaving out any check that the value is unchanged."""
+        return self._read(ranges)
+
+    def _verify(self) -> None:  # noqa: B027 - a hook: pinned values need no check
+        """Readers that cannot pin their value check it here."""
 
     @contextlib.contextmanager
     def _in_flight(self) -> Iterator[None]:

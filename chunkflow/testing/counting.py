@@ -146,6 +146,10 @@ class CountingStore(Store):
     def supports_deletes(self) -> bool:
         return self.inner.supports_deletes
 
+    @property  # type: ignore[override]
+    def latency_bound(self) -> bool:
+        return self.inner.latency_bound
+
     def close(self) -> None:
         self.inner.close()
 

@@ -1,0 +1,469 @@
+"""Object storage with per-request latency: chunkflow vs zarr-python 3 vs tensorstore.
+
+Local folders hide what matters on object stores, where every request costs 10-100 ms:
+there, speed comes from how many requests are in flight at once and how many are made.
+This benchmark starts its own servers on 127.0.0.1, each in a child process (so that
+serving costs the readers no GIL), each adding a fixed delay (``--delay``, 20 ms) before
+every response and counting the requests it answers:
+
+- ``http``: a threaded HTTP server over a folder (Range requests, ETag and
+  Last-Modified headers, a listen backlog of 1024), read through fsspec's HTTP file
+  system by chunkflow and zarr-python 3 and through tensorstore's ``http`` kvstore;
+- ``s3``: a moto S3 server behind :class:`chunkflow.testing.FaultProxy`, which sleeps
+  before forwarding each request (``s3fs`` for chunkflow and zarr-python 3,
+  tensorstore's ``s3`` kvstore).
+
+Workloads, each timed ``--repeat`` times (median [range]) with the requests the server
+saw in the last run:
+
+- a full read of a uint16 array in 512^2 chunks (256 MiB; ``--quick``: 32 MiB), by
+  chunkflow as ``z[:]`` and as ``to_dask(z).compute()`` with default blocks, by
+  zarr-python 3 as ``z[:]`` and by tensorstore;
+- random 256^2 windows (``--windows``) of a sharded array (4096^2 shards of 256^2 inner
+  chunks; ``--quick``: 1024^2 shards), one after another from a handle opened once;
+- over S3 only: a full write of the first array, and a ``map_chunks`` job (a 3x3
+  mean filter, array to array) beside dask ``map_overlap`` + ``to_zarr`` with
+  zarr-python 3.
+
+Run by hand, with nothing else running::
+
+    python benchmarks/bench_object_storage.py [--quick] [--repeat N] [--delay 0.02]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve()
+WINDOW = 256
+BUCKET = "bench"
+COUNTS = "/__counts__"
+
+
+# ------------------------------------------------------------------ servers (child)
+
+def _delayed_http_server(root: str, delay: float) -> Any:
+    """A threaded HTTP server over ``root`` that sleeps ``delay`` s per request."""
+    import email.utils
+    import threading
+    from collections import Counter
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    counts: Counter[str] = Counter()
+    lock = threading.Lock()
+
+    class Handler(SimpleHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive, as real servers
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_HEAD(self) -> None:
+            self._serve(head=True)
+
+        def do_GET(self) -> None:
+            if self.path == COUNTS:
+                with lock:
+                    counts["GET"] += 1  # counted, as the S3 proxy counts it
+                body = json.dumps(dict(counts)).encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+                return
+            self._serve(head=False)
+
+        def _serve(self, head: bool) -> None:
+            with lock:
+                counts[self.command] += 1
+            time.sleep(delay)
+            path = self.translate_path(self.path)
+            if not os.path.isfile(path):
+                self.send_error(404)
+                return
+            stat = os.stat(path)
+            with open(path, "rb") as file:
+                data = file.read()
+            status, start, stop = 200, 0, len(data)
+            spec = self.headers.get("Range", "")
+            if spec.startswith("bytes="):
+                first, _, last = spec[6:].partition("-")
+                if not first:
+                    start = max(0, len(data) - int(last))
+                else:
+                    start, stop = int(first), min(len(data), int(last) + 1 if last else len(data))
+                if start >= len(data):
+                    self.send_error(416)
+                    return
+                status = 206
+            self.send_response(status)
+            self.send_header("Content-Length", str(stop - start))
+            self.send_header("Accept-Ranges", "bytes")
+            self.send_header("ETag", f'"{stat.st_ino:x}-{stat.st_mtime_ns:x}-{stat.st_size:x}"')
+            self.send_header("Last-Modified", email.utils.formatdate(stat.st_mtime, usegmt=True))
+            if status == 206:
+                self.send_header("Content-Range", f"bytes {start}-{stop - 1}/{len(data)}")
+            self.end_headers()
+            if not head:
+                self.wfile.write(data[start:stop])
+
+    class Server(ThreadingHTTPServer):
+        request_queue_size = 1024  # socketserver's 5 makes bursts retransmit SYNs
+        daemon_threads = True
+
+    os.chdir(root)
+    return Server(("127.0.0.1", 0), Handler)
+
+
+def _delayed_s3_server(delay: float) -> Any:
+    """moto's S3 server behind chunkflow's FaultProxy, which sleeps ``delay`` s before
+    forwarding each request (and counts them); returns the proxy's server."""
+    import threading
+
+    from moto.server import DomainDispatcherApplication, create_backend_app
+    from werkzeug.serving import WSGIRequestHandler, make_server
+
+    from chunkflow.testing.proxy import FaultProxy
+
+    app = DomainDispatcherApplication(create_backend_app)
+    proxy: FaultProxy
+
+    def counted(environ: dict[str, Any], start_response: Any) -> Any:
+        if environ.get("PATH_INFO") == COUNTS:  # the proxy's counts, through the proxy
+            start_response("200 OK", [("Content-Type", "application/json")])
+            return [json.dumps(dict(proxy.requests)).encode()]
+        if os.environ.get("BENCH_LOG"):
+            print(environ["REQUEST_METHOD"], environ.get("PATH_INFO"),
+                  environ.get("QUERY_STRING"), environ.get("HTTP_RANGE", ""), file=sys.stderr)
+        return app(environ, start_response)
+
+    class Quiet(WSGIRequestHandler):
+        def log_request(self, *args: Any) -> None:
+            pass
+
+    moto = make_server("127.0.0.1", 0, counted, threaded=True, request_handler=Quiet)
+    threading.Thread(target=moto.serve_forever, daemon=True).start()
+    proxy = FaultProxy(f"http://127.0.0.1:{moto.server_address[1]}", delay=delay).start()
+    return proxy
+
+
+def serve(kind: str, root: str, delay: float) -> None:
+    """Child process: serve until stdin closes; the first line printed is the port."""
+    import threading
+
+    if kind == "http":
+        server = _delayed_http_server(root, delay)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        port = server.server_address[1]
+    else:
+        port = int(_delayed_s3_server(delay).url.rsplit(":", 1)[1])
+    print(port, flush=True)
+    sys.stdin.read()
+
+
+class Served:
+    """A server in a child process: its URL, and the requests it has answered."""
+
+    def __init__(self, kind: str, root: Path, delay: float) -> None:
+        self.kind = kind
+        self.process = subprocess.Popen(
+            [sys.executable, str(HERE), "--serve", kind, "--root", str(root),
+             "--delay", str(delay)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert self.process.stdout is not None
+        self.url = f"http://127.0.0.1:{int(self.process.stdout.readline())}"
+
+    def counts(self) -> dict[str, int]:
+        with urllib.request.urlopen(self.url + COUNTS) as answer:
+            return json.loads(answer.read())  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.terminate()
+        self.process.wait(10)
+
+
+# ------------------------------------------------------------------ data and peers
+
+def make_image(shape: tuple[int, int], seed: int = 0) -> np.ndarray:
+    """A smooth image plus a little noise: compresses like microscopy data."""
+    rows = np.arange(shape[0], dtype=np.float32)[:, None]
+    cols = np.arange(shape[1], dtype=np.float32)[None, :]
+    smooth = 2000 + 1000 * np.sin(rows / 300) * np.cos(cols / 500)
+    noise = np.random.default_rng(seed).integers(0, 16, size=shape, dtype=np.uint16)
+    return (smooth.astype(np.uint16) + noise).astype(np.uint16)
+
+
+def s3_options(url: str) -> dict[str, Any]:
+    return {"endpoint_url": url, "key": "testing", "secret": "testing",
+            "client_kwargs": {"region_name": "us-west-2"}}
+
+
+class Target:
+    """Where the arrays are served: URLs and options for each library."""
+
+    def __init__(self, served: Served) -> None:
+        self.served = served
+        self.kind = served.kind
+        self.options = s3_options(served.url) if self.kind == "s3" else {}
+        if self.kind == "s3":
+            os.environ.update(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing",
+                              AWS_REGION="us-west-2")
+
+    def url(self, name: str) -> str:
+        return f"s3://{BUCKET}/{name}" if self.kind == "s3" else f"{self.served.url}/{name}"
+
+    def chunkflow(self, name: str, **kwargs: Any) -> Any:
+        import chunkflow
+        return chunkflow.open_array(self.url(name), mode=kwargs.pop("mode", "r"),
+                                    storage_options=self.options or None, **kwargs)
+
+    def zarr(self, name: str, mode: str = "r") -> Any:
+        import zarr
+        return zarr.open_array(self.url(name), mode=mode,
+                               storage_options=self.options or None)
+
+    def tensorstore(self, name: str) -> Any:
+        import tensorstore as ts
+        if self.kind == "s3":
+            kvstore = {"driver": "s3", "bucket": BUCKET, "path": name + "/",
+                       "endpoint": self.served.url, "aws_region": "us-west-2"}
+        else:
+            kvstore = {"driver": "http", "base_url": self.served.url, "path": "/" + name + "/"}
+        return ts.open({"driver": "zarr3", "kvstore": kvstore}, read=True).result()
+
+
+def timed(func: Callable[[], object], repeat: int, served: Served) -> tuple[list[float], int]:
+    """Seconds of each run, and the requests the server answered in the last one."""
+    times, requests = [], 0
+    for _ in range(repeat):
+        before = sum(served.counts().values())
+        start = time.perf_counter()
+        func()
+        times.append(time.perf_counter() - start)
+        requests = sum(served.counts().values()) - before - 1  # less the count's own
+    return times, requests
+
+
+def _fmt(times: list[float]) -> str:
+    return (f"{statistics.median(times):7.3f} s "
+            f"[{min(times):.3f}-{max(times):.3f}]")
+
+
+def report(title: str, results: dict[str, tuple[list[float], int]]) -> None:
+    print(f"  {title}")
+    base = statistics.median(results[next(iter(results))][0])
+    for name, (times, requests) in results.items():
+        ratio = statistics.median(times) / base
+        print(f"    {name:<26} {_fmt(times):>28} {requests:6d} requests   "
+              f"chunkflow is {ratio:5.2f}x as fast")
+
+
+def attempt(results: dict[str, Any], name: str, func: Callable[[], Any]) -> None:
+    """Run one peer's measurement, reporting (not raising) what it cannot do."""
+    try:
+        results[name] = func()
+    except Exception as err:  # a peer that cannot read this store is reported, not fatal
+        print(f"    {name}: not measured ({type(err).__name__}: {str(err)[:160]})")
+
+
+# ------------------------------------------------------------------ workloads
+
+def full_read(target: Target, image: np.ndarray, repeat: int) -> None:
+    import chunkflow
+    z = target.chunkflow("full.zarr", cache=False)
+    np.testing.assert_array_equal(z[:], image)
+    results: dict[str, Any] = {}
+    served = target.served
+    attempt(results, "chunkflow z[:]", lambda: timed(lambda: z[:], repeat, served))
+    x = chunkflow.to_dask(z)
+    np.testing.assert_array_equal(x.compute(), image)
+    attempt(results, f"chunkflow to_dask {x.numblocks}",
+            lambda: timed(x.compute, repeat, served))
+
+    def zarr_case() -> Any:
+        zarray = target.zarr("full.zarr")
+        np.testing.assert_array_equal(zarray[:], image)
+        return timed(lambda: zarray[:], repeat, served)
+
+    def ts_case() -> Any:
+        tarray = target.tensorstore("full.zarr")
+        np.testing.assert_array_equal(tarray.read().result(), image)
+        return timed(lambda: tarray.read().result(), repeat, served)
+
+    attempt(results, "zarr-python 3 z[:]", zarr_case)
+    attempt(results, "tensorstore", ts_case)
+    report(f"full read, {image.shape} uint16 in 512^2 chunks ({image.nbytes / 2**20:.0f} MiB)",
+           results)
+
+
+def window_reads(target: Target, image: np.ndarray, count: int, repeat: int) -> None:
+    import chunkflow
+    rng = np.random.default_rng(1)
+    corners = rng.integers(0, image.shape[0] - WINDOW, (count, 2))
+    chosen = [(slice(int(y), int(y) + WINDOW), slice(int(x), int(x) + WINDOW))
+              for y, x in corners]
+    served = target.served
+    results: dict[str, Any] = {}
+
+    def run(read: Callable[[Any], np.ndarray]) -> tuple[list[float], int]:
+        np.testing.assert_array_equal(read(chosen[0]), image[chosen[0]])
+        return timed(lambda: [read(w) for w in chosen], repeat, served)
+
+    z = target.chunkflow("sharded.zarr", cache=False)
+    attempt(results, "chunkflow, no cache", lambda: run(lambda w: z[w]))
+
+    def cached() -> Any:
+        # A fresh cache per run: shard indexes (and inner chunks) read in this run only.
+        def once() -> None:
+            zc = target.chunkflow("sharded.zarr", cache=chunkflow.ChunkCache(256 * 2**20))
+            for w in chosen:
+                zc[w]
+        return timed(once, repeat, served)
+
+    attempt(results, "chunkflow, fresh cache", cached)
+    attempt(results, "zarr-python 3", lambda: run(target.zarr("sharded.zarr").__getitem__))
+    def ts_case() -> Any:
+        tarray = target.tensorstore("sharded.zarr")
+        return run(lambda w: tarray[w].read().result())
+
+    attempt(results, "tensorstore", ts_case)
+    report(f"{count} random {WINDOW}^2 windows of {image.shape} in shards of "
+           f"{target.chunkflow('sharded.zarr').shards} (one after another)", results)
+
+
+def full_write(target: Target, image: np.ndarray, repeat: int) -> None:
+    import chunkflow
+    served = target.served
+    results: dict[str, Any] = {}
+    z = chunkflow.create_array(target.url("w-chunkflow.zarr"), shape=image.shape,
+                               chunks=(512, 512), dtype="u2", overwrite=True,
+                               storage_options=target.options, cache=False)
+    attempt(results, "chunkflow z[:] = x",
+            lambda: timed(lambda: z.__setitem__(slice(None), image), repeat, served))
+
+    def zarr_case() -> Any:
+        import zarr
+        zarray = zarr.create_array(target.url("w-zarr.zarr"), shape=image.shape,
+                                   chunks=(512, 512), dtype="u2", overwrite=True,
+                                   storage_options=target.options)
+        return timed(lambda: zarray.__setitem__(slice(None), image), repeat, served)
+
+    attempt(results, "zarr-python 3 z[:] = x", zarr_case)
+    np.testing.assert_array_equal(target.chunkflow("w-chunkflow.zarr")[:], image)
+    report("full write, same array", results)
+
+
+def _mean3(block: np.ndarray) -> np.ndarray:
+    from scipy import ndimage
+    return ndimage.uniform_filter(block.astype("f4"), 3)
+
+
+def map_job(target: Target, image: np.ndarray, repeat: int) -> None:
+    import dask.array as da
+    import zarr
+
+    import chunkflow
+    served = target.served
+    results: dict[str, Any] = {}
+    source = target.url("full.zarr")
+
+    def ours() -> None:
+        chunkflow.map_chunks(_mean3, source, out=target.url("m-chunkflow.zarr"),
+                             depth=1, dtype="f4", storage_options=target.options)
+
+    def theirs() -> None:
+        x = da.from_zarr(zarr.open_array(source, mode="r", storage_options=target.options))
+        y = x.map_overlap(_mean3, depth=1, boundary="reflect", dtype="f4")
+        y.to_zarr(zarr.create_array(target.url("m-zarr.zarr"), shape=x.shape,
+                                    chunks=(512, 512), dtype="f4", overwrite=True,
+                                    storage_options=target.options))
+
+    def prepare() -> None:
+        chunkflow.create_array(target.url("m-chunkflow.zarr"), shape=image.shape,
+                               chunks=(512, 512), dtype="f4", overwrite=True,
+                               storage_options=target.options)
+
+    prepare()
+    attempt(results, "chunkflow map_chunks", lambda: timed(ours, repeat, served))
+    attempt(results, "dask map_overlap + zarr 3", lambda: timed(theirs, repeat, served))
+    expected = _mean3(image)
+    np.testing.assert_allclose(target.chunkflow("m-chunkflow.zarr")[:], expected, rtol=1e-6)
+    report("map job: 3x3 mean filter, uint16 -> float32, array to array (threads)", results)
+
+
+# ------------------------------------------------------------------ main
+
+def write_arrays(folder: Path, full: np.ndarray, sharded: np.ndarray, shard: int) -> None:
+    import chunkflow
+    z = chunkflow.create_array(str(folder / "full.zarr"), shape=full.shape, chunks=(512, 512),
+                               dtype="u2")
+    z[:] = full
+    s = chunkflow.create_array(str(folder / "sharded.zarr"), shape=sharded.shape,
+                               chunks=(256, 256), shards=(shard, shard), dtype="u2")
+    s[:] = sharded
+
+
+def upload(target: Target, folder: Path) -> None:
+    import s3fs
+    fs = s3fs.S3FileSystem(**target.options)
+    fs.mkdir(BUCKET)
+    fs.put(str(folder) + "/", f"{BUCKET}/", recursive=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="32 MiB, 1024^2 shards")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--delay", type=float, default=0.02, help="seconds per request")
+    parser.add_argument("--windows", type=int, default=None, help="default 100 (quick: 20)")
+    parser.add_argument("--only", default="http,s3", help="targets: http, s3 or both")
+    parser.add_argument("--serve", choices=["http", "s3"], help=argparse.SUPPRESS)
+    parser.add_argument("--root", default=".", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve:
+        serve(args.serve, args.root, args.delay)
+        return
+    full_shape = (4096, 4096) if args.quick else (8192, 16384)
+    side, shard = (2048, 1024) if args.quick else (8192, 4096)
+    count = args.windows or (20 if args.quick else 100)
+    folder = Path(tempfile.mkdtemp(prefix="chunkflow-bench-objects-"))
+    full, sharded = make_image(full_shape), make_image((side, side), seed=1)
+    print(f"{args.delay * 1e3:.0f} ms per request; median [range] of {args.repeat} runs; "
+          "requests counted at the server (last run)")
+    try:
+        write_arrays(folder, full, sharded, shard)
+        for kind in args.only.split(","):
+            served = Served(kind, folder, args.delay)
+            try:
+                target = Target(served)
+                print(f"\n{kind}:")
+                if kind == "s3":
+                    upload(target, folder)
+                full_read(target, full, args.repeat)
+                window_reads(target, sharded, count, args.repeat)
+                if kind == "s3":
+                    full_write(target, full, args.repeat)
+                    map_job(target, full, args.repeat)
+            finally:
+                served.close()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
