@@ -47,11 +47,13 @@ True
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import hashlib
 import json
 import logging
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -73,6 +75,7 @@ __all__ = [
     "JobStatus",
     "job_status",
     "metadata_part",
+    "quiet_open",
     "records_prefix",
     "remaining_blocks",
     "source_parts",
@@ -87,6 +90,10 @@ RECORDS_FOLDER = ".chunkflow-job"
 logger = logging.getLogger("chunkflow.jobs")
 T = TypeVar("T")
 _WARNED: set[tuple[str, str, str]] = set()
+# Outputs whose job a writer of this thread drives (see Job.driving): writers nested in
+# it with resume=False leave that job's mark and records alone.
+_DRIVEN: contextvars.ContextVar[frozenset[tuple[str, str]]] = contextvars.ContextVar(
+    "chunkflow_driven_jobs", default=frozenset())
 
 
 class ArraySetup(Protocol):
@@ -231,10 +238,24 @@ def job_status(array: ArraySetup, count: bool = True) -> JobStatus | None:
     return JobStatus(mark["token"], mark.get("name"), grid, int(done.sum()), remaining)
 
 
+_QUIET: contextvars.ContextVar[bool] = contextvars.ContextVar("chunkflow_quiet_open",
+                                                             default=False)
+
+
+@contextlib.contextmanager
+def quiet_open() -> Iterator[None]:
+    """Within: opening an unfinished output does not warn (a writer about to resume it)."""
+    token = _QUIET.set(True)
+    try:
+        yield
+    finally:
+        _QUIET.reset(token)
+
+
 def warn_if_incomplete(array: ArraySetup) -> None:
     """Warn (once per array, job and process) that ``array``'s job is unfinished."""
     mark = _read_mark(array)
-    if mark is None:
+    if mark is None or _QUIET.get():
         return
     seen = (array.store.identity, array.path, mark["token"])
     if seen in _WARNED:
@@ -344,7 +365,7 @@ class Job:
         """
         current = _read_mark(out)
         if not resume:
-            if current is not None:
+            if current is not None and (out.store.identity, out.path) not in _DRIVEN.get():
                 _drop(out, current["token"])
             return None
         if not out.store.supports_deletes:
@@ -377,6 +398,17 @@ class Job:
         """A copy that records blocks but knows none as done: for plans that leave the
         finished blocks out of the graph, so tasks do not carry the done bitmap."""
         return type(self)(self.store, self.path, self.token, np.zeros((0,) * len(self.grid), bool))
+
+    @contextlib.contextmanager
+    def driving(self) -> Iterator[None]:
+        """Within: this job writes its blocks through other writers (a slab with
+        ``chunkflow.store``...) called with ``resume=False``; they leave its mark and
+        records alone instead of dropping them as another job's."""
+        token = _DRIVEN.set(_DRIVEN.get() | {(self.store.identity, self.path)})
+        try:
+            yield
+        finally:
+            _DRIVEN.reset(token)
 
     # ---------------------------------------------------------------- task side
 
