@@ -76,6 +76,7 @@ __all__ = [
     "job_status",
     "metadata_part",
     "quiet_open",
+    "recorded_plan",
     "records_prefix",
     "remaining_blocks",
     "source_parts",
@@ -115,7 +116,10 @@ class JobSpec:
 
     The job's token hashes the parts; comparing the parts of two jobs names what
     changed. ``name`` (a user's ``job_name=``) stands in for the function and its
-    arguments where those cannot be tokenized deterministically.
+    arguments where those cannot be tokenized deterministically. ``plan`` holds what a
+    writer needs to rebuild the same block plan when resuming (for example the block
+    shape a default chose from the number of worker threads); it is kept in the mark
+    but is no part of the token (the plan's own token is one of the parts).
 
     Examples
     --------
@@ -127,6 +131,7 @@ class JobSpec:
 
     parts: Mapping[str, str]
     name: str | None = None
+    plan: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     @property
     def token(self) -> str:
@@ -218,6 +223,13 @@ def _listed_done(store: Store, path: str, token: str, grid: tuple[int, ...]) -> 
         if index is not None:
             done[index] = True
     return done
+
+
+def recorded_plan(array: ArraySetup) -> dict[str, Any] | None:
+    """The ``plan`` of the unfinished job writing ``array`` (see :class:`JobSpec`)."""
+    mark = _read_mark(array)
+    plan = mark.get("plan") if mark is not None else None
+    return plan if isinstance(plan, dict) else None
 
 
 def job_status(array: ArraySetup, count: bool = True) -> JobStatus | None:
@@ -344,7 +356,8 @@ class Job:
         """The attributes that mark an output as written by the unfinished job ``spec``
         (for writers that create the output with them in one write)."""
         return {JOB_ATTRIBUTE: {"token": spec.token, "name": spec.name,
-                                "grid": [int(n) for n in grid], "parts": dict(spec.parts)}}
+                                "grid": [int(n) for n in grid], "parts": dict(spec.parts),
+                                "plan": dict(spec.plan)}}
 
     @classmethod
     def open(cls, out: ArraySetup, spec: JobSpec, grid: tuple[int, ...], *,

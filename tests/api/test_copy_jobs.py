@@ -16,6 +16,9 @@ from chunkflow.errors import ContainsArrayError, JobMismatchError
 from chunkflow.storage import LocalStore
 from tests.helpers.jobs import data_keys
 
+# Tests open unfinished outputs on purpose; the warning itself is tested in test_jobs.py.
+pytestmark = pytest.mark.filterwarnings("ignore::chunkflow.errors.IncompleteJobWarning")
+
 
 class FlakySource:
     """A numpy array that fails reads from row ``fail_row`` on, and counts rows read."""

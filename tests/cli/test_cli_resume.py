@@ -15,6 +15,9 @@ from chunkflow.core.jobs import RECORDS_FOLDER
 from chunkflow.storage import LocalStore
 from tests.helpers.jobs import data_keys
 
+# Tests open unfinished outputs on purpose; the warning itself is tested in test_jobs.py.
+pytestmark = pytest.mark.filterwarnings("ignore::chunkflow.errors.IncompleteJobWarning")
+
 SHAPE, CHUNKS = (64, 40), (16, 20)  # 4 x 2 chunks
 
 

@@ -18,6 +18,9 @@ from chunkflow.errors import IncompleteJobWarning
 from chunkflow.storage import FsspecStore, LocalStore
 from tests.helpers.jobs import calls, clear_calls, data_keys, logged_filter
 
+# Tests open unfinished outputs on purpose; the warning itself is tested in test_jobs.py.
+pytestmark = pytest.mark.filterwarnings("ignore::chunkflow.errors.IncompleteJobWarning")
+
 SHAPE, CHUNKS = (40, 30), (10, 10)  # 12 blocks
 ALL_BLOCKS = 12
 

@@ -15,6 +15,9 @@ from chunkflow.errors import JobMismatchError
 from chunkflow.storage import LocalStore
 from tests.helpers.jobs import calls, clear_calls, data_keys, logged_block
 
+# Tests open unfinished outputs on purpose; the warning itself is tested in test_jobs.py.
+pytestmark = pytest.mark.filterwarnings("ignore::chunkflow.errors.IncompleteJobWarning")
+
 SHAPE = (40, 36)
 
 
