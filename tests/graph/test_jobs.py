@@ -8,6 +8,7 @@ import threading
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -17,6 +18,9 @@ from chunkflow.core.jobs import JOB_ATTRIBUTE, RECORDS_FOLDER, job_status
 from chunkflow.errors import IncompleteJobWarning, JobMismatchError, JobTokenError
 from chunkflow.storage import LocalStore
 from tests.helpers.jobs import calls, clear_calls, data_keys, logged_filter
+
+# Tests open unfinished outputs on purpose; the warning itself is tested in test_jobs.py.
+pytestmark = pytest.mark.filterwarnings("ignore::chunkflow.errors.IncompleteJobWarning")
 
 SHAPE, CHUNKS = (48, 40), (8, 10)  # 6 x 4 = 24 blocks of one chunk
 ALL_BLOCKS = 24
@@ -71,7 +75,9 @@ def test_failed_block_resumes_only_uncommitted_blocks_bit_identical(
     assert (3, 2) in status.remaining and committed == status.done
 
     (log / "fail-3-2").unlink()
-    _run(src, out, log, resume=True, scheduler=scheduler)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IncompleteJobWarning)  # resuming is no surprise
+        _run(src, out, log, resume=True, scheduler=scheduler)
     # Every block was computed exactly once over both runs: the resume recomputed
     # exactly the blocks without a record.
     everything = calls(log)
@@ -320,15 +326,41 @@ def test_resume_on_processes(tmp_path: Path, log: Path) -> None:
     assert data_keys(LocalStore(out)) == _reference(tmp_path, src)
 
 
-def test_resume_on_a_cluster(tmp_path: Path, log: Path, cluster_client: object) -> None:
+def test_resume_on_a_cluster(tmp_path: Path, log: Path, cluster_client: Any) -> None:
     src = _source(tmp_path)
     out = str(tmp_path / "out.zarr")
     (log / "fail-1-0").touch()
     with pytest.raises(RuntimeError):
         _run(src, out, log, resume=True, scheduler=cluster_client)
+    # Tasks running when the error came finish (and record themselves) on the workers.
+    deadline = time.monotonic() + 30
+    while any(cluster_client.processing().values()) and time.monotonic() < deadline:
+        time.sleep(0.05)
     remaining = job_status(chunkflow.open(out, mode="r")).remaining
     (log / "fail-1-0").unlink()
     clear_calls(log)
     _run(src, out, log, resume=True, scheduler=cluster_client)
     assert len(calls(log)) == len(remaining) < ALL_BLOCKS
     assert data_keys(LocalStore(out)) == _reference(tmp_path, src)
+
+
+def test_a_resume_on_more_threads_keeps_the_plan_the_job_started_with(tmp_path: Path,
+                                                                     log: Path) -> None:
+    # 256 chunks of 64 bytes: the default groups them into 4 blocks per worker thread,
+    # so "sync" (1 thread) and "threads" (2 here) plan differently.
+    image = np.arange(64 * 64, dtype="f4").reshape(64, 64)
+    src = str(tmp_path / "small.zarr")
+    chunkflow.array(image, chunks=(4, 4), store=src)
+    out = str(tmp_path / "out.zarr")
+    (log / "fail-1-0").touch()
+    with pytest.raises(RuntimeError):
+        chunkflow.map_chunks(logged_filter, src, out=out, block_info=True, log=str(log),
+                             resume=True, scheduler="sync")
+    grid = job_status(chunkflow.open(out, mode="r")).grid
+    (log / "fail-1-0").unlink()
+    chunkflow.map_chunks(logged_filter, src, out=out, block_info=True, log=str(log),
+                         resume=True, scheduler="threads")
+    assert (chunkflow.open(out, mode="r")[:] == image * 3 + 1).all()
+    plain = chunkflow.map_chunks(logged_filter, src, block_info=True, log=str(log),
+                                 scheduler="threads")
+    assert plain.numblocks != grid  # the default would have planned otherwise

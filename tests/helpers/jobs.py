@@ -49,3 +49,12 @@ def data_keys(store: Store, prefix: str = "") -> dict[str, bytes]:
     """Every key below ``prefix`` and its bytes (records included)."""
     keys = sorted(store.list_prefix(prefix))
     return {key: store[key] for key in keys}
+
+
+def logged_block(block: np.ndarray, log: str, block_info: dict | None = None) -> np.ndarray:
+    """For ``dask.array.map_blocks``: ``block * 3 + 1``, logged and failing like
+    :func:`logged_filter` (by the block's location in the dask array)."""
+    if not block_info:  # dask's meta probe while building the graph: no block
+        return block * 3 + 1
+    index = tuple(block_info[0]["chunk-location"])
+    return logged_filter(block, log=log, block_info={"block_index": index})
