@@ -86,7 +86,10 @@ def recheck(
     ``due`` pairs a store key with a cache key: a chunk's, or an inner chunk's with its
     shard's key (an inner chunk is current when its shard is).
     """
-    current = io.store.versions([key for key, _ in due])
+    # An entry cached without a version can never be proven current: asking the store
+    # for its version would only cost a request (a HEAD on object stores).
+    asked = [key for key, loc in due if found[loc].version is not None]
+    current = io.store.versions(asked) if asked else {}
     now = time.monotonic()
     stale = 0
     for key, loc in due:
@@ -109,7 +112,8 @@ def current_copies(io: ChunkSpace, cache: ChunkCache, keys: list[str]) -> dict[s
     candidates = [key for key in keys if locations[key] in found]
     if not candidates:
         return {}
-    current = io.store.versions(candidates)
+    asked = [key for key in candidates if found[locations[key]].version is not None]
+    current = io.store.versions(asked) if asked else {}
     dtype, shape = io.pipeline.dtype, io.grid.chunks
     copies = {}
     for key in candidates:

@@ -316,10 +316,16 @@ class ShardReader:
         """The stored bytes of inner chunks ``flats`` (``None``: not stored) and the
         shard's version, all from one snapshot of the shard."""
         store, key = self.io.store, part.key
-        for _ in range(_ATTEMPTS):
+        # The version of the shard whose index the cache holds: object stores then
+        # read the chunks straight away and prove the version afterwards (one round
+        # trip less); if the shard changed, the next attempt opens it afresh.
+        index = self._cached_index(part, cache)
+        expect = None if index is None else index.version
+        for attempt in range(_ATTEMPTS):
             try:
-                with store.open_ranges(key) as reader:
-                    return self._fetch_from(reader, part, flats, cache, ticket), reader.version
+                with store.open_ranges(key, expect=expect if attempt == 0 else None) as reader:
+                    found = self._fetch_from(reader, part, flats, cache, ticket, index)
+                    return found, reader.version
             except KeyError:
                 return {}, None
             except StoreValueChangedError:
@@ -331,20 +337,34 @@ class ShardReader:
         data, version = versioned
         return self._slices(part.key, memoryview(data), flats), version
 
+    def _cached_index(self, part: ShardPart, cache: ChunkCache | None) -> Any:
+        """The cache's entry for the shard's index (with the shard version it came
+        from), if it holds one that fits this array; else ``None``."""
+        if cache is None:
+            return None
+        name = child_key(part.location, "index")
+        entry = cache.lookup([name]).get(name)
+        if entry is None or entry.version is None or \
+                entry.chunk.shape != (self.stage.count, 2):
+            return None
+        return entry
+
     def _fetch_from(self, reader: Any, part: ShardPart, flats: list[int],
-                    cache: ChunkCache | None, ticket: int) -> dict[int, bytes | None]:
+                    cache: ChunkCache | None, ticket: int,
+                    index: Any) -> dict[int, bytes | None]:
         size = reader.size
         if len(flats) * 2 > self.stage.count:
             # Most of the shard: one request for all of it.
             [whole] = reader.read([(0, size)])
             return self._slices(part.key, memoryview(whole), flats)
-        offsets, lengths, read = self._index(reader, part, cache)
+        offsets, lengths, read = self._index(reader, part, index)
         stored = [flat for flat in flats if offsets[flat] != MISSING]
         ranges = [(int(offsets[f]), int(offsets[f] + lengths[f])) for f in stored]
         # An index just read was not yet proven to be of the opened shard (one request
-        # less on object stores): reading the chunks proves both, or verify() does.
+        # less on object stores), nor was the shard opened as an expected version:
+        # reading the chunks proves both, or verify() does.
         datas = reader.read(ranges) if ranges else []
-        if read and not ranges:
+        if not ranges:
             reader.verify()
         if read and cache is not None and reader.version is not None:
             cache.put(child_key(part.location, "index"), np.stack([offsets, lengths], axis=1),
@@ -354,18 +374,13 @@ class ShardReader:
         return found
 
     def _index(self, reader: Any, part: ShardPart,
-               cache: ChunkCache | None) -> tuple[np.ndarray, np.ndarray, bool]:
+               index: Any) -> tuple[np.ndarray, np.ndarray, bool]:
         """The shard's ``(offsets, lengths)``, and whether they were read now: from the
-        cache when it holds the index of this very version of the shard (one request
-        less per read on object stores), else read (unverified: see _fetch_from) and
-        checked."""
-        name = child_key(part.location, "index")
-        version = reader.version
-        if cache is not None and version is not None:
-            entry = cache.lookup([name]).get(name)
-            if entry is not None and entry.version == version and \
-                    entry.chunk.shape == (self.stage.count, 2):
-                return entry.chunk[:, 0], entry.chunk[:, 1], False
+        cached ``index`` entry when it is the index of this very version of the shard
+        (one request less per read on object stores), else read (unverified: see
+        _fetch_from) and checked."""
+        if index is not None and index.version == reader.version:
+            return index.chunk[:, 0], index.chunk[:, 1], False
         start, stop = self._parsed_index(part.key, lambda: self.stage.index_range(reader.size))
         [encoded] = reader.read([(start, stop)], verify=False)
         try:

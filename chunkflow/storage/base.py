@@ -158,6 +158,10 @@ class Store(MutableMapping[str, bytes]):
         data, version = found[key]
         return BytesRangeReader(key, data, version)
 
+    def _open_ranges_expecting(self, key: str, version: Version) -> ByteRangeReader:
+        # Backends that verify reads after the fact override this to skip the open.
+        return self._open_ranges(key)
+
     def _list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
         cut = len(prefix) + 1 if prefix else 0
         keys: set[str] = set()
@@ -363,7 +367,7 @@ class Store(MutableMapping[str, bytes]):
         check_range(key, start, length)
         return self._get_range(key, start, length)
 
-    def open_ranges(self, key: str) -> ByteRangeReader:
+    def open_ranges(self, key: str, *, expect: Version | None = None) -> ByteRangeReader:
         """A reader of byte ranges of the value at `key`, pinned as it is now.
 
         Every :meth:`~chunkflow.storage.ByteRangeReader.read` returns bytes of this
@@ -374,6 +378,13 @@ class Store(MutableMapping[str, bytes]):
         file systems with one ``cat_ranges`` call per read; backends without ranged
         reads fetch the value once. Close the reader (or use it as a context
         manager) to release what it holds.
+
+        ``expect``, a version of the value seen before (its :attr:`version
+        <chunkflow.storage.ByteRangeReader.version>`), lets a backend that proves its
+        reads afterwards (object stores) skip the request that opens the reader: it
+        reads as if the value still were that version and raises
+        :class:`~chunkflow.errors.StoreValueChangedError` from the read if it is not
+        (then open again without ``expect``). Other backends open as usual.
 
         Raises
         ------
@@ -391,7 +402,10 @@ class Store(MutableMapping[str, bytes]):
         >>> reader.version == store.versions(["shard"])["shard"]
         True
         """
-        return self._open_ranges(normalize_key(key))
+        key = normalize_key(key)
+        if expect is not None:
+            return self._open_ranges_expecting(key, expect)
+        return self._open_ranges(key)
 
     def list_prefix(self, prefix: str) -> Iterator[str]:
         """Iterate over the full keys below the folder-like `prefix` (``""``: all).

@@ -168,6 +168,19 @@ class FsspecRangeReader(ByteRangeReader):
         self._fs = fs
         self._path = path
         self._token = token
+        self._tokenize = change_token
+
+    @classmethod
+    def expecting(cls, key: str, fs: AbstractFileSystem, path: str,
+                  version: tuple[Any, ...]) -> FsspecRangeReader:
+        """A reader of the value ``version`` (a :func:`version_token`) names, opened
+        without a request: its reads prove afterwards that the value is that version
+        (or raise :class:`~chunkflow.errors.StoreValueChangedError`)."""
+        reader = cls.__new__(cls)
+        reader.key, reader.size, reader.version = key, int(version[0]), version
+        reader._fs, reader._path, reader._token = fs, path, version
+        reader._tokenize = version_token
+        return reader
 
     def _changed(self, detail: str) -> StoreValueChangedError:
         return StoreValueChangedError(
@@ -204,7 +217,7 @@ class FsspecRangeReader(ByteRangeReader):
         # A listing cache (s3fs's dircache) could answer with the old info.
         self._fs.invalidate_cache(self._path)
         try:
-            now = change_token(self._fs.info(self._path))
+            now = self._tokenize(self._fs.info(self._path))
         except Exception as err:
             if is_missing_error(err):
                 raise self._changed("it was deleted") from err

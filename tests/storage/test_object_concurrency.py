@@ -240,7 +240,7 @@ def _sharded_on_s3(options: dict[str, Any], values: np.ndarray,
 
 
 @pytest.mark.s3
-def test_a_window_of_a_shard_on_s3_costs_three_round_trips_and_its_index_is_cached(
+def test_a_window_of_a_shard_on_s3_costs_two_round_trips_once_its_index_is_cached(
         s3_proxy: tuple[FaultProxy, dict[str, Any]]) -> None:
     proxy, options = s3_proxy
     values = np.arange(64 * 64, dtype="i4").reshape(64, 64)
@@ -251,9 +251,20 @@ def test_a_window_of_a_shard_on_s3_costs_three_round_trips_and_its_index_is_cach
     np.testing.assert_array_equal(z[3:5, 6:10], values[3:5, 6:10])
     assert dict(proxy.requests) == {"HEAD": 2, "GET": 2}
     proxy.reset()
-    # Another window of the same shard: the index of this very version is cached.
+    # Another window of the same shard: the index of its version is cached, so the
+    # chunks are read at once (GET), then that version is proven current (HEAD).
     np.testing.assert_array_equal(z[40:42, 20:22], values[40:42, 20:22])
-    assert dict(proxy.requests) == {"HEAD": 2, "GET": 1}
+    assert dict(proxy.requests) == {"HEAD": 1, "GET": 1}
+    # Replaced behind the cache's back: the expected version fails its proof, and the
+    # window is read again from the new shard (open, index, chunks, proof).
+    new = values * 7
+    other = chunkflow.create_array(MemoryStore(), shape=new.shape, chunks=(8, 8),
+                                   shards=(64, 64), dtype="i4")
+    other[...] = new
+    z.store.fs.pipe_file(z.store._path("c/0/0"), other.store["c/0/0"])
+    proxy.reset()
+    np.testing.assert_array_equal(z[50:52, 20:22], new[50:52, 20:22])
+    assert dict(proxy.requests) == {"HEAD": 3, "GET": 3}
 
 
 class _ReplacingStore(FsspecStore):
@@ -293,3 +304,17 @@ def test_a_shard_replaced_between_its_index_and_its_chunks_is_read_again_never_m
     store.replacement = other.store["c/0/0"]
     np.testing.assert_array_equal(z[10:20, 30:40], new[10:20, 30:40])
     assert store.replacement is None  # it was replaced mid-read
+
+
+@pytest.mark.s3
+def test_rechecking_chunks_cached_without_a_version_asks_no_version(
+        s3_proxy: tuple[FaultProxy, dict[str, Any]]) -> None:
+    proxy, options = s3_proxy
+    z, data = _s3_array(options)
+    cached = chunkflow.open_array(z.store, path=z.path, mode="r", recheck_cached_data=True,
+                                  cache=chunkflow.ChunkCache(2**24))
+    np.testing.assert_array_equal(cached[:], data)  # whole chunks: cached with no version
+    proxy.reset()
+    np.testing.assert_array_equal(cached[:], data)
+    # None proves nothing: the chunks are read again, and no HEAD asks for versions.
+    assert dict(proxy.requests) == {"GET": 64}
