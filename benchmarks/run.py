@@ -17,6 +17,7 @@ Runs, one after another, each in its own process:
 ``reductions`` exact percentiles of 1 GiB under 64 MiB (numpy in memory, dask approximate)
 ``objects``    HTTP and S3 (moto) with 20 ms per request: full reads, sharded windows,
                writes and a map job, with request counts (all three; dask + zarr 3)
+``resume``     resumable jobs: bookkeeping overhead, a resume after a kill, S3 requests
 =============  =====================================================================
 
 ``--quick`` uses small sizes and one repeat (under a minute or two on 2 cores);
@@ -48,6 +49,7 @@ BENCHMARKS = {
     "sharding": "bench_sharding.py",
     "reductions": "bench_reductions.py",
     "objects": "bench_object_storage.py",
+    "resume": "bench_resume.py",
 }
 
 

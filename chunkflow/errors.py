@@ -32,8 +32,11 @@ __all__ = [
     "DtypeMismatchError",
     "ExternalLinkError",
     "GroupNotFoundError",
+    "IncompleteJobWarning",
     "InvalidKeyError",
     "InvalidSelectionError",
+    "JobMismatchError",
+    "JobTokenError",
     "LockTimeoutError",
     "MetadataError",
     "NodeNotFoundError",
@@ -41,6 +44,7 @@ __all__ = [
     "ReadOnlyError",
     "SettingError",
     "ShapeMismatchError",
+    "StoreRequestError",
     "StoreValueChangedError",
     "UnknownSettingError",
     "UnsafeCodecError",
@@ -164,6 +168,14 @@ class UnknownSettingError(ChunkflowError, KeyError):
     """A name given to ``chunkflow.config`` is not one of its settings."""
 
 
+class StoreRequestError(ChunkflowError, OSError):
+    """A store request failed for good: a network or server error that outlasted the
+    client's retries, a full disk. The message names the store and the keys (the chunk
+    key of a chunk write); ``errno`` is the original error's (``ENOSPC``...), which is
+    chained as ``__cause__``. Nothing was written in the failed request's place, so a
+    resumable job can be resumed once the cause is gone."""
+
+
 class StoreValueChangedError(ChunkflowError, RuntimeError):
     """A stored value changed while a byte-range reader was reading it.
 
@@ -191,3 +203,27 @@ class StoreValueChangedError(ChunkflowError, RuntimeError):
 class ValuesChangedError(ChunkflowError, RuntimeError):
     """An array's values changed between the passes of a multi-pass reduction (an exact
     percentile counts the values several times); no result is returned."""
+
+
+class JobMismatchError(ChunkflowError, ValueError):
+    """``resume=True`` met an output that an unfinished *different* job is writing.
+
+    The message names what changed (the function, its arguments, the block plan, the
+    output's metadata, which source); nothing is written. Rerun the original job to
+    finish it, or pass ``resume=False`` to start over (the unfinished job's records
+    are dropped).
+    """
+
+
+class JobTokenError(ChunkflowError, TypeError):
+    """``resume=True`` but what the job computes cannot be tokenized deterministically
+    (a function or argument dask cannot tokenize); name the job with ``job_name=``."""
+
+
+class IncompleteJobWarning(UserWarning):
+    """An array opened in chunkflow is the output of a job that has not finished.
+
+    Some blocks hold data of the job, the others whatever was there before (often the
+    fill value). Shown once per array and process; ``chunkflow status PATH`` lists
+    the blocks that remain, and rerunning the job with ``resume=True`` finishes it.
+    """

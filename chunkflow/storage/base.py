@@ -28,6 +28,7 @@ from chunkflow.storage.keys import (
     slice_bounds,
 )
 from chunkflow.storage.ranges import ByteRangeReader, BytesRangeReader
+from chunkflow.storage.retries import raise_request_error
 
 __all__ = ["Buffer", "Store", "Version"]
 
@@ -207,14 +208,21 @@ class Store(MutableMapping[str, bytes]):
     # -------------------------------------------------------- mapping protocol
 
     def __getitem__(self, key: str) -> bytes:
-        return self._get(normalize_key(key))
+        key = normalize_key(key)
+        try:
+            return self._get(key)
+        except Exception as err:  # a failed request names its key (retries.py)
+            raise_request_error(err, self, "read", [key])
 
     def __setitem__(self, key: str, value: Buffer) -> None:
         key = normalize_key(key)
         self._check_writable(key)
         data = as_buffer(value, key)
         with changing(self.identity, (key,)):
-            self._set(key, data)
+            try:
+                self._set(key, data)
+            except Exception as err:
+                raise_request_error(err, self, "write", [key])
 
     def __delitem__(self, key: str) -> None:
         key = normalize_key(key)
@@ -264,7 +272,11 @@ class Store(MutableMapping[str, bytes]):
         >>> store.get_many(["a", "b", "missing"])
         {'a': b'1', 'b': b'2'}
         """
-        return self._get_many([normalize_key(k) for k in keys])
+        checked = [normalize_key(k) for k in keys]
+        try:
+            return self._get_many(checked)
+        except Exception as err:
+            raise_request_error(err, self, "read", checked)
 
     def set_many(self, items: Mapping[str, Buffer]) -> None:
         """Write several keys; every key and value is checked before any write."""
@@ -288,7 +300,10 @@ class Store(MutableMapping[str, bytes]):
             return {}
         self._check_writable(next(iter(checked)))
         with changing(self.identity, list(checked)):
-            return self._set_many_versioned(checked)
+            try:
+                return self._set_many_versioned(checked)
+            except Exception as err:
+                raise_request_error(err, self, "write", list(checked))
 
     def _checked_items(self, items: Mapping[str, Buffer]) -> dict[str, bytes | memoryview]:
         checked = {}
@@ -331,7 +346,11 @@ class Store(MutableMapping[str, bytes]):
         A version is never newer than the bytes it comes with (it may be older, or
         ``None``).
         """
-        return self._get_many_versioned([normalize_key(k) for k in keys])
+        checked = [normalize_key(k) for k in keys]
+        try:
+            return self._get_many_versioned(checked)
+        except Exception as err:
+            raise_request_error(err, self, "read", checked)
 
     def get_range(self, key: str, start: int, length: int | None = None) -> bytes:
         """Read ``value[start:][:length]``; negative `start` counts from the end.
@@ -394,7 +413,11 @@ class Store(MutableMapping[str, bytes]):
         ``"a/b"`` lists ``"a/b/..."``, neither ``"a/b"`` itself nor ``"a/bc"``.
         The order is unspecified.
         """
-        return iter(self._list_prefix(normalize_prefix(prefix)))
+        prefix = normalize_prefix(prefix)
+        try:
+            return iter(self._list_prefix(prefix))
+        except Exception as err:  # object stores list at once; folders as they go
+            raise_request_error(err, self, "list", [prefix], below=True)
 
     def list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
         """Names directly below `prefix`: ``(keys, sub_prefixes)``, each sorted.
@@ -417,6 +440,8 @@ class Store(MutableMapping[str, bytes]):
         self._check_writable(prefix)
         try:
             self._delete_prefix(prefix)
+        except Exception as err:
+            raise_request_error(err, self, "delete", [prefix], below=True)
         finally:
             changed_prefix(self.identity, prefix)
 

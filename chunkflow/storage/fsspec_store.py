@@ -27,6 +27,7 @@ from chunkflow.storage.fsspec_ranges import (
 from chunkflow.storage.keys import slice_bounds
 from chunkflow.storage.process_local import reference
 from chunkflow.storage.ranges import ByteRangeReader
+from chunkflow.storage.retries import with_retry_defaults
 
 # FsspecRangeReader, change_token, fs_protocols, is_missing_error and
 # open_fsspec_ranges live in fsspec_ranges; importing them from here still works.
@@ -114,6 +115,7 @@ class FsspecStore(Store):
             options.setdefault("auto_mkdir", True)  # create parent folders on write
         if "::" not in url and get_protocol(url) in ("s3", "s3a"):
             options = s3_pool_options(options)
+        options = with_retry_defaults(url, options)  # long jobs outlast transient errors
         self.fs, root = fsspec.core.url_to_fs(url, **options)
         self.root = root.rstrip("/")
         self._base = self.root + "/" if self.root else ""

