@@ -121,6 +121,7 @@ def plan_task_memory(
     out_itemsize: int,
     out_chunk: Sequence[int],
     func_memory_factor: float = 2.0,
+    group: Sequence[int] | None = None,
 ) -> TaskMemory:
     """The peak of one task over ``block`` (the largest block's shape).
 
@@ -132,11 +133,17 @@ def plan_task_memory(
     out_itemsize : bytes per output element
     out_chunk : the output's chunk (shard) shape, for the encoding buffer
     func_memory_factor : result-sized arrays the function holds at its peak
+    group : the shape of the region one task runs, when it runs several blocks: it
+        reads the group's window (and pads it), and copies each block's window out
     """
     window = math.prod(b + 2 * d for b, d in zip(block, depth))
     halo_cells = window - math.prod(block)
-    windows = sum(itemsize * window for itemsize, _ in sources)
-    padding = sum(itemsize * window for itemsize, _ in sources) if halo_cells else 0
+    read = held = window
+    if group is not None and tuple(group) != tuple(block):
+        read = math.prod(g + 2 * d for g, d in zip(group, depth))
+        held = read + window  # the group's window and a copy of one block's window
+    windows = sum(itemsize * held for itemsize, _ in sources)
+    padding = sum(itemsize * read for itemsize, _ in sources) if halo_cells else 0
     decode = sum(itemsize * math.prod(chunk) for itemsize, chunk in sources)
     result = int(func_memory_factor * out_itemsize * window)
     output = out_itemsize * (math.prod(block) + math.prod(out_chunk))
