@@ -235,9 +235,9 @@ def map_chunks(
         ``shape`` and ``boundary``. Returns the window-shaped result (``trim=True``:
         the halo is cut off here) or, with ``trim=False``, the block itself.
     *sources : chunkflow arrays, paths or URLs
-        All of one shape; their chunk grids may differ. Sources given by location are
-        read without the process-wide chunk cache (each chunk is read about once);
-        open Arrays read through their own cache setting.
+        All of one shape; their chunk grids may differ. Sources are read past the
+        process-wide chunk cache (halos are reused inside each task instead; see
+        ``blocks_per_task``), unless an open Array has its own ``cache=``.
     out : None, chunkflow.Array, path or URL
         ``None``: return a lazy dask array. An array: write into it. A path or URL: an
         existing array there, or a new one created like the first source (with

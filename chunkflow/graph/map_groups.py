@@ -35,10 +35,13 @@ from chunkflow.graph.halo import Halo, read_window, window_bounds
 
 __all__ = ["DEFAULT_TASK_WINDOW_BYTES", "TaskWindows", "block_regions", "blocks_per_task"]
 
-# A task's windows (all sources, block groups plus halos) grow toward this many bytes.
-# Measured on 2 cores, Gaussian sigma 2 of 8192^2 uint16 in 512^2 chunks to float32:
-# TODO(measure) -- filled in from benchmarks/bench_map.py.
-DEFAULT_TASK_WINDOW_BYTES = 32 * 2**20
+# A task's windows (all sources: its group of blocks plus halos) grow toward the larger
+# of this and the plan of one block alone, so that halo reuse at most doubles a task's
+# memory. Measured on 2 cores (loaded), Gaussian sigma 2 of 8192^2 uint16 in 512^2
+# chunks to float32, peak RSS above the interpreter's: one block per task (258 tasks)
+# 32 MiB; windows up to 8 MiB (34 tasks) 49 MiB, 16 MiB (18 tasks) 61 MiB, 32 MiB (10
+# tasks) 93 MiB, where dask's map_overlap + to_zarr took 144 MiB.
+DEFAULT_TASK_WINDOW_BYTES = 16 * 2**20
 
 
 def block_regions(region: Sequence[slice], spans: Sequence[int]

@@ -7,9 +7,10 @@ A job that writes to ``out`` also groups blocks into tasks (:func:`task_group`):
 task reads one window for its group and runs its blocks one after another (see
 :mod:`chunkflow.graph.map_groups`), so each source chunk is decoded about once per
 task instead of once per block whose halo touches it, and a cluster schedules fewer
-tasks. Groups grow while the task's windows stay within
-:data:`~chunkflow.graph.map_groups.DEFAULT_TASK_WINDOW_BYTES`, the task's whole plan
-within ``max_memory``, and every worker thread keeps several tasks.
+tasks. Groups grow while the task's windows stay within the plan of one block alone
+(at least :data:`~chunkflow.graph.map_groups.DEFAULT_TASK_WINDOW_BYTES`), the task's
+whole plan within ``max_memory``, and every worker thread keeps
+:data:`~chunkflow.graph.read.BLOCKS_PER_THREAD` tasks.
 
 Examples
 --------
@@ -19,7 +20,7 @@ Examples
 >>> with dask.config.set(num_workers=2):  # 2 threads: at least 8 tasks
 ...     layout = plan_layout((z,), z, 4, (8, 8), None, None, "threads", 2.0, grouped=True)
 >>> layout.multiples, layout.group, layout.dep.numblocks
-((1, 1), (4, 8), (4, 2))
+((1, 1), (4, 4), (4, 4))
 """
 
 from __future__ import annotations
@@ -114,7 +115,7 @@ def _multiples(grid_owner: Array, out_itemsize: int, chunks: BlockChunks,
 
 
 def _explicit_group(value: int | Sequence[int], ndim: int) -> tuple[int, ...]:
-    group = (value,) * ndim if isinstance(value, int) else tuple(value)
+    group = tuple(value) if isinstance(value, Sequence) else (value,) * ndim
     if len(group) != ndim or not all(isinstance(k, int) and not isinstance(k, bool) and k >= 1
                                      for k in group):
         raise InvalidSelectionError(
@@ -158,11 +159,14 @@ def plan_layout(sources: Sequence[Array], grid_owner: Array, out_itemsize: int,
     def region_of(group: tuple[int, ...]) -> tuple[int, ...]:
         return tuple(min(g * s, n) for g, s, n in zip(group, spans, shape))
 
+    # Halo reuse gets a budget sized by the plan: a task's windows may hold as much as
+    # one block's whole plan (at least DEFAULT_TASK_WINDOW_BYTES).
+    window_budget = max(DEFAULT_TASK_WINDOW_BYTES, estimate_for(block).total)
+
     def fits(group: tuple[int, ...]) -> bool:
         region = region_of(group)
         window = math.prod(r + 2 * d for r, d in zip(region, depth)) * window_itemsize
-        return (window <= DEFAULT_TASK_WINDOW_BYTES
-                and estimate_for(block, region).total <= limit)
+        return window <= window_budget and estimate_for(block, region).total <= limit
 
     if not grouped or not shape:
         if per_task not in (None, 1):
