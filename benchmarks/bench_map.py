@@ -11,7 +11,7 @@ out=target_path, depth=..., dtype=...)``, no tuning arguments. Cases:
    float32 (2048^2 with ``--quick``), folder to folder, against ``map_overlap`` +
    ``to_zarr``;
 2. the same of a 512^3 uint16 volume in 128^3 chunks (256^3 with ``--quick``);
-3. a per-chunk function over 10^4 chunks (6400^2 uint16 in 64^2 chunks; 2500 chunks
+3. a per-chunk function over 10^4 chunks (12800^2 uint16 in 128^2 chunks; 2500 chunks
    with ``--quick``) on a 2-worker ``LocalCluster`` (one thread each), against
    ``map_blocks`` + ``to_zarr``: time per chunk, tasks, and the scheduler's share of
    the workers' time (1 - the tasks' compute time / (wall time x threads), from
@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import shutil
 import statistics
@@ -187,7 +188,7 @@ def _cluster_job(kind: str, client: Any, source: str, target: str) -> tuple[floa
 def bench_cluster(folder: Path, side: int, repeat: int) -> float:
     from distributed import Client, LocalCluster
 
-    chunk = 64
+    chunk = 128
     nchunks = (side // chunk) ** 2
     source = folder / f"cluster-{side}.zarr"
     _make(source, (side, side), (chunk, chunk))
@@ -195,7 +196,8 @@ def bench_cluster(folder: Path, side: int, repeat: int) -> float:
           "chunks), 2-worker LocalCluster, one thread each")
     figures: dict[str, list[tuple[float, int, float]]] = {kind: [] for kind in KINDS}
     with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0",
-                      processes=True) as cluster, Client(cluster) as client:
+                      processes=True, silence_logs=logging.CRITICAL) as cluster, \
+            Client(cluster) as client:
         for kind in KINDS:  # once unmeasured: imports and codecs on the workers
             _cluster_job(kind, client, str(source), str(folder / f"cluster-{kind}.out.zarr"))
         for _ in range(repeat):
@@ -252,7 +254,7 @@ def main() -> None:
     folder = args.keep or Path(tempfile.mkdtemp(prefix="chunkflow-bench-map-"))
     folder.mkdir(parents=True, exist_ok=True)
     only = set(args.only.split(","))
-    side, cube, grid = (2048, 256, 3200) if args.quick else (8192, 512, 6400)
+    side, cube, grid = (2048, 256, 6400) if args.quick else (8192, 512, 12800)
     ratios = []
     try:
         if "2d" in only:
