@@ -167,3 +167,34 @@ def test_blocks_per_task_is_checked_and_planned(tmp_path: Path) -> None:
         chunkflow.map_chunks(np.negative, z, out=str(tmp_path / "new.zarr"), depth=8,
                              blocks_per_task=8, max_memory="32 MiB")
     assert not (tmp_path / "new.zarr").exists()
+
+
+@pytest.mark.parametrize("boundary", ["reflect", "nearest", "constant"])
+@pytest.mark.parametrize("shape,chunks", [((37, 29), (5, 4)), ((13, 3, 9), (4, 2, 3))],
+                         ids=["2d", "3d"])
+def test_windows_padded_in_place_equal_numpy_pad_of_the_whole_array(
+        boundary: str, shape: tuple[int, ...], chunks: tuple[int, ...]) -> None:
+    from chunkflow.graph.halo import read_window
+
+    image = _image(shape)
+    z = chunkflow.array(image, chunks=chunks)
+    numpy_mode = {"reflect": "symmetric", "nearest": "edge", "constant": "constant"}[boundary]
+    for depth in (1, 4):  # 4: wider than a chunk, and than the 3-long axis (np.pad's path)
+        extra = {"constant_values": 7.5} if boundary == "constant" else {}
+        padded = np.pad(image, depth, mode=numpy_mode, **extra)
+        for region in (tuple(slice(0, c) for c in chunks),
+                       tuple(slice(n - c, n) for n, c in zip(shape, chunks)),
+                       tuple(slice(0, n) for n in shape)):
+            window, _ = read_window(z, region, (depth,) * len(shape), boundary, 7.5)
+            expected = padded[tuple(slice(r.start, r.stop + 2 * depth) for r in region)]
+            np.testing.assert_array_equal(window, expected)
+
+
+def test_reading_into_a_view() -> None:
+    z = chunkflow.array(np.arange(30).reshape(5, 6), chunks=(2, 4))
+    window = np.full((7, 8), -1, dtype=z.dtype)
+    z.get_basic_selection((slice(1, 5), slice(0, 6)), out=window[2:6, 1:7])
+    np.testing.assert_array_equal(window[2:6, 1:7], np.arange(30).reshape(5, 6)[1:5])
+    assert (window[:2] == -1).all() and (window[:, 0] == -1).all()
+    with pytest.raises(ValueError, match="needs"):
+        z.get_basic_selection((slice(1, 5), slice(0, 6)), out=window[:3])
