@@ -62,6 +62,7 @@ if TYPE_CHECKING:
 
 __all__ = ["MapJob", "MemoryPlanError", "map_chunks", "summarize_chunks"]
 
+
 @dataclass(frozen=True)
 class MapJob:
     """Everything a task needs, pickled once into the graph (not once per task)."""

@@ -26,7 +26,7 @@ Examples
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -125,6 +125,24 @@ def _explicit_group(value: int | Sequence[int], ndim: int) -> tuple[int, ...]:
     return group
 
 
+def _group_fits(block: tuple[int, ...], spans: tuple[int, ...], shape: tuple[int, ...],
+                depth: tuple[int, ...], window_itemsize: int,
+                estimate_for: Callable[..., TaskMemory], limit: int
+                ) -> Callable[[tuple[int, ...]], bool]:
+    """Whether a group of blocks fits: its windows within the halo-reuse budget, and
+    the task's whole plan within ``limit``."""
+    # Halo reuse gets a budget sized by the plan: a task's windows may hold as much as
+    # one block's whole plan (at least DEFAULT_TASK_WINDOW_BYTES).
+    budget = max(DEFAULT_TASK_WINDOW_BYTES, estimate_for(block).total)
+
+    def fits(group: tuple[int, ...]) -> bool:
+        region = tuple(min(g * s, n) for g, s, n in zip(group, spans, shape))
+        window = math.prod(r + 2 * d for r, d in zip(region, depth)) * window_itemsize
+        return window <= budget and estimate_for(block, region).total <= limit
+
+    return fits
+
+
 def plan_layout(sources: Sequence[Array], grid_owner: Array, out_itemsize: int,
                 depth: tuple[int, ...], chunks: BlockChunks, max_memory: int | str | None,
                 scheduler: SchedulerLike, func_memory_factor: float, *, grouped: bool,
@@ -141,7 +159,6 @@ def plan_layout(sources: Sequence[Array], grid_owner: Array, out_itemsize: int,
     multiples = _multiples(grid_owner, out_itemsize, chunks, threads)
     block_dims = dim_blocks(shape, unit, Ellipsis, multiples)
     source_shapes = [(s.dtype.itemsize, s.write_chunks) for s in sources]
-    window_itemsize = sum(s.dtype.itemsize for s in sources)
 
     def estimate_for(block: tuple[int, ...], group: tuple[int, ...] | None = None) -> TaskMemory:
         return plan_task_memory(block, depth, source_shapes, out_itemsize, unit,
@@ -155,19 +172,6 @@ def plan_layout(sources: Sequence[Array], grid_owner: Array, out_itemsize: int,
     check_memory(estimate_for(block), limit, multiples, unit, shape, estimate_for, note)
     numblocks = tuple(len(d.chunks) for d in block_dims)
     spans = tuple(d.span for d in block_dims)
-
-    def region_of(group: tuple[int, ...]) -> tuple[int, ...]:
-        return tuple(min(g * s, n) for g, s, n in zip(group, spans, shape))
-
-    # Halo reuse gets a budget sized by the plan: a task's windows may hold as much as
-    # one block's whole plan (at least DEFAULT_TASK_WINDOW_BYTES).
-    window_budget = max(DEFAULT_TASK_WINDOW_BYTES, estimate_for(block).total)
-
-    def fits(group: tuple[int, ...]) -> bool:
-        region = region_of(group)
-        window = math.prod(r + 2 * d for r, d in zip(region, depth)) * window_itemsize
-        return window <= window_budget and estimate_for(block, region).total <= limit
-
     if not grouped or not shape:
         if per_task not in (None, 1):
             raise InvalidSelectionError("map_chunks: blocks_per_task applies to jobs that "
@@ -176,6 +180,8 @@ def plan_layout(sources: Sequence[Array], grid_owner: Array, out_itemsize: int,
     elif per_task is not None:
         group = _explicit_group(per_task, len(shape))
     else:
+        fits = _group_fits(block, spans, shape, depth, sum(s.dtype.itemsize for s in sources),
+                           estimate_for, limit)
         group = blocks_per_task(numblocks, BLOCKS_PER_THREAD * threads, fits)
     task_dims = dim_blocks(shape, unit, Ellipsis, tuple(m * g for m, g in zip(multiples, group)))
     grouping = any(g > 1 for g in group)
