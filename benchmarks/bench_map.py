@@ -19,8 +19,9 @@ out=target_path, depth=..., dtype=...)``, no tuning arguments. Cases:
 4. default blocks: the 2-D filter on a 4096^2 image (2048^2 with ``--quick``) in chunks
    of 64^2, 256^2, 1024^2 and 4096^2.
 
-Cases 1, 2 and 4 run each job in a fresh process, which reports its time, its peak RSS
-(VmHWM) and its baseline: the RSS of the interpreter with numpy, dask, zarr and
+Cases 1, 2 and 4 run each job in a fresh process, which reports its time, its CPU time
+(all threads: a check on a machine that is not quiet), its peak RSS (VmHWM) and its
+baseline: the RSS of the interpreter with numpy, dask, zarr and
 chunkflow imported, before the job. Peaks are shown above that baseline. Every figure
 is the median of ``--repeat`` runs with the range in brackets; ratios are taken between
 medians of the same run (speed: dask / chunkflow; memory: chunkflow / dask, above the
@@ -87,7 +88,7 @@ def _child(kind: str, source: str, target: str) -> None:
 
     shutil.rmtree(target, ignore_errors=True)
     baseline = _peak_rss()  # the interpreter with numpy, dask, zarr and chunkflow loaded
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     if kind == "chunkflow":  # the default path, by location, no tuning arguments
         pending = chunkflow.map_chunks(_filter, source, out=target, depth=DEPTH, dtype="f4",
                                        compute=False)
@@ -99,7 +100,7 @@ def _child(kind: str, source: str, target: str) -> None:
     dask.compute(pending)
     seconds = time.perf_counter() - start
     print(json.dumps({"seconds": seconds, "rss": _peak_rss(), "tasks": tasks,
-                      "baseline": baseline}))
+                      "baseline": baseline, "cpu": time.process_time() - cpu}))
 
 
 def _run(kind: str, source: Path, target: Path) -> dict[str, float]:
@@ -135,9 +136,10 @@ def _summary(results: dict[str, list[dict[str, float]]]) -> tuple[float, float]:
         secs = [r["seconds"] for r in runs]
         above = [(r["rss"] - r["baseline"]) / 2**20 for r in runs]
         base = statistics.median(r["baseline"] for r in runs) / 2**20
+        cpu = statistics.median(r["cpu"] for r in runs)
         medians[kind] = (statistics.median(secs), statistics.median(above))
-        print(f"   {kind:10s} {_median(secs)} s   peak RSS above baseline {_median(above)} MiB"
-              f" (baseline {base:.0f} MiB)   tasks {int(runs[0]['tasks'])}")
+        print(f"   {kind:10s} {_median(secs)} s (CPU {cpu:.2f} s)   peak RSS above baseline "
+              f"{_median(above)} MiB (baseline {base:.0f} MiB)   tasks {int(runs[0]['tasks'])}")
     ours, theirs = medians["chunkflow"], medians["dask+zarr"]
     return theirs[0] / ours[0], ours[1] / max(theirs[1], 1e-9)
 
