@@ -4,7 +4,9 @@ map-over-chunks task needs in memory, known before anything runs.
 A task holds, at its peak:
 
 - for each source, its window (block plus halo) as read, plus a padded copy when the
-  window reaches beyond the array's edge, plus one chunk's decode buffer;
+  window reaches beyond the array's edge (counted always, though only a reflection
+  wider than the data still makes one: other windows are padded in place), plus one
+  chunk's decode buffer;
 - the function's result over the window and one temporary of that size (a filter's
   output and its work array; a function that needs more says so with
   ``func_memory_factor``);
@@ -134,7 +136,7 @@ def plan_task_memory(
     out_chunk : the output's chunk (shard) shape, for the encoding buffer
     func_memory_factor : result-sized arrays the function holds at its peak
     group : the shape of the region one task runs, when it runs several blocks: it
-        reads the group's window (and pads it), and copies each block's window out
+        reads the group's window, and copies each block's window out of it
     """
     window = math.prod(b + 2 * d for b, d in zip(block, depth))
     halo_cells = window - math.prod(block)
