@@ -11,7 +11,7 @@ Runs, one after another, each in its own process:
 ``array_io``   store throughput and small chunks (chunkflow, zarr-python 3, tensorstore)
 ``cache``      the chunk cache and unaligned writes (chunkflow, zarr-python 3's cache)
 ``graph``      graph build, slice-and-sum, mean + std and peak memory (dask + zarr-python)
-``map``        Gaussian filters in 2-D and 3-D (``map_overlap`` + ``to_zarr``)
+``map``        Gaussian filters in 2-D and 3-D, a 10^4-chunk job on a LocalCluster (dask + zarr)
 ``xarray``     ``xr.open_dataset`` + load, ``engine="chunkflow"`` vs ``engine="zarr"``
 ``sharding``   random windows of a sharded array: time and bytes read (all three)
 ``reductions`` exact percentiles of 1 GiB under 64 MiB (numpy in memory, dask approximate)

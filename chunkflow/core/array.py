@@ -282,9 +282,34 @@ class Array(ArrayProperties, BlockSelection):
             return self.get_coordinate_selection(selection)
         return self.get_orthogonal_selection(selection)
 
-    def get_basic_selection(self, selection: Selection = Ellipsis) -> Any:
-        """Read integers, slices (any step) and Ellipsis, like numpy basic indexing."""
-        result = self._read(BasicIndexer(selection, self._io.grid))
+    def get_basic_selection(self, selection: Selection = Ellipsis, *,
+                            out: np.ndarray | None = None) -> Any:
+        """Read integers, slices (any step) and Ellipsis, like numpy basic indexing.
+
+        ``out``, as in zarr-python: an array (a view too) of the result's shape and of
+        this array's dtype, filled in place and returned.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import chunkflow
+        >>> z = chunkflow.array(np.arange(6), chunks=4)
+        >>> padded = np.zeros(8, dtype=z.dtype)
+        >>> z.get_basic_selection(slice(1, 5), out=padded[2:6]).tolist()
+        [1, 2, 3, 4]
+        >>> padded.tolist()
+        [0, 0, 1, 2, 3, 4, 0, 0]
+        """
+        indexer = BasicIndexer(selection, self._io.grid)
+        if out is not None:
+            if out.shape != indexer.shape or out.dtype != self.dtype:
+                raise ValueError(
+                    f"array {self._path or '/'!r}: out has shape {out.shape} and dtype "
+                    f"{out.dtype}; the selection needs {indexer.shape} of {self.dtype}"
+                )
+            self._io.read(list(indexer), out)
+            return out
+        result = self._read(indexer)
         if result.ndim == 0 and not has_ellipsis(selection):
             return result[()]
         return result

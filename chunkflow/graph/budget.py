@@ -4,7 +4,9 @@ map-over-chunks task needs in memory, known before anything runs.
 A task holds, at its peak:
 
 - for each source, its window (block plus halo) as read, plus a padded copy when the
-  window reaches beyond the array's edge, plus one chunk's decode buffer;
+  window reaches beyond the array's edge (counted always, though only a reflection
+  wider than the data still makes one: other windows are padded in place), plus one
+  chunk's decode buffer;
 - the function's result over the window and one temporary of that size (a filter's
   output and its work array; a function that needs more says so with
   ``func_memory_factor``);
@@ -121,6 +123,7 @@ def plan_task_memory(
     out_itemsize: int,
     out_chunk: Sequence[int],
     func_memory_factor: float = 2.0,
+    group: Sequence[int] | None = None,
 ) -> TaskMemory:
     """The peak of one task over ``block`` (the largest block's shape).
 
@@ -132,11 +135,17 @@ def plan_task_memory(
     out_itemsize : bytes per output element
     out_chunk : the output's chunk (shard) shape, for the encoding buffer
     func_memory_factor : result-sized arrays the function holds at its peak
+    group : the shape of the region one task runs, when it runs several blocks: it
+        reads the group's window, and copies each block's window out of it
     """
     window = math.prod(b + 2 * d for b, d in zip(block, depth))
     halo_cells = window - math.prod(block)
-    windows = sum(itemsize * window for itemsize, _ in sources)
-    padding = sum(itemsize * window for itemsize, _ in sources) if halo_cells else 0
+    read = held = window
+    if group is not None and tuple(group) != tuple(block):
+        read = math.prod(g + 2 * d for g, d in zip(group, depth))
+        held = read + window  # the group's window and a copy of one block's window
+    windows = sum(itemsize * held for itemsize, _ in sources)
+    padding = sum(itemsize * read for itemsize, _ in sources) if halo_cells else 0
     decode = sum(itemsize * math.prod(chunk) for itemsize, chunk in sources)
     result = int(func_memory_factor * out_itemsize * window)
     output = out_itemsize * (math.prod(block) + math.prod(out_chunk))

@@ -122,8 +122,9 @@ def read_window(
 ) -> tuple[np.ndarray, Halo]:
     """``region`` of ``array`` with ``depth`` more on each side, and the halo it got.
 
-    The part inside the array is read in one selection (chunks decoded straight into
-    the window; neighbours come through the chunk cache). The returned halo says how
+    The part inside the array is read in one selection, each chunk decoded straight
+    into the window (a padded one too: its margins are then filled in place). The
+    returned halo says how
     many elements before and after the region each axis of the window holds: ``depth``,
     except at the array's edge with ``boundary="none"``.
     """
@@ -140,7 +141,49 @@ def read_window(
             return np.asarray(array.get_basic_selection(inside)), halo
         if boundary == "periodic":
             return _wrapped_read(array, bounds), halo
+        lengths = [part.stop - part.start for part in inside]
+        if min(lengths, default=1) > 0 and (boundary != "reflect" or all(
+                max(p) <= n for p, n in zip(pads, lengths))):
+            # Read straight into the padded window and fill its margins in place: no
+            # second window-sized array (np.pad copies), no copying time.
+            window = np.empty(tuple(hi - lo for lo, hi in bounds), dtype=array.dtype)
+            core = tuple(slice(before, n - after)
+                         for (before, after), n in zip(pads, window.shape))
+            array.get_basic_selection(inside, out=window[core])
+            return _fill_margins(window, pads, boundary, constant_value), halo
         data = np.asarray(array.get_basic_selection(inside))
-    if boundary == "constant":
-        return np.pad(data, pads, mode="constant", constant_values=constant_value), halo
+    # A reflection wider than the data (numpy reflects it again and again).
     return np.pad(data, pads, mode=_NUMPY_PAD[boundary]), halo
+
+
+def _fill_margins(window: np.ndarray, pads: Sequence[tuple[int, int]], boundary: str,
+                  constant_value: Any) -> np.ndarray:
+    """Fill the margins of ``window`` around its data by ``boundary``, as np.pad would.
+
+    Axis by axis over the whole extent of the other axes (margins filled before
+    included), so corners come out as np.pad makes them. ``reflect`` needs each margin
+    to be no wider than the data along its axis.
+
+    Examples
+    --------
+    >>> w = np.array([0, 0, 1, 2, 3, 0])
+    >>> _fill_margins(w.copy(), [(2, 1)], "reflect", 0).tolist()
+    [2, 1, 1, 2, 3, 3]
+    >>> _fill_margins(w.copy(), [(2, 1)], "nearest", 0).tolist()
+    [1, 1, 1, 2, 3, 3]
+    """
+    for axis, (before, after) in enumerate(pads):
+        moved = np.moveaxis(window, axis, 0)  # a view: writes land in window
+        n = moved.shape[0]
+        for lo, hi, source in ((0, before, before), (n - after, n, n - after - 1)):
+            if hi <= lo:
+                continue
+            if boundary == "constant":
+                moved[lo:hi] = constant_value
+            elif boundary == "nearest":
+                moved[lo:hi] = moved[source]
+            elif lo == 0:  # reflect: d c b a | a b c d
+                moved[lo:hi] = moved[before:2 * before][::-1]
+            else:
+                moved[lo:hi] = moved[n - 2 * after:n - after][::-1]
+    return window

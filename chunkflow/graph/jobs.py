@@ -67,7 +67,7 @@ __all__ = [
     "job_spec",
     "metadata_part",
     "open_job",
-    "recorded_multiples",
+    "recorded_block_plan",
     "source_parts",
     "unfinished_output",
 ]
@@ -119,7 +119,7 @@ def open_job(out: Array, grid: tuple[int, ...], *, resume: bool, job_name: str |
 
     ``parts`` is called only for ``resume=True`` (it may list the sources). With
     ``resume=False`` an unfinished job's mark and records on ``out`` are removed.
-    ``plan`` is kept in the mark for :func:`recorded_multiples`.
+    ``plan`` is kept in the mark for :func:`recorded_block_plan`.
     """
     if not resume:
         return Job.open(out, JobSpec({}), grid, resume=False)
@@ -144,9 +144,10 @@ def unfinished_output(location: Any, path: str | None = None,
     return None
 
 
-def recorded_multiples(out: Any, storage_options: Mapping[str, Any] | None
-                       ) -> tuple[int, ...] | None:
-    """The chunks per block of the unfinished job on ``out`` (``None``: none there).
+def recorded_block_plan(out: Any, storage_options: Mapping[str, Any] | None
+                        ) -> dict[str, tuple[int, ...]]:
+    """The block plan of the unfinished job on ``out``: its ``"multiples"`` (chunks per
+    block) and, for grouped map tasks, ``"group"`` (blocks per task); ``{}``: no job.
 
     A default block plan depends on the scheduler (blocks per worker thread); a resume
     on another cluster reuses the plan the job started with instead of refusing it.
@@ -155,16 +156,16 @@ def recorded_multiples(out: Any, storage_options: Mapping[str, Any] | None
     from chunkflow.core.array import Array as ArrayType
 
     if out is None:
-        return None
+        return {}
     try:
         with quiet_open():
             array = out if isinstance(out, ArrayType) else open_node(
                 out, mode="r", storage_options=dict(storage_options or {}) or None)
     except FileNotFoundError:
-        return None
-    plan = recorded_plan(array) if isinstance(array, ArrayType) else None
-    multiples = (plan or {}).get("multiples")
-    return tuple(int(m) for m in multiples) if isinstance(multiples, list) else None
+        return {}
+    plan = (recorded_plan(array) if isinstance(array, ArrayType) else None) or {}
+    return {name: tuple(int(m) for m in value) for name, value in plan.items()
+            if isinstance(value, list) and all(isinstance(m, int) for m in value)}
 
 
 def block_keys(out: Array, region: tuple[slice, ...]) -> str:

@@ -1,15 +1,17 @@
-"""map_chunks: one task per output block, halos read from the store, whole chunks written.
+"""map_chunks: tasks over output blocks, halos read from the store, whole chunks written.
 
-Each task reads its block's window (the block plus ``depth`` on every side) of every
-source straight from the store, through the chunk cache, however many chunks the halo
-spans; fills what lies beyond the array's edge by the boundary mode (see
-:mod:`chunkflow.graph.halo`); calls the function; trims the halo; and either returns the
-block (a lazy dask array) or writes it to ``out``. Output blocks are whole chunks (or
-shards) of ``out``, so no two tasks write one chunk: no lock, and a retried task writes
-the same bytes again.
+Each task reads its window (its region plus ``depth`` on every side) of every source
+straight from the store, however many chunks the halo spans; fills what lies beyond
+the array's edge by the boundary mode (see :mod:`chunkflow.graph.halo`); calls the
+function on each block's window; trims the halo; and either returns the block (a lazy
+dask array: one task per block) or writes it to ``out`` (one task per group of blocks,
+chosen by the memory plan: see :mod:`chunkflow.graph.map_plan` and
+:mod:`chunkflow.graph.map_groups`). Output blocks are whole chunks (or shards) of
+``out``, so no two tasks write one chunk: no lock, and a retried task writes the same
+bytes again.
 
 There are no ``getitem``, ``concatenate`` or ``trim`` tasks, as ``map_overlap`` makes:
-the graph is one lazy ``Blockwise`` layer over the block grid, plus one task that waits
+the graph is one lazy ``Blockwise`` layer over the task grid, plus one task that waits
 for the writes.
 
 Examples
@@ -42,18 +44,10 @@ from dask.base import tokenize
 from dask.blockwise import blockwise
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 
-from chunkflow.config import byte_count
 from chunkflow.core.array import Array
 from chunkflow.engine.pool import serial_io
 from chunkflow.errors import InvalidSelectionError, ShapeMismatchError
-from chunkflow.graph.blocks import default_per_block, dim_blocks
-from chunkflow.graph.budget import (
-    MemoryPlanError,
-    TaskMemory,
-    check_memory,
-    default_max_memory,
-    plan_task_memory,
-)
+from chunkflow.graph.budget import MemoryPlanError
 from chunkflow.graph.halo import BOUNDARIES, normalize_depth, read_window
 from chunkflow.graph.jobs import (
     Job,
@@ -63,16 +57,12 @@ from chunkflow.graph.jobs import (
     job_progress,
     metadata_part,
     open_job,
-    recorded_multiples,
+    recorded_block_plan,
     source_parts,
 )
 from chunkflow.graph.map_arrays import NewOut, open_sources, resolve_out
-from chunkflow.graph.read import (
-    BLOCKS_PER_THREAD,
-    SelectionDep,
-    block_multiples,
-    worker_threads,
-)
+from chunkflow.graph.map_groups import TaskWindows
+from chunkflow.graph.map_plan import Layout, RegionDep, plan_layout
 from chunkflow.graph.scheduler import ProgressArg
 from chunkflow.graph.scheduler import compute as run
 
@@ -83,21 +73,6 @@ if TYPE_CHECKING:
     from chunkflow.graph.scheduler import SchedulerLike
 
 __all__ = ["MapJob", "MemoryPlanError", "map_chunks", "summarize_chunks"]
-
-# Blocks of small chunks grow toward this many output bytes (fewer, larger tasks), but
-# never leave fewer than BLOCKS_PER_THREAD blocks per worker thread where the output
-# has that many chunks (the same rule as to_dask's default).
-# Measured on 2 cores, Gaussian of 8192^2 uint16 in 512^2 chunks to float32: blocks of
-# 1 MiB took 1.6 s at 118 MB peak RSS, 2 MiB 1.3 s at 122 MB, 8 MiB 1.1 s at 150 MB
-# (86 MB of it the interpreter and libraries); memory is what map jobs run out of.
-DEFAULT_BLOCK_BYTES = 2**20
-
-
-class RegionDep(SelectionDep):
-    """Block index -> (block index, the array region of that output block)."""
-
-    def __getitem__(self, idx: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[slice, ...]]:
-        return idx, super().__getitem__(idx)  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
@@ -116,6 +91,8 @@ class MapJob:
     kwargs: Mapping[str, Any] = field(default_factory=dict)
     out: Array | None = None
     summary_shape: tuple[int, ...] | None = None
+    # Array elements per block and axis when a task runs a group of blocks, else None.
+    spans: tuple[int, ...] | None = None
     tracker: Job | None = None  # resume=True: skips finished blocks, records new ones
 
     def windows(self, region: tuple[slice, ...]) -> tuple[list[np.ndarray], tuple[tuple[int, int], ...]]:
@@ -138,7 +115,25 @@ class MapJob:
         }
 
     def run(self, index: tuple[int, ...], region: tuple[slice, ...]) -> np.ndarray:
-        windows, halo = self.windows(region)
+        """One task: its block, or (with ``spans``) each block of its group in turn."""
+        if self.spans is None:
+            windows, halo = self.windows(region)
+            return self.block(index, region, windows, halo)
+        task = TaskWindows.read(self.sources, region, self.depth, self.boundary,
+                                self.constant_value)
+        for block_index, block_region, windows, halo in task.blocks(self.spans):
+            try:
+                self.block(block_index, block_region, windows, halo)
+            except Exception as error:
+                if self.out is not None:  # the task's note names all of its blocks
+                    error.add_note(f"map_chunks: block {block_index} of this task, "
+                                   f"{block_keys(self.out, block_region)}")
+                raise
+        return np.ones((1,) * len(region), dtype=bool)
+
+    def block(self, index: tuple[int, ...], region: tuple[slice, ...],
+              windows: list[np.ndarray], halo: tuple[tuple[int, int], ...]) -> np.ndarray:
+        """``func`` over one block's windows: the block's result, written to ``out``."""
         kwargs = dict(self.kwargs)
         if self.block_info:
             kwargs["block_info"] = self.info(index, region, halo)
@@ -185,48 +180,6 @@ def _run_block(job: MapJob, located: tuple[tuple[int, ...], tuple[slice, ...]]) 
                            lambda: block_keys(out, region))
 
 
-# ---------------------------------------------------------------- planning
-
-
-@dataclass(frozen=True)
-class _Layout:
-    dep: RegionDep
-    multiples: tuple[int, ...]
-    estimate: TaskMemory
-
-
-def _layout(sources: tuple[Array, ...], grid_owner: Array, out_itemsize: int,
-            depth: tuple[int, ...], chunks: BlockChunks, max_memory: int | str | None,
-            scheduler: SchedulerLike,
-            func_memory_factor: float) -> _Layout:
-    shape = grid_owner.shape
-    unit = grid_owner.write_chunks
-    if chunks is None:
-        multiples = default_per_block(shape, unit, Ellipsis, out_itemsize, DEFAULT_BLOCK_BYTES,
-                                      BLOCKS_PER_THREAD * worker_threads(scheduler))
-    elif chunks == "chunk":  # one chunk (shard) per block: the tiles of a summary
-        multiples = (1,) * len(shape)
-    else:
-        multiples = block_multiples(grid_owner, Ellipsis, chunks)
-    dims = dim_blocks(shape, unit, Ellipsis, multiples)
-    dep = RegionDep(dims)
-    source_shapes = [(s.dtype.itemsize, s.write_chunks) for s in sources]
-
-    def estimate_for(block: tuple[int, ...]) -> TaskMemory:
-        return plan_task_memory(block, depth, source_shapes, out_itemsize, unit,
-                                func_memory_factor)
-
-    block = tuple(max(c) for c in dep.chunks) if dep.chunks else ()
-    estimate = estimate_for(block)
-    if max_memory is None:
-        limit, note = default_max_memory(scheduler)
-    else:
-        limit = byte_count("map_chunks: max_memory", max_memory)
-        note = ""
-    check_memory(estimate, limit, multiples, unit, shape, estimate_for, note)
-    return _Layout(dep, multiples, estimate)
-
-
 def _graph(job: MapJob, dep: RegionDep, token: str,
            extra_shape: tuple[int, ...] = ()) -> tuple[HighLevelGraph, str]:
     job_key = f"chunkflow-job-{token}"
@@ -250,7 +203,8 @@ def _prepare_job(func: Callable[..., Any], sources: Sequence[ArraySource], *, ou
                  trim: bool, max_memory: int | str | None, scheduler: SchedulerLike,
                  storage_options: Mapping[str, Any] | None,
                  func_memory_factor: float, kwargs: Mapping[str, Any],
-                 summary_shape: tuple[int, ...] | None) -> tuple[MapJob, _Layout]:
+                 summary_shape: tuple[int, ...] | None,
+                 blocks_per_task: int | Sequence[int] | None = None) -> tuple[MapJob, Layout]:
     arrays = open_sources(sources, storage_options)
     first = arrays[0]
     if boundary not in BOUNDARIES:
@@ -264,12 +218,14 @@ def _prepare_job(func: Callable[..., Any], sources: Sequence[ArraySource], *, ou
     if target is not None and dtype is None:
         out_dtype = target.dtype
     itemsize = out_dtype.itemsize * max(1, math.prod(summary_shape or ()))
-    layout = _layout(arrays, target if target is not None else first, itemsize, halo, chunks,
-                     max_memory, scheduler, func_memory_factor)
+    layout = plan_layout(arrays, target if target is not None else first, itemsize, halo,
+                         chunks, max_memory, scheduler, func_memory_factor,
+                         grouped=target is not None and summary_shape is None,
+                         per_task=blocks_per_task)
     if isinstance(resolved, NewOut):
         target = resolved.create()  # last: the plan holds
     job = MapJob(func, arrays, halo, boundary, constant_value, trim, block_info, out_dtype,
-                   layout.dep.numblocks, dict(kwargs), target, summary_shape)
+                 layout.numblocks, dict(kwargs), target, summary_shape, layout.spans)
     return job, layout
 
 
@@ -290,11 +246,12 @@ def map_chunks(
     constant_value: Any = 0,
     storage_options: Mapping[str, Any] | None = None,
     func_memory_factor: float = 2.0,
+    blocks_per_task: int | Sequence[int] | None = None,
     resume: bool = False,
     job_name: str | None = None,
     **kwargs: Any,
 ) -> Any:
-    """Apply ``func`` to every block of the sources, with halos, one task per block.
+    """Apply ``func`` to every block of the sources, with halos.
 
     Parameters
     ----------
@@ -306,9 +263,9 @@ def map_chunks(
         ``shape`` and ``boundary``. Returns the window-shaped result (``trim=True``:
         the halo is cut off here) or, with ``trim=False``, the block itself.
     *sources : chunkflow arrays, paths or URLs
-        All of one shape; their chunk grids may differ. Sources given by location are
-        read without the process-wide chunk cache (each chunk is read about once);
-        open Arrays read through their own cache setting.
+        All of one shape; their chunk grids may differ. Sources are read past the
+        process-wide chunk cache (halos are reused inside each task instead; see
+        ``blocks_per_task``), unless an open Array has its own ``cache=``.
     out : None, chunkflow.Array, path or URL
         ``None``: return a lazy dask array. An array: write into it. A path or URL: an
         existing array there, or a new one created like the first source (with
@@ -341,6 +298,12 @@ def map_chunks(
         scalar that writes when computed (to ``True``). Without ``out`` it is ignored.
     func_memory_factor : float
         Window-sized result arrays ``func`` holds at its peak (for the memory plan).
+    blocks_per_task : int or tuple, optional
+        With ``out``: how many blocks (per axis) one task runs. Default: by the memory
+        plan (see :mod:`chunkflow.graph.map_plan`): a task reads one window for its
+        group of blocks, so the halos inside it are read once, and calls ``func`` on
+        each block's window in turn; ``1``: one task per block. Without ``out`` every
+        task is one block of the returned dask array.
     resume : bool
         With ``out``: record each finished block in ``out``'s store, and skip the
         blocks an earlier run of the same job recorded (see :mod:`chunkflow.graph.jobs`).
@@ -361,16 +324,19 @@ def map_chunks(
     # Before anything is created: a function that cannot be tokenized refuses here.
     func_parts = function_parts(func, (kwargs, depth, boundary, constant_value, trim,
                                        block_info, str(dtype)), job_name) if resume else {}
-    if resume and chunks is None:  # the default plan varies with the scheduler's threads
-        chunks = recorded_multiples(out, storage_options)
+    if resume and (chunks is None or blocks_per_task is None):
+        # The default plan varies with the scheduler's threads: reuse the job's own.
+        recorded = recorded_block_plan(out, storage_options)
+        chunks = recorded.get("multiples") if chunks is None else chunks
+        blocks_per_task = recorded.get("group") if blocks_per_task is None else blocks_per_task
     job, layout = _prepare_job(func, sources, out=out, depth=depth, boundary=boundary,
                                constant_value=constant_value, dtype=dtype, chunks=chunks,
                                block_info=block_info, trim=trim, max_memory=max_memory,
                                scheduler=scheduler, storage_options=storage_options,
                                func_memory_factor=func_memory_factor, kwargs=kwargs,
-                               summary_shape=None)
+                               summary_shape=None, blocks_per_task=blocks_per_task)
     token = tokenize(func, kwargs, job.sources, job.out, job.depth, boundary, constant_value,
-                     trim, block_info, str(job.dtype), layout.dep)
+                     trim, block_info, str(job.dtype), layout.dep, job.spans)
     if job.out is not None:
         job = _track(job, layout, resume, job_name, func_parts)
         token = tokenize(token, job.tracker.token if job.tracker else None,
@@ -393,7 +359,7 @@ def map_chunks(
     return job.out
 
 
-def _track(job: MapJob, layout: _Layout, resume: bool, job_name: str | None,
+def _track(job: MapJob, layout: Layout, resume: bool, job_name: str | None,
            func_parts: dict[str, str]) -> MapJob:
     """``job`` with its resume bookkeeping (``resume=False``: an old job's is dropped)."""
     assert job.out is not None
@@ -401,7 +367,7 @@ def _track(job: MapJob, layout: _Layout, resume: bool, job_name: str | None,
     tracker = open_job(out, layout.dep.numblocks, resume=resume, job_name=job_name, parts=lambda: {
         **func_parts, "block plan": tokenize(layout.dep.chunks),
         "output metadata": metadata_part(out), **source_parts(job.sources, out)},
-        plan={"multiples": list(layout.multiples)})
+        plan={"multiples": list(layout.multiples), "group": list(layout.group)})
     return dataclasses.replace(job, tracker=tracker)
 
 

@@ -4,6 +4,7 @@ any scheduler; a different job is refused, naming what changed, and creates noth
 from __future__ import annotations
 
 import functools
+import math
 import threading
 import time
 import warnings
@@ -35,8 +36,8 @@ def _source(folder: Path, zarr_format: int = 3) -> str:
 
 def _run(src: str, out: str, log: Path, **kwargs: object) -> chunkflow.Array:
     kwargs.setdefault("scheduler", "sync")
-    return chunkflow.map_chunks(logged_filter, src, out=out, chunks=(1, 1), block_info=True,
-                                log=str(log), **kwargs)
+    return chunkflow.map_chunks(logged_filter, src, out=out, chunks=(1, 1), blocks_per_task=1,
+                                block_info=True, log=str(log), **kwargs)
 
 
 def _reference(tmp_path: Path, src: str) -> dict[str, bytes]:
@@ -160,7 +161,7 @@ def test_a_different_job_is_refused_naming_what_changed_and_writes_nothing(
     other_log = log.parent / f"log{change.get('log_suffix', '')}"
     other_log.mkdir(exist_ok=True)
     with pytest.raises(JobMismatchError, match=f"differs from this one in: {named}"):
-        chunkflow.map_chunks(func, src, out=out, chunks=change.get("chunks", (1, 1)),
+        chunkflow.map_chunks(func, src, out=out, chunks=change.get("chunks", (1, 1)), blocks_per_task=1,
                              depth=change.get("depth", 0), block_info=True,
                              log=str(other_log), resume=True, scheduler="sync")
     assert data_keys(LocalStore(tmp_path)) == before
@@ -203,7 +204,7 @@ def test_job_name_replaces_the_function_token(tmp_path: Path, log: Path) -> None
     clear_calls(log)
     # A partial is another function object; the name says it is the same job.
     same = functools.partial(logged_filter)
-    chunkflow.map_chunks(same, src, out=out, chunks=(1, 1), block_info=True, log=str(log),
+    chunkflow.map_chunks(same, src, out=out, chunks=(1, 1), blocks_per_task=1, block_info=True, log=str(log),
                          resume=True, job_name="triple", scheduler="sync")
     assert len(calls(log)) < ALL_BLOCKS
     with pytest.raises(JobMismatchError, match="job_name"):
@@ -385,8 +386,8 @@ def test_compute_false_finishes_the_job_when_computed(tmp_path: Path, log: Path)
     with pytest.raises(RuntimeError):
         _run(src, out, log, resume=True)
     (log / "fail-0-3").unlink()
-    pending = chunkflow.map_chunks(logged_filter, src, out=out, chunks=(1, 1), block_info=True,
-                                   log=str(log), resume=True, compute=False)
+    pending = chunkflow.map_chunks(logged_filter, src, out=out, chunks=(1, 1), blocks_per_task=1,
+                                   block_info=True, log=str(log), resume=True, compute=False)
     assert job_status(chunkflow.open(out, mode="r")) is not None
     assert bool(pending.compute(scheduler="sync"))
     assert job_status(chunkflow.open(out, mode="r")) is None
@@ -404,3 +405,54 @@ def test_a_resumed_v2_output_is_bit_identical_too(tmp_path: Path, log: Path) -> 
     (log / "fail-4-3").unlink()
     _run(src, out, log, resume=True)
     assert data_keys(LocalStore(out)) == _reference(tmp_path, src)
+
+
+def test_grouped_tasks_record_per_task_and_resume_only_unrecorded_tasks(
+        tmp_path: Path, log: Path) -> None:
+    # Default plan with 2 x 2 blocks per task: one record per task, and a failed block
+    # makes its whole task (and only the tasks without a record) run again.
+    src = _source(tmp_path)
+    out = str(tmp_path / "out.zarr")
+    run = dict(chunks=(1, 1), blocks_per_task=(2, 2), block_info=True, log=str(log),
+               scheduler="sync")
+    (log / "fail-3-2").touch()
+    with pytest.raises(RuntimeError, match="injected failure") as failure:
+        chunkflow.map_chunks(logged_filter, src, out=out, resume=True, **run)
+    notes = "".join(failure.value.__notes__)
+    assert "block (3, 2) of this task, chunk key 'c/3/2'" in notes
+    status = job_status(chunkflow.open(out, mode="r"))
+    assert status is not None and status.total == 6  # 3 x 2 tasks of 2 x 2 blocks
+    assert (1, 1) in status.remaining  # the task of block (3, 2)
+    first = calls(log)
+    (log / "fail-3-2").unlink()
+    clear_calls(log)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IncompleteJobWarning)
+        chunkflow.map_chunks(logged_filter, src, out=out, resume=True, **run)
+    again = calls(log)
+    # Exactly the blocks of the tasks without a record ran again.
+    expected = sorted(f"{2 * ti + i}-{2 * tj + j}" for ti, tj in status.remaining
+                      for i in range(2) for j in range(2))
+    assert again == expected
+    assert len(first) >= ALL_BLOCKS - len(expected)  # recorded tasks ran once, before
+    assert data_keys(LocalStore(out)) == _reference(tmp_path, src)
+
+
+def test_a_resume_on_more_threads_keeps_the_task_groups_the_job_started_with(
+        tmp_path: Path, log: Path) -> None:
+    # One chunk per block, grouped by the default: 4 tasks per worker thread, so "sync"
+    # (1 thread) and "threads" (2 here) group the same blocks differently.
+    image = np.arange(64 * 64, dtype="f4").reshape(64, 64)
+    src = str(tmp_path / "small.zarr")
+    chunkflow.array(image, chunks=(4, 4), store=src)
+    out = str(tmp_path / "out.zarr")
+    run = dict(chunks=(1, 1), block_info=True, log=str(log), resume=True)
+    (log / "fail-1-0").touch()
+    with pytest.raises(RuntimeError):
+        chunkflow.map_chunks(logged_filter, src, out=out, scheduler="sync", **run)
+    status = job_status(chunkflow.open(out, mode="r"))
+    (log / "fail-1-0").unlink()
+    clear_calls(log)
+    chunkflow.map_chunks(logged_filter, src, out=out, scheduler="threads", **run)
+    assert (chunkflow.open(out, mode="r")[:] == image * 3 + 1).all()
+    assert len(calls(log)) == 256 * len(status.remaining) // math.prod(status.grid)

@@ -33,8 +33,8 @@ def _source(folder: Path) -> str:
 
 
 def _run(src: str, out: Any, log: Path, **kwargs: Any) -> chunkflow.Array:
-    return chunkflow.map_chunks(logged_filter, src, out=out, chunks=(1, 1), block_info=True,
-                                log=str(log), **kwargs)
+    return chunkflow.map_chunks(logged_filter, src, out=out, chunks=(1, 1), blocks_per_task=1,
+                                block_info=True, log=str(log), **kwargs)
 
 
 def test_a_killed_worker_does_not_stop_the_job(tmp_path: Path) -> None:

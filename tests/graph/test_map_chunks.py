@@ -196,25 +196,26 @@ def test_impossible_block_size_is_refused_with_advice() -> None:
 
 
 _PEAK_SCRIPT = """
-import functools, json, sys, tracemalloc
+import functools, json, math, sys, tracemalloc
 import dask, numpy as np
 from dask.callbacks import Callback
 from scipy import ndimage
 import chunkflow
 from chunkflow.graph.map import _prepare_job
 
-folder = sys.argv[1]
+folder, per_task = sys.argv[1], json.loads(sys.argv[2])
 image = (np.random.default_rng(0).random((512, 384)) * 60000).astype("u2")
 chunkflow.array(image, chunks=(64, 64), store=folder + "/in.zarr")
 source = chunkflow.open(folder + "/in.zarr", mode="r", cache=False)
 out = chunkflow.create((512, 384), chunks=(128, 128), dtype="f4", store=folder + "/out.zarr",
                        cache=False)
 func = functools.partial(ndimage.gaussian_filter, sigma=3, mode="reflect", output=np.float32)
-pending = chunkflow.map_chunks(func, source, out=out, depth=12, chunks=(1, 1), compute=False)
+pending = chunkflow.map_chunks(func, source, out=out, depth=12, chunks=(1, 1), compute=False,
+                               blocks_per_task=per_task)
 _, layout = _prepare_job(func, [source], out=out, depth=12, boundary="reflect", constant_value=0,
                   dtype=None, chunks=(1, 1), block_info=False, trim=True, max_memory=None,
                   scheduler=None, storage_options=None, func_memory_factor=2.0, kwargs={},
-                  summary_shape=None)
+                  summary_shape=None, blocks_per_task=per_task)
 
 class PeakPerTask(Callback):
     # Peak traced memory of each map task (numpy allocations are traced).
@@ -234,11 +235,13 @@ meter = PeakPerTask()
 tracemalloc.start()
 with meter:
     dask.compute(pending, scheduler="sync")
-print(json.dumps({"peaks": meter.peaks, "estimate": layout.estimate.total}))
+print(json.dumps({"peaks": meter.peaks, "estimate": layout.estimate.total,
+                  "tasks": math.prod(layout.dep.numblocks)}))
 """
 
 
-def test_measured_peak_stays_under_the_plan(tmp_path: Path) -> None:
+@pytest.mark.parametrize("per_task", [None, 1, [2, 3]], ids=["plan", "one", "2x3"])
+def test_measured_peak_stays_under_the_plan(tmp_path: Path, per_task: Any) -> None:
     # A fresh interpreter: no other thread of the test session allocates meanwhile.
     import json
     import os
@@ -246,13 +249,15 @@ def test_measured_peak_stays_under_the_plan(tmp_path: Path) -> None:
     import sys
 
     root = Path(__file__).resolve().parents[2]
-    done = subprocess.run([sys.executable, "-c", _PEAK_SCRIPT, str(tmp_path)],
+    done = subprocess.run([sys.executable, "-c", _PEAK_SCRIPT, str(tmp_path),
+                           json.dumps(per_task)],
                           capture_output=True, text=True, cwd=root, timeout=300,
                           env={**os.environ, "PYTHONPATH": str(root)})
     assert done.returncode == 0, done.stderr
     measured = json.loads(done.stdout.strip().splitlines()[-1])
     peaks, estimate = measured["peaks"], measured["estimate"]
-    assert len(peaks) == 4 * 3
+    # 4 x 3 blocks; one task per block, per group of 2 x 3, or as the plan groups them.
+    assert len(peaks) == {"1": 12, "[2, 3]": 2}.get(json.dumps(per_task), measured["tasks"])
     assert max(peaks) <= estimate, (max(peaks), estimate)
     # The plan is not wildly pessimistic either.
     assert max(peaks) >= estimate / 4
@@ -263,9 +268,11 @@ def test_progress_counts_output_blocks(capfd: pytest.CaptureFixture[str]) -> Non
     out = chunkflow.zeros((40, 30), chunks=(10, 10))
     seen: list[tuple[int, int]] = []
     chunkflow.map_chunks(np.negative, z, out=out, depth=2, chunks=(1, 1), scheduler="threads",
-                         progress=lambda done, total: seen.append((done, total)))
+                         progress=lambda done, total: seen.append((done, total)),
+                         blocks_per_task=1)
     assert seen[0] == (0, 12) and seen[-1] == (12, 12)
-    chunkflow.map_chunks(np.negative, z, out=out, depth=2, chunks=(1, 1), progress=True)
+    chunkflow.map_chunks(np.negative, z, out=out, depth=2, chunks=(1, 1), progress=True,
+                         blocks_per_task=1)
     assert "12/12" in capfd.readouterr().err
 
 
