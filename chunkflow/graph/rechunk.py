@@ -44,7 +44,7 @@ from chunkflow.graph.read import BLOCKS_PER_THREAD, as_source_array, worker_thre
 from chunkflow.graph.rechunk_arrays import (
     OutputSpec,
     TargetChunks,
-    create_intermediate,
+    Intermediate,
     output_template,
     refuse_existing,
     source_region,
@@ -247,13 +247,13 @@ def rechunk(
         mid_dtype = intermediate_dtype(job.source.dtype, target.dtype)
         fill = np.asarray(target.fill_value if target.fill_value is not None else 0,
                           target.dtype).astype(mid_dtype)[()]
-        middle = create_intermediate(temp, job.intermediate_name, target.shape,
-                                     plan.intermediate_chunks, mid_dtype, fill, storage_options)
+        place = Intermediate.under(temp, job.intermediate_name, storage_options)
+        middle = place.create(target.shape, plan.intermediate_chunks, mid_dtype, fill)
         first = _pass_graph(CopyJob(job.source, middle, job.offset), plan.passes[0],
                             f"{job.token}-1", None)
         done = _pass_graph(CopyJob(middle, target, (0,) * target.ndim), plan.passes[1],
                            f"{job.token}-2", first)
         run(done, scheduler=scheduler, progress=progress)
-        middle.store.delete_prefix(middle.path)
+        place.remove()
     target.forget_cached()  # written by other processes
     return target

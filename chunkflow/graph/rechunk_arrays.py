@@ -27,6 +27,7 @@ from chunkflow.api.hierarchy import open_node
 from chunkflow.api.zarr3 import create_array
 from chunkflow.core.array import Array
 from chunkflow.errors import ContainsArrayError, InvalidSelectionError
+from chunkflow.storage import Store, make_store
 
 if TYPE_CHECKING:
     from numpy.typing import DTypeLike
@@ -34,8 +35,8 @@ if TYPE_CHECKING:
     from chunkflow.storage import StoreLike
 
 __all__ = [
-    "INTERMEDIATE_COMPRESSORS", "OutputSpec", "TargetChunks", "create_intermediate",
-    "output_template", "source_region", "target_chunk_shape",
+    "INTERMEDIATE_COMPRESSORS", "Intermediate", "OutputSpec", "TargetChunks",
+    "output_template", "refuse_existing", "source_region", "target_chunk_shape",
 ]
 
 #: The target chunks a rechunk takes: one size for every axis, one per axis (``-1`` or
@@ -43,6 +44,8 @@ __all__ = [
 #: source's chunks).
 TargetChunks = int | Sequence[int | None] | Mapping[int, int | None]
 
+# The metadata of a store's root node, in either format.
+ROOT_KEYS = ("zarr.json", ".zgroup", ".zattrs", ".zarray")
 # The intermediate is written once and read once, by this job only: a fast codec.
 INTERMEDIATE_COMPRESSORS = [{"name": "blosc", "configuration": {
     "cname": "lz4", "clevel": 1, "shuffle": "shuffle", "typesize": 1, "blocksize": 0}}]
@@ -165,12 +168,32 @@ def refuse_existing(location: StoreLike, storage_options: Mapping[str, Any] | No
     )
 
 
-def create_intermediate(temp: StoreLike, name: str, shape: tuple[int, ...],
-                        chunks: tuple[int, ...], dtype: np.dtype, fill_value: Any,
-                        storage_options: Mapping[str, Any] | None) -> Array:
-    """The intermediate array ``name`` in ``temp`` (Zarr v3, a fast codec), replacing
-    what a previous run of the same job left there."""
-    return create_array(temp, name=name, shape=shape, chunks=chunks, dtype=dtype,
-                        fill_value=fill_value, compressors=INTERMEDIATE_COMPRESSORS,
-                        zarr_format=3, overwrite=True, cache=False,
-                        storage_options=dict(storage_options or {}) or None)
+@dataclass(frozen=True)
+class Intermediate:
+    """The intermediate array ``name`` under ``store`` (Zarr v3, a fast codec), and
+    whether the store had a root node before (else its creation made one, which
+    :meth:`remove` removes too)."""
+
+    store: Store
+    name: str
+    had_root: bool
+
+    @classmethod
+    def under(cls, temp: StoreLike, name: str,
+              storage_options: Mapping[str, Any] | None) -> Intermediate:
+        store = make_store(temp, storage_options=dict(storage_options or {}) or None)
+        had_root = any(key in store for key in ROOT_KEYS)
+        return cls(store, name, had_root)
+
+    def create(self, shape: tuple[int, ...], chunks: tuple[int, ...], dtype: np.dtype,
+               fill_value: Any) -> Array:
+        """The array, replacing what an interrupted run of the same job left."""
+        return create_array(self.store, name=self.name, shape=shape, chunks=chunks,
+                            dtype=dtype, fill_value=fill_value,
+                            compressors=INTERMEDIATE_COMPRESSORS, zarr_format=3,
+                            overwrite=True, cache=False)
+
+    def remove(self) -> None:
+        self.store.delete_prefix(self.name)
+        if not self.had_root:
+            self.store.delete_many([k for k in ROOT_KEYS if k in self.store])

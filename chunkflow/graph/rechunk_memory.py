@@ -57,15 +57,20 @@ def budget_for(max_memory: int, scheduler: SchedulerLike = None) -> tuple[int, i
     return max_memory // tasks, tasks
 
 
-def _smallest_budget(shape: tuple[int, ...], source: Array, target: Array) -> int:
-    """The least task budget any plan fits in (bisection: plans grow with the budget)."""
-    lo, hi = 1, 2 * _direct_need(shape, source, target)
+def _smallest_budget(shape: tuple[int, ...], source: Array, target: Array) -> tuple[int, bool]:
+    """The least task budget any plan fits in (bisection: plans grow with the budget),
+    and whether that plan goes through an intermediate array."""
+
+    def plan(budget: int) -> RechunkPlan | None:
+        return plan_rechunk(shape, source.chunks, target.write_chunks, source.dtype,
+                            target.dtype, task_budget=budget)
+
+    lo, hi = 1, _direct_need(shape, source, target)
     while lo < hi:
         mid = (lo + hi) // 2
-        fits = plan_rechunk(shape, source.chunks, target.write_chunks, source.dtype,
-                            target.dtype, task_budget=mid) is not None
-        lo, hi = (lo, mid) if fits else (mid + 1, hi)
-    return lo
+        lo, hi = (lo, mid) if plan(mid) is not None else (mid + 1, hi)
+    least = plan(lo)
+    return lo, least is not None and least.intermediate_chunks is not None
 
 
 def _direct_block(shape: tuple[int, ...], source: Array, target: Array) -> tuple[int, ...]:
@@ -95,10 +100,11 @@ def refuse_plan(plan: RechunkPlan | None, source: Array, target: Array, shape: t
             f"(about {format_bytes(plan.task_memory)} per task): pass temp= (a path, URL or "
             "store for it), or raise max_memory"
         )
-    least = _smallest_budget(shape, source, target)
+    least, through = _smallest_budget(shape, source, target)
+    where = "through an intermediate array (temp=)" if through else "in one pass"
     raise MemoryPlanError(
-        f"rechunk: array {name!r}: even the smallest tasks need about {format_bytes(least)} "
-        f"each{per}: max_memory={format_bytes(least * tasks)} would fit "
-        f"{'' if has_temp else '(with temp=) '}, and {one_pass}; got max_memory "
-        f"{format_bytes(max_memory)}. Raise it, or use smaller chunks"
+        f"rechunk: array {name!r}: even the smallest tasks ({where}) need about "
+        f"{format_bytes(least)} each{per}, so max_memory={format_bytes(least * tasks)} would "
+        f"fit; {one_pass}; got max_memory {format_bytes(max_memory)}: raise it, or use "
+        "smaller chunks"
     )

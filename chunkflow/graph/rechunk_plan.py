@@ -227,29 +227,36 @@ def plan_rechunk(shape: Sequence[int], source_chunks: Sequence[int],
     # The blocks depend on the intermediate chunk, which depends on the blocks: plan
     # with a guess of the chunk (the smaller of the two chunks), then with the chunk
     # that gave, and keep the first plan whose exact costs fit.
-    guess: Shape | None = tuple(min(a, b, n) for a, b, n in zip(source, target, shape))
+    guess = tuple(min(a, b, n) for a, b, n in zip(source, target, shape))
     for _ in range(3):
         plan = _two_passes(shape, source, target, dtypes, task_budget, enough, guess)
         if plan is None or plan.task_memory <= task_budget:
-            return plan
-        guess = plan.intermediate_chunks
+            break
+        guess = plan.intermediate_chunks or guess
+    else:
+        plan = None
+    if plan is not None and plan.task_memory <= task_budget:
+        return plan
     # The smallest plan: single chunks read and written.
-    return _two_passes(shape, source, target, dtypes, task_budget, lambda b: False, None)
+    smallest = tuple(_shared_chunk(min(s, n), min(t, n), n)
+                     for s, t, n in zip(source, target, shape))
+    plan = _two_passes(shape, source, target, dtypes, task_budget, lambda b: False, smallest)
+    return plan if plan is not None and plan.task_memory <= task_budget else None
 
 
 def _two_passes(shape: Shape, source: Shape, target: Shape,
                 dtypes: tuple[np.dtype, np.dtype, np.dtype], budget: int,
-                enough: Callable[[Shape], bool], guess: Shape | None) -> RechunkPlan | None:
+                enough: Callable[[Shape], bool], guess: Shape) -> RechunkPlan | None:
     """Pass 1 (source -> intermediate) and pass 2 (intermediate -> target), the blocks
-    sized with ``guess`` as the intermediate chunk (``None``: the block itself); the
-    passes' costs are then reckoned exactly, and ``None`` when they do not fit."""
+    sized with ``guess`` as the intermediate chunk (``None`` when not even single
+    chunks fit); the passes' costs are then reckoned with the chunk they give."""
     source_dtype, mid, target_dtype = dtypes
 
     def write_cost(block: Shape) -> int:
-        return task_memory(block, guess or block, mid, target, target_dtype)
+        return task_memory(block, guess, mid, target, target_dtype)
 
     def read_cost(block: Shape) -> int:
-        return task_memory(block, source, source_dtype, guess or block, mid)
+        return task_memory(block, source, source_dtype, guess, mid)
 
     unit_in = tuple(_capped(s, n) for s, n in zip(source, shape))
     unit_out = tuple(_capped(t, n) for t, n in zip(target, shape))
@@ -262,5 +269,4 @@ def _two_passes(shape: Shape, source: Shape, target: Shape,
     chunks = tuple(_shared_chunk(r, w, n) for r, w, n in zip(read, write, shape))
     first = Pass(read, source, chunks, task_memory(read, source, source_dtype, chunks, mid))
     second = Pass(write, chunks, target, task_memory(write, chunks, mid, target, target_dtype))
-    plan = RechunkPlan(shape, (first, second), chunks, budget)
-    return plan if guess is not None or plan.task_memory <= budget else None
+    return RechunkPlan(shape, (first, second), chunks, budget)
