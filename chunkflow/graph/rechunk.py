@@ -42,9 +42,9 @@ from chunkflow.graph.blocks import dim_blocks
 from chunkflow.graph.map import RegionDep
 from chunkflow.graph.read import BLOCKS_PER_THREAD, as_source_array, worker_threads
 from chunkflow.graph.rechunk_arrays import (
+    Intermediate,
     OutputSpec,
     TargetChunks,
-    Intermediate,
     output_template,
     refuse_existing,
     source_region,
