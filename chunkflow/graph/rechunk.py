@@ -24,6 +24,7 @@ chunkflow.graph.budget.MemoryPlanError: rechunk: ...
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -37,8 +38,10 @@ from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 
 from chunkflow.config import byte_count
 from chunkflow.core.array import Array
+from chunkflow.core.jobs import Job, metadata_part
 from chunkflow.engine.pool import serial_io
 from chunkflow.graph.blocks import dim_blocks
+from chunkflow.graph.jobs import block_keys, job_progress
 from chunkflow.graph.map import RegionDep
 from chunkflow.graph.read import BLOCKS_PER_THREAD, as_source_array, worker_threads
 from chunkflow.graph.rechunk_arrays import (
@@ -46,10 +49,10 @@ from chunkflow.graph.rechunk_arrays import (
     OutputSpec,
     TargetChunks,
     output_template,
-    refuse_existing,
     source_region,
     target_chunk_shape,
 )
+from chunkflow.graph.rechunk_jobs import open_intermediate, open_output
 from chunkflow.graph.rechunk_memory import budget_for, refuse_plan
 from chunkflow.graph.rechunk_plan import Pass, RechunkPlan, intermediate_dtype, plan_rechunk
 from chunkflow.graph.scheduler import ProgressArg
@@ -73,6 +76,7 @@ class CopyJob:
     source: Array
     target: Array
     offset: tuple[int, ...]
+    tracker: Job | None = None  # resume=True: skips recorded blocks, records new ones
 
     def run(self, region: tuple[slice, ...]) -> None:
         read = tuple(slice(r.start + o, r.stop + o) for r, o in zip(region, self.offset))
@@ -83,8 +87,13 @@ class CopyJob:
 
 def _copy_block(job: CopyJob, located: tuple[tuple[int, ...], tuple[slice, ...]],
                 *after: Any) -> np.ndarray:
-    job.run(located[1])
-    return np.ones((1,) * len(located[1]), dtype=bool)
+    index, region = located
+    marker = np.ones((1,) * len(region), dtype=bool)
+    if job.tracker is None:
+        job.run(region)
+        return marker
+    return job.tracker.run(index, lambda: (job.run(region), marker)[1], marker,
+                           lambda: block_keys(job.target, region))
 
 
 @dataclass(frozen=True)
@@ -102,6 +111,17 @@ class RechunkJob:
     def intermediate_name(self) -> str:
         """The intermediate array's path in ``temp`` (one per job)."""
         return f"chunkflow-rechunk-{self.token}"
+
+    @property
+    def intermediate_dtype(self) -> np.dtype:
+        return intermediate_dtype(self.source.dtype, self.template.dtype)
+
+    @property
+    def intermediate_fill(self) -> Any:
+        """The output's fill value in the intermediate's dtype: any value would do (every
+        element is written), one that the output's missing chunks share costs least."""
+        fill = self.template.fill_value if self.template.fill_value is not None else 0
+        return np.asarray(fill, self.template.dtype).astype(self.intermediate_dtype)[()]
 
 
 def prepare_rechunk(source: ArraySource, target_chunks: TargetChunks, *,
@@ -137,8 +157,8 @@ def prepare_rechunk(source: ArraySource, target_chunks: TargetChunks, *,
     if plan is None or (plan.intermediate_chunks is not None and temp is None):
         refuse_plan(plan, array, template, shape, limit, tasks, temp is not None)
     assert plan is not None
-    token = tokenize(array.store.identity, array.path, offset, shape, spec.kwargs,
-                     plan.passes)
+    token = tokenize(array.store.identity, array.path, offset, shape,
+                     metadata_part(template), plan.passes)
     return RechunkJob(array, offset, plan, spec, template, token)
 
 
@@ -219,7 +239,9 @@ def rechunk(
     scheduler, progress
         See :func:`chunkflow.compute`.
     resume : bool
-        Reserved for resumable jobs; ``True`` is not supported yet.
+        Record each finished block (of both passes) and skip the blocks an earlier run
+        of the same rechunk recorded; the output of an interrupted run is continued,
+        not refused. Pass it on the first run too. See :mod:`chunkflow.graph.jobs`.
     storage_options : dict, optional
         fsspec options for URLs (source, out and temp).
 
@@ -228,32 +250,30 @@ def rechunk(
     chunkflow.Array
         The output.
     """
-    if resume:
-        raise NotImplementedError("rechunk: resume=True is not supported yet")
     job = prepare_rechunk(source, target_chunks, max_memory=max_memory, temp=temp,
                           target_shards=target_shards, zarr_format=zarr_format,
                           compressors=compressors, dtype=dtype, region=region,
                           scheduler=scheduler, storage_options=storage_options)
-    if not overwrite:
-        refuse_existing(out, storage_options)
-    target = job.output.create(out, storage_options, overwrite)
-    plan = job.plan
-    if plan.intermediate_chunks is None:
-        done = _pass_graph(CopyJob(job.source, target, job.offset), plan.passes[0],
-                           job.token, None)
-        run(done, scheduler=scheduler, progress=progress)
+    target, tracker = open_output(job, out, resume=resume, overwrite=overwrite,
+                                  storage_options=storage_options)
+    trackers: list[Job | None] = [tracker]
+    last = CopyJob(job.source, target, job.offset, tracker)
+    if job.plan.intermediate_chunks is None:
+        done = _pass_graph(last, job.plan.passes[0], job.token, None)
     else:
         assert temp is not None
-        mid_dtype = intermediate_dtype(job.source.dtype, target.dtype)
-        fill = np.asarray(target.fill_value if target.fill_value is not None else 0,
-                          target.dtype).astype(mid_dtype)[()]
         place = Intermediate.under(temp, job.intermediate_name, storage_options)
-        middle = place.create(target.shape, plan.intermediate_chunks, mid_dtype, fill)
-        first = _pass_graph(CopyJob(job.source, middle, job.offset), plan.passes[0],
-                            f"{job.token}-1", None)
-        done = _pass_graph(CopyJob(middle, target, (0,) * target.ndim), plan.passes[1],
-                           f"{job.token}-2", first)
-        run(done, scheduler=scheduler, progress=progress)
-        place.remove()
+        middle, first_tracker = open_intermediate(job, place, resume=resume)
+        trackers.insert(0, first_tracker)
+        first = _pass_graph(CopyJob(job.source, middle, job.offset, first_tracker),
+                            job.plan.passes[0], f"{job.token}-1", None)
+        last = dataclasses.replace(last, source=middle, offset=(0,) * target.ndim)
+        done = _pass_graph(last, job.plan.passes[1], f"{job.token}-2", first)
+    with job_progress(progress, trackers) as shown:
+        run(done, scheduler=scheduler, progress=shown)
+    if tracker is not None:
+        tracker.finish(target)
+    if job.plan.intermediate_chunks is not None:
+        place.remove(middle)
     target.forget_cached()  # written by other processes
     return target

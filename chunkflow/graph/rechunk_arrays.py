@@ -46,6 +46,8 @@ TargetChunks = int | Sequence[int | None] | Mapping[int, int | None]
 
 # The metadata of a store's root node, in either format.
 ROOT_KEYS = ("zarr.json", ".zgroup", ".zattrs", ".zarray")
+# The intermediate's attribute saying that its creation made the root group of temp.
+MADE_ROOT = "chunkflow_made_root"
 # The intermediate is written once and read once, by this job only: a fast codec.
 INTERMEDIATE_COMPRESSORS = [{"name": "blosc", "configuration": {
     "cname": "lz4", "clevel": 1, "shuffle": "shuffle", "typesize": 1, "blocksize": 0}}]
@@ -123,8 +125,11 @@ class OutputSpec:
     kwargs: Mapping[str, Any]
 
     def create(self, location: StoreLike, storage_options: Mapping[str, Any] | None,
-               overwrite: bool) -> Array:
-        return create_array(location, **self.kwargs, overwrite=overwrite, cache=False,
+               overwrite: bool, attributes: Mapping[str, Any] | None = None) -> Array:
+        """The output at ``location``, with ``attributes`` added (a job's mark)."""
+        kwargs = dict(self.kwargs)
+        kwargs["attributes"] = {**kwargs.get("attributes", {}), **(attributes or {})}
+        return create_array(location, **kwargs, overwrite=overwrite, cache=False,
                             storage_options=dict(storage_options or {}) or None)
 
 
@@ -170,30 +175,34 @@ def refuse_existing(location: StoreLike, storage_options: Mapping[str, Any] | No
 
 @dataclass(frozen=True)
 class Intermediate:
-    """The intermediate array ``name`` under ``store`` (Zarr v3, a fast codec), and
-    whether the store had a root node before (else its creation made one, which
-    :meth:`remove` removes too)."""
+    """The intermediate array ``name`` under ``store`` (Zarr v3, a fast codec).
+
+    Creating an array below a store's root makes a root group where there was none;
+    the array's attribute :data:`MADE_ROOT` remembers that (for a resumed job too), so
+    that :meth:`remove` leaves ``temp`` as it found it.
+    """
 
     store: Store
     name: str
-    had_root: bool
 
     @classmethod
     def under(cls, temp: StoreLike, name: str,
               storage_options: Mapping[str, Any] | None) -> Intermediate:
-        store = make_store(temp, storage_options=dict(storage_options or {}) or None)
-        had_root = any(key in store for key in ROOT_KEYS)
-        return cls(store, name, had_root)
+        return cls(make_store(temp, storage_options=dict(storage_options or {}) or None), name)
 
     def create(self, shape: tuple[int, ...], chunks: tuple[int, ...], dtype: np.dtype,
-               fill_value: Any) -> Array:
-        """The array, replacing what an interrupted run of the same job left."""
+               fill_value: Any, attributes: Mapping[str, Any]) -> Array:
+        """The array, replacing what an earlier run of the same job left."""
+        made_root = not any(key in self.store for key in ROOT_KEYS)
         return create_array(self.store, name=self.name, shape=shape, chunks=chunks,
                             dtype=dtype, fill_value=fill_value,
+                            attributes={**attributes, MADE_ROOT: made_root},
                             compressors=INTERMEDIATE_COMPRESSORS, zarr_format=3,
                             overwrite=True, cache=False)
 
-    def remove(self) -> None:
+    def remove(self, array: Array) -> None:
+        """Delete ``array`` (this intermediate), and the root node its creation made."""
+        made_root = bool(array.attrs.get(MADE_ROOT, False))
         self.store.delete_prefix(self.name)
-        if not self.had_root:
+        if made_root:
             self.store.delete_many([k for k in ROOT_KEYS if k in self.store])
