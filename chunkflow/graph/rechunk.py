@@ -222,7 +222,8 @@ def rechunk(
         says what would fit and creates nothing.
     temp : path, URL or store, optional
         Where the intermediate array goes when one is needed (the error says so). It is
-        created under ``temp`` as ``chunkflow-rechunk-<token>`` and removed after.
+        created under ``temp`` as ``chunkflow-rechunk-<token>`` and removed after (also
+        after a failure, unless ``resume=True`` keeps it for the next run).
     target_shards : tuple, optional
         The output's shard shape (Zarr v3 sharding); tasks then write whole shards.
     zarr_format : {2, 3}, optional
@@ -260,6 +261,7 @@ def rechunk(
     last = CopyJob(job.source, target, job.offset, tracker)
     if job.plan.intermediate_chunks is None:
         done = _pass_graph(last, job.plan.passes[0], job.token, None)
+        middle = place = None
     else:
         assert temp is not None
         place = Intermediate.under(temp, job.intermediate_name, storage_options)
@@ -269,11 +271,16 @@ def rechunk(
                             job.plan.passes[0], f"{job.token}-1", None)
         last = dataclasses.replace(last, source=middle, offset=(0,) * target.ndim)
         done = _pass_graph(last, job.plan.passes[1], f"{job.token}-2", first)
-    with job_progress(progress, trackers) as shown:
-        run(done, scheduler=scheduler, progress=shown)
+    try:
+        with job_progress(progress, trackers) as shown:
+            run(done, scheduler=scheduler, progress=shown)
+    except BaseException:
+        if place is not None and middle is not None and not resume:
+            place.remove(middle)  # nothing will resume it: no stray copy in temp
+        raise
     if tracker is not None:
         tracker.finish(target)
-    if job.plan.intermediate_chunks is not None:
+    if place is not None and middle is not None:
         place.remove(middle)
     target.forget_cached()  # written by other processes
     return target
