@@ -152,10 +152,13 @@ def prepare_rechunk(source: ArraySource, target_chunks: TargetChunks, *,
     limit = byte_count("rechunk: max_memory", max_memory)
     task_budget, tasks = budget_for(limit, scheduler)
     min_blocks = BLOCKS_PER_THREAD * worker_threads(scheduler)
+    aligned = all(o % c == 0 and (o + n) % c == 0
+                  for o, n, c in zip(offset, shape, array.chunks))
     plan = plan_rechunk(shape, array.chunks, template.write_chunks, array.dtype,
-                        template.dtype, task_budget=task_budget, min_blocks=min_blocks)
+                        template.dtype, task_budget=task_budget, min_blocks=min_blocks,
+                        source_aligned=aligned)
     if plan is None or (plan.intermediate_chunks is not None and temp is None):
-        refuse_plan(plan, array, template, shape, limit, tasks, temp is not None)
+        refuse_plan(plan, array, template, shape, limit, tasks, temp is not None, aligned)
     assert plan is not None
     token = tokenize(array.store.identity, array.path, offset, shape,
                      metadata_part(template), plan.passes)
