@@ -92,8 +92,12 @@ def _copy_block(job: CopyJob, located: tuple[tuple[int, ...], tuple[slice, ...]]
     if job.tracker is None:
         job.run(region)
         return marker
-    return job.tracker.run(index, lambda: (job.run(region), marker)[1], marker,
-                           lambda: block_keys(job.target, region))
+
+    def write() -> np.ndarray:
+        job.run(region)
+        return marker
+
+    return job.tracker.run(index, write, marker, lambda: block_keys(job.target, region))
 
 
 @dataclass(frozen=True)
