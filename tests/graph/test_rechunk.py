@@ -190,8 +190,11 @@ def test_urls_on_object_storage_with_an_intermediate(s3_server: dict[str, Any]) 
     data = np.random.default_rng(6).integers(0, 99, (16, 32, 32), dtype="u1")
     chunkflow.create_array(f"{root}/src.zarr", data=data, chunks=(1, 32, 32),
                            storage_options=s3_server)
+    job = prepare_rechunk(f"{root}/src.zarr", (16, 4, 4), max_memory="24 KiB", temp="t",
+                          storage_options=s3_server, scheduler="threads")
+    assert job.plan.intermediate_chunks is not None
     out = chunkflow.rechunk(f"{root}/src.zarr", (16, 4, 4), f"{root}/out.zarr",
-                            max_memory="100 KiB", temp=f"{root}/temp",
+                            max_memory="24 KiB", temp=f"{root}/temp",
                             storage_options=s3_server, scheduler="threads")
     np.testing.assert_array_equal(out[...], data)
     fs = fsspec.filesystem("s3", skip_instance_cache=True, **s3_server)
