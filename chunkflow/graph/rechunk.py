@@ -119,12 +119,14 @@ class RechunkJob:
 
     @property
     def intermediate_dtype(self) -> np.dtype:
+        """The smaller of the source's and the output's dtypes."""
         return intermediate_dtype(self.source.dtype, self.template.dtype)
 
     @property
     def intermediate_fill(self) -> Any:
-        """The output's fill value in the intermediate's dtype: any value would do (every
-        element is written), one that the output's missing chunks share costs least."""
+        """The output's fill value in the intermediate's dtype. Every element is written,
+        so any value is correct; with this one, blocks that are all fill value in the
+        output are not stored in the intermediate either."""
         fill = self.template.fill_value if self.template.fill_value is not None else 0
         return np.asarray(fill, self.template.dtype).astype(self.intermediate_dtype)[()]
 
