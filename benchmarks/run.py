@@ -18,6 +18,7 @@ Runs, one after another, each in its own process:
 ``objects``    HTTP and S3 (moto) with 20 ms per request: full reads, sharded windows,
                writes and a map job, with request counts (all three; dask + zarr 3)
 ``resume``     resumable jobs: bookkeeping overhead, a resume after a kill, S3 requests
+``rechunk``    2 GiB to new chunks in 256 MiB (rechunker, dask p2p and tasks)
 =============  =====================================================================
 
 ``--quick`` uses small sizes and one repeat (under a minute or two on 2 cores);
@@ -50,6 +51,7 @@ BENCHMARKS = {
     "reductions": "bench_reductions.py",
     "objects": "bench_object_storage.py",
     "resume": "bench_resume.py",
+    "rechunk": "bench_rechunk.py",
 }
 
 
