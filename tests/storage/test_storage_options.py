@@ -151,6 +151,13 @@ def _map_chunks(s3: S3) -> None:
     _same(s3.opened(out)[...], -DATA)
 
 
+def _rechunk(s3: S3) -> None:
+    out = s3.url()
+    chunkflow.rechunk(s3.source, (8, 2), out, max_memory="1 MiB", storage_options=s3.options)
+    assert s3.opened(out).chunks == (8, 2)
+    _same(s3.opened(out)[...])
+
+
 def _save_load(s3: S3, save: Callable[..., Any], *args: Any) -> None:
     url = s3.url()
     save(url, *args, storage_options=s3.options)
@@ -208,6 +215,7 @@ CALLS: dict[str, Callable[[S3], None]] = {
     "copy_all": _copy_all,
     "copy_store": _copy_store,
     "map_chunks": _map_chunks,
+    "rechunk": _rechunk,
     "summarize_chunks": lambda s3: _same(chunkflow.summarize_chunks(
         np.sum, s3.source, dtype="f8", storage_options=s3.options, scheduler="threads").sum(),
         DATA.sum()),
