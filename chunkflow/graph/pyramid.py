@@ -1,0 +1,354 @@
+"""OME-Zarr multiscale pyramids, every level from the one before it, in one job.
+
+:func:`pyramid` writes an OME-Zarr image: level ``0`` (the source, re-chunked and
+re-encoded as asked) and each coarser level made from the previous one, with NGFF 0.4
+metadata for Zarr v2 or NGFF 0.5 for Zarr v3 (:mod:`chunkflow.core.ngff`).
+
+One dask graph makes every level. A task reads a block of the source (or of a level an
+earlier task wrote), computes the next levels in memory, each from the one before, and
+writes whole chunks of each (:mod:`chunkflow.graph.pyramid_plan`): a few dozen tasks
+for a 16384^2 image in 512^2 chunks, where ``map_blocks`` per level makes one per
+chunk and level. No level is held whole, and the kernels keep the dtype, averaging
+integers in a wider integer type per block with one rounding rule
+(:mod:`chunkflow.graph.downsample`).
+
+Examples
+--------
+>>> import numpy as np
+>>> import chunkflow
+>>> image = np.arange(64 * 48, dtype="u2").reshape(64, 48)
+>>> source = chunkflow.array(image, chunks=(16, 16), zarr_format=2)
+>>> out = chunkflow.MemoryStore()
+>>> levels = pyramid(source, out)
+>>> [a.shape for a in levels]
+[(64, 48), (32, 24), (16, 12)]
+>>> g = chunkflow.open_group(out, mode="r")
+>>> [d["path"] for d in g.attrs["multiscales"][0]["datasets"]]
+['0', '1', '2']
+>>> int(g["1"][0, 0]) == int(np.round(image[:2, :2].mean()))
+True
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from dask.base import tokenize
+from dask.delayed import Delayed
+
+import chunkflow
+from chunkflow.config import byte_count
+from chunkflow.core.array import Array
+from chunkflow.core.group import Group
+from chunkflow.core.ngff import Axis, multiscales_attributes, ngff_version, resolve_axes
+from chunkflow.engine.pool import serial_io
+from chunkflow.graph.budget import default_max_memory
+from chunkflow.graph.downsample import (
+    LABEL_METHODS,
+    WINDOW_METHODS,
+    cast_like,
+    check_method,
+    downsample,
+    gaussian_radius,
+    gaussian_smooth,
+    method_work_factor,
+)
+from chunkflow.graph.pyramid_output import PyramidOutput, codec_kwargs, plan_output
+from chunkflow.graph.pyramid_plan import PyramidPlan, make_plan
+from chunkflow.graph.read import BLOCKS_PER_THREAD, as_source_array, worker_threads
+from chunkflow.graph.scheduler import ProgressArg
+from chunkflow.graph.scheduler import compute as run
+
+if TYPE_CHECKING:
+    from chunkflow.core.ngff import AxesLike
+    from chunkflow.graph.read import ArraySource
+    from chunkflow.graph.scheduler import SchedulerLike
+    from chunkflow.storage import StoreLike
+
+__all__ = ["DEFAULT_TASK_BYTES", "PyramidJob", "pyramid", "resolve_factors"]
+
+# Stages grow deeper (more levels per task, fewer stages re-reading a level) while one
+# task stays under this many bytes: 16384^2 uint16 in 512^2 chunks makes levels 0-2 in
+# 2048^2 blocks, then 3-4, then 5 (69 tasks).
+DEFAULT_TASK_BYTES = 64 * 2**20
+
+
+def resolve_factors(factors: int | Sequence[int] | Mapping[str, int],
+                    axes: Sequence[Axis]) -> tuple[int, ...]:
+    """``factors=`` as one whole factor >= 1 per axis.
+
+    An int applies to the space axes (time, channel and custom axes keep 1); a mapping
+    by axis name overrides those defaults; a sequence gives every axis.
+
+    Examples
+    --------
+    >>> from chunkflow.core.ngff import resolve_axes
+    >>> axes = resolve_axes("tczyx", 5)
+    >>> resolve_factors(2, axes), resolve_factors({"z": 1}, axes)
+    ((1, 1, 2, 2, 2), (1, 1, 1, 2, 2))
+    """
+    names = [a.name for a in axes]
+    if isinstance(factors, Mapping):
+        unknown = sorted(set(factors) - set(names))
+        if unknown:
+            raise ValueError(f"pyramid: factors names axes {unknown} that the image (axes "
+                             f"{''.join(names)!r}) does not have")
+        base = resolve_factors(2, axes)
+        values: list[Any] = [factors.get(n, b) for n, b in zip(names, base)]
+    elif isinstance(factors, (int, np.integer)) and not isinstance(factors, bool):
+        values = [int(factors) if a.type == "space" else 1 for a in axes]
+    else:
+        values = list(factors)
+        if len(values) != len(axes):
+            raise ValueError(f"pyramid: factors={factors!r} gives {len(values)} factors for "
+                             f"{len(axes)} axes ({''.join(names)!r})")
+    for name, value in zip(names, values):
+        if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"pyramid: the factor of axis {name!r} must be a whole number "
+                             f">= 1, got {value!r}")
+    if all(v == 1 for v in values):
+        raise ValueError(f"pyramid: factors={factors!r} downsample no axis of "
+                         f"{''.join(names)!r}; give a factor > 1")
+    return tuple(int(v) for v in values)
+
+
+@dataclass(frozen=True)
+class PyramidJob:
+    """What every task needs, in the graph once: the source, the levels, the plan."""
+
+    source: Array
+    levels: tuple[Array, ...]
+    plan: PyramidPlan
+    method: str
+
+    def run(self, number: int, index: tuple[int, ...]) -> bool:
+        """Task ``index`` of stage ``number``: read, compute and write its levels."""
+        stage = self.plan.stages[number]
+        windows = self.plan.windows(stage, index)
+        reader = self.source if stage.first == 0 else self.levels[stage.first]
+        with serial_io():
+            data = np.asarray(reader.get_basic_selection(windows[0]))
+            if stage.first == 0:
+                self._write(0, data, windows[0], self.plan.region(stage, index, 0))
+            for offset, level in enumerate(range(stage.first + 1, stage.last + 1)):
+                data = self._next(data, windows[offset], windows[offset + 1])
+                self._write(level, data, windows[offset + 1],
+                            self.plan.region(stage, index, level))
+        return True
+
+    def _next(self, data: np.ndarray, finer: tuple[slice, ...],
+              coarser: tuple[slice, ...]) -> np.ndarray:
+        factors = self.plan.factors
+        if self.method != "gaussian":
+            # ``finer`` starts on a window edge: its windows are the level's windows.
+            reduced = downsample(data, factors, self.method)
+            return reduced[tuple(slice(c.start - w.start // f, c.stop - w.start // f)
+                                 for c, w, f in zip(coarser, finer, factors))]
+        smooth = gaussian_smooth(data, factors)
+        samples = tuple(slice(c.start * f - w.start, (c.stop - 1) * f - w.start + 1, f)
+                        for c, w, f in zip(coarser, finer, factors))
+        return cast_like(smooth[samples], data.dtype)
+
+    def _write(self, level: int, data: np.ndarray, window: tuple[slice, ...],
+               region: tuple[slice, ...]) -> None:
+        local = tuple(slice(r.start - w.start, r.stop - w.start) for r, w in zip(region, window))
+        self.levels[level].set_basic_selection(region, data[local])
+
+
+def _run_task(job: PyramidJob, number: int, index: tuple[int, ...], waited: list[Any]) -> bool:
+    return job.run(number, index)
+
+
+def _finish(output: PyramidOutput, image: Group, attributes: dict[str, Any], version: str,
+            done: list[Any]) -> bool:
+    output.finish(image, attributes, version)
+    return True
+
+
+def _transforms(axes: Sequence[Axis], factors: Sequence[int], levels: int, method: str,
+                scale: Sequence[float] | None) -> list[tuple[str, list[float], list[float]]]:
+    """(path, scale, translation) per level: each pixel's center in physical units."""
+    base = [1.0] * len(axes) if scale is None else [float(s) for s in scale]
+    if len(base) != len(axes) or any(not s > 0 for s in base):
+        raise ValueError(f"pyramid: scale={scale!r} must give one positive size per axis "
+                         f"({len(axes)})")
+    shift = method in WINDOW_METHODS  # a window's mean lies at its center (ngff-zarr's rule)
+    result, current, offset = [], list(base), [0.0] * len(axes)
+    for level in range(levels):
+        result.append((str(level), list(current), list(offset)))
+        for d, f in enumerate(factors):
+            if shift:
+                offset[d] += 0.5 * (f - 1) * current[d]
+            current[d] *= f
+    return result
+
+
+def _graph(job: PyramidJob, output: PyramidOutput, image: Group, attributes: dict[str, Any],
+           version: str, token: str) -> Delayed:
+    job_key = f"chunkflow-job-{token}"
+    graph: dict[Any, Any] = {job_key: job}
+    previous = ""
+    for number, stage in enumerate(job.plan.stages):
+        name = f"chunkflow-pyramid-{number}-{token}"
+        for index in np.ndindex(*stage.numblocks):
+            waited = ([(previous, *d) for d in job.plan.dependencies(number, index)]
+                      if number else [])
+            graph[(name, *index)] = (_run_task, job_key, number, tuple(index), waited)
+        previous = name
+    last = [key for key in graph if isinstance(key, tuple) and key[0] == previous]
+    final = f"chunkflow-pyramid-done-{token}"
+    graph[final] = (_finish, output, image, attributes, version, last)
+    return Delayed(final, graph)
+
+
+def pyramid(
+    source: ArraySource,
+    out: StoreLike,
+    *,
+    levels: int | None = None,
+    factors: int | Sequence[int] | Mapping[str, int] = 2,
+    method: str | None = None,
+    axes: AxesLike = None,
+    units: Mapping[str, str] | None = None,
+    scale: Sequence[float] | None = None,
+    chunks: Sequence[int] | None = None,
+    zarr_format: int | None = None,
+    labels: str | None = None,
+    overwrite: bool = False,
+    max_memory: int | str | None = None,
+    scheduler: SchedulerLike = None,
+    progress: ProgressArg = False,
+    compute: bool = True,
+    storage_options: Mapping[str, Any] | None = None,
+) -> Any:
+    """Write ``source`` and its downsampled levels as an OME-Zarr image at ``out``.
+
+    Parameters
+    ----------
+    source : chunkflow.Array, path, URL or store
+        The full-resolution image (2 to 5 dimensions).
+    out : path, URL or store
+        Where the image group goes (created; see ``overwrite``). With ``labels=``, the
+        image group the label image joins, under ``labels/NAME``.
+    levels : int, optional
+        How many levels, level 0 included. Default: until every downsampled axis fits
+        in one chunk.
+    factors : int, sequence or mapping
+        The factor between levels: an int for every space axis (time and channel axes
+        keep 1), one per axis, or a mapping by axis name (``{"z": 1}``).
+    method : {"mean", "gaussian", "max", "nearest", "mode"}, optional
+        ``mean`` by default (``mode`` for labels); see :mod:`chunkflow.graph.downsample`.
+        ``mean``, ``max`` and ``mode`` summarize windows: a level's translation moves by
+        half a window (as ngff-zarr writes); ``nearest`` and ``gaussian`` sample each
+        window's first element.
+    axes : str or sequence, optional
+        Axis names (``"tczyx"``) or NGFF axis mappings (name, type, unit). Default: the
+        source's ``dimension_names`` when they are t, c, z, y, x, else ``yx``, ``zyx``,
+        ``czyx`` or ``tczyx`` by dimension.
+    units : mapping, optional
+        Unit per axis name (``{"x": "micrometer", "t": "second"}``).
+    scale : sequence of float, optional
+        The physical size of a level-0 pixel per axis (default 1).
+    chunks : sequence of int, optional
+        Chunk shape of every level (cut to the level's shape). Default: the source's.
+    zarr_format : {2, 3}, optional
+        Default: the source's (labels: the image's). v2 writes NGFF 0.4, v3 NGFF 0.5.
+    labels : str, optional
+        Write a label image of this name (``out/labels/NAME`` with ``image-label``
+        metadata); its method must be ``mode`` or ``nearest``.
+    overwrite : bool
+        Replace an image (or label image) that exists at ``out``.
+    max_memory : int or str, optional
+        What one task may use (default: as :func:`chunkflow.map_chunks`); the plan is
+        checked before anything is created.
+    scheduler, progress
+        See :func:`chunkflow.compute`.
+    compute : bool
+        Write now and return the level arrays (default), or return a lazy
+        ``dask.delayed`` object that writes when computed (its graph holds every task).
+    storage_options : dict, optional
+        fsspec options for URLs.
+
+    Returns
+    -------
+    tuple of chunkflow.Array, one per level (finest first), or a Delayed.
+    """
+    array = as_source_array(source, storage_options,
+                            **({} if isinstance(source, Array) else {"cache": False}))
+    method = method or ("mode" if labels is not None else "mean")
+    where = f"pyramid of {array.path or '/'!r}"
+    check_method(method, array.dtype, where)
+    if labels is not None and method not in LABEL_METHODS:
+        raise ValueError(f"{where}: a label image keeps its labels: method must be one of "
+                         f"{', '.join(LABEL_METHODS)}, not {method!r}")
+    resolved_axes = resolve_axes(axes, array.ndim, array.dimension_names, units)
+    per_axis = resolve_factors(factors, resolved_axes)
+    plan = _plan(array, per_axis, levels, method, chunks, max_memory, scheduler)
+    nlevels = len(plan.shapes)
+    fmt = zarr_format if zarr_format is not None else None
+    level_specs = [_level_kwargs(array, shape, chunk, resolved_axes, zarr_format)
+                   for shape, chunk in zip(plan.shapes, plan.level_chunks)]
+    output = plan_output(array, source, out, storage_options, fmt, labels, overwrite,
+                         level_specs)
+    version = ngff_version(output.zarr_format)
+    attributes = multiscales_attributes(
+        resolved_axes, _transforms(resolved_axes, per_axis, nlevels, method, scale),
+        version=version, name=labels, method=method,
+        metadata={"method": "chunkflow.pyramid", "version": chunkflow.__version__,
+                  "kwargs": {"method": method, "factors": list(per_axis)}},
+    )
+    image, arrays = output.create()  # last: every check passed
+    job = PyramidJob(array, arrays, plan, method)
+    token = tokenize("pyramid", array, [(a.store.identity, a.path) for a in arrays], method,
+                     plan)
+    delayed = _graph(job, output, image, attributes, version, token)
+    if not compute:
+        return delayed
+    run(delayed, scheduler=scheduler, progress=progress)
+    for level in arrays:
+        level.forget_cached()
+    return arrays
+
+
+def _level_kwargs(source: Array, shape: tuple[int, ...], chunk: tuple[int, ...],
+                  axes: Sequence[Axis], zarr_format: int | None) -> dict[str, Any]:
+    fmt = source.zarr_format if zarr_format is None else zarr_format
+    kwargs: dict[str, Any] = {"shape": shape, "chunks": chunk, "dtype": source.dtype,
+                              "fill_value": source.fill_value if source.fill_value is not None
+                              else 0, **codec_kwargs(source, fmt)}
+    if fmt == 3:
+        kwargs["dimension_names"] = [a.name for a in axes]
+    return kwargs
+
+
+def _plan(array: Array, factors: tuple[int, ...], levels: int | None, method: str,
+          chunks: Sequence[int] | None, max_memory: int | str | None,
+          scheduler: SchedulerLike) -> PyramidPlan:
+    chunk = tuple(int(c) for c in (array.chunks if chunks is None else chunks))
+    if len(chunk) != array.ndim or any(c < 1 for c in chunk):
+        raise ValueError(f"pyramid: chunks={chunks!r} must give {array.ndim} sizes >= 1")
+    if levels is not None and (not isinstance(levels, int) or levels < 1):
+        raise ValueError(f"pyramid: levels={levels!r} must be a whole number >= 1")
+    itemsize = array.dtype.itemsize
+    work = method_work_factor(method, itemsize)
+    fixed = itemsize * (math.prod(array.chunks) + math.prod(chunk))  # decode + encode
+
+    def task_bytes(plan: PyramidPlan) -> int:
+        window = math.prod(plan.largest_window(plan.stages[0]))
+        return int(window * itemsize * (2 + work)) + fixed
+
+    limit = (default_max_memory(scheduler)[0] if max_memory is None
+             else byte_count("pyramid: max_memory", max_memory))
+    radius = tuple(gaussian_radius(f) if method == "gaussian" else 0 for f in factors)
+    plan = make_plan(array.shape, chunk, factors, levels=levels, radius=radius,
+                     task_bytes=task_bytes, target=min(limit, DEFAULT_TASK_BYTES), limit=limit,
+                     min_tasks=BLOCKS_PER_THREAD * worker_threads(scheduler))
+    last = plan.shapes[-1]
+    if levels is not None and len(plan.shapes) > 1 and plan.shapes[-2] == last:
+        raise ValueError(f"pyramid: levels={levels} goes past the smallest image {last}: "
+                         f"level {levels - 2} already has that shape")
+    return plan
