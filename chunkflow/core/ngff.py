@@ -27,9 +27,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
+from chunkflow.errors import PyramidError
+
 __all__ = [
     "AXIS_TYPES", "AxesLike", "Axis", "Multiscales", "check_axes", "default_axis_names",
-    "image_label_attributes", "labels_attributes", "multiscales_attributes",
+    "image_label_attributes", "labels_attributes", "multiscales_attributes", "multiscales_rows",
     "ngff_version", "read_multiscales", "resolve_axes",
 ]
 
@@ -86,7 +88,7 @@ def default_axis_names(ndim: int, dimension_names: Sequence[str | None] | None =
         if len(set(names)) == len(names):
             return names
     if ndim not in _DEFAULT_NAMES:
-        raise ValueError(f"an OME-Zarr image has 2 to 5 axes; this array has {ndim}")
+        raise PyramidError(f"an OME-Zarr image has 2 to 5 axes; this array has {ndim}")
     return _DEFAULT_NAMES[ndim]
 
 
@@ -98,9 +100,9 @@ def _axis(entry: str | Mapping[str, Any], units: Mapping[str, str]) -> Axis:
     else:
         name, kind, unit = str(entry), AXIS_TYPES.get(str(entry).lower()), units.get(str(entry))
     if not name:
-        raise ValueError(f"axes: every axis needs a name, got {entry!r}")
+        raise PyramidError(f"axes: every axis needs a name, got {entry!r}")
     if kind is None:
-        raise ValueError(f"axes: axis {name!r} has no type; name it t, c, z, y or x, or give "
+        raise PyramidError(f"axes: axis {name!r} has no type; name it t, c, z, y or x, or give "
                          "{'name': ..., 'type': 'space' | 'time' | 'channel' | ...}")
     return Axis(name, str(kind), None if unit is None else str(unit))
 
@@ -116,13 +118,13 @@ def resolve_axes(axes: AxesLike, ndim: int, dimension_names: Sequence[str | None
     >>> resolve_axes("xyz", 2)
     Traceback (most recent call last):
     ...
-    ValueError: axes: 3 axes ('xyz') for an array of 2 dimensions
+    chunkflow.errors.PyramidError: axes: 3 axes ('xyz') for an array of 2 dimensions
     """
     entries = default_axis_names(ndim, dimension_names) if axes is None else axes
     resolved = tuple(_axis(entry, dict(units or {})) for entry in entries)
     if len(resolved) != ndim:
         shown = axes if isinstance(axes, str) else [a.name for a in resolved]
-        raise ValueError(f"axes: {len(resolved)} axes ({shown!r}) for an array of {ndim} "
+        raise PyramidError(f"axes: {len(resolved)} axes ({shown!r}) for an array of {ndim} "
                          "dimensions")
     check_axes(resolved)
     return resolved
@@ -137,9 +139,10 @@ def check_axes(axes: Sequence[Axis]) -> None:
     --------
     >>> check_axes(resolve_axes("tcyx", 4))
     >>> check_axes([Axis("y", "space"), Axis("t", "time"), Axis("x", "space")])
+    ... # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: axes ['y', 't', 'x']: NGFF orders them time, then channel or custom, then space
+    chunkflow.errors.PyramidError: axes ['y', 't', 'x']: NGFF orders them time, then channel or ...
     """
     names = [a.name for a in axes]
     kinds = [a.type for a in axes]
@@ -156,7 +159,7 @@ def check_axes(axes: Sequence[Axis]) -> None:
     if rank != sorted(rank):
         problems.append("NGFF orders them time, then channel or custom, then space")
     if problems:
-        raise ValueError(f"axes {names}: {'; '.join(problems)}")
+        raise PyramidError(f"axes {names}: {'; '.join(problems)}")
 
 
 def _dataset(path: str, scale: Sequence[float], translation: Sequence[float]) -> dict[str, Any]:
@@ -275,3 +278,41 @@ def read_multiscales(attributes: Mapping[str, Any]) -> Multiscales | None:
         tuple(_transform(d, "translation") for d in datasets),
         first.get("name"), first.get("type"),
     )
+
+
+def _numbers(values: Sequence[float] | None) -> str:
+    if values is None:
+        return "-"
+    return "(" + ", ".join(f"{v:g}" for v in values) + ")"
+
+
+def multiscales_rows(multiscales: Multiscales, arrays: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """``.info`` rows of an OME-Zarr image: its NGFF version, axes and, per level, the
+    array's shape and chunks and the level's scale and translation.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> attrs = multiscales_attributes(resolve_axes("yx", 2), [("0", (1, 1), (0, 0))],
+    ...                                version="0.4", method="mean")
+    >>> multiscales_rows(read_multiscales(attrs), {"0": np.zeros((4, 6))})
+    [('OME-NGFF', '0.4 image, 1 level, axes yx (space, space), method mean'), \
+('Level 0', '(4, 6) chunks - scale (1, 1) translation (0, 0)')]
+    """
+    count = len(multiscales.paths)
+    kinds = ", ".join((a.type or "?") + (f" in {a.unit}" if a.unit else "")
+                      for a in multiscales.axes)
+    summary = (f"{multiscales.version} image, {count} level{'s' if count != 1 else ''}, "
+               f"axes {multiscales.axis_names} ({kinds})")
+    if multiscales.method:
+        summary += f", method {multiscales.method}"
+    rows = [("OME-NGFF", summary)]
+    for path, scale, translation in zip(multiscales.paths, multiscales.scales,
+                                        multiscales.translations):
+        array = arrays.get(path)
+        shape = str(tuple(array.shape)) if array is not None else "missing"
+        chunks = getattr(array, "chunks", None)
+        shown = str(tuple(chunks)) if isinstance(chunks, tuple) else "-"
+        rows.append((f"Level {path}", f"{shape} chunks {shown} scale {_numbers(scale)} "
+                                      f"translation {_numbers(translation)}"))
+    return rows

@@ -43,6 +43,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from chunkflow.errors import PyramidError
+
 __all__ = [
     "IMAGE_METHODS", "LABEL_METHODS", "METHODS", "WINDOW_METHODS", "check_method",
     "downsample", "gaussian_radius", "gaussian_sigma", "gaussian_smooth",
@@ -67,13 +69,13 @@ def check_method(method: str, dtype: np.dtype, where: str) -> None:
     >>> check_method("mean", np.dtype("c8"), "array 'x'")
     Traceback (most recent call last):
     ...
-    ValueError: array 'x': method='mean' needs integers, floats or booleans, not complex64
+    chunkflow.errors.PyramidError: array 'x': method='mean' needs integers, floats or booleans, not complex64
     """
     if method not in METHODS:
-        raise ValueError(f"{where}: method={method!r} is not one of {', '.join(METHODS)}")
+        raise PyramidError(f"{where}: method={method!r} is not one of {', '.join(METHODS)}")
     numeric = dtype.kind in "biuf"
     if method in ("mean", "gaussian", "max") and not numeric:
-        raise ValueError(f"{where}: method={method!r} needs integers, floats or booleans, "
+        raise PyramidError(f"{where}: method={method!r} needs integers, floats or booleans, "
                          f"not {dtype}")
 
 
@@ -208,7 +210,7 @@ def downsample(block: np.ndarray, factors: Sequence[int], method: str) -> np.nda
         return _max(block, factors)
     if method == "mode":
         return _mode(block, factors)
-    raise ValueError(f"downsample: method={method!r} is not one of mean, max, nearest, mode")
+    raise PyramidError(f"downsample: method={method!r} is not one of mean, max, nearest, mode")
 
 
 def gaussian_sigma(factor: int) -> float:

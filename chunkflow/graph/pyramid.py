@@ -46,6 +46,7 @@ from chunkflow.core.array import Array
 from chunkflow.core.group import Group
 from chunkflow.core.ngff import Axis, multiscales_attributes, ngff_version, resolve_axes
 from chunkflow.engine.pool import serial_io
+from chunkflow.errors import PyramidError
 from chunkflow.graph.budget import default_max_memory
 from chunkflow.graph.downsample import (
     LABEL_METHODS,
@@ -95,7 +96,7 @@ def resolve_factors(factors: int | Sequence[int] | Mapping[str, int],
     if isinstance(factors, Mapping):
         unknown = sorted(set(factors) - set(names))
         if unknown:
-            raise ValueError(f"pyramid: factors names axes {unknown} that the image (axes "
+            raise PyramidError(f"pyramid: factors names axes {unknown} that the image (axes "
                              f"{''.join(names)!r}) does not have")
         base = resolve_factors(2, axes)
         values: list[Any] = [factors.get(n, b) for n, b in zip(names, base)]
@@ -104,14 +105,14 @@ def resolve_factors(factors: int | Sequence[int] | Mapping[str, int],
     else:
         values = list(factors)
         if len(values) != len(axes):
-            raise ValueError(f"pyramid: factors={factors!r} gives {len(values)} factors for "
+            raise PyramidError(f"pyramid: factors={factors!r} gives {len(values)} factors for "
                              f"{len(axes)} axes ({''.join(names)!r})")
     for name, value in zip(names, values):
         if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"pyramid: the factor of axis {name!r} must be a whole number "
+            raise PyramidError(f"pyramid: the factor of axis {name!r} must be a whole number "
                              f">= 1, got {value!r}")
     if all(v == 1 for v in values):
-        raise ValueError(f"pyramid: factors={factors!r} downsample no axis of "
+        raise PyramidError(f"pyramid: factors={factors!r} downsample no axis of "
                          f"{''.join(names)!r}; give a factor > 1")
     return tuple(int(v) for v in values)
 
@@ -174,7 +175,7 @@ def _transforms(axes: Sequence[Axis], factors: Sequence[int], levels: int, metho
     """(path, scale, translation) per level: each pixel's center in physical units."""
     base = [1.0] * len(axes) if scale is None else [float(s) for s in scale]
     if len(base) != len(axes) or any(not s > 0 for s in base):
-        raise ValueError(f"pyramid: scale={scale!r} must give one positive size per axis "
+        raise PyramidError(f"pyramid: scale={scale!r} must give one positive size per axis "
                          f"({len(axes)})")
     shift = method in WINDOW_METHODS  # a window's mean lies at its center (ngff-zarr's rule)
     result, current, offset = [], list(base), [0.0] * len(axes)
@@ -283,16 +284,15 @@ def pyramid(
     where = f"pyramid of {array.path or '/'!r}"
     check_method(method, array.dtype, where)
     if labels is not None and method not in LABEL_METHODS:
-        raise ValueError(f"{where}: a label image keeps its labels: method must be one of "
+        raise PyramidError(f"{where}: a label image keeps its labels: method must be one of "
                          f"{', '.join(LABEL_METHODS)}, not {method!r}")
     resolved_axes = resolve_axes(axes, array.ndim, array.dimension_names, units)
     per_axis = resolve_factors(factors, resolved_axes)
     plan = _plan(array, per_axis, levels, method, chunks, max_memory, scheduler)
     nlevels = len(plan.shapes)
-    fmt = zarr_format if zarr_format is not None else None
     level_specs = [_level_kwargs(array, shape, chunk, resolved_axes, zarr_format)
                    for shape, chunk in zip(plan.shapes, plan.level_chunks)]
-    output = plan_output(array, source, out, storage_options, fmt, labels, overwrite,
+    output = plan_output(array, source, out, storage_options, zarr_format, labels, overwrite,
                          level_specs)
     version = ngff_version(output.zarr_format)
     attributes = multiscales_attributes(
@@ -330,9 +330,9 @@ def _plan(array: Array, factors: tuple[int, ...], levels: int | None, method: st
           scheduler: SchedulerLike) -> PyramidPlan:
     chunk = tuple(int(c) for c in (array.chunks if chunks is None else chunks))
     if len(chunk) != array.ndim or any(c < 1 for c in chunk):
-        raise ValueError(f"pyramid: chunks={chunks!r} must give {array.ndim} sizes >= 1")
+        raise PyramidError(f"pyramid: chunks={chunks!r} must give {array.ndim} sizes >= 1")
     if levels is not None and (not isinstance(levels, int) or levels < 1):
-        raise ValueError(f"pyramid: levels={levels!r} must be a whole number >= 1")
+        raise PyramidError(f"pyramid: levels={levels!r} must be a whole number >= 1")
     itemsize = array.dtype.itemsize
     work = method_work_factor(method, itemsize)
     fixed = itemsize * (math.prod(array.chunks) + math.prod(chunk))  # decode + encode
@@ -349,6 +349,6 @@ def _plan(array: Array, factors: tuple[int, ...], levels: int | None, method: st
                      min_tasks=BLOCKS_PER_THREAD * worker_threads(scheduler))
     last = plan.shapes[-1]
     if levels is not None and len(plan.shapes) > 1 and plan.shapes[-2] == last:
-        raise ValueError(f"pyramid: levels={levels} goes past the smallest image {last}: "
+        raise PyramidError(f"pyramid: levels={levels} goes past the smallest image {last}: "
                          f"level {levels - 2} already has that shape")
     return plan

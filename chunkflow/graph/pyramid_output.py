@@ -18,12 +18,13 @@ from typing import TYPE_CHECKING, Any
 from chunkflow.api.hierarchy import open_group, open_node
 from chunkflow.core.array import Array
 from chunkflow.core.group import Group
-from chunkflow.core.ngff import (
-    image_label_attributes,
-    labels_attributes,
-    read_multiscales,
+from chunkflow.core.ngff import image_label_attributes, labels_attributes
+from chunkflow.errors import (
+    ContainsArrayError,
+    ContainsGroupError,
+    NodeNotFoundError,
+    PyramidError,
 )
-from chunkflow.errors import ContainsArrayError, ContainsGroupError, NodeNotFoundError
 from chunkflow.storage import Store
 
 if TYPE_CHECKING:
@@ -130,7 +131,7 @@ def plan_output(source: Array, source_location: Any, location: StoreLike,
     ContainsGroupError, ContainsArrayError
         Something is there already (without ``overwrite``), or a label image's parent
         is not a group.
-    ValueError
+    PyramidError
         The output would hold the source, or its format differs from the image the
         labels join.
     """
@@ -140,7 +141,7 @@ def plan_output(source: Array, source_location: Any, location: StoreLike,
     out_path, source_path = _local_path(location), _local_path(source_location)
     if out_path is not None and source_path is not None and (
             source_path == out_path or out_path in source_path.parents):
-        raise ValueError(f"pyramid: out={str(location)!r} holds the source "
+        raise PyramidError(f"pyramid: out={str(location)!r} holds the source "
                          f"{str(source_location)!r}; write the pyramid somewhere else")
     options = dict(storage_options or {}) or None
     existing = _existing(location, options)
@@ -154,17 +155,15 @@ def plan_output(source: Array, source_location: Any, location: StoreLike,
         return PyramidOutput(location, storage_options, fmt, None, False if existing is None
                              else overwrite, tuple(levels))
     if not labels or "/" in labels or labels in (".", ".."):
-        raise ValueError(f"pyramid: labels={labels!r} must be a plain name (a folder under "
+        raise PyramidError(f"pyramid: labels={labels!r} must be a plain name (a folder under "
                          "labels/)")
     if isinstance(existing, Array):
         raise ContainsArrayError(f"pyramid: {str(location)!r} holds an array; label images go "
                                  "below an image group")
     fmt = zarr_format or (existing.zarr_format if existing is not None else source.zarr_format)
     if existing is not None and existing.zarr_format != fmt:
-        raise ValueError(f"pyramid: the image at {str(location)!r} is Zarr v{existing.zarr_format}; "
+        raise PyramidError(f"pyramid: the image at {str(location)!r} is Zarr v{existing.zarr_format}; "
                          f"its labels must be too (got zarr_format={fmt})")
-    if existing is not None and read_multiscales(dict(existing.attrs)) is None:
-        pass  # labels may be written before the image's own levels
     taken = existing is not None and _existing(location, options, f"labels/{labels}") is not None
     if taken and not overwrite:
         raise ContainsGroupError(f"pyramid: {str(location)!r} has a label image {labels!r} "
