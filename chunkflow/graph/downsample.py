@@ -87,7 +87,8 @@ def round_half_even_divide(total: np.ndarray, count: np.ndarray | int) -> np.nda
     >>> round_half_even_divide(np.array([5, 7, -5, 6]), 2).tolist()
     [2, 4, -2, 3]
     """
-    quotient, remainder = np.divmod(total, count)  # remainder >= 0: floor division
+    quotient = total // count  # floor division: the remainder is >= 0
+    remainder = total - quotient * count  # (np.divmod has no loop for Python integers)
     twice = 2 * remainder
     up = (twice > count) | ((twice == count) & (quotient % 2 == 1))
     quotient += up
