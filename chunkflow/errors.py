@@ -32,8 +32,11 @@ __all__ = [
     "DtypeMismatchError",
     "ExternalLinkError",
     "GroupNotFoundError",
+    "IncompleteJobWarning",
     "InvalidKeyError",
     "InvalidSelectionError",
+    "JobMismatchError",
+    "JobTokenError",
     "LockTimeoutError",
     "MetadataError",
     "NodeNotFoundError",
@@ -197,3 +200,27 @@ class StoreValueChangedError(ChunkflowError, RuntimeError):
 class ValuesChangedError(ChunkflowError, RuntimeError):
     """An array's values changed between the passes of a multi-pass reduction (an exact
     percentile counts the values several times); no result is returned."""
+
+
+class JobMismatchError(ChunkflowError, ValueError):
+    """``resume=True`` met an output that an unfinished *different* job is writing.
+
+    The message names what changed (the function, its arguments, the block plan, the
+    output's metadata, which source); nothing is written. Rerun the original job to
+    finish it, or pass ``resume=False`` to start over (the unfinished job's records
+    are dropped).
+    """
+
+
+class JobTokenError(ChunkflowError, TypeError):
+    """``resume=True`` but what the job computes cannot be tokenized deterministically
+    (a function or argument dask cannot tokenize); name the job with ``job_name=``."""
+
+
+class IncompleteJobWarning(UserWarning):
+    """An array opened in chunkflow is the output of a job that has not finished.
+
+    Some blocks hold data of the job, the others whatever was there before (often the
+    fill value). Shown once per array and process; ``chunkflow status PATH`` lists
+    the blocks that remain, and rerunning the job with ``resume=True`` finishes it.
+    """

@@ -16,8 +16,10 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Literal
 
+from chunkflow.api.copy_jobs import copy_array_resumable, resumable_here
 from chunkflow.core.array import Array
 from chunkflow.core.documents import join_path, node_kind, normalize_path
+from chunkflow.core.jobs import JOB_ATTRIBUTE
 from chunkflow.errors import (
     ContainsArrayError,
     ContainsGroupError,
@@ -53,6 +55,8 @@ def copy(
     if_exists: IfExists = "raise",
     zarr_format: int | None = None,
     storage_options: dict[str, Any] | None = None,
+    resume: bool = False,
+    job_name: str | None = None,
     **create_kwargs: Any,
 ) -> tuple[int, int, int]:
     """Copy an array or a group (recursively) into the group ``dest``.
@@ -81,6 +85,15 @@ def copy(
         ``dest`` it must be that group's format (the default).
     storage_options : dict, optional
         fsspec options (credentials, ``endpoint_url``...) when ``dest`` is a URL.
+    resume : bool
+        Copy arrays block by block, recording each finished block in the
+        destination (see :mod:`chunkflow.api.copy_jobs`); an array an interrupted
+        copy left unfinished is continued (only its missing blocks are copied)
+        whatever ``if_exists`` says, and one another job is writing is refused
+        (:class:`~chunkflow.errors.JobMismatchError`). Finished arrays follow
+        ``if_exists``: pass ``if_exists="skip"`` to resume a whole tree.
+    job_name : str, optional
+        A name for the copy job (kept in the unfinished destination's mark).
     **create_kwargs
         Creation arguments overriding those taken from each source array
         (``chunks``, ``compressor``, ``codecs``, ``fill_value``...).
@@ -111,12 +124,13 @@ def copy(
     opened = _as_group(dest, zarr_format, source, storage_options=storage_options)
     with _closing_if_opened(dest, opened) as group:
         return _copy_into(source, group, name, shallow=shallow, without_attrs=without_attrs,
-                          if_exists=if_exists, zarr_format=zarr_format, **create_kwargs)
+                          if_exists=if_exists, zarr_format=zarr_format,
+                          job=(resume, job_name), **create_kwargs)
 
 
 def _copy_into(source: Array | Group | ArrayLike, dest: Group, name: str | None, *, shallow: bool,
                without_attrs: bool, if_exists: IfExists, zarr_format: int | None,
-               **create_kwargs: Any) -> tuple[int, int, int]:
+               job: tuple[bool, str | None], **create_kwargs: Any) -> tuple[int, int, int]:
     if zarr_format is not None and zarr_format != dest.zarr_format:
         raise ValueError(
             f"zarr_format={zarr_format} differs from the destination group {dest.name!r}, which "
@@ -130,8 +144,8 @@ def _copy_into(source: Array | Group | ArrayLike, dest: Group, name: str | None,
                 f"copy of the root node {getattr(source, 'name', source)!r} needs name=; or "
                 f"use copy_all to copy its members into {dest.name!r}"
             )
-    return _copy_node(source, dest, name, shallow=shallow,
-                      without_attrs=without_attrs, if_exists=if_exists, kwargs=create_kwargs)
+    return _copy_node(source, dest, name, shallow=shallow, without_attrs=without_attrs,
+                      if_exists=if_exists, kwargs=create_kwargs, job=job)
 
 
 def copy_all(
@@ -143,6 +157,8 @@ def copy_all(
     if_exists: IfExists = "raise",
     zarr_format: int | None = None,
     storage_options: dict[str, Any] | None = None,
+    resume: bool = False,
+    job_name: str | None = None,
     **create_kwargs: Any,
 ) -> tuple[int, int, int]:
     """Copy every member of the group ``source`` into ``dest`` (and its attributes).
@@ -177,7 +193,8 @@ def copy_all(
                 continue
             counts = copy(member, group, member_name, shallow=shallow,
                           without_attrs=without_attrs, if_exists=if_exists,
-                          zarr_format=zarr_format, **create_kwargs)
+                          zarr_format=zarr_format, resume=resume, job_name=job_name,
+                          **create_kwargs)
             totals = [t + c for t, c in zip(totals, counts)]
         if any(group.attrs.get(key, _MISSING) != value for key, value in attrs.items()):
             group.attrs.update(attrs)
@@ -185,11 +202,14 @@ def copy_all(
 
 
 def _copy_node(source: Array | Group | ArrayLike, dest: Group, name: str, *, shallow: bool,
-               without_attrs: bool, if_exists: IfExists, kwargs: dict[str, Any]) -> tuple[int, int, int]:
+               without_attrs: bool, if_exists: IfExists, kwargs: dict[str, Any],
+               job: tuple[bool, str | None] = (False, None)) -> tuple[int, int, int]:
     is_group = hasattr(source, "members") and not hasattr(source, "dtype")
     path = join_path(dest.path, name)
     existing = node_kind(dest.store, path)
-    if existing is not None:
+    resume, job_name = job
+    unfinished = resume and not is_group and existing == "array" and resumable_here(dest, name)
+    if existing is not None and not unfinished:
         if if_exists == "raise":
             error = ContainsArrayError if existing == "array" else ContainsGroupError
             raise error(
@@ -202,6 +222,13 @@ def _copy_node(source: Array | Group | ArrayLike, dest: Group, name: str, *, sha
             del dest[name]
             existing = None
     attrs = {} if without_attrs else dict(getattr(source, "attrs", None) or {})
+    attrs.pop(JOB_ATTRIBUTE, None)  # a source's unfinished-job mark is not the copy's
+    if not is_group and resume:
+        target = copy_array_resumable(source, dest, name,
+                                      _array_kwargs(source, dest.zarr_format, kwargs),
+                                      resume=True, job_name=job_name, attributes=attrs,
+                                      existing=unfinished)
+        return 1, 0, int(target.nbytes)
     if not is_group:
         target = dest.create_array(name, **_array_kwargs(source, dest.zarr_format, kwargs),
                                    attributes=attrs)
@@ -216,7 +243,8 @@ def _copy_node(source: Array | Group | ArrayLike, dest: Group, name: str, *, sha
         if shallow and not isinstance(member, Array):
             continue
         counts = _copy_node(member, target_group, member_name, shallow=shallow,
-                            without_attrs=without_attrs, if_exists=if_exists, kwargs=kwargs)
+                            without_attrs=without_attrs, if_exists=if_exists, kwargs=kwargs,
+                            job=job)
         copied, skipped, n_bytes = copied + counts[0], skipped + counts[1], n_bytes + counts[2]
     return copied, skipped, n_bytes
 

@@ -20,10 +20,11 @@ from typing import Any
 import numpy as np
 
 import chunkflow
-from chunkflow.cli.cleanup import removed_on_failure, waited_for
+from chunkflow.cli.cleanup import waited_for
 from chunkflow.cli.errors import MissingDependencyError, UsageError
 from chunkflow.cli.nodes import create_at, naming_source, open_array_at
 from chunkflow.cli.options import add_compute_options, progress_wanted, storage_options
+from chunkflow.cli.resume import add_resume_option, kept_for_resume, resumed_or_created
 from chunkflow.graph import MemoryPlanError
 from chunkflow.graph.halo import BOUNDARIES
 
@@ -81,11 +82,20 @@ def chosen_filter(args: argparse.Namespace) -> tuple[str, float]:
 
 
 def _create_output(args: argparse.Namespace, source: chunkflow.Array) -> chunkflow.Array:
+    return resumed_or_created(args, lambda location: _create_at(args, source, location))
+
+
+def _create_at(args: argparse.Namespace, source: chunkflow.Array,
+               location: str | None) -> chunkflow.Array:
     kwargs: dict[str, Any] = {}
     if source.fill_value is not None and not args.dtype:
         kwargs["fill_value"] = source.fill_value
+    if location is None:  # the template --resume compares an unfinished DST with
+        return chunkflow.create(source.shape, chunks=source.write_chunks,
+                                dtype=args.dtype or source.dtype, zarr_format=source.zarr_format,
+                                compressor=source.compressor, **kwargs)
     return create_at(
-        args.dst, source.shape, chunks=source.write_chunks, dtype=args.dtype or source.dtype,
+        location, source.shape, chunks=source.write_chunks, dtype=args.dtype or source.dtype,
         overwrite=args.overwrite, zarr_format=source.zarr_format, compressor=source.compressor,
         storage_options=storage_options(args, args.dst), **kwargs,
     )
@@ -98,7 +108,7 @@ def run_filter(args: argparse.Namespace) -> int:
     source = open_array_at(args.src, storage_options(args, args.src), cache=False)
     depth = filter_depth(kind, size)
     start = time.perf_counter()
-    with removed_on_failure(args.dst, storage_options(args, args.dst)):
+    with kept_for_resume(args):
         target = _create_output(args, source)
         with waited_for(args.scheduler), naming_source(args.src), \
                 naming_filter(kind, size, depth):
@@ -108,7 +118,7 @@ def run_filter(args: argparse.Namespace) -> int:
                 _as_dtype_then_filter, source, out=target, depth=depth,
                 boundary=args.boundary, scheduler=args.scheduler,
                 progress=progress_wanted(args), kind=kind, size=size,
-                dtype_name=str(target.dtype), edge=args.boundary,
+                dtype_name=str(target.dtype), edge=args.boundary, resume=args.resume,
             )
     seconds = time.perf_counter() - start
     print(f"{kind} filter ({size:g}, halo {depth}, boundary {args.boundary}) of {args.src} "
@@ -161,5 +171,6 @@ def register(commands: argparse._SubParsersAction, parents: list[argparse.Argume
     parser.add_argument("--dtype", type=_dtype_name, default=None,
                         help="data type of the result (default: the source's)")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing DST")
+    add_resume_option(parser)
     add_compute_options(parser)
     parser.set_defaults(run=run_filter)

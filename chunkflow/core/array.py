@@ -19,6 +19,7 @@ from chunkflow.core.documents import (
     normalize_path,
     store_array_metadata,
 )
+from chunkflow.core.jobs import warn_if_incomplete
 from chunkflow.core.selection import SelectionAccessor, has_ellipsis, selection_kind
 from chunkflow.engine.chunk_io import ChunkIO
 from chunkflow.engine.layout import layout_of
@@ -120,6 +121,7 @@ class Array(ArrayProperties, BlockSelection):
         node_path = normalize_path(path)
         metadata, attributes = load_array_metadata(resolved, node_path)
         self._setup(resolved, node_path, metadata, attributes, options)
+        warn_if_incomplete(self)  # an unfinished resumable job's output (once per process)
 
     @classmethod
     def _from_metadata(

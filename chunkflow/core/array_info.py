@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from chunkflow.core.info import InfoReport, format_bytes
+from chunkflow.core.jobs import job_status
 from chunkflow.core.reprs import describe_codecs
 
 if TYPE_CHECKING:
@@ -84,4 +85,7 @@ def array_info(array: ArrayProperties, complete: bool = False) -> InfoReport:
             ("Shards Initialized" if array.shards is not None else "Chunks Initialized",
              initialized),
         ]
+    status = job_status(array, count=complete or array.store.listing_is_cheap)
+    if status is not None:  # an unfinished resumable job writes this array
+        rows.append(("Job", f"{status.describe()} (`chunkflow status` lists the rest)"))
     return InfoReport(rows)

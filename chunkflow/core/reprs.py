@@ -116,8 +116,18 @@ def array_repr(array: _ArrayNode) -> str:
     """
     return (
         f"<chunkflow.Array {array.name} shape={array.shape} {_chunk_fields(array)} "
-        f"dtype={array.dtype} zarr_format={array.zarr_format} store={store_url(array)!r}>"
+        f"dtype={array.dtype} zarr_format={array.zarr_format} store={store_url(array)!r}"
+        f"{_job_field(array)}>"
     )
+
+
+def _job_field(array: _ArrayNode) -> str:
+    """`` (job incomplete: 37 of 100 blocks done)`` for an unfinished job's output; the
+    count needs a listing, made only where listing is cheap (``?`` elsewhere)."""
+    from chunkflow.core.jobs import job_status
+
+    status = job_status(array, count=array.store.listing_is_cheap)  # type: ignore[arg-type]
+    return "" if status is None else f" ({status.describe()})"
 
 
 def group_repr(group: _Node) -> str:

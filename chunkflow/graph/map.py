@@ -29,6 +29,7 @@ True
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -54,6 +55,16 @@ from chunkflow.graph.budget import (
     plan_task_memory,
 )
 from chunkflow.graph.halo import BOUNDARIES, normalize_depth, read_window
+from chunkflow.graph.jobs import (
+    Job,
+    block_keys,
+    finish_after,
+    function_parts,
+    job_progress,
+    metadata_part,
+    open_job,
+    source_parts,
+)
 from chunkflow.graph.map_arrays import NewOut, open_sources, resolve_out
 from chunkflow.graph.read import (
     BLOCKS_PER_THREAD,
@@ -104,6 +115,7 @@ class MapJob:
     kwargs: Mapping[str, Any] = field(default_factory=dict)
     out: Array | None = None
     summary_shape: tuple[int, ...] | None = None
+    tracker: Job | None = None  # resume=True: skips finished blocks, records new ones
 
     def windows(self, region: tuple[slice, ...]) -> tuple[list[np.ndarray], tuple[tuple[int, int], ...]]:
         windows, halo = [], ()
@@ -163,7 +175,13 @@ def _name(func: Callable[..., Any]) -> str:
 
 
 def _run_block(job: MapJob, located: tuple[tuple[int, ...], tuple[slice, ...]]) -> np.ndarray:
-    return job.run(*located)
+    if job.tracker is None or job.out is None:
+        return job.run(*located)
+    index, region = located
+    out = job.out
+    return job.tracker.run(index, lambda: job.run(index, region),
+                           np.ones((1,) * len(region), dtype=bool),
+                           lambda: block_keys(out, region))
 
 
 # ---------------------------------------------------------------- planning
@@ -271,6 +289,8 @@ def map_chunks(
     constant_value: Any = 0,
     storage_options: Mapping[str, Any] | None = None,
     func_memory_factor: float = 2.0,
+    resume: bool = False,
+    job_name: str | None = None,
     **kwargs: Any,
 ) -> Any:
     """Apply ``func`` to every block of the sources, with halos, one task per block.
@@ -320,6 +340,14 @@ def map_chunks(
         scalar that writes when computed (to ``True``). Without ``out`` it is ignored.
     func_memory_factor : float
         Window-sized result arrays ``func`` holds at its peak (for the memory plan).
+    resume : bool
+        With ``out``: record each finished block in ``out``'s store, and skip the
+        blocks an earlier run of the same job recorded (see :mod:`chunkflow.graph.jobs`).
+        Pass it on the first run too. A different unfinished job on ``out`` is refused
+        (:class:`~chunkflow.errors.JobMismatchError`, naming what changed).
+    job_name : str, optional
+        Identifies the job instead of ``func`` and ``kwargs`` (for functions that
+        cannot be tokenized deterministically).
     **kwargs
         Passed to ``func``.
 
@@ -327,6 +355,11 @@ def map_chunks(
     -------
     dask.array.Array (``out=None``), the output Array, or a lazy dask scalar.
     """
+    if resume and out is None:
+        raise TypeError("map_chunks: resume=True needs out= (an output to record blocks in)")
+    # Before anything is created: a function that cannot be tokenized refuses here.
+    func_parts = function_parts(func, (kwargs, depth, boundary, constant_value, trim,
+                                       block_info, str(dtype)), job_name) if resume else {}
     job, layout = _prepare_job(func, sources, out=out, depth=depth, boundary=boundary,
                                constant_value=constant_value, dtype=dtype, chunks=chunks,
                                block_info=block_info, trim=trim, max_memory=max_memory,
@@ -335,6 +368,10 @@ def map_chunks(
                                summary_shape=None)
     token = tokenize(func, kwargs, job.sources, job.out, job.depth, boundary, constant_value,
                      trim, block_info, str(job.dtype), layout.dep)
+    if job.out is not None:
+        job = _track(job, layout, resume, job_name, func_parts)
+        token = tokenize(token, job.tracker.token if job.tracker else None,
+                         job.tracker.n_done if job.tracker else 0)
     graph, name = _graph(job, layout.dep, token)
     ndim = len(layout.dep.numblocks)
     if job.out is None:
@@ -344,10 +381,24 @@ def map_chunks(
     # One task gathers every block's marker: tasks = blocks + 2 (job, gather).
     done = markers.all(split_every={axis: max(2, n) for axis, n in enumerate(markers.numblocks)})
     if not compute:
-        return done
-    run(done, scheduler=scheduler, progress=progress)
+        return done if job.tracker is None else finish_after(done, job.tracker, job.out)
+    with job_progress(progress, [job.tracker]) as shown:
+        run(done, scheduler=scheduler, progress=shown)
+    if job.tracker is not None:
+        job.tracker.finish(job.out)
     job.out.forget_cached()  # blocks written by other processes
     return job.out
+
+
+def _track(job: MapJob, layout: _Layout, resume: bool, job_name: str | None,
+           func_parts: dict[str, str]) -> MapJob:
+    """``job`` with its resume bookkeeping (``resume=False``: an old job's is dropped)."""
+    assert job.out is not None
+    out = job.out
+    tracker = open_job(out, layout.dep.numblocks, resume=resume, job_name=job_name, parts=lambda: {
+        **func_parts, "block plan": tokenize(layout.dep.chunks),
+        "output metadata": metadata_part(out), **source_parts(job.sources, out)})
+    return dataclasses.replace(job, tracker=tracker)
 
 
 def summarize_chunks(

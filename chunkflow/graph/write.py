@@ -45,7 +45,21 @@ from dask.highlevelgraph import HighLevelGraph
 
 from chunkflow.api.creation import create
 from chunkflow.core.array import Array
-from chunkflow.errors import InvalidSelectionError, ReadOnlyError, ShapeMismatchError
+from chunkflow.core.jobs import job_status
+from chunkflow.errors import (
+    InvalidSelectionError,
+    JobMismatchError,
+    ReadOnlyError,
+    ShapeMismatchError,
+)
+from chunkflow.graph.jobs import (
+    Job,
+    block_keys,
+    function_parts,
+    job_progress,
+    metadata_part,
+    open_job,
+)
 from chunkflow.graph.scheduler import ProgressArg
 from chunkflow.graph.scheduler import compute as run
 
@@ -165,13 +179,37 @@ def _check_pair(source: Any, target: Array, region: tuple[slice, ...]) -> None:
         )
 
 
-def _store_layer(source: da.Array, target: Array, region: tuple[slice, ...], name: str) -> dict:
-    """Tasks ``(name, *block index)`` writing aligned blocks of ``source`` to ``target``."""
-    source_edges = [_block_edges(sizes) for sizes in source.chunks]
-    write_edges = [
+def _write_edges(source: da.Array, target: Array, region: tuple[slice, ...]) -> list[list[int]]:
+    """Per dimension, the edges of the write blocks (the block plan)."""
+    return [
         aligned_edges(r.start, r.stop, c, max(1, max(sizes, default=1) // c))
         for r, c, sizes in zip(region, target.write_chunks, source.chunks)
     ]
+
+
+def _tracked_write(job: Job, index: tuple[int, ...], target: Array, region: tuple[slice, ...],
+                   shape: tuple[int, ...], placements: list[tuple[tuple[slice, ...], tuple[slice, ...]]],
+                   blocks: list[np.ndarray]) -> None:
+    job.run(index, lambda: _write_block(target, region, shape, placements, blocks), None,
+            lambda: block_keys(target, region))
+
+
+def _skipped(*_: Any) -> None:
+    """A write block finished by an earlier run: nothing to compute (no source blocks)."""
+    return None
+
+
+def _store_layer(source: da.Array, target: Array, region: tuple[slice, ...], name: str,
+                 job: Job | None = None) -> dict:
+    """Tasks ``(name, *block index)`` writing aligned blocks of ``source`` to ``target``.
+
+    With a resumed ``job``, finished blocks become tasks without dependencies, so the
+    source blocks only they need are culled from the graph (never computed).
+    """
+    source_edges = [_block_edges(sizes) for sizes in source.chunks]
+    write_edges = _write_edges(source, target, region)
+    # Tasks record blocks through a copy without the done bitmap (it stays here).
+    recorder = job.recorder() if job is not None else None
     per_dim = [
         [(lo, hi, _dim_pieces(src, lo, hi)) for lo, hi in itertools.pairwise(edges)]
         for edges, src in zip(write_edges, source_edges)
@@ -185,12 +223,34 @@ def _store_layer(source: da.Array, target: Array, region: tuple[slice, ...], nam
         for combo in itertools.product(*(pieces for _, _, pieces in spans)):
             keys.append((source.name, *(k for k, _, _ in combo)))
             placements.append((tuple(s for _, s, _ in combo), tuple(s for _, _, s in combo)))
-        layer[(name, *index)] = (_write_block, target, block_region, shape, placements, keys)
+        if job is not None and job.is_done(index):
+            layer[(name, *index)] = (_skipped,)
+        elif recorder is not None:
+            layer[(name, *index)] = (_tracked_write, recorder, index, target, block_region, shape,
+                                     placements, keys)
+        else:
+            layer[(name, *index)] = (_write_block, target, block_region, shape, placements, keys)
     return layer
 
 
-def _finish(results: list[None]) -> None:
+def _finish(results: list[None], jobs: Sequence[Job | None] = (),
+            targets: Sequence[Array] = ()) -> None:
+    """Runs once every write block succeeded: the jobs are complete."""
+    for job, target in zip(jobs, targets):
+        if job is not None:
+            job.finish(target)
     return None
+
+
+def _open_store_job(source: da.Array, target: Array, region: tuple[slice, ...], resume: bool,
+                    job_name: str | None) -> Job | None:
+    edges = _write_edges(source, target, region)
+    grid = tuple(len(e) - 1 for e in edges)
+    parts = function_parts(source.name, None, job_name, what="source dask array") \
+        if resume else {}
+    return open_job(target, grid, resume=resume, job_name=job_name, parts=lambda: {
+        **parts, "regions and block plan": tokenize(region, edges),
+        "output metadata": metadata_part(target)})
 
 
 def store(
@@ -201,6 +261,8 @@ def store(
     compute: bool = True,
     scheduler: SchedulerLike = None,
     progress: ProgressArg = False,
+    resume: bool = False,
+    job_name: str | None = None,
 ) -> Delayed | None:
     """Write dask arrays into chunkflow arrays, each chunk by exactly one task.
 
@@ -223,6 +285,15 @@ def store(
     scheduler, progress
         Where to run and whether to show a bar counting written blocks; see
         :func:`chunkflow.compute`.
+    resume : bool
+        Record each finished write block in the target's store and skip (without
+        computing their source blocks) those an earlier run of the same job
+        recorded; see :mod:`chunkflow.graph.jobs`. The job is identified by the
+        source's dask name (deterministic for arrays built from chunkflow, zarr or
+        numpy data), the regions, the block plan and the targets' metadata.
+    job_name : str, optional
+        Identifies the job instead of the sources' dask names (for sources whose
+        names change from run to run, such as ``da.random`` without a seed).
 
     Returns
     -------
@@ -257,25 +328,30 @@ def store(
     for source, target, region in zip(source_list, target_list, normalized):
         _check_pair(source, target, region)
 
+    jobs = [_open_store_job(source, target, region, resume, job_name)
+            for source, target, region in zip(source_list, target_list, normalized)]
     token = tokenize(
-        [s.name for s in source_list], [(t.store.identity, t.path) for t in target_list], normalized
+        [s.name for s in source_list], [(t.store.identity, t.path) for t in target_list],
+        normalized, [(j.token, j.n_done) if j else None for j in jobs],
     )
     graph = HighLevelGraph({}, {})
     write_keys: list = []
     for i, (source, target, region) in enumerate(zip(source_list, target_list, normalized)):
         name = f"chunkflow-store-{i}-{token}"
-        layer = _store_layer(source, target, region, name)
+        layer = _store_layer(source, target, region, name, jobs[i])
         graph = HighLevelGraph.merge(
             graph, HighLevelGraph.from_collections(name, layer, dependencies=[source])
         )
         write_keys.extend(layer)
     final = f"chunkflow-stored-{token}"
-    done = HighLevelGraph.from_collections(final, {final: (_finish, write_keys)})
+    done = HighLevelGraph.from_collections(final, {final: (_finish, write_keys, jobs,
+                                                           target_list)})
     graph = HighLevelGraph.merge(graph, done)
     graph.dependencies[final] = {k[0] for k in write_keys}
     delayed = Delayed(final, graph)
     if compute:
-        run(delayed, scheduler=scheduler, progress=progress)
+        with job_progress(progress, jobs) as shown:
+            run(delayed, scheduler=scheduler, progress=shown)
         # Tasks that ran in other processes (scheduler="processes", a cluster) wrote
         # behind this process's caches: drop what they hold of the targets.
         for target in target_list:
@@ -295,6 +371,8 @@ def to_chunkflow(
     compute: bool = True,
     scheduler: SchedulerLike = None,
     progress: ProgressArg = False,
+    resume: bool = False,
+    job_name: str | None = None,
     **create_kwargs: Any,
 ) -> Array | tuple[Array, Delayed]:
     """Create an array shaped like ``x`` and write ``x`` into it with :func:`store`.
@@ -319,6 +397,11 @@ def to_chunkflow(
         ``delayed.compute()``.
     scheduler, progress
         See :func:`chunkflow.compute`.
+    resume, job_name
+        See :func:`store`. With ``resume=True`` an existing array at the location
+        that an unfinished job is writing is continued instead of created again
+        (``overwrite`` is not needed); an existing finished array is refused unless
+        ``overwrite=True``, as without ``resume``.
     **create_kwargs
         Passed to :func:`chunkflow.create` (``compressor``, ``zarr_format``, ...).
 
@@ -328,10 +411,30 @@ def to_chunkflow(
     """
     if chunks is None:
         chunks = tuple(int(n) for n in x.chunksize) if x.ndim else ()
-    target = create(
-        shape=x.shape, chunks=chunks, dtype=create_kwargs.pop("dtype", x.dtype),
-        store=url_or_store, path=path, overwrite=overwrite,
-        storage_options=storage_options, **create_kwargs,
-    )
-    pending = store(x, target, compute=compute, scheduler=scheduler, progress=progress)
+    spec = dict(shape=x.shape, chunks=chunks, dtype=create_kwargs.pop("dtype", x.dtype),
+                **create_kwargs)
+    target = _unfinished(url_or_store, path, storage_options) if resume else None
+    if target is None:
+        target = create(**spec, store=url_or_store, path=path, overwrite=overwrite,
+                        storage_options=storage_options)
+    elif metadata_part(create(**spec)) != metadata_part(target):
+        raise JobMismatchError(
+            f"to_chunkflow: array {target.path or '/'!r} in {target.store.identity} is the "
+            "output of an unfinished job that differs from this one in: output metadata "
+            "(the creation arguments). Nothing was written. Rerun the original job with "
+            "resume=True, or pass resume=False, overwrite=True to start over.")
+    pending = store(x, target, compute=compute, scheduler=scheduler, progress=progress,
+                    resume=resume, job_name=job_name)
     return target if compute else (target, pending)
+
+
+def _unfinished(url_or_store: StoreLike, path: str | None,
+                storage_options: dict[str, Any] | None) -> Array | None:
+    """The array at the location if an unfinished job is writing it, else ``None``."""
+    from chunkflow.api.hierarchy import open_node
+
+    try:
+        node = open_node(url_or_store, path=path, mode="r+", storage_options=storage_options)
+    except FileNotFoundError:
+        return None
+    return node if isinstance(node, Array) and job_status(node, count=False) else None
