@@ -58,6 +58,7 @@ from chunkflow.graph.downsample import (
     gaussian_smooth,
     method_work_factor,
 )
+from chunkflow.graph.jobs import Job, job_progress, metadata_part, open_job, source_parts
 from chunkflow.graph.pyramid_output import PyramidOutput, codec_kwargs, plan_output
 from chunkflow.graph.pyramid_plan import PyramidPlan, make_plan
 from chunkflow.graph.read import BLOCKS_PER_THREAD, as_source_array, worker_threads
@@ -125,9 +126,25 @@ class PyramidJob:
     levels: tuple[Array, ...]
     plan: PyramidPlan
     method: str
+    # resume=True: per stage, the job on its last level that skips and records tasks.
+    trackers: tuple[Job | None, ...] = ()
 
     def run(self, number: int, index: tuple[int, ...]) -> bool:
-        """Task ``index`` of stage ``number``: read, compute and write its levels."""
+        """Task ``index`` of stage ``number`` (skipped when a resumed job did it)."""
+        tracker = self.trackers[number] if self.trackers else None
+        if tracker is None:
+            return self._run(number, index)
+        stage = self.plan.stages[number]
+        return tracker.run(index, lambda: self._run(number, index), True,
+                           lambda: f"the task {index} of levels {stage.first}-{stage.last}")
+
+    def finish(self) -> None:
+        """Every task succeeded: drop the resume records and marks."""
+        for stage, tracker in zip(self.plan.stages, self.trackers):
+            if tracker is not None:
+                tracker.finish(self.levels[stage.last])
+
+    def _run(self, number: int, index: tuple[int, ...]) -> bool:
         stage = self.plan.stages[number]
         windows = self.plan.windows(stage, index)
         reader = self.source if stage.first == 0 else self.levels[stage.first]
@@ -164,9 +181,12 @@ def _run_task(job: PyramidJob, number: int, index: tuple[int, ...], waited: list
     return job.run(number, index)
 
 
-def _finish(output: PyramidOutput, image: Group, attributes: dict[str, Any], version: str,
-            done: list[Any]) -> bool:
+def _finish(job: PyramidJob, output: PyramidOutput, image: Group, attributes: dict[str, Any],
+            version: str, done: list[Any]) -> bool:
+    # The image becomes visible only now, whole; then the resume records go (a crash
+    # in between leaves records of finished tasks: a resume skips them all).
     output.finish(image, attributes, version)
+    job.finish()
     return True
 
 
@@ -202,7 +222,7 @@ def _graph(job: PyramidJob, output: PyramidOutput, image: Group, attributes: dic
         previous = name
     last = [key for key in graph if isinstance(key, tuple) and key[0] == previous]
     final = f"chunkflow-pyramid-done-{token}"
-    graph[final] = (_finish, output, image, attributes, version, last)
+    graph[final] = (_finish, job_key, output, image, attributes, version, last)
     return Delayed(final, graph)
 
 
@@ -224,6 +244,7 @@ def pyramid(
     scheduler: SchedulerLike = None,
     progress: ProgressArg = False,
     compute: bool = True,
+    resume: bool = False,
     storage_options: Mapping[str, Any] | None = None,
 ) -> Any:
     """Write ``source`` and its downsampled levels as an OME-Zarr image at ``out``.
@@ -271,6 +292,12 @@ def pyramid(
     compute : bool
         Write now and return the level arrays (default), or return a lazy
         ``dask.delayed`` object that writes when computed (its graph holds every task).
+    resume : bool
+        Record each finished task in the output's store and, when the output exists
+        (an interrupted run of the same job), skip the tasks it recorded: the result is
+        bit-identical to an uninterrupted run. Pass it on the first run too. A different
+        unfinished job there is refused (:class:`~chunkflow.errors.JobMismatchError`).
+        See :mod:`chunkflow.graph.jobs`.
     storage_options : dict, optional
         fsspec options for URLs.
 
@@ -293,7 +320,7 @@ def pyramid(
     level_specs = [_level_kwargs(array, shape, chunk, resolved_axes, zarr_format)
                    for shape, chunk in zip(plan.shapes, plan.level_chunks)]
     output = plan_output(array, source, out, storage_options, zarr_format, labels, overwrite,
-                         level_specs)
+                         resume, level_specs)
     version = ngff_version(output.zarr_format)
     attributes = multiscales_attributes(
         resolved_axes, _transforms(resolved_axes, per_axis, nlevels, method, scale),
@@ -302,16 +329,33 @@ def pyramid(
                   "kwargs": {"method": method, "factors": list(per_axis)}},
     )
     image, arrays = output.create()  # last: every check passed
-    job = PyramidJob(array, arrays, plan, method)
+    trackers = _trackers(array, arrays, plan, method) if resume else ()
+    job = PyramidJob(array, arrays, plan, method, trackers)
     token = tokenize("pyramid", array, [(a.store.identity, a.path) for a in arrays], method,
-                     plan)
+                     plan, [(t.token, t.n_done) if t else None for t in trackers])
     delayed = _graph(job, output, image, attributes, version, token)
     if not compute:
         return delayed
-    run(delayed, scheduler=scheduler, progress=progress)
+    with job_progress(progress, trackers) as shown:
+        run(delayed, scheduler=scheduler, progress=shown)
     for level in arrays:
         level.forget_cached()
     return arrays
+
+
+def _trackers(source: Array, arrays: Sequence[Array], plan: PyramidPlan,
+              method: str) -> tuple[Job | None, ...]:
+    """A resumable job per stage, on the stage's last level (its tasks' grid)."""
+    what = tokenize(method, plan.shapes, plan.chunk, plan.factors, plan.radius)
+    sources = source_parts([source])
+    trackers = []
+    for stage in plan.stages:
+        out = arrays[stage.last]
+        parts = {"pyramid": what, "block plan": tokenize(stage.first, stage.last, stage.numblocks),
+                 "output metadata": metadata_part(out), **sources}
+        trackers.append(open_job(out, stage.numblocks, resume=True, job_name=None,
+                                 parts=lambda parts=parts: parts))
+    return tuple(trackers)
 
 
 def _level_kwargs(source: Array, shape: tuple[int, ...], chunk: tuple[int, ...],

@@ -57,6 +57,7 @@ class PyramidOutput:
     labels: str | None
     overwrite: bool
     levels: tuple[dict[str, Any], ...] = field(default_factory=tuple)
+    reuse: bool = False  # resume=True: continue in the group that exists
 
     @property
     def image_path(self) -> str:
@@ -64,8 +65,14 @@ class PyramidOutput:
         return f"labels/{self.labels}" if self.labels else ""
 
     def create(self) -> tuple[Group, tuple[Array, ...]]:
-        """Create the group and the empty level arrays (no multiscales yet)."""
+        """Create the group and the empty level arrays (no multiscales yet); with
+        ``reuse``, open them where they exist (a resumed job)."""
         options = dict(self.storage_options or {}) or None
+        if self.reuse:
+            image = open_group(self.location, mode="r+", path=self.image_path or None,
+                               storage_options=options, cache=False)
+            return image, tuple(_level(image, str(k), kwargs)
+                                for k, kwargs in enumerate(self.levels))
         if self.labels is None:
             image = open_group(self.location, mode="w" if self.overwrite else "w-",
                                zarr_format=self.zarr_format, storage_options=options,
@@ -100,10 +107,32 @@ class PyramidOutput:
         labels.attrs.update(labels_attributes(names, version))
 
 
+def _level(image: Group, name: str, kwargs: Mapping[str, Any]) -> Array:
+    """The level ``name`` of a resumed image: the one there if it is the one planned."""
+    if name not in image:
+        return image.create_array(name, **kwargs)
+    level = image[name]
+    expected = (tuple(kwargs["shape"]), tuple(kwargs["chunks"]), kwargs["dtype"])
+    if not isinstance(level, Array) or (level.shape, level.chunks, level.dtype) != expected:
+        found = (level.shape, level.chunks, level.dtype) if isinstance(level, Array) else "a group"
+        raise PyramidError(f"pyramid: resume=True found level {name!r} of {image.name!r} as "
+                           f"{found}, where this job writes (shape, chunks, dtype) {expected}; "
+                           "pass resume=False with overwrite=True to start over")
+    return level
+
+
 def _listed_labels(attributes: Mapping[str, Any]) -> list[str]:
     ome = attributes.get("ome")
     names = ome.get("labels") if isinstance(ome, Mapping) else attributes.get("labels")
     return [str(n) for n in names] if isinstance(names, list) else []
+
+
+def _same_format(existing: Group, zarr_format: int, location: Any) -> int:
+    if existing.zarr_format != zarr_format:
+        raise PyramidError(f"pyramid: the image at {str(location)!r} is Zarr "
+                           f"v{existing.zarr_format}; what joins it must be too (got "
+                           f"zarr_format={zarr_format})")
+    return zarr_format
 
 
 def _local_path(location: Any) -> Path | None:
@@ -122,7 +151,7 @@ def _existing(location: StoreLike, options: dict[str, Any] | None,
 
 def plan_output(source: Array, source_location: Any, location: StoreLike,
                 storage_options: Mapping[str, Any] | None, zarr_format: int | None,
-                labels: str | None, overwrite: bool,
+                labels: str | None, overwrite: bool, resume: bool,
                 levels: Sequence[dict[str, Any]]) -> PyramidOutput:
     """Check ``location`` can take the pyramid (nothing is created here).
 
@@ -143,10 +172,16 @@ def plan_output(source: Array, source_location: Any, location: StoreLike,
             source_path == out_path or out_path in source_path.parents):
         raise PyramidError(f"pyramid: out={str(location)!r} holds the source "
                          f"{str(source_location)!r}; write the pyramid somewhere else")
+    if resume and overwrite:
+        raise PyramidError("pyramid: resume=True continues the output that exists and "
+                           "overwrite=True replaces it; pass one of them")
     options = dict(storage_options or {}) or None
     existing = _existing(location, options)
     if labels is None:
         fmt = source.zarr_format if zarr_format is None else zarr_format
+        if isinstance(existing, Group) and resume:
+            return PyramidOutput(location, storage_options, _same_format(existing, fmt, location),
+                                 None, False, tuple(levels), reuse=True)
         if existing is not None and not overwrite:
             kind = "an array" if isinstance(existing, Array) else "a group"
             error = ContainsArrayError if isinstance(existing, Array) else ContainsGroupError
@@ -161,10 +196,12 @@ def plan_output(source: Array, source_location: Any, location: StoreLike,
         raise ContainsArrayError(f"pyramid: {str(location)!r} holds an array; label images go "
                                  "below an image group")
     fmt = zarr_format or (existing.zarr_format if existing is not None else source.zarr_format)
-    if existing is not None and existing.zarr_format != fmt:
-        raise PyramidError(f"pyramid: the image at {str(location)!r} is Zarr v{existing.zarr_format}; "
-                         f"its labels must be too (got zarr_format={fmt})")
+    if existing is not None:
+        _same_format(existing, fmt, location)
     taken = existing is not None and _existing(location, options, f"labels/{labels}") is not None
+    if taken and resume:
+        return PyramidOutput(location, storage_options, fmt, labels, False, tuple(levels),
+                             reuse=True)
     if taken and not overwrite:
         raise ContainsGroupError(f"pyramid: {str(location)!r} has a label image {labels!r} "
                                  "already; pass overwrite=True to replace it")
