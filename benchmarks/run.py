@@ -15,6 +15,7 @@ Runs, one after another, each in its own process:
 ``xarray``     ``xr.open_dataset`` + load, ``engine="chunkflow"`` vs ``engine="zarr"``
 ``sharding``   random windows of a sharded array: time and bytes read (all three)
 ``reductions`` exact percentiles of 1 GiB under 64 MiB (numpy in memory, dask approximate)
+``pyramid``    an OME-Zarr mean pyramid of 16384^2 uint16 (ome-zarr-py, ngff-zarr)
 =============  =====================================================================
 
 ``--quick`` uses small sizes and one repeat (under a minute or two on 2 cores);
@@ -45,6 +46,7 @@ BENCHMARKS = {
     "xarray": "bench_xarray.py",
     "sharding": "bench_sharding.py",
     "reductions": "bench_reductions.py",
+    "pyramid": "bench_pyramid.py",
 }
 
 

@@ -17,10 +17,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import chunkflow
-from chunkflow.cli.cleanup import removed_on_failure, waited_for
+from chunkflow.cli.cleanup import waited_for
 from chunkflow.cli.errors import UsageError
 from chunkflow.cli.nodes import naming_source, open_array_at
 from chunkflow.cli.options import add_compute_options, parse_shape, progress_wanted, storage_options
+from chunkflow.cli.resume import add_resume_option, kept_for_resume
 from chunkflow.errors import ContainsArrayError, ContainsGroupError, PyramidError
 from chunkflow.graph.budget import MemoryPlanError
 from chunkflow.graph.downsample import METHODS
@@ -74,8 +75,9 @@ def run_pyramid(args: argparse.Namespace) -> int:
         "axes": args.axes, "units": args.units, "chunks": args.chunks,
         "zarr_format": args.zarr_format, "labels": args.labels, "overwrite": args.overwrite,
         "max_memory": args.max_memory, "storage_options": storage_options(args, args.dst),
+        "resume": args.resume,
     }
-    with removed_on_failure(args.dst, storage_options(args, args.dst)):
+    with kept_for_resume(args):
         with waited_for(args.scheduler), naming_source(args.src), options_named():
             levels = chunkflow.pyramid(source, args.dst, scheduler=args.scheduler,
                                        progress=progress_wanted(args), **kwargs)
@@ -120,5 +122,6 @@ def register(commands: argparse._SubParsersAction, parents: list[argparse.Argume
     parser.add_argument("--max-memory", default=None, metavar="SIZE",
                         help="what one task may use, e.g. '512 MiB'")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing DST")
+    add_resume_option(parser)
     add_compute_options(parser)
     parser.set_defaults(run=run_pyramid)
