@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -59,6 +59,10 @@ WINDOW_METHODS = ("mean", "max", "mode")
 LABEL_METHODS = ("mode", "nearest")
 IMAGE_METHODS = METHODS
 GAUSSIAN_TRUNCATE = 4.0
+# Strips of this many input elements: the temporaries of a strip (sums in a wider type,
+# quotients, remainders) stay near a MiB, where reducing a 2048^2 uint16 block at once
+# held about 30 MiB of them.
+STRIP_ELEMENTS = 2**18
 
 
 def check_method(method: str, dtype: np.dtype, where: str) -> None:
@@ -196,22 +200,38 @@ def _mode(block: np.ndarray, factors: Sequence[int]) -> np.ndarray:
     return best
 
 
+def _kernel(method: str) -> Callable[[np.ndarray, Sequence[int]], np.ndarray]:
+    kernels = {"mean": _mean, "max": _max, "mode": _mode}
+    if method not in kernels:
+        raise PyramidError(f"downsample: method={method!r} is not one of mean, max, nearest, "
+                           "mode")
+    return kernels[method]
+
+
 def downsample(block: np.ndarray, factors: Sequence[int], method: str) -> np.ndarray:
     """One level coarser: ``block`` reduced by ``factors`` with a window ``method``.
 
     ``block`` starts on a window edge along every axis. ``gaussian`` needs a halo; see
-    :func:`gaussian_smooth`.
+    :func:`gaussian_smooth`. The block is reduced in strips along its first axis of
+    about :data:`STRIP_ELEMENTS` elements each (windows never straddle two), so the
+    widened sums and counts stay small whatever the block's size.
     """
     factors = tuple(int(f) for f in factors)
     if method == "nearest":
         return block[tuple(slice(None, None, f) for f in factors)].copy()
-    if method == "mean":
-        return _mean(block, factors)
-    if method == "max":
-        return _max(block, factors)
-    if method == "mode":
-        return _mode(block, factors)
-    raise PyramidError(f"downsample: method={method!r} is not one of mean, max, nearest, mode")
+    kernel = _kernel(method)
+    if block.ndim == 0 or block.shape[0] == 0:
+        return kernel(block, factors)
+    rows = max(1, math.prod(block.shape[1:]))
+    step = max(1, STRIP_ELEMENTS // rows // factors[0]) * factors[0]
+    if step >= block.shape[0]:
+        return kernel(block, factors)
+    out = np.empty(tuple(-(-n // f) for n, f in zip(block.shape, factors)), block.dtype)
+    for start in range(0, block.shape[0], step):
+        part = kernel(block[start:start + step], factors)
+        first = start // factors[0]
+        out[first:first + part.shape[0]] = part
+    return out
 
 
 def gaussian_sigma(factor: int) -> float:
@@ -257,12 +277,9 @@ def cast_like(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
 
 
 def method_work_factor(method: str, itemsize: int) -> float:
-    """Bytes a kernel holds per element of its input block, beyond the block itself
-    (for the memory plan): the widened first-axis sums, float64 blurs, mode counts."""
+    """Bytes a kernel holds per byte of its input block, beyond the block itself and
+    the coarser result (for the memory plan). Window methods work in strips
+    (:data:`STRIP_ELEMENTS`); the Gaussian blurs the whole window in float64."""
     if method == "gaussian":
         return 3 * 8.0 / itemsize  # float64 copy, the blur and scipy's line buffers
-    if method == "mean":
-        return 8.0 / itemsize  # at most a half-size array in an (up to) 4x wider type
-    if method == "mode":
-        return 1.0 + 4.0 / itemsize
-    return 1.0
+    return 0.25

@@ -195,3 +195,14 @@ def test_runs_on_processes(tmp_path: Path) -> None:
     chunkflow.array(image, chunks=(16, 16), store=source)
     levels = chunkflow.pyramid(source, str(tmp_path / "out.zarr"), scheduler="processes")
     _check_levels(list(levels), image, (2, 2), "mean")
+
+
+@pytest.mark.parametrize("method", ["mean", "max", "mode"])
+def test_blocks_reduced_in_strips_equal_the_reference(monkeypatch: pytest.MonkeyPatch,
+                                                      method: str) -> None:
+    from chunkflow.graph import downsample as kernels
+
+    monkeypatch.setattr(kernels, "STRIP_ELEMENTS", 100)  # strips of a few rows
+    image = _image((61, 47, 5), "u2", method, seed=9)
+    assert np.array_equal(downsample(image, (2, 2, 1), method),
+                          reference_levels(image, (2, 2, 1), method, 2)[1])
