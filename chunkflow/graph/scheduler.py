@@ -46,7 +46,7 @@ SchedulerLike: TypeAlias = "str | Client | None"
 
 # Names of the layers whose tasks are "output blocks": one task reads, writes or maps
 # one block. Progress counts these when a graph has them, and every task otherwise.
-BLOCK_PREFIXES = ("chunkflow-read-", "chunkflow-map-", "chunkflow-store-")
+BLOCK_PREFIXES = ("chunkflow-read-", "chunkflow-map-", "chunkflow-store-", "chunkflow-rechunk-")
 # Keys of the data a block task reads (the array, a map plan).
 DATA_PREFIXES = ("chunkflow-array-", "chunkflow-job-")
 _LOCAL_SCHEDULERS = {

@@ -1,0 +1,117 @@
+"""Resumable rechunks: the output and the intermediate array, each with its job records.
+
+With ``resume=True`` the output is created with the job's mark in its attributes (one
+write), and each block of the last pass is recorded when written (see
+:mod:`chunkflow.core.jobs`). The intermediate array, named after the job, records the
+blocks of pass 1 the same way; it is never marked finished, only removed once the
+output is complete. A rerun of the same rechunk therefore skips the blocks of either
+pass that were written, and finds both arrays by the job alone.
+
+Examples
+--------
+>>> import numpy as np
+>>> import chunkflow
+>>> z = chunkflow.array(np.arange(64).reshape(8, 8), chunks=(1, 8))
+>>> out = chunkflow.MemoryStore()
+>>> _ = chunkflow.rechunk(z, (8, 1), out, max_memory="1 MiB", resume=True)
+>>> "chunkflow_job" in chunkflow.open_array(out).attrs
+False
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from chunkflow.api.hierarchy import open_node
+from chunkflow.core.array import Array
+from chunkflow.core.jobs import Job, JobSpec, job_status, metadata_part, source_parts
+from chunkflow.errors import IncompleteJobWarning
+from chunkflow.graph.rechunk_arrays import Intermediate, refuse_existing
+
+if TYPE_CHECKING:
+    from chunkflow.graph.rechunk import RechunkJob
+    from chunkflow.graph.rechunk_plan import Pass
+    from chunkflow.storage import StoreLike
+
+__all__ = ["block_grid", "job_spec", "open_intermediate", "open_output"]
+
+
+def block_grid(shape: tuple[int, ...], step: Pass) -> tuple[int, ...]:
+    """Blocks per axis of one pass over ``shape``."""
+    return tuple(max(1, math.ceil(n / (k * w)))
+                 for n, k, w in zip(shape, step.multiples, step.write_chunks))
+
+
+def job_spec(job: RechunkJob, which: str) -> JobSpec:
+    """What identifies the rechunk (and which of its arrays ``which`` names)."""
+    parts = {
+        "array": which,
+        "region": str((job.offset, job.plan.shape)),
+        "block plan": str([(p.block, p.read_chunks, p.write_chunks) for p in job.plan.passes]),
+        "output metadata": metadata_part(job.template),
+        **source_parts([job.source]),
+    }
+    return JobSpec(parts)
+
+
+def _unfinished(location: StoreLike, storage_options: Mapping[str, Any] | None) -> Array | None:
+    """The array at ``location`` when an unfinished job is writing it (opened without the
+    warning an unfinished output gives: this run is here to finish it)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", IncompleteJobWarning)
+            node = open_node(location, mode="r+",
+                             storage_options=dict(storage_options or {}) or None)
+    except FileNotFoundError:
+        return None
+    return node if isinstance(node, Array) and job_status(node, count=False) else None
+
+
+def open_output(job: RechunkJob, out: StoreLike, *, resume: bool, overwrite: bool,
+                storage_options: Mapping[str, Any] | None) -> tuple[Array, Job | None]:
+    """The output (created, or the unfinished one this job was writing) and its job.
+
+    Raises
+    ------
+    ContainsArrayError
+        Something finished is at ``out`` (without ``overwrite``).
+    JobMismatchError
+        ``out`` is the unfinished output of another job; nothing is written.
+    """
+    last = job.plan.passes[-1]
+    grid = block_grid(job.plan.shape, last)
+    target = _unfinished(out, storage_options) if resume else None
+    if target is None:
+        if not overwrite:
+            refuse_existing(out, storage_options)
+        spec = job_spec(job, "output") if resume else None
+        mark = Job.mark(spec, grid) if spec is not None else {}
+        target = job.output.create(out, storage_options, overwrite, mark)
+        if spec is None:
+            return target, None
+    return target, Job.open(target, job_spec(job, "output"), grid, resume=True)
+
+
+def open_intermediate(job: RechunkJob, place: Intermediate, *, resume: bool,
+                      ) -> tuple[Array, Job | None]:
+    """The intermediate array (continued when an interrupted run of this job left it)
+    and its job of pass 1."""
+    assert job.plan.intermediate_chunks is not None
+    grid = block_grid(job.plan.shape, job.plan.passes[0])
+    spec = job_spec(job, "intermediate")
+    if resume:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", IncompleteJobWarning)
+                left = open_node(place.store, path=place.name, mode="r+")
+        except FileNotFoundError:
+            left = None
+        status = job_status(left, count=False) if isinstance(left, Array) else None
+        if isinstance(left, Array) and status is not None and status.token == spec.token:
+            return left, Job.open(left, spec, grid, resume=True)
+    middle = place.create(job.plan.shape, job.plan.intermediate_chunks, job.intermediate_dtype,
+                          job.intermediate_fill, Job.mark(spec, grid) if resume else {})
+    return middle, Job.open(middle, spec, grid, resume=True) if resume else None

@@ -1,0 +1,110 @@
+"""How much one rechunk task may hold, and what a refusal tells the user.
+
+``max_memory`` is what the job may hold in one worker process. Tasks exchange no data
+(each reads from and writes to stores), so a process holds what its running tasks
+hold: one per thread. Each task is therefore planned within ``max_memory`` divided by
+the tasks a process runs at once.
+
+Examples
+--------
+>>> budget_for(2**30, "sync")
+(1073741824, 1)
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import dask
+from dask.utils import format_bytes
+
+from chunkflow.graph.budget import MemoryPlanError
+from chunkflow.graph.read import active_client, worker_threads
+from chunkflow.graph.rechunk_plan import RechunkPlan, plan_rechunk, task_memory
+from chunkflow.graph.scheduler import scheduler_choice
+
+if TYPE_CHECKING:
+    from chunkflow.core.array import Array
+    from chunkflow.graph.scheduler import SchedulerLike
+
+__all__ = ["budget_for", "refuse_plan", "tasks_per_process"]
+
+
+def tasks_per_process(scheduler: SchedulerLike = None) -> int:
+    """Tasks one worker process runs at once: its threads (a cluster's largest worker,
+    this machine's threads), 1 for the ``processes`` and ``sync`` schedulers.
+
+    Examples
+    --------
+    >>> tasks_per_process("processes"), tasks_per_process("sync")
+    (1, 1)
+    """
+    client = active_client(scheduler)
+    if client is not None and not client.asynchronous:
+        threads = client.nthreads().values()
+        return max(threads, default=1)
+    choice, _ = scheduler_choice(scheduler)
+    local = choice if choice is not None else dask.config.get("scheduler", None)
+    if local in ("processes", "multiprocessing"):
+        return 1
+    return worker_threads(scheduler)
+
+
+def budget_for(max_memory: int, scheduler: SchedulerLike = None) -> tuple[int, int]:
+    """(bytes one task may hold, tasks per process) for ``max_memory`` per process."""
+    tasks = tasks_per_process(scheduler)
+    return max_memory // tasks, tasks
+
+
+def _smallest_budget(shape: tuple[int, ...], source: Array, target: Array) -> tuple[int, bool]:
+    """The least task budget any plan fits in (bisection: plans grow with the budget),
+    and whether that plan goes through an intermediate array."""
+
+    def plan(budget: int) -> RechunkPlan | None:
+        return plan_rechunk(shape, source.chunks, target.write_chunks, source.dtype,
+                            target.dtype, task_budget=budget)
+
+    lo, hi = 1, _direct_need(shape, source, target)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if plan(mid) is not None else (mid + 1, hi)
+    least = plan(lo)
+    return lo, least is not None and least.intermediate_chunks is not None
+
+
+def _direct_block(shape: tuple[int, ...], source: Array, target: Array) -> tuple[int, ...]:
+    return tuple(min(math.lcm(s, t), n)
+                 for s, t, n in zip(source.chunks, target.write_chunks, shape))
+
+
+def _direct_need(shape: tuple[int, ...], source: Array, target: Array) -> int:
+    return task_memory(_direct_block(shape, source, target), source.chunks, source.dtype,
+                       target.write_chunks, target.dtype)
+
+
+def refuse_plan(plan: RechunkPlan | None, source: Array, target: Array, shape: tuple[int, ...],
+                max_memory: int, tasks: int, has_temp: bool) -> None:
+    """Raise :class:`MemoryPlanError` saying what would fit: the ``max_memory`` a plan
+    needs, with or without an intermediate array, or that ``temp=`` is needed."""
+    name = source.path or "/"
+    direct = _direct_need(shape, source, target)
+    per = f" ({tasks} tasks at once per process)" if tasks > 1 else ""
+    one_pass = (f"one pass (blocks of {_direct_block(shape, source, target)}, whole chunks "
+                f"{source.chunks} read and {target.write_chunks} written) needs about "
+                f"{format_bytes(direct)} per task, max_memory={format_bytes(direct * tasks)}")
+    if plan is not None and not has_temp:
+        raise MemoryPlanError(
+            f"rechunk: array {name!r}: {one_pass}{per}, more than max_memory "
+            f"{format_bytes(max_memory)}; within it the job needs an intermediate array "
+            f"(about {format_bytes(plan.task_memory)} per task): pass temp= (a path, URL or "
+            "store for it), or raise max_memory"
+        )
+    least, through = _smallest_budget(shape, source, target)
+    where = "through an intermediate array (temp=)" if through else "in one pass"
+    raise MemoryPlanError(
+        f"rechunk: array {name!r}: even the smallest tasks ({where}) need about "
+        f"{format_bytes(least)} each{per}, so max_memory={format_bytes(least * tasks)} would "
+        f"fit; {one_pass}; got max_memory {format_bytes(max_memory)}: raise it, or use "
+        "smaller chunks"
+    )
