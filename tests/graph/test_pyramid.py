@@ -133,7 +133,9 @@ def test_task_count_stays_small() -> None:
     delayed = chunkflow.pyramid(source, chunkflow.MemoryStore(), compute=False,
                                 scheduler="threads")
     tasks = len(delayed.dask)
-    assert tasks <= 100, tasks  # 64 + 4 + 1 tasks, the plan and the metadata write
+    # 256 + 64 + 16 + 4 + 1 tasks (levels 1 to 5), the plan and the metadata write;
+    # ome-zarr-py's write_image makes 3411 here, ngff-zarr 8186 (bench_pyramid.py).
+    assert tasks == 343, tasks
 
 
 @pytest.mark.parametrize("bad", [
