@@ -31,8 +31,9 @@ from chunkflow.errors import PyramidError
 
 __all__ = [
     "AXIS_TYPES", "AxesLike", "Axis", "Multiscales", "check_axes", "default_axis_names",
-    "image_label_attributes", "labels_attributes", "multiscales_attributes", "multiscales_rows",
-    "ngff_version", "read_multiscales", "resolve_axes",
+    "image_label_attributes", "labels_attributes", "level_transforms",
+    "multiscales_attributes", "multiscales_rows", "ngff_version", "read_multiscales",
+    "resolve_axes",
 ]
 
 #: The type NGFF gives each conventional axis name.
@@ -160,6 +161,36 @@ def check_axes(axes: Sequence[Axis]) -> None:
         problems.append("NGFF orders them time, then channel or custom, then space")
     if problems:
         raise PyramidError(f"axes {names}: {'; '.join(problems)}")
+
+
+def level_transforms(factors: Sequence[int], levels: int, scale: Sequence[float] | None = None,
+                     *, centered: bool) -> list[tuple[str, list[float], list[float]]]:
+    """(path, scale, translation) of each level, level 0 at ``scale`` (default 1).
+
+    A level's pixel is ``factors`` pixels of the one before; ``centered``: it stands at
+    the center of its window (a mean, as ngff-zarr and ome-zarr-py place it), so its
+    origin moves by half a window less half a pixel; otherwise at the window's first
+    pixel (a sample), and the origin stays.
+
+    Examples
+    --------
+    >>> level_transforms((1, 2), 3, centered=True)[2]
+    ('2', [1.0, 4.0], [0.0, 1.5])
+    >>> level_transforms((2,), 2, (0.5,), centered=False)[1]
+    ('1', [1.0], [0.0])
+    """
+    base = [1.0] * len(factors) if scale is None else [float(s) for s in scale]
+    if len(base) != len(factors) or any(not s > 0 for s in base):
+        raise PyramidError(f"pyramid: scale={scale!r} must give one positive size per axis "
+                           f"({len(factors)})")
+    result, current, offset = [], list(base), [0.0] * len(factors)
+    for level in range(levels):
+        result.append((str(level), list(current), list(offset)))
+        for d, f in enumerate(factors):
+            if centered:
+                offset[d] += 0.5 * (f - 1) * current[d]
+            current[d] *= f
+    return result
 
 
 def _dataset(path: str, scale: Sequence[float], translation: Sequence[float]) -> dict[str, Any]:

@@ -26,16 +26,61 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from dask.utils import format_bytes
 
+from chunkflow.errors import PyramidError
 from chunkflow.graph.budget import MemoryPlanError
 
-__all__ = ["PyramidPlan", "Stage", "level_shapes", "make_plan", "natural_levels"]
+if TYPE_CHECKING:
+    from chunkflow.core.ngff import Axis
+
+__all__ = ["PyramidPlan", "Stage", "level_shapes", "make_plan", "natural_levels", "resolve_factors"]
 
 Region = tuple[slice, ...]
+
+
+def resolve_factors(factors: int | Sequence[int] | Mapping[str, int],
+                    axes: Sequence[Axis]) -> tuple[int, ...]:
+    """``factors=`` as one whole factor >= 1 per axis.
+
+    An int applies to the space axes (time, channel and custom axes keep 1); a mapping
+    by axis name overrides those defaults; a sequence gives every axis.
+
+    Examples
+    --------
+    >>> from chunkflow.core.ngff import resolve_axes
+    >>> axes = resolve_axes("tczyx", 5)
+    >>> resolve_factors(2, axes), resolve_factors({"z": 1}, axes)
+    ((1, 1, 2, 2, 2), (1, 1, 1, 2, 2))
+    """
+    names = [a.name for a in axes]
+    if isinstance(factors, Mapping):
+        unknown = sorted(set(factors) - set(names))
+        if unknown:
+            raise PyramidError(f"pyramid: factors names axes {unknown} that the image (axes "
+                             f"{''.join(names)!r}) does not have")
+        base = resolve_factors(2, axes)
+        values: list[Any] = [factors.get(n, b) for n, b in zip(names, base)]
+    elif isinstance(factors, (int, np.integer)) and not isinstance(factors, bool):
+        values = [int(factors) if a.type == "space" else 1 for a in axes]
+    else:
+        values = list(factors)
+        if len(values) != len(axes):
+            raise PyramidError(f"pyramid: factors={factors!r} gives {len(values)} factors for "
+                             f"{len(axes)} axes ({''.join(names)!r})")
+    for name, value in zip(names, values):
+        if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
+            raise PyramidError(f"pyramid: the factor of axis {name!r} must be a whole number "
+                             f">= 1, got {value!r}")
+    if all(v == 1 for v in values):
+        raise PyramidError(f"pyramid: factors={factors!r} downsample no axis of "
+                         f"{''.join(names)!r}; give a factor > 1")
+    return tuple(int(v) for v in values)
 
 
 def level_shapes(shape: Sequence[int], factors: Sequence[int], levels: int) -> list[tuple[int, ...]]:

@@ -44,7 +44,7 @@ import chunkflow
 from chunkflow.config import byte_count
 from chunkflow.core.array import Array
 from chunkflow.core.group import Group
-from chunkflow.core.ngff import Axis, multiscales_attributes, ngff_version, resolve_axes
+from chunkflow.core.ngff import Axis, level_transforms, multiscales_attributes, ngff_version, resolve_axes
 from chunkflow.engine.pool import serial_io
 from chunkflow.errors import PyramidError
 from chunkflow.graph.budget import default_max_memory
@@ -60,7 +60,7 @@ from chunkflow.graph.downsample import (
 )
 from chunkflow.graph.jobs import Job, job_progress, metadata_part, open_job, source_parts
 from chunkflow.graph.pyramid_output import PyramidOutput, codec_kwargs, plan_output
-from chunkflow.graph.pyramid_plan import PyramidPlan, make_plan
+from chunkflow.graph.pyramid_plan import PyramidPlan, make_plan, resolve_factors
 from chunkflow.graph.read import BLOCKS_PER_THREAD, as_source_array, worker_threads
 from chunkflow.graph.scheduler import ProgressArg
 from chunkflow.graph.scheduler import compute as run
@@ -71,7 +71,7 @@ if TYPE_CHECKING:
     from chunkflow.graph.scheduler import SchedulerLike
     from chunkflow.storage import StoreLike
 
-__all__ = ["DEFAULT_TASK_BYTES", "PyramidJob", "pyramid", "resolve_factors"]
+__all__ = ["DEFAULT_TASK_BYTES", "PyramidJob", "pyramid"]
 
 # Stages grow deeper (more levels per task, fewer stages re-reading a level) while one
 # task's plan stays under this many bytes. Measured on 2 cores, mean pyramid of 16384^2
@@ -79,45 +79,6 @@ __all__ = ["DEFAULT_TASK_BYTES", "PyramidJob", "pyramid", "resolve_factors"]
 # 64 MiB made 2048^2 blocks, 87 tasks, 8.9 s at 168 MiB peak RSS; 16 MiB (and 8) makes
 # 1024^2 blocks, 343 tasks, 10.4 s at 149 MiB. Memory is what pyramid jobs run out of.
 DEFAULT_TASK_BYTES = 16 * 2**20
-
-
-def resolve_factors(factors: int | Sequence[int] | Mapping[str, int],
-                    axes: Sequence[Axis]) -> tuple[int, ...]:
-    """``factors=`` as one whole factor >= 1 per axis.
-
-    An int applies to the space axes (time, channel and custom axes keep 1); a mapping
-    by axis name overrides those defaults; a sequence gives every axis.
-
-    Examples
-    --------
-    >>> from chunkflow.core.ngff import resolve_axes
-    >>> axes = resolve_axes("tczyx", 5)
-    >>> resolve_factors(2, axes), resolve_factors({"z": 1}, axes)
-    ((1, 1, 2, 2, 2), (1, 1, 1, 2, 2))
-    """
-    names = [a.name for a in axes]
-    if isinstance(factors, Mapping):
-        unknown = sorted(set(factors) - set(names))
-        if unknown:
-            raise PyramidError(f"pyramid: factors names axes {unknown} that the image (axes "
-                             f"{''.join(names)!r}) does not have")
-        base = resolve_factors(2, axes)
-        values: list[Any] = [factors.get(n, b) for n, b in zip(names, base)]
-    elif isinstance(factors, (int, np.integer)) and not isinstance(factors, bool):
-        values = [int(factors) if a.type == "space" else 1 for a in axes]
-    else:
-        values = list(factors)
-        if len(values) != len(axes):
-            raise PyramidError(f"pyramid: factors={factors!r} gives {len(values)} factors for "
-                             f"{len(axes)} axes ({''.join(names)!r})")
-    for name, value in zip(names, values):
-        if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
-            raise PyramidError(f"pyramid: the factor of axis {name!r} must be a whole number "
-                             f">= 1, got {value!r}")
-    if all(v == 1 for v in values):
-        raise PyramidError(f"pyramid: factors={factors!r} downsample no axis of "
-                         f"{''.join(names)!r}; give a factor > 1")
-    return tuple(int(v) for v in values)
 
 
 @dataclass(frozen=True)
@@ -190,24 +151,6 @@ def _finish(job: PyramidJob, output: PyramidOutput, image: Group, attributes: di
     output.finish(image, attributes, version)
     job.finish()
     return True
-
-
-def _transforms(axes: Sequence[Axis], factors: Sequence[int], levels: int, method: str,
-                scale: Sequence[float] | None) -> list[tuple[str, list[float], list[float]]]:
-    """(path, scale, translation) per level: each pixel's center in physical units."""
-    base = [1.0] * len(axes) if scale is None else [float(s) for s in scale]
-    if len(base) != len(axes) or any(not s > 0 for s in base):
-        raise PyramidError(f"pyramid: scale={scale!r} must give one positive size per axis "
-                         f"({len(axes)})")
-    shift = method in WINDOW_METHODS  # a window's mean lies at its center (ngff-zarr's rule)
-    result, current, offset = [], list(base), [0.0] * len(axes)
-    for level in range(levels):
-        result.append((str(level), list(current), list(offset)))
-        for d, f in enumerate(factors):
-            if shift:
-                offset[d] += 0.5 * (f - 1) * current[d]
-            current[d] *= f
-    return result
 
 
 def _graph(job: PyramidJob, output: PyramidOutput, image: Group, attributes: dict[str, Any],
@@ -325,7 +268,8 @@ def pyramid(
                          resume, level_specs)
     version = ngff_version(output.zarr_format)
     attributes = multiscales_attributes(
-        resolved_axes, _transforms(resolved_axes, per_axis, nlevels, method, scale),
+        resolved_axes, level_transforms(per_axis, nlevels, scale,
+                                        centered=method in WINDOW_METHODS),
         version=version, name=labels, method=method,
         metadata={"method": "chunkflow.pyramid", "version": chunkflow.__version__,
                   "kwargs": {"method": method, "factors": list(per_axis)}},

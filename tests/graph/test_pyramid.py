@@ -208,3 +208,19 @@ def test_blocks_reduced_in_strips_equal_the_reference(monkeypatch: pytest.Monkey
     image = _image((61, 47, 5), "u2", method, seed=9)
     assert np.array_equal(downsample(image, (2, 2, 1), method),
                           reference_levels(image, (2, 2, 1), method, 2)[1])
+
+
+def test_runs_on_a_local_cluster_with_progress(tmp_path: Path) -> None:
+    distributed = pytest.importorskip("distributed")
+    image = _image((90, 70), "u2", "gaussian")
+    source = str(tmp_path / "source.zarr")
+    chunkflow.array(image, chunks=(16, 16), store=source)
+    seen: list[tuple[int, int]] = []
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        levels = chunkflow.pyramid(source, str(tmp_path / "out.zarr"), method="gaussian",
+                                   scheduler=client,
+                                   progress=lambda done, total: seen.append((done, total)))
+    _check_levels(list(levels), image, (2, 2), "gaussian")
+    assert seen and seen[-1][0] == seen[-1][1]
