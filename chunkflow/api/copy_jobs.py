@@ -42,7 +42,7 @@ COPY_BLOCK_BYTES = 16 * 2**20
 
 
 def copy_blocks(shape: tuple[int, ...], chunks: tuple[int, ...], itemsize: int,
-                target: int = COPY_BLOCK_BYTES) -> tuple[int, ...]:
+                target: int | None = None) -> tuple[int, ...]:
     """Block shape in elements: whole ``chunks``, grown from the last axis to ``target``.
 
     Examples
@@ -52,6 +52,7 @@ def copy_blocks(shape: tuple[int, ...], chunks: tuple[int, ...], itemsize: int,
     >>> copy_blocks((100, 100), (10, 10), 8, target=1)
     (10, 10)
     """
+    target = COPY_BLOCK_BYTES if target is None else target
     block = list(chunks)
     for axis in reversed(range(len(shape))):
         nbytes = math.prod(block) * itemsize

@@ -174,7 +174,8 @@ def copy_data(source: chunkflow.Array, target: chunkflow.Array, scheduler: str,
     if job is not None and job.n_done and progress:
         print(f"chunkflow copy: resuming, {job.n_done} of {job.total} slabs done before "
               "(skipped)", file=sys.stderr)
-    with _slab_bar(len(parts), progress) as advance:
+    driving = job.driving() if job is not None else contextlib.nullcontext()
+    with _slab_bar(len(parts), progress) as advance, driving:
         for i, rows in enumerate(parts):
             if job is None or not job.is_done((i,)):
                 blocks = chunkflow.to_dask(source, (rows, *rest), chunks=BLOCK_BYTES)

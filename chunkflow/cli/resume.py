@@ -29,7 +29,7 @@ import chunkflow
 from chunkflow.cli.cleanup import removed_on_failure
 from chunkflow.cli.nodes import open_node_at
 from chunkflow.cli.options import add_storage_options, storage_options
-from chunkflow.core.jobs import job_status, metadata_part, remaining_blocks
+from chunkflow.core.jobs import job_status, metadata_part, quiet_open, remaining_blocks
 from chunkflow.errors import JobMismatchError
 
 __all__ = [
@@ -83,7 +83,8 @@ def resumed_or_created(args: argparse.Namespace,
 
 def _unfinished(location: str, options: dict[str, Any] | None) -> chunkflow.Array | None:
     try:
-        node = chunkflow.open(location, mode="r+", storage_options=options)
+        with quiet_open():
+            node = chunkflow.open(location, mode="r+", storage_options=options)
     except FileNotFoundError:
         return None
     if isinstance(node, chunkflow.Array) and job_status(node, count=False) is not None:
@@ -93,7 +94,8 @@ def _unfinished(location: str, options: dict[str, Any] | None) -> chunkflow.Arra
 
 def run_status(args: argparse.Namespace) -> int:
     """Print whether an unfinished job writes ``args.path`` and the blocks that remain."""
-    node = open_node_at(args.path, storage_options(args, args.path))
+    with quiet_open():  # the status is the answer; no warning on top of it
+        node = open_node_at(args.path, storage_options(args, args.path))
     status = job_status(node) if isinstance(node, chunkflow.Array) else None
     if status is None:
         print(f"no unfinished job: {args.path} is complete")

@@ -47,11 +47,13 @@ True
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import hashlib
 import json
 import logging
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -73,6 +75,8 @@ __all__ = [
     "JobStatus",
     "job_status",
     "metadata_part",
+    "quiet_open",
+    "recorded_plan",
     "records_prefix",
     "remaining_blocks",
     "source_parts",
@@ -87,6 +91,10 @@ RECORDS_FOLDER = ".chunkflow-job"
 logger = logging.getLogger("chunkflow.jobs")
 T = TypeVar("T")
 _WARNED: set[tuple[str, str, str]] = set()
+# Outputs whose job a writer of this thread drives (see Job.driving): writers nested in
+# it with resume=False leave that job's mark and records alone.
+_DRIVEN: contextvars.ContextVar[frozenset[tuple[str, str]]] = contextvars.ContextVar(
+    "chunkflow_driven_jobs", default=frozenset())
 
 
 class ArraySetup(Protocol):
@@ -108,7 +116,10 @@ class JobSpec:
 
     The job's token hashes the parts; comparing the parts of two jobs names what
     changed. ``name`` (a user's ``job_name=``) stands in for the function and its
-    arguments where those cannot be tokenized deterministically.
+    arguments where those cannot be tokenized deterministically. ``plan`` holds what a
+    writer needs to rebuild the same block plan when resuming (for example the block
+    shape a default chose from the number of worker threads); it is kept in the mark
+    but is no part of the token (the plan's own token is one of the parts).
 
     Examples
     --------
@@ -120,6 +131,7 @@ class JobSpec:
 
     parts: Mapping[str, str]
     name: str | None = None
+    plan: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     @property
     def token(self) -> str:
@@ -213,6 +225,13 @@ def _listed_done(store: Store, path: str, token: str, grid: tuple[int, ...]) -> 
     return done
 
 
+def recorded_plan(array: ArraySetup) -> dict[str, Any] | None:
+    """The ``plan`` of the unfinished job writing ``array`` (see :class:`JobSpec`)."""
+    mark = _read_mark(array)
+    plan = mark.get("plan") if mark is not None else None
+    return plan if isinstance(plan, dict) else None
+
+
 def job_status(array: ArraySetup, count: bool = True) -> JobStatus | None:
     """The unfinished job writing ``array``, or ``None`` when there is none.
 
@@ -231,10 +250,24 @@ def job_status(array: ArraySetup, count: bool = True) -> JobStatus | None:
     return JobStatus(mark["token"], mark.get("name"), grid, int(done.sum()), remaining)
 
 
+_QUIET: contextvars.ContextVar[bool] = contextvars.ContextVar("chunkflow_quiet_open",
+                                                             default=False)
+
+
+@contextlib.contextmanager
+def quiet_open() -> Iterator[None]:
+    """Within: opening an unfinished output does not warn (a writer about to resume it)."""
+    token = _QUIET.set(True)
+    try:
+        yield
+    finally:
+        _QUIET.reset(token)
+
+
 def warn_if_incomplete(array: ArraySetup) -> None:
     """Warn (once per array, job and process) that ``array``'s job is unfinished."""
     mark = _read_mark(array)
-    if mark is None:
+    if mark is None or _QUIET.get():
         return
     seen = (array.store.identity, array.path, mark["token"])
     if seen in _WARNED:
@@ -323,7 +356,8 @@ class Job:
         """The attributes that mark an output as written by the unfinished job ``spec``
         (for writers that create the output with them in one write)."""
         return {JOB_ATTRIBUTE: {"token": spec.token, "name": spec.name,
-                                "grid": [int(n) for n in grid], "parts": dict(spec.parts)}}
+                                "grid": [int(n) for n in grid], "parts": dict(spec.parts),
+                                "plan": dict(spec.plan)}}
 
     @classmethod
     def open(cls, out: ArraySetup, spec: JobSpec, grid: tuple[int, ...], *,
@@ -344,7 +378,7 @@ class Job:
         """
         current = _read_mark(out)
         if not resume:
-            if current is not None:
+            if current is not None and (out.store.identity, out.path) not in _DRIVEN.get():
                 _drop(out, current["token"])
             return None
         if not out.store.supports_deletes:
@@ -377,6 +411,17 @@ class Job:
         """A copy that records blocks but knows none as done: for plans that leave the
         finished blocks out of the graph, so tasks do not carry the done bitmap."""
         return type(self)(self.store, self.path, self.token, np.zeros((0,) * len(self.grid), bool))
+
+    @contextlib.contextmanager
+    def driving(self) -> Iterator[None]:
+        """Within: this job writes its blocks through other writers (a slab with
+        ``chunkflow.store``...) called with ``resume=False``; they leave its mark and
+        records alone instead of dropping them as another job's."""
+        token = _DRIVEN.set(_DRIVEN.get() | {(self.store.identity, self.path)})
+        try:
+            yield
+        finally:
+            _DRIVEN.reset(token)
 
     # ---------------------------------------------------------------- task side
 

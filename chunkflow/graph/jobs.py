@@ -42,7 +42,14 @@ import dask
 import numpy as np
 from dask.base import tokenize
 
-from chunkflow.core.jobs import Job, JobSpec, metadata_part, source_parts
+from chunkflow.core.jobs import (
+    Job,
+    JobSpec,
+    metadata_part,
+    quiet_open,
+    recorded_plan,
+    source_parts,
+)
 from chunkflow.errors import JobTokenError
 from chunkflow.grid import ChunkKeyEncoding
 
@@ -59,6 +66,7 @@ __all__ = [
     "job_spec",
     "metadata_part",
     "open_job",
+    "recorded_multiples",
     "source_parts",
 ]
 
@@ -96,21 +104,47 @@ def function_parts(func: Any, arguments: Any, job_name: str | None,
         ) from error
 
 
-def job_spec(parts: Mapping[str, str], job_name: str | None) -> JobSpec:
+def job_spec(parts: Mapping[str, str], job_name: str | None,
+             plan: Mapping[str, Any] | None = None) -> JobSpec:
     """A :class:`JobSpec` from named parts (see :func:`function_parts`...)."""
-    return JobSpec(dict(parts), job_name)
+    return JobSpec(dict(parts), job_name, dict(plan or {}))
 
 
 def open_job(out: Array, grid: tuple[int, ...], *, resume: bool, job_name: str | None,
-             parts: Callable[[], Mapping[str, str]]) -> Job | None:
+             parts: Callable[[], Mapping[str, str]],
+             plan: Mapping[str, Any] | None = None) -> Job | None:
     """:meth:`Job.open <chunkflow.core.jobs.Job.open>` for ``out``, or ``None``.
 
     ``parts`` is called only for ``resume=True`` (it may list the sources). With
     ``resume=False`` an unfinished job's mark and records on ``out`` are removed.
+    ``plan`` is kept in the mark for :func:`recorded_multiples`.
     """
     if not resume:
         return Job.open(out, JobSpec({}), grid, resume=False)
-    return Job.open(out, job_spec(parts(), job_name), grid, resume=True)
+    return Job.open(out, job_spec(parts(), job_name, plan), grid, resume=True)
+
+
+def recorded_multiples(out: Any, storage_options: Mapping[str, Any] | None
+                       ) -> tuple[int, ...] | None:
+    """The chunks per block of the unfinished job on ``out`` (``None``: none there).
+
+    A default block plan depends on the scheduler (blocks per worker thread); a resume
+    on another cluster reuses the plan the job started with instead of refusing it.
+    """
+    from chunkflow.api.hierarchy import open_node
+    from chunkflow.core.array import Array as ArrayType
+
+    if out is None:
+        return None
+    try:
+        with quiet_open():
+            array = out if isinstance(out, ArrayType) else open_node(
+                out, mode="r", storage_options=dict(storage_options or {}) or None)
+    except FileNotFoundError:
+        return None
+    plan = recorded_plan(array) if isinstance(array, ArrayType) else None
+    multiples = (plan or {}).get("multiples")
+    return tuple(int(m) for m in multiples) if isinstance(multiples, list) else None
 
 
 def block_keys(out: Array, region: tuple[slice, ...]) -> str:

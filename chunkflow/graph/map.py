@@ -63,6 +63,7 @@ from chunkflow.graph.jobs import (
     job_progress,
     metadata_part,
     open_job,
+    recorded_multiples,
     source_parts,
 )
 from chunkflow.graph.map_arrays import NewOut, open_sources, resolve_out
@@ -360,6 +361,8 @@ def map_chunks(
     # Before anything is created: a function that cannot be tokenized refuses here.
     func_parts = function_parts(func, (kwargs, depth, boundary, constant_value, trim,
                                        block_info, str(dtype)), job_name) if resume else {}
+    if resume and chunks is None:  # the default plan varies with the scheduler's threads
+        chunks = recorded_multiples(out, storage_options)
     job, layout = _prepare_job(func, sources, out=out, depth=depth, boundary=boundary,
                                constant_value=constant_value, dtype=dtype, chunks=chunks,
                                block_info=block_info, trim=trim, max_memory=max_memory,
@@ -397,7 +400,8 @@ def _track(job: MapJob, layout: _Layout, resume: bool, job_name: str | None,
     out = job.out
     tracker = open_job(out, layout.dep.numblocks, resume=resume, job_name=job_name, parts=lambda: {
         **func_parts, "block plan": tokenize(layout.dep.chunks),
-        "output metadata": metadata_part(out), **source_parts(job.sources, out)})
+        "output metadata": metadata_part(out), **source_parts(job.sources, out)},
+        plan={"multiples": list(layout.multiples)})
     return dataclasses.replace(job, tracker=tracker)
 
 

@@ -17,6 +17,7 @@ import numpy as np
 from chunkflow.api.creation import create, like_kwargs
 from chunkflow.api.hierarchy import open_node
 from chunkflow.core.array import Array
+from chunkflow.core.jobs import quiet_open
 from chunkflow.errors import InvalidSelectionError, ReadOnlyError, ShapeMismatchError
 from chunkflow.graph.read import as_source_array
 from chunkflow.storage import Store
@@ -85,7 +86,9 @@ def resolve_out(out: ArraySource | None, first: Array, dtype: DTypeLike,
         array = out
     elif isinstance(out, (str, os.PathLike, Store)):
         try:
-            array = open_node(out, mode="r+", storage_options=dict(storage_options or {}) or None)
+            with quiet_open():  # an unfinished output is what resume=True continues
+                array = open_node(out, mode="r+",
+                                  storage_options=dict(storage_options or {}) or None)
         except FileNotFoundError:
             array = None
         if array is None:

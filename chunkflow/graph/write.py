@@ -45,7 +45,7 @@ from dask.highlevelgraph import HighLevelGraph
 
 from chunkflow.api.creation import create
 from chunkflow.core.array import Array
-from chunkflow.core.jobs import job_status
+from chunkflow.core.jobs import job_status, quiet_open
 from chunkflow.errors import (
     InvalidSelectionError,
     JobMismatchError,
@@ -434,7 +434,8 @@ def _unfinished(url_or_store: StoreLike, path: str | None,
     from chunkflow.api.hierarchy import open_node
 
     try:
-        node = open_node(url_or_store, path=path, mode="r+", storage_options=storage_options)
+        with quiet_open():
+            node = open_node(url_or_store, path=path, mode="r+", storage_options=storage_options)
     except FileNotFoundError:
         return None
     return node if isinstance(node, Array) and job_status(node, count=False) else None
