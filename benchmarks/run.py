@@ -15,6 +15,7 @@ Runs, one after another, each in its own process:
 ``xarray``     ``xr.open_dataset`` + load, ``engine="chunkflow"`` vs ``engine="zarr"``
 ``sharding``   random windows of a sharded array: time and bytes read (all three)
 ``reductions`` exact percentiles of 1 GiB under 64 MiB (numpy in memory, dask approximate)
+``rechunk``    2 GiB to new chunks in 256 MiB (rechunker, dask p2p and tasks)
 ``pyramid``    an OME-Zarr mean pyramid of 16384^2 uint16 (ome-zarr-py, ngff-zarr)
 =============  =====================================================================
 
@@ -46,6 +47,7 @@ BENCHMARKS = {
     "xarray": "bench_xarray.py",
     "sharding": "bench_sharding.py",
     "reductions": "bench_reductions.py",
+    "rechunk": "bench_rechunk.py",
     "pyramid": "bench_pyramid.py",
 }
 

@@ -152,10 +152,13 @@ def prepare_rechunk(source: ArraySource, target_chunks: TargetChunks, *,
     limit = byte_count("rechunk: max_memory", max_memory)
     task_budget, tasks = budget_for(limit, scheduler)
     min_blocks = BLOCKS_PER_THREAD * worker_threads(scheduler)
+    aligned = all(o % c == 0 and (o + n) % c == 0
+                  for o, n, c in zip(offset, shape, array.chunks))
     plan = plan_rechunk(shape, array.chunks, template.write_chunks, array.dtype,
-                        template.dtype, task_budget=task_budget, min_blocks=min_blocks)
+                        template.dtype, task_budget=task_budget, min_blocks=min_blocks,
+                        source_aligned=aligned)
     if plan is None or (plan.intermediate_chunks is not None and temp is None):
-        refuse_plan(plan, array, template, shape, limit, tasks, temp is not None)
+        refuse_plan(plan, array, template, shape, limit, tasks, temp is not None, aligned)
     assert plan is not None
     token = tokenize(array.store.identity, array.path, offset, shape,
                      metadata_part(template), plan.passes)
@@ -222,7 +225,8 @@ def rechunk(
         says what would fit and creates nothing.
     temp : path, URL or store, optional
         Where the intermediate array goes when one is needed (the error says so). It is
-        created under ``temp`` as ``chunkflow-rechunk-<token>`` and removed after.
+        created under ``temp`` as ``chunkflow-rechunk-<token>`` and removed after (also
+        after a failure, unless ``resume=True`` keeps it for the next run).
     target_shards : tuple, optional
         The output's shard shape (Zarr v3 sharding); tasks then write whole shards.
     zarr_format : {2, 3}, optional
@@ -260,6 +264,7 @@ def rechunk(
     last = CopyJob(job.source, target, job.offset, tracker)
     if job.plan.intermediate_chunks is None:
         done = _pass_graph(last, job.plan.passes[0], job.token, None)
+        middle = place = None
     else:
         assert temp is not None
         place = Intermediate.under(temp, job.intermediate_name, storage_options)
@@ -269,11 +274,16 @@ def rechunk(
                             job.plan.passes[0], f"{job.token}-1", None)
         last = dataclasses.replace(last, source=middle, offset=(0,) * target.ndim)
         done = _pass_graph(last, job.plan.passes[1], f"{job.token}-2", first)
-    with job_progress(progress, trackers) as shown:
-        run(done, scheduler=scheduler, progress=shown)
+    try:
+        with job_progress(progress, trackers) as shown:
+            run(done, scheduler=scheduler, progress=shown)
+    except BaseException:
+        if place is not None and middle is not None and not resume:
+            place.remove(middle)  # nothing will resume it: no stray copy in temp
+        raise
     if tracker is not None:
         tracker.finish(target)
-    if job.plan.intermediate_chunks is not None:
+    if place is not None and middle is not None:
         place.remove(middle)
     target.forget_cached()  # written by other processes
     return target

@@ -57,15 +57,16 @@ def budget_for(max_memory: int, scheduler: SchedulerLike = None) -> tuple[int, i
     return max_memory // tasks, tasks
 
 
-def _smallest_budget(shape: tuple[int, ...], source: Array, target: Array) -> tuple[int, bool]:
+def _smallest_budget(shape: tuple[int, ...], source: Array, target: Array,
+                     aligned: bool) -> tuple[int, bool]:
     """The least task budget any plan fits in (bisection: plans grow with the budget),
     and whether that plan goes through an intermediate array."""
 
     def plan(budget: int) -> RechunkPlan | None:
         return plan_rechunk(shape, source.chunks, target.write_chunks, source.dtype,
-                            target.dtype, task_budget=budget)
+                            target.dtype, task_budget=budget, source_aligned=aligned)
 
-    lo, hi = 1, _direct_need(shape, source, target)
+    lo, hi = 1, _direct_need(shape, source, target, aligned)
     while lo < hi:
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if plan(mid) is not None else (mid + 1, hi)
@@ -78,17 +79,17 @@ def _direct_block(shape: tuple[int, ...], source: Array, target: Array) -> tuple
                  for s, t, n in zip(source.chunks, target.write_chunks, shape))
 
 
-def _direct_need(shape: tuple[int, ...], source: Array, target: Array) -> int:
+def _direct_need(shape: tuple[int, ...], source: Array, target: Array, aligned: bool) -> int:
     return task_memory(_direct_block(shape, source, target), source.chunks, source.dtype,
-                       target.write_chunks, target.dtype)
+                       target.write_chunks, target.dtype, partial_reads=not aligned)
 
 
 def refuse_plan(plan: RechunkPlan | None, source: Array, target: Array, shape: tuple[int, ...],
-                max_memory: int, tasks: int, has_temp: bool) -> None:
+                max_memory: int, tasks: int, has_temp: bool, aligned: bool) -> None:
     """Raise :class:`MemoryPlanError` saying what would fit: the ``max_memory`` a plan
     needs, with or without an intermediate array, or that ``temp=`` is needed."""
     name = source.path or "/"
-    direct = _direct_need(shape, source, target)
+    direct = _direct_need(shape, source, target, aligned)
     per = f" ({tasks} tasks at once per process)" if tasks > 1 else ""
     one_pass = (f"one pass (blocks of {_direct_block(shape, source, target)}, whole chunks "
                 f"{source.chunks} read and {target.write_chunks} written) needs about "
@@ -100,7 +101,7 @@ def refuse_plan(plan: RechunkPlan | None, source: Array, target: Array, shape: t
             f"(about {format_bytes(plan.task_memory)} per task): pass temp= (a path, URL or "
             "store for it), or raise max_memory"
         )
-    least, through = _smallest_budget(shape, source, target)
+    least, through = _smallest_budget(shape, source, target, aligned)
     where = "through an intermediate array (temp=)" if through else "in one pass"
     raise MemoryPlanError(
         f"rechunk: array {name!r}: even the smallest tasks ({where}) need about "

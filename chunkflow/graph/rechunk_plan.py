@@ -49,14 +49,17 @@ Shape = tuple[int, ...]
 
 
 def task_memory(block: Sequence[int], read_chunk: Sequence[int], read_dtype: np.dtype,
-                write_chunk: Sequence[int], write_dtype: np.dtype) -> int:
+                write_chunk: Sequence[int], write_dtype: np.dtype, *,
+                partial_reads: bool = True) -> int:
     """Bytes one task holds at its peak.
 
     The block as read, and again converted when the dtype changes; the encoded chunks
     of one read batch (the engine fetches about ``BATCH_BYTES`` at a time, at least one
-    chunk, never more than the block's) and one decoded chunk; the encoded chunks of
-    one write batch, one chunk's contiguous copy and one padded edge chunk. Encoded
-    chunks are counted at their decoded size (incompressible data).
+    chunk, never more than the block's) and, with ``partial_reads`` (a block that
+    covers part of a stored chunk: a region's or the array's edge), one decoded chunk
+    (whole chunks are decoded straight into the block); the encoded chunks of one write
+    batch, one chunk's contiguous copy and one padded edge chunk. Encoded chunks are
+    counted at their decoded size (incompressible data).
 
     Examples
     --------
@@ -65,6 +68,8 @@ def task_memory(block: Sequence[int], read_chunk: Sequence[int], read_dtype: np.
     84
     >>> task_memory((4, 4), (2, 2), u1, (4, 4), np.dtype("i1"))
     100
+    >>> task_memory((4, 4), (2, 2), u1, (4, 4), u1, partial_reads=False)
+    80
     """
     cells = math.prod(block)
     block_in, block_out = cells * read_dtype.itemsize, cells * write_dtype.itemsize
@@ -73,7 +78,8 @@ def task_memory(block: Sequence[int], read_chunk: Sequence[int], read_dtype: np.
     converted = block_out if write_dtype != read_dtype else 0
     read_batch = min(max(BATCH_BYTES, read), max(block_in, read))
     write_batch = min(max(BATCH_BYTES, write), max(block_out, write))
-    return block_in + converted + read_batch + read + write_batch + 2 * write
+    decoded = read if partial_reads else 0
+    return block_in + converted + read_batch + decoded + write_batch + 2 * write
 
 
 @dataclass(frozen=True)
@@ -172,11 +178,11 @@ def _toward_divisor(read: int, unit: int, write: int, length: int) -> int:
 
 
 def _one_pass(shape: Shape, source: Shape, target: Shape, dtypes: tuple[np.dtype, np.dtype],
-              budget: int, enough: Callable[[Shape], bool]) -> Pass | None:
+              budget: int, enough: Callable[[Shape], bool], partial: bool) -> Pass | None:
     unit = tuple(_capped(math.lcm(s, t), n) for s, t, n in zip(source, target, shape))
 
     def cost(block: Shape) -> int:
-        return task_memory(block, source, dtypes[0], target, dtypes[1])
+        return task_memory(block, source, dtypes[0], target, dtypes[1], partial_reads=partial)
 
     if cost(unit) > budget:
         return None
@@ -198,7 +204,8 @@ def intermediate_dtype(source: np.dtype, target: np.dtype) -> np.dtype:
 
 def plan_rechunk(shape: Sequence[int], source_chunks: Sequence[int],
                  target_chunks: Sequence[int], source_dtype: np.dtype, target_dtype: np.dtype,
-                 *, task_budget: int, min_blocks: int = 1) -> RechunkPlan | None:
+                 *, task_budget: int, min_blocks: int = 1,
+                 source_aligned: bool = False) -> RechunkPlan | None:
     """The plan for one task budget, or ``None`` when even the smallest tasks exceed it.
 
     Parameters
@@ -208,6 +215,8 @@ def plan_rechunk(shape: Sequence[int], source_chunks: Sequence[int],
     source_dtype, target_dtype : the dtypes read and written
     task_budget : bytes one task may hold
     min_blocks : blocks stop growing before a pass would have fewer (parallelism)
+    source_aligned : the region read starts and ends on source chunk edges on every
+        axis, so that whole chunks are decoded straight into the blocks
     """
     shape = tuple(int(n) for n in shape)
     source = tuple(max(1, int(c)) for c in source_chunks)
@@ -218,8 +227,9 @@ def plan_rechunk(shape: Sequence[int], source_chunks: Sequence[int],
         return blocks >= min_blocks
 
     source_dtype, target_dtype = np.dtype(source_dtype), np.dtype(target_dtype)
+    partial = not source_aligned
     direct = _one_pass(shape, source, target, (source_dtype, target_dtype),
-                       task_budget, enough)
+                       task_budget, enough, partial)
     if direct is not None:
         return RechunkPlan(shape, (direct,), None, task_budget)
     mid = intermediate_dtype(source_dtype, target_dtype)
@@ -229,7 +239,7 @@ def plan_rechunk(shape: Sequence[int], source_chunks: Sequence[int],
     # that gave, and keep the first plan whose exact costs fit.
     guess = tuple(min(a, b, n) for a, b, n in zip(source, target, shape))
     for _ in range(3):
-        plan = _two_passes(shape, source, target, dtypes, task_budget, enough, guess)
+        plan = _two_passes(shape, source, target, dtypes, task_budget, enough, guess, partial)
         if plan is None or plan.task_memory <= task_budget:
             break
         guess = plan.intermediate_chunks or guess
@@ -240,23 +250,27 @@ def plan_rechunk(shape: Sequence[int], source_chunks: Sequence[int],
     # The smallest plan: single chunks read and written.
     smallest = tuple(_shared_chunk(min(s, n), min(t, n), n)
                      for s, t, n in zip(source, target, shape))
-    plan = _two_passes(shape, source, target, dtypes, task_budget, lambda b: False, smallest)
+    plan = _two_passes(shape, source, target, dtypes, task_budget, lambda b: False, smallest,
+                       partial)
     return plan if plan is not None and plan.task_memory <= task_budget else None
 
 
 def _two_passes(shape: Shape, source: Shape, target: Shape,
                 dtypes: tuple[np.dtype, np.dtype, np.dtype], budget: int,
-                enough: Callable[[Shape], bool], guess: Shape) -> RechunkPlan | None:
+                enough: Callable[[Shape], bool], guess: Shape, partial: bool) -> RechunkPlan | None:
     """Pass 1 (source -> intermediate) and pass 2 (intermediate -> target), the blocks
     sized with ``guess`` as the intermediate chunk (``None`` when not even single
     chunks fit); the passes' costs are then reckoned with the chunk they give."""
     source_dtype, mid, target_dtype = dtypes
 
+    def edges(chunks: Shape) -> bool:  # the intermediate has partial edge chunks
+        return any(n % c for n, c in zip(shape, chunks))
+
     def write_cost(block: Shape) -> int:
-        return task_memory(block, guess, mid, target, target_dtype)
+        return task_memory(block, guess, mid, target, target_dtype, partial_reads=edges(guess))
 
     def read_cost(block: Shape) -> int:
-        return task_memory(block, source, source_dtype, guess, mid)
+        return task_memory(block, source, source_dtype, guess, mid, partial_reads=partial)
 
     unit_in = tuple(_capped(s, n) for s, n in zip(source, shape))
     unit_out = tuple(_capped(t, n) for t, n in zip(target, shape))
@@ -267,6 +281,8 @@ def _two_passes(shape: Shape, source: Shape, target: Shape,
     read = consolidate(unit_in, shape, limits, lambda b: read_cost(b) <= budget and enough(b))
     read = tuple(_toward_divisor(r, s, w, n) for r, s, w, n in zip(read, source, write, shape))
     chunks = tuple(_shared_chunk(r, w, n) for r, w, n in zip(read, write, shape))
-    first = Pass(read, source, chunks, task_memory(read, source, source_dtype, chunks, mid))
-    second = Pass(write, chunks, target, task_memory(write, chunks, mid, target, target_dtype))
+    first = Pass(read, source, chunks, task_memory(read, source, source_dtype, chunks, mid,
+                                                   partial_reads=partial))
+    second = Pass(write, chunks, target, task_memory(write, chunks, mid, target, target_dtype,
+                                                     partial_reads=edges(chunks)))
     return RechunkPlan(shape, (first, second), chunks, budget)

@@ -70,6 +70,20 @@ def test_a_job_that_needs_an_intermediate_writes_and_removes_it(tmp_path: Path) 
     assert left == [], left
 
 
+def test_a_failed_rechunk_without_resume_removes_its_intermediate(tmp_path: Path) -> None:
+    source = chunkflow.array(np.arange(4096, dtype="u2").reshape(64, 64), chunks=(1, 64))
+    temp = tmp_path / "temp"
+
+    def stop(done: int, total: int) -> None:
+        if done == 3:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        chunkflow.rechunk(source, (64, 1), chunkflow.MemoryStore(), max_memory="6 KiB",
+                          temp=str(temp), scheduler="sync", progress=stop)
+    assert [f for _, _, files in os.walk(temp) for f in files] == []
+
+
 def test_one_pass_reads_each_source_chunk_once_and_writes_each_target_chunk_once() -> None:
     data = np.arange(24 * 30, dtype="i4").reshape(24, 30)
     backend = chunkflow.MemoryStore()

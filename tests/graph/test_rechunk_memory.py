@@ -36,6 +36,8 @@ CHILD = textwrap.dedent("""
 
     args = json.loads(sys.argv[1])
     src, out, chunks = args.pop("src"), args.pop("out"), tuple(args.pop("chunks"))
+    if "region" in args:
+        args["region"] = tuple(slice(*r) for r in args["region"])
     plan = prepare_rechunk(src, chunks, scheduler="sync", **args).plan
     tracemalloc.start()
     with Peaks() as peaks:
@@ -60,6 +62,8 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> str:
     ({"chunks": [32, 16, 64], "max_memory": "12 MiB", "dtype": "f8"}, 2),
     ({"chunks": [8, 32, 32], "target_shards": [32, 64, 64], "max_memory": "12 MiB",
       "dtype": "u1"}, 2),
+    # A region off the chunk edges: edge chunks are decoded apart, then copied.
+    ({"chunks": [29, 30, 30], "max_memory": "12 MiB", "region": [[3, 32], [10, 250]]}, 2),
 ])
 def test_every_task_peaks_within_the_plan(source: str, tmp_path: Path,
                                           case: dict[str, object], passes: int) -> None:
