@@ -207,10 +207,14 @@ def make_plan(
     target: int,
     limit: int,
     min_tasks: int,
+    recorded: Sequence[tuple[int, int]] | None = None,
 ) -> PyramidPlan:
     """Plan a pyramid: ``levels`` levels (default :func:`natural_levels`), in stages
     as deep as fit ``target`` bytes per task (``task_bytes`` of a one-stage plan)
     while keeping ``min_tasks`` tasks where one level per stage would.
+
+    ``recorded``: the (first, last) levels of the stages an interrupted job started
+    with (a resume keeps them: the default stages depend on the scheduler's threads).
 
     Raises
     ------
@@ -220,6 +224,16 @@ def make_plan(
     count = natural_levels(shape, chunk, factors) if levels is None else levels
     shapes = tuple(level_shapes(shape, factors, count))
     base = PyramidPlan(shapes, tuple(chunk), tuple(factors), tuple(radius), ())
+    if recorded is not None and _chained(recorded, count):
+        plan = _with(base, *(_stage(shapes, chunk, first, last) for first, last in recorded))
+        for stage in plan.stages:
+            need = task_bytes(_with(base, stage))
+            if need > limit:
+                raise MemoryPlanError(
+                    f"pyramid: the interrupted job makes levels {stage.first + 1}-{stage.last} "
+                    f"in tasks of about {format_bytes(need)}, more than max_memory "
+                    f"{format_bytes(limit)}; resume it with more memory, or start over")
+        return plan
     stages: list[Stage] = []
     first = 0
     while first < count - 1:
@@ -240,6 +254,14 @@ def make_plan(
         stages.append(chosen)
         first = chosen.last
     return _with(base, *stages)
+
+
+def _chained(stages: Sequence[tuple[int, int]], count: int) -> bool:
+    """Whether ``stages`` make levels 1 .. count - 1, each stage from the last one."""
+    edges = [0, *(last for _, last in stages)]
+    return (bool(stages) and edges[-1] == count - 1
+            and all(first == edges[i] and last > first
+                    for i, (first, last) in enumerate(stages)))
 
 
 def _with(plan: PyramidPlan, *stages: Stage) -> PyramidPlan:

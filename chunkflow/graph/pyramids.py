@@ -41,9 +41,11 @@ from dask.base import tokenize
 from dask.delayed import Delayed
 
 import chunkflow
+from chunkflow.api.hierarchy import open_group
 from chunkflow.config import byte_count
 from chunkflow.core.array import Array
 from chunkflow.core.group import Group
+from chunkflow.core.jobs import job_status, quiet_open, recorded_plan
 from chunkflow.core.ngff import Axis, level_transforms, multiscales_attributes, ngff_version, resolve_axes
 from chunkflow.engine.pool import serial_io
 from chunkflow.errors import PyramidError
@@ -260,7 +262,8 @@ def pyramid(
                          f"{', '.join(LABEL_METHODS)}, not {method!r}")
     resolved_axes = resolve_axes(axes, array.ndim, array.dimension_names, units)
     per_axis = resolve_factors(factors, resolved_axes)
-    plan = _plan(array, per_axis, levels, method, chunks, max_memory, scheduler)
+    recorded = _recorded_stages(out, labels, storage_options) if resume else None
+    plan = _plan(array, per_axis, levels, method, chunks, max_memory, scheduler, recorded)
     nlevels = len(plan.shapes)
     level_specs = [_level_kwargs(array, shape, chunk, resolved_axes, zarr_format)
                    for shape, chunk in zip(plan.shapes, plan.level_chunks)]
@@ -294,14 +297,20 @@ def _trackers(source: Array, arrays: Sequence[Array], plan: PyramidPlan,
     """A resumable job per stage, on the stage's last level (its tasks' grid)."""
     what = tokenize(method, plan.shapes, plan.chunk, plan.factors, plan.radius)
     sources = source_parts([source])
-    trackers = []
-    for stage in plan.stages:
+    stages = {"stages": [[stage.first, stage.last] for stage in plan.stages]}
+    trackers: dict[int, Job | None] = {}
+    # Levels that carry a job first: another job there is refused before any new mark
+    # is written elsewhere (a refusal changes nothing).
+    marked = sorted(range(len(plan.stages)),
+                    key=lambda k: job_status(arrays[plan.stages[k].last], count=False) is None)
+    for number in marked:
+        stage = plan.stages[number]
         out = arrays[stage.last]
         parts = {"pyramid": what, "block plan": tokenize(stage.first, stage.last, stage.numblocks),
                  "output metadata": metadata_part(out), **sources}
-        trackers.append(open_job(out, stage.numblocks, resume=True, job_name=None,
-                                 parts=lambda parts=parts: parts))
-    return tuple(trackers)
+        trackers[number] = open_job(out, stage.numblocks, resume=True, job_name=None,
+                                    parts=lambda parts=parts: parts, plan=stages)
+    return tuple(trackers[number] for number in range(len(plan.stages)))
 
 
 def _level_kwargs(source: Array, shape: tuple[int, ...], chunk: tuple[int, ...],
@@ -315,9 +324,28 @@ def _level_kwargs(source: Array, shape: tuple[int, ...], chunk: tuple[int, ...],
     return kwargs
 
 
+def _recorded_stages(out: StoreLike, labels: str | None,
+                     storage_options: Mapping[str, Any] | None) -> list[tuple[int, int]] | None:
+    """The stages an unfinished pyramid at ``out`` started with, from its jobs' marks."""
+    try:
+        with quiet_open():
+            image = open_group(out, mode="r", path=f"labels/{labels}" if labels else None,
+                               storage_options=dict(storage_options or {}) or None)
+    except FileNotFoundError:
+        return None
+    with quiet_open():
+        levels = [node for _, node in image.arrays()]
+    for level in levels:
+        stages = (recorded_plan(level) or {}).get("stages")
+        if isinstance(stages, list):
+            return [(int(first), int(last)) for first, last in stages]
+    return None
+
+
 def _plan(array: Array, factors: tuple[int, ...], levels: int | None, method: str,
           chunks: Sequence[int] | None, max_memory: int | str | None,
-          scheduler: SchedulerLike) -> PyramidPlan:
+          scheduler: SchedulerLike, recorded: list[tuple[int, int]] | None = None,
+          ) -> PyramidPlan:
     chunk = tuple(int(c) for c in (array.chunks if chunks is None else chunks))
     if len(chunk) != array.ndim or any(c < 1 for c in chunk):
         raise PyramidError(f"pyramid: chunks={chunks!r} must give {array.ndim} sizes >= 1")
@@ -336,7 +364,7 @@ def _plan(array: Array, factors: tuple[int, ...], levels: int | None, method: st
     radius = tuple(gaussian_radius(f) if method == "gaussian" else 0 for f in factors)
     plan = make_plan(array.shape, chunk, factors, levels=levels, radius=radius,
                      task_bytes=task_bytes, target=min(limit, DEFAULT_TASK_BYTES), limit=limit,
-                     min_tasks=BLOCKS_PER_THREAD * worker_threads(scheduler))
+                     min_tasks=BLOCKS_PER_THREAD * worker_threads(scheduler), recorded=recorded)
     last = plan.shapes[-1]
     if levels is not None and len(plan.shapes) > 1 and plan.shapes[-2] == last:
         raise PyramidError(f"pyramid: levels={levels} goes past the smallest image {last}: "

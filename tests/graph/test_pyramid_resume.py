@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import dask
 import numpy as np
 import pytest
 
@@ -81,9 +82,35 @@ def test_resuming_a_different_job_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ChunkDecodeError):
         chunkflow.pyramid(source, out, scheduler="sync", resume=True, max_memory=BUDGET)
     Path(source, "6.5").write_bytes(original)
-    before = chunkflow.open_group(out, mode="r")["1"][...]
-    with pytest.raises(JobMismatchError, match="pyramid"):
+    group = chunkflow.open_group(out, mode="r")
+    before = {name: (group[name][...], dict(group[name].attrs)) for name in group}
+    with pytest.raises(JobMismatchError, match="pyramid"):  # other levels per stage too
         chunkflow.pyramid(source, out, scheduler="sync", resume=True, method="max")
-    np.testing.assert_array_equal(chunkflow.open_group(out, mode="r")["1"][...], before)
+    with pytest.raises(PyramidError, match="found level '0'"):
+        chunkflow.pyramid(source, out, scheduler="sync", resume=True, chunks=(32, 32))
+    group = chunkflow.open_group(out, mode="r")
+    for name, (values, attrs) in before.items():  # refused: nothing changed
+        np.testing.assert_array_equal(group[name][...], values)
+        assert dict(group[name].attrs) == attrs
     with pytest.raises(PyramidError, match="pass one of them"):
         chunkflow.pyramid(source, out, resume=True, overwrite=True)
+
+
+def test_a_resume_on_more_threads_keeps_the_stages_it_started_with(tmp_path: Path) -> None:
+    # The default stages depend on the worker threads (tasks enough for each): a resume
+    # elsewhere reads them from the marks instead of refusing its own job.
+    source, _ = _source(tmp_path)
+    out = str(tmp_path / "out.zarr")
+    original = _corrupt(Path(source) / "6.5")
+    with pytest.raises(ChunkDecodeError):
+        chunkflow.pyramid(source, out, scheduler="sync", resume=True)
+    Path(source, "6.5").write_bytes(original)
+    with dask.config.set(num_workers=8):
+        fresh = chunkflow.pyramid(source, chunkflow.MemoryStore(), compute=False,
+                                  scheduler="threads")
+        assert len(fresh.dask) != len(chunkflow.pyramid(  # another plan from scratch
+            source, chunkflow.MemoryStore(), compute=False, scheduler="sync").dask)
+        chunkflow.pyramid(source, out, scheduler="threads", resume=True)
+    chunkflow.pyramid(source, str(tmp_path / "whole.zarr"), scheduler="sync")
+    for got, want in zip(_levels(out), _levels(str(tmp_path / "whole.zarr")), strict=True):
+        np.testing.assert_array_equal(got, want)
