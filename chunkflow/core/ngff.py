@@ -104,7 +104,7 @@ def _axis(entry: str | Mapping[str, Any], units: Mapping[str, str]) -> Axis:
         raise PyramidError(f"axes: every axis needs a name, got {entry!r}")
     if kind is None:
         raise PyramidError(f"axes: axis {name!r} has no type; name it t, c, z, y or x, or give "
-                         "{'name': ..., 'type': 'space' | 'time' | 'channel' | ...}")
+                           "{'name': ..., 'type': 'space' | 'time' | 'channel' | ...}")
     return Axis(name, str(kind), None if unit is None else str(unit))
 
 
@@ -126,7 +126,7 @@ def resolve_axes(axes: AxesLike, ndim: int, dimension_names: Sequence[str | None
     if len(resolved) != ndim:
         shown = axes if isinstance(axes, str) else [a.name for a in resolved]
         raise PyramidError(f"axes: {len(resolved)} axes ({shown!r}) for an array of {ndim} "
-                         "dimensions")
+                           "dimensions")
     check_axes(resolved)
     return resolved
 

@@ -80,7 +80,7 @@ def check_method(method: str, dtype: np.dtype, where: str) -> None:
     numeric = dtype.kind in "biuf"
     if method in ("mean", "gaussian", "max") and not numeric:
         raise PyramidError(f"{where}: method={method!r} needs integers, floats or booleans, "
-                         f"not {dtype}")
+                           f"not {dtype}")
 
 
 def round_half_even_divide(total: np.ndarray, count: np.ndarray | int) -> np.ndarray:

@@ -171,7 +171,7 @@ def plan_output(source: Array, source_location: Any, location: StoreLike,
     if out_path is not None and source_path is not None and (
             source_path == out_path or out_path in source_path.parents):
         raise PyramidError(f"pyramid: out={str(location)!r} holds the source "
-                         f"{str(source_location)!r}; write the pyramid somewhere else")
+                           f"{str(source_location)!r}; write the pyramid somewhere else")
     if resume and overwrite:
         raise PyramidError("pyramid: resume=True continues the output that exists and "
                            "overwrite=True replaces it; pass one of them")
@@ -191,7 +191,7 @@ def plan_output(source: Array, source_location: Any, location: StoreLike,
                              else overwrite, tuple(levels))
     if not labels or "/" in labels or labels in (".", ".."):
         raise PyramidError(f"pyramid: labels={labels!r} must be a plain name (a folder under "
-                         "labels/)")
+                           "labels/)")
     if isinstance(existing, Array):
         raise ContainsArrayError(f"pyramid: {str(location)!r} holds an array; label images go "
                                  "below an image group")

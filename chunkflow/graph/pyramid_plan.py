@@ -63,7 +63,7 @@ def resolve_factors(factors: int | Sequence[int] | Mapping[str, int],
         unknown = sorted(set(factors) - set(names))
         if unknown:
             raise PyramidError(f"pyramid: factors names axes {unknown} that the image (axes "
-                             f"{''.join(names)!r}) does not have")
+                               f"{''.join(names)!r}) does not have")
         base = resolve_factors(2, axes)
         values: list[Any] = [factors.get(n, b) for n, b in zip(names, base)]
     elif isinstance(factors, (int, np.integer)) and not isinstance(factors, bool):
@@ -72,14 +72,14 @@ def resolve_factors(factors: int | Sequence[int] | Mapping[str, int],
         values = list(factors)
         if len(values) != len(axes):
             raise PyramidError(f"pyramid: factors={factors!r} gives {len(values)} factors for "
-                             f"{len(axes)} axes ({''.join(names)!r})")
+                               f"{len(axes)} axes ({''.join(names)!r})")
     for name, value in zip(names, values):
         if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
             raise PyramidError(f"pyramid: the factor of axis {name!r} must be a whole number "
-                             f">= 1, got {value!r}")
+                               f">= 1, got {value!r}")
     if all(v == 1 for v in values):
         raise PyramidError(f"pyramid: factors={factors!r} downsample no axis of "
-                         f"{''.join(names)!r}; give a factor > 1")
+                           f"{''.join(names)!r}; give a factor > 1")
     return tuple(int(v) for v in values)
 
 

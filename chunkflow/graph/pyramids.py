@@ -259,7 +259,7 @@ def pyramid(
     check_method(method, array.dtype, where)
     if labels is not None and method not in LABEL_METHODS:
         raise PyramidError(f"{where}: a label image keeps its labels: method must be one of "
-                         f"{', '.join(LABEL_METHODS)}, not {method!r}")
+                           f"{', '.join(LABEL_METHODS)}, not {method!r}")
     resolved_axes = resolve_axes(axes, array.ndim, array.dimension_names, units)
     per_axis = resolve_factors(factors, resolved_axes)
     recorded = _recorded_stages(out, labels, storage_options) if resume else None
@@ -270,13 +270,8 @@ def pyramid(
     output = plan_output(array, source, out, storage_options, zarr_format, labels, overwrite,
                          resume, level_specs)
     version = ngff_version(output.zarr_format)
-    attributes = multiscales_attributes(
-        resolved_axes, level_transforms(per_axis, nlevels, scale,
-                                        centered=method in WINDOW_METHODS),
-        version=version, name=labels, method=method,
-        metadata={"method": "chunkflow.pyramid", "version": chunkflow.__version__,
-                  "kwargs": {"method": method, "factors": list(per_axis)}},
-    )
+    attributes = _image_attributes(resolved_axes, per_axis, nlevels, scale, method, labels,
+                                   version)
     image, arrays = output.create()  # last: every check passed
     trackers = _trackers(array, arrays, plan, method) if resume else ()
     job = PyramidJob(array, arrays, plan, method, trackers)
@@ -290,6 +285,17 @@ def pyramid(
     for level in arrays:
         level.forget_cached()
     return arrays
+
+
+def _image_attributes(axes: Sequence[Axis], factors: Sequence[int], levels: int,
+                      scale: Sequence[float] | None, method: str, name: str | None,
+                      version: str) -> dict[str, Any]:
+    """The image's ``multiscales`` attributes (written once every level is)."""
+    transforms = level_transforms(factors, levels, scale, centered=method in WINDOW_METHODS)
+    return multiscales_attributes(
+        axes, transforms, version=version, name=name, method=method,
+        metadata={"method": "chunkflow.pyramid", "version": chunkflow.__version__,
+                  "kwargs": {"method": method, "factors": list(factors)}})
 
 
 def _trackers(source: Array, arrays: Sequence[Array], plan: PyramidPlan,
@@ -368,5 +374,5 @@ def _plan(array: Array, factors: tuple[int, ...], levels: int | None, method: st
     last = plan.shapes[-1]
     if levels is not None and len(plan.shapes) > 1 and plan.shapes[-2] == last:
         raise PyramidError(f"pyramid: levels={levels} goes past the smallest image {last}: "
-                         f"level {levels - 2} already has that shape")
+                           f"level {levels - 2} already has that shape")
     return plan
