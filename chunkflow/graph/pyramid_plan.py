@@ -118,7 +118,7 @@ def natural_levels(shape: Sequence[int], chunks: Sequence[int], factors: Sequenc
 class Stage:
     """Tasks that read level ``first`` and write levels ``first + 1 .. last`` (and
     level 0 too when ``first`` is 0, copied from the source); one task per chunk of
-    level ``last``."""
+    level ``last``. A pyramid of one level has one stage from 0 to 0: the copy."""
 
     first: int
     last: int
@@ -253,6 +253,8 @@ def make_plan(
             chosen = deeper
         stages.append(chosen)
         first = chosen.last
+    if not stages:  # one level: the tasks copy level 0, a chunk each
+        stages.append(_stage(shapes, chunk, 0, 0))
     return _with(base, *stages)
 
 

@@ -127,6 +127,16 @@ def test_levels_stop_at_one_chunk_unless_levels_is_given() -> None:
         chunkflow.pyramid(source, chunkflow.MemoryStore(), levels=9)
 
 
+@pytest.mark.parametrize("kwargs", [{"levels": 1}, {"chunks": (16, 16)}])
+def test_one_level_is_a_copy(kwargs: dict) -> None:
+    # levels=1, or an image that fits in one chunk already: level 0 alone, still written.
+    image = _image((10, 12), "u2", "mean")
+    levels = chunkflow.pyramid(chunkflow.array(image, chunks=(4, 4)), chunkflow.MemoryStore(),
+                               **kwargs)
+    assert len(levels) == 1
+    np.testing.assert_array_equal(levels[0][...], image)
+
+
 def test_task_count_stays_small() -> None:
     # ngff-zarr issue 48: a level alone needed 2.5 million tasks. Planning costs nothing.
     source = chunkflow.zeros((16384, 16384), chunks=(512, 512), dtype="u2")
