@@ -31,6 +31,7 @@ from chunkflow.cli.nodes import open_node_at
 from chunkflow.cli.options import add_storage_options, storage_options
 from chunkflow.core.jobs import job_status, metadata_part, quiet_open, remaining_blocks
 from chunkflow.errors import JobMismatchError
+from chunkflow.graph.jobs import unfinished_output
 
 __all__ = [
     "add_resume_option",
@@ -69,7 +70,7 @@ def resumed_or_created(args: argparse.Namespace,
     ``--dtype``, ``--chunks``...) is refused, naming the difference; nothing is written.
     """
     if args.resume:
-        existing = _unfinished(args.dst, storage_options(args, args.dst))
+        existing = unfinished_output(args.dst, storage_options=storage_options(args, args.dst))
         if existing is not None:
             if metadata_part(make(None)) != metadata_part(existing):
                 raise JobMismatchError(
@@ -79,17 +80,6 @@ def resumed_or_created(args: argparse.Namespace,
                     "pass --overwrite without --resume to start over.")
             return existing
     return make(args.dst)
-
-
-def _unfinished(location: str, options: dict[str, Any] | None) -> chunkflow.Array | None:
-    try:
-        with quiet_open():
-            node = chunkflow.open(location, mode="r+", storage_options=options)
-    except FileNotFoundError:
-        return None
-    if isinstance(node, chunkflow.Array) and job_status(node, count=False) is not None:
-        return node
-    return None
 
 
 def run_status(args: argparse.Namespace) -> int:

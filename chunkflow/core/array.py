@@ -19,7 +19,7 @@ from chunkflow.core.documents import (
     normalize_path,
     store_array_metadata,
 )
-from chunkflow.core.jobs import warn_if_incomplete
+from chunkflow.core.job_status import warn_if_incomplete
 from chunkflow.core.selection import SelectionAccessor, has_ellipsis, selection_kind
 from chunkflow.engine.chunk_io import ChunkIO
 from chunkflow.engine.layout import layout_of

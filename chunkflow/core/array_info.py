@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from chunkflow.core.info import InfoReport, format_bytes
-from chunkflow.core.jobs import job_status
+from chunkflow.core.job_status import job_status
 from chunkflow.core.reprs import describe_codecs
 
 if TYPE_CHECKING:

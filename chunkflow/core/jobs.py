@@ -52,14 +52,31 @@ import contextvars
 import hashlib
 import json
 import logging
-import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from chunkflow.errors import IncompleteJobWarning, JobMismatchError, ReadOnlyError
+from chunkflow.core.job_records import (
+    JOB_ATTRIBUTE,
+    RECORDS_FOLDER,
+    ArraySetup,
+    listed_done,
+    read_mark,
+    record_name,
+    recorded_plan,
+    records_folder,
+    records_prefix,
+)
+from chunkflow.core.job_status import (
+    JobStatus,
+    job_status,
+    quiet_open,
+    remaining_blocks,
+    warn_if_incomplete,
+)
+from chunkflow.errors import JobMismatchError, ReadOnlyError
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -83,31 +100,13 @@ __all__ = [
     "warn_if_incomplete",
 ]
 
-#: The attribute of an unfinished output that marks it (removed on completion).
-JOB_ATTRIBUTE = "chunkflow_job"
-#: The folder under the array's prefix holding the completion records.
-RECORDS_FOLDER = ".chunkflow-job"
 
 logger = logging.getLogger("chunkflow.jobs")
 T = TypeVar("T")
-_WARNED: set[tuple[str, str, str]] = set()
 # Outputs whose job a writer of this thread drives (see Job.driving): writers nested in
 # it with resume=False leave that job's mark and records alone.
 _DRIVEN: contextvars.ContextVar[frozenset[tuple[str, str]]] = contextvars.ContextVar(
     "chunkflow_driven_jobs", default=frozenset())
-
-
-class ArraySetup(Protocol):
-    """What the job bookkeeping needs of an output array (a chunkflow Array has it)."""
-
-    @property
-    def store(self) -> Store: ...
-
-    @property
-    def path(self) -> str: ...
-
-    @property
-    def attrs(self) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -145,139 +144,6 @@ class JobSpec:
         if recorded_name != self.name:
             changed.insert(0, f"job_name ({recorded_name!r} -> {self.name!r})")
         return changed
-
-
-@dataclass(frozen=True)
-class JobStatus:
-    """An unfinished job on an array: its token, name, block grid and finished blocks.
-
-    ``done`` is ``None`` where counting was not asked for (it needs a listing).
-    """
-
-    token: str
-    name: str | None
-    grid: tuple[int, ...]
-    done: int | None = None
-    remaining: tuple[tuple[int, ...], ...] = field(default=(), repr=False)
-
-    @property
-    def total(self) -> int:
-        return int(np.prod(self.grid, dtype=np.int64))
-
-    def describe(self) -> str:
-        """One line, as ``Array.info`` and the repr show it.
-
-        Examples
-        --------
-        >>> JobStatus("ab12", None, (10, 10), 37).describe()
-        'job incomplete: 37 of 100 blocks done'
-        """
-        done = "?" if self.done is None else str(self.done)
-        return f"job incomplete: {done} of {self.total} blocks done"
-
-
-def records_prefix(path: str, token: str) -> str:
-    """Where the records of job ``token`` on the array at ``path`` live.
-
-    Examples
-    --------
-    >>> records_prefix("out", "0123456789abcdef0123456789abcdef")
-    'out/.chunkflow-job/0123456789abcdef0123'
-    """
-    return f"{_records_folder(path)}/{token[:20]}"
-
-
-def _records_folder(path: str) -> str:
-    return f"{path}/{RECORDS_FOLDER}" if path else RECORDS_FOLDER
-
-
-def _record_name(index: tuple[int, ...]) -> str:
-    return "b" + ".".join(str(i) for i in index)
-
-
-def _parse_record(name: str, grid: tuple[int, ...]) -> tuple[int, ...] | None:
-    if not name.startswith("b"):
-        return None
-    try:
-        index = tuple(int(i) for i in name[1:].split(".")) if name != "b" else ()
-    except ValueError:
-        return None
-    if len(index) != len(grid) or any(not 0 <= i < n for i, n in zip(index, grid)):
-        return None
-    return index
-
-
-def _read_mark(array: ArraySetup) -> dict[str, Any] | None:
-    mark = array.attrs.get(JOB_ATTRIBUTE)
-    if not isinstance(mark, dict) or not isinstance(mark.get("token"), str):
-        return None
-    return mark
-
-
-def _listed_done(store: Store, path: str, token: str, grid: tuple[int, ...]) -> np.ndarray:
-    """The finished blocks of job ``token``, as a boolean array over its block grid."""
-    done = np.zeros(grid, dtype=bool)
-    prefix = records_prefix(path, token)
-    for key in store.list_prefix(prefix):  # one listing, however many blocks
-        index = _parse_record(key.rpartition("/")[2], grid)
-        if index is not None:
-            done[index] = True
-    return done
-
-
-def recorded_plan(array: ArraySetup) -> dict[str, Any] | None:
-    """The ``plan`` of the unfinished job writing ``array`` (see :class:`JobSpec`)."""
-    mark = _read_mark(array)
-    plan = mark.get("plan") if mark is not None else None
-    return plan if isinstance(plan, dict) else None
-
-
-def job_status(array: ArraySetup, count: bool = True) -> JobStatus | None:
-    """The unfinished job writing ``array``, or ``None`` when there is none.
-
-    Reads nothing to know whether a job is unfinished (the mark comes with the
-    metadata); ``count=True`` lists the records (one listing) to count the finished
-    blocks and name the remaining ones.
-    """
-    mark = _read_mark(array)
-    if mark is None:
-        return None
-    grid = tuple(int(n) for n in mark.get("grid", ()))
-    if not count:
-        return JobStatus(mark["token"], mark.get("name"), grid)
-    done = _listed_done(array.store, array.path, mark["token"], grid)
-    remaining = tuple(tuple(int(i) for i in index) for index in np.argwhere(~done))
-    return JobStatus(mark["token"], mark.get("name"), grid, int(done.sum()), remaining)
-
-
-_QUIET: contextvars.ContextVar[bool] = contextvars.ContextVar("chunkflow_quiet_open",
-                                                             default=False)
-
-
-@contextlib.contextmanager
-def quiet_open() -> Iterator[None]:
-    """Within: opening an unfinished output does not warn (a writer about to resume it)."""
-    token = _QUIET.set(True)
-    try:
-        yield
-    finally:
-        _QUIET.reset(token)
-
-
-def warn_if_incomplete(array: ArraySetup) -> None:
-    """Warn (once per array, job and process) that ``array``'s job is unfinished."""
-    mark = _read_mark(array)
-    if mark is None or _QUIET.get():
-        return
-    seen = (array.store.identity, array.path, mark["token"])
-    if seen in _WARNED:
-        return
-    _WARNED.add(seen)
-    warnings.warn(
-        f"array {array.path or '/'!r} in {array.store.identity} is the output of an "
-        f"unfinished job ({mark.get('name') or mark['token']}): some blocks are not written "
-        "yet. Rerun the job with resume=True to finish it; `chunkflow status` lists the "
-        "remaining blocks.", IncompleteJobWarning, stacklevel=3)
 
 
 def metadata_part(array: Array) -> str:
@@ -376,7 +242,7 @@ class Job:
             ``out`` carries another unfinished job; the message names what differs.
             Nothing is written.
         """
-        current = _read_mark(out)
+        current = read_mark(out)
         if not resume:
             if current is not None and (out.store.identity, out.path) not in _DRIVEN.get():
                 _drop(out, current["token"])
@@ -386,12 +252,15 @@ class Job:
                 f"array {out.path or '/'!r} in {out.store.identity}: resume=True needs a store "
                 "that deletes keys (its records are removed at the end); a zip store does not")
         if current is None:
+            # Records without a mark are leftovers (a mark removed by another tool):
+            # they vouch for nothing, and a new job must not trust them.
+            out.store.delete_prefix(records_folder(out.path))
             out.attrs.update(cls.mark(spec, grid))
             logger.info("job %s on %r: started, %d blocks", spec.token[:8], out.path, int(np.prod(grid)))
             return cls(out.store, out.path, spec.token, np.zeros(grid, dtype=bool))
         if current["token"] != spec.token:
             raise JobMismatchError(_mismatch_message(out, spec, current))
-        done = _listed_done(out.store, out.path, spec.token, grid)
+        done = listed_done(out.store, out.path, spec.token, grid)
         job = cls(out.store, out.path, spec.token, done)
         logger.info("job %s on %r: resumed, %d of %d blocks done", spec.token[:8], out.path,
                     job.n_done, job.total)
@@ -403,8 +272,8 @@ class Job:
         The whole records folder goes (one listing): records of other tokens there are
         leftovers of jobs dropped without cleanup, vouching for nothing.
         """
-        self.store.delete_prefix(_records_folder(self.path))
-        if out is not None and _read_mark(out) is not None:
+        self.store.delete_prefix(records_folder(self.path))
+        if out is not None and read_mark(out) is not None:
             del out.attrs[JOB_ATTRIBUTE]
 
     def recorder(self) -> Job:
@@ -431,7 +300,7 @@ class Job:
 
     def commit(self, index: tuple[int, ...]) -> None:
         """Record block ``index`` as finished (call after all its chunks are stored)."""
-        self.store[f"{records_prefix(self.path, self.token)}/{_record_name(index)}"] = b""
+        self.store[f"{records_prefix(self.path, self.token)}/{record_name(index)}"] = b""
 
     def run(self, index: tuple[int, ...], write: Callable[[], T], skipped: T,
             describe: Callable[[], str] = lambda: "") -> T:
@@ -455,7 +324,7 @@ class Job:
 
 
 def _drop(out: ArraySetup, token: str) -> None:
-    out.store.delete_prefix(_records_folder(out.path))
+    out.store.delete_prefix(records_folder(out.path))
     del out.attrs[JOB_ATTRIBUTE]
 
 
@@ -473,12 +342,3 @@ def _mismatch_message(out: ArraySetup, spec: JobSpec, current: Mapping[str, Any]
         f"{', '.join(changed)}. Nothing was written. Rerun the original job with "
         f"resume=True to finish it, or pass resume=False to start over.{hint}"
     )
-
-
-def remaining_blocks(status: JobStatus, limit: int | None = None) -> Iterable[str]:
-    """The remaining blocks of ``status`` as text lines (at most ``limit``)."""
-    for count, index in enumerate(status.remaining):
-        if limit is not None and count >= limit:
-            yield f"... and {len(status.remaining) - limit} more"
-            return
-        yield f"block {index}"

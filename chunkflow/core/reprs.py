@@ -124,7 +124,7 @@ def array_repr(array: _ArrayNode) -> str:
 def _job_field(array: _ArrayNode) -> str:
     """`` (job incomplete: 37 of 100 blocks done)`` for an unfinished job's output; the
     count needs a listing, made only where listing is cheap (``?`` elsewhere)."""
-    from chunkflow.core.jobs import job_status
+    from chunkflow.core.job_status import job_status
 
     status = job_status(array, count=array.store.listing_is_cheap)  # type: ignore[arg-type]
     return "" if status is None else f" ({status.describe()})"

@@ -45,6 +45,7 @@ from dask.base import tokenize
 from chunkflow.core.jobs import (
     Job,
     JobSpec,
+    job_status,
     metadata_part,
     quiet_open,
     recorded_plan,
@@ -68,6 +69,7 @@ __all__ = [
     "open_job",
     "recorded_multiples",
     "source_parts",
+    "unfinished_output",
 ]
 
 logger = logging.getLogger("chunkflow.jobs")
@@ -122,6 +124,24 @@ def open_job(out: Array, grid: tuple[int, ...], *, resume: bool, job_name: str |
     if not resume:
         return Job.open(out, JobSpec({}), grid, resume=False)
     return Job.open(out, job_spec(parts(), job_name, plan), grid, resume=True)
+
+
+def unfinished_output(location: Any, path: str | None = None,
+                      storage_options: Mapping[str, Any] | None = None) -> Array | None:
+    """The array at ``location`` if an unfinished job is writing it, else ``None``
+    (opened for writing, without the unfinished-job warning: a writer resumes it)."""
+    from chunkflow.api.hierarchy import open_node
+    from chunkflow.core.array import Array as ArrayType
+
+    try:
+        with quiet_open():
+            node = open_node(location, path=path, mode="r+",
+                             storage_options=dict(storage_options or {}) or None)
+    except FileNotFoundError:
+        return None
+    if isinstance(node, ArrayType) and job_status(node, count=False) is not None:
+        return node
+    return None
 
 
 def recorded_multiples(out: Any, storage_options: Mapping[str, Any] | None

@@ -45,7 +45,6 @@ from dask.highlevelgraph import HighLevelGraph
 
 from chunkflow.api.creation import create
 from chunkflow.core.array import Array
-from chunkflow.core.jobs import job_status, quiet_open
 from chunkflow.errors import (
     InvalidSelectionError,
     JobMismatchError,
@@ -59,6 +58,7 @@ from chunkflow.graph.jobs import (
     job_progress,
     metadata_part,
     open_job,
+    unfinished_output,
 )
 from chunkflow.graph.scheduler import ProgressArg
 from chunkflow.graph.scheduler import compute as run
@@ -413,7 +413,7 @@ def to_chunkflow(
         chunks = tuple(int(n) for n in x.chunksize) if x.ndim else ()
     spec = dict(shape=x.shape, chunks=chunks, dtype=create_kwargs.pop("dtype", x.dtype),
                 **create_kwargs)
-    target = _unfinished(url_or_store, path, storage_options) if resume else None
+    target = unfinished_output(url_or_store, path, storage_options) if resume else None
     if target is None:
         target = create(**spec, store=url_or_store, path=path, overwrite=overwrite,
                         storage_options=storage_options)
@@ -427,15 +427,3 @@ def to_chunkflow(
                     resume=resume, job_name=job_name)
     return target if compute else (target, pending)
 
-
-def _unfinished(url_or_store: StoreLike, path: str | None,
-                storage_options: dict[str, Any] | None) -> Array | None:
-    """The array at the location if an unfinished job is writing it, else ``None``."""
-    from chunkflow.api.hierarchy import open_node
-
-    try:
-        with quiet_open():
-            node = open_node(url_or_store, path=path, mode="r+", storage_options=storage_options)
-    except FileNotFoundError:
-        return None
-    return node if isinstance(node, Array) and job_status(node, count=False) else None

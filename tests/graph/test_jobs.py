@@ -364,3 +364,30 @@ def test_a_resume_on_more_threads_keeps_the_plan_the_job_started_with(tmp_path: 
     plain = chunkflow.map_chunks(logged_filter, src, block_info=True, log=str(log),
                                  scheduler="threads")
     assert plain.numblocks != grid  # the default would have planned otherwise
+
+
+def test_resuming_an_output_does_not_warn_about_it(tmp_path: Path, log: Path) -> None:
+    src = _source(tmp_path)
+    out = str(tmp_path / "out.zarr")
+    (log / "fail-2-0").touch()
+    with pytest.raises(RuntimeError):
+        _run(src, out, log, resume=True)
+    (log / "fail-2-0").unlink()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IncompleteJobWarning)  # first open in this process
+        _run(src, out, log, resume=True)
+
+
+def test_compute_false_finishes_the_job_when_computed(tmp_path: Path, log: Path) -> None:
+    src = _source(tmp_path)
+    out = str(tmp_path / "out.zarr")
+    (log / "fail-0-3").touch()
+    with pytest.raises(RuntimeError):
+        _run(src, out, log, resume=True)
+    (log / "fail-0-3").unlink()
+    pending = chunkflow.map_chunks(logged_filter, src, out=out, chunks=(1, 1), block_info=True,
+                                   log=str(log), resume=True, compute=False)
+    assert job_status(chunkflow.open(out, mode="r")) is not None
+    assert bool(pending.compute(scheduler="sync"))
+    assert job_status(chunkflow.open(out, mode="r")) is None
+    assert data_keys(LocalStore(out)) == _reference(tmp_path, src)
