@@ -43,7 +43,7 @@ from chunkflow.engine.pool import serial_io
 from chunkflow.graph.blocks import dim_blocks
 from chunkflow.graph.jobs import block_keys, job_progress
 from chunkflow.graph.map import RegionDep
-from chunkflow.graph.read import BLOCKS_PER_THREAD, as_source_array, worker_threads
+from chunkflow.graph.read import BLOCKS_PER_THREAD, as_source_array
 from chunkflow.graph.rechunk_arrays import (
     Intermediate,
     OutputSpec,
@@ -53,7 +53,7 @@ from chunkflow.graph.rechunk_arrays import (
     target_chunk_shape,
 )
 from chunkflow.graph.rechunk_jobs import open_intermediate, open_output
-from chunkflow.graph.rechunk_memory import budget_for, refuse_plan
+from chunkflow.graph.rechunk_memory import local_threads, refuse_plan, task_counts
 from chunkflow.graph.rechunk_plan import Pass, RechunkPlan, intermediate_dtype, plan_rechunk
 from chunkflow.graph.scheduler import ProgressArg
 from chunkflow.graph.scheduler import compute as run
@@ -92,8 +92,12 @@ def _copy_block(job: CopyJob, located: tuple[tuple[int, ...], tuple[slice, ...]]
     if job.tracker is None:
         job.run(region)
         return marker
-    return job.tracker.run(index, lambda: (job.run(region), marker)[1], marker,
-                           lambda: block_keys(job.target, region))
+
+    def write() -> np.ndarray:
+        job.run(region)
+        return marker
+
+    return job.tracker.run(index, write, marker, lambda: block_keys(job.target, region))
 
 
 @dataclass(frozen=True)
@@ -106,6 +110,7 @@ class RechunkJob:
     output: OutputSpec
     template: Array
     token: str
+    threads: int | None = None  # a local threaded run uses this many threads
 
     @property
     def intermediate_name(self) -> str:
@@ -114,12 +119,14 @@ class RechunkJob:
 
     @property
     def intermediate_dtype(self) -> np.dtype:
+        """The smaller of the source's and the output's dtypes."""
         return intermediate_dtype(self.source.dtype, self.template.dtype)
 
     @property
     def intermediate_fill(self) -> Any:
-        """The output's fill value in the intermediate's dtype: any value would do (every
-        element is written), one that the output's missing chunks share costs least."""
+        """The output's fill value in the intermediate's dtype. Every element is written,
+        so any value is correct; with this one, blocks that are all fill value in the
+        output are not stored in the intermediate either."""
         fill = self.template.fill_value if self.template.fill_value is not None else 0
         return np.asarray(fill, self.template.dtype).astype(self.intermediate_dtype)[()]
 
@@ -150,19 +157,21 @@ def prepare_rechunk(source: ArraySource, target_chunks: TargetChunks, *,
     spec, template = output_template(array, shape, chunks, target_shards, dtype,
                                      zarr_format, compressors)
     limit = byte_count("rechunk: max_memory", max_memory)
-    task_budget, tasks = budget_for(limit, scheduler)
-    min_blocks = BLOCKS_PER_THREAD * worker_threads(scheduler)
     aligned = all(o % c == 0 and (o + n) % c == 0
                   for o, n, c in zip(offset, shape, array.chunks))
-    plan = plan_rechunk(shape, array.chunks, template.write_chunks, array.dtype,
-                        template.dtype, task_budget=task_budget, min_blocks=min_blocks,
-                        source_aligned=aligned)
-    if plan is None or (plan.intermediate_chunks is not None and temp is None):
+    for tasks in task_counts(scheduler):  # fewer threads, each with more memory
+        plan = plan_rechunk(shape, array.chunks, template.write_chunks, array.dtype,
+                            template.dtype, task_budget=limit // tasks,
+                            min_blocks=BLOCKS_PER_THREAD * tasks, source_aligned=aligned)
+        if plan is not None and (plan.intermediate_chunks is None or temp is not None):
+            break
+    else:
         refuse_plan(plan, array, template, shape, limit, tasks, temp is not None, aligned)
     assert plan is not None
     token = tokenize(array.store.identity, array.path, offset, shape,
                      metadata_part(template), plan.passes)
-    return RechunkJob(array, offset, plan, spec, template, token)
+    return RechunkJob(array, offset, plan, spec, template, token,
+                      tasks if local_threads(scheduler) else None)
 
 
 def _pass_graph(job: CopyJob, step: Pass, token: str, after: da.Array | None) -> da.Array:
@@ -220,9 +229,11 @@ def rechunk(
     max_memory : int or str
         What the job may hold in one worker process (``"256 MiB"``): each of its
         threads runs one task, so each task is planned within ``max_memory`` divided by
-        the threads per process (1 for ``scheduler="processes"``). The plan is checked
-        before anything runs; a refusal (:class:`~chunkflow.graph.budget.MemoryPlanError`)
-        says what would fit and creates nothing.
+        the threads per process (1 for ``scheduler="processes"``). On local threads,
+        where that leaves too little (or needs an intermediate array without ``temp``),
+        the job runs on fewer threads. The plan is checked before anything runs; a
+        refusal (:class:`~chunkflow.graph.budget.MemoryPlanError`) says what would fit
+        and creates nothing.
     temp : path, URL or store, optional
         Where the intermediate array goes when one is needed (the error says so). It is
         created under ``temp`` as ``chunkflow-rechunk-<token>`` and removed after (also
@@ -275,8 +286,9 @@ def rechunk(
         last = dataclasses.replace(last, source=middle, offset=(0,) * target.ndim)
         done = _pass_graph(last, job.plan.passes[1], f"{job.token}-2", first)
     try:
+        threads = {} if job.threads is None else {"num_workers": job.threads}
         with job_progress(progress, trackers) as shown:
-            run(done, scheduler=scheduler, progress=shown)
+            run(done, scheduler=scheduler, progress=shown, **threads)
     except BaseException:
         if place is not None and middle is not None and not resume:
             place.remove(middle)  # nothing will resume it: no stray copy in temp

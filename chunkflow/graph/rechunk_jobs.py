@@ -21,14 +21,13 @@ False
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from chunkflow.api.hierarchy import open_node
 from chunkflow.core.array import Array
-from chunkflow.core.jobs import Job, JobSpec, job_status, metadata_part, source_parts
-from chunkflow.errors import IncompleteJobWarning
+from chunkflow.core.jobs import Job, JobSpec, job_status, metadata_part, quiet_open, source_parts
+from chunkflow.graph.jobs import unfinished_output
 from chunkflow.graph.rechunk_arrays import Intermediate, refuse_existing
 
 if TYPE_CHECKING:
@@ -57,19 +56,6 @@ def job_spec(job: RechunkJob, which: str) -> JobSpec:
     return JobSpec(parts)
 
 
-def _unfinished(location: StoreLike, storage_options: Mapping[str, Any] | None) -> Array | None:
-    """The array at ``location`` when an unfinished job is writing it (opened without the
-    warning an unfinished output gives: this run is here to finish it)."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", IncompleteJobWarning)
-            node = open_node(location, mode="r+",
-                             storage_options=dict(storage_options or {}) or None)
-    except FileNotFoundError:
-        return None
-    return node if isinstance(node, Array) and job_status(node, count=False) else None
-
-
 def open_output(job: RechunkJob, out: StoreLike, *, resume: bool, overwrite: bool,
                 storage_options: Mapping[str, Any] | None) -> tuple[Array, Job | None]:
     """The output (created, or the unfinished one this job was writing) and its job.
@@ -83,7 +69,7 @@ def open_output(job: RechunkJob, out: StoreLike, *, resume: bool, overwrite: boo
     """
     last = job.plan.passes[-1]
     grid = block_grid(job.plan.shape, last)
-    target = _unfinished(out, storage_options) if resume else None
+    target = unfinished_output(out, storage_options=storage_options) if resume else None
     if target is None:
         if not overwrite:
             refuse_existing(out, storage_options)
@@ -104,8 +90,7 @@ def open_intermediate(job: RechunkJob, place: Intermediate, *, resume: bool,
     spec = job_spec(job, "intermediate")
     if resume:
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", IncompleteJobWarning)
+            with quiet_open():
                 left = open_node(place.store, path=place.name, mode="r+")
         except FileNotFoundError:
             left = None

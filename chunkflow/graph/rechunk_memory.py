@@ -5,10 +5,13 @@
 hold: one per thread. Each task is therefore planned within ``max_memory`` divided by
 the tasks a process runs at once.
 
+Where this machine's threads would leave each task too little, a local threaded run
+uses fewer of them (:func:`task_counts`) rather than refusing.
+
 Examples
 --------
->>> budget_for(2**30, "sync")
-(1073741824, 1)
+>>> tasks_per_process("sync")
+1
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ if TYPE_CHECKING:
     from chunkflow.core.array import Array
     from chunkflow.graph.scheduler import SchedulerLike
 
-__all__ = ["budget_for", "refuse_plan", "tasks_per_process"]
+__all__ = ["local_threads", "refuse_plan", "task_counts", "tasks_per_process"]
 
 
 def tasks_per_process(scheduler: SchedulerLike = None) -> int:
@@ -51,10 +54,31 @@ def tasks_per_process(scheduler: SchedulerLike = None) -> int:
     return worker_threads(scheduler)
 
 
-def budget_for(max_memory: int, scheduler: SchedulerLike = None) -> tuple[int, int]:
-    """(bytes one task may hold, tasks per process) for ``max_memory`` per process."""
+def local_threads(scheduler: SchedulerLike = None) -> bool:
+    """Whether ``scheduler`` runs tasks on this process's threads (dask's threaded
+    scheduler, whose thread count a computation may lower with ``num_workers``)."""
+    if active_client(scheduler) is not None or scheduler_choice(scheduler)[1] is not None:
+        return False
+    choice = scheduler_choice(scheduler)[0] or dask.config.get("scheduler", None)
+    return choice in (None, "threads", "threading")
+
+
+def task_counts(scheduler: SchedulerLike = None) -> list[int]:
+    """Tasks at once per process to plan for, most first: all the threads, then (on
+    local threads, which a run may use fewer of) half as many, down to one.
+
+    Examples
+    --------
+    >>> task_counts("sync")
+    [1]
+    """
     tasks = tasks_per_process(scheduler)
-    return max_memory // tasks, tasks
+    if not local_threads(scheduler):
+        return [tasks]
+    counts = [tasks]
+    while counts[-1] > 1:
+        counts.append(counts[-1] // 2)
+    return counts
 
 
 def _smallest_budget(shape: tuple[int, ...], source: Array, target: Array,
@@ -90,7 +114,7 @@ def refuse_plan(plan: RechunkPlan | None, source: Array, target: Array, shape: t
     needs, with or without an intermediate array, or that ``temp=`` is needed."""
     name = source.path or "/"
     direct = _direct_need(shape, source, target, aligned)
-    per = f" ({tasks} tasks at once per process)" if tasks > 1 else ""
+    per = f" ({tasks} tasks at once per process)" if tasks > 1 else " (one task at a time)"
     one_pass = (f"one pass (blocks of {_direct_block(shape, source, target)}, whole chunks "
                 f"{source.chunks} read and {target.write_chunks} written) needs about "
                 f"{format_bytes(direct)} per task, max_memory={format_bytes(direct * tasks)}")

@@ -180,3 +180,22 @@ def test_progress_counts_the_blocks_of_both_passes() -> None:
     blocks = sum(np.prod([-(-n // b) for n, b in zip((64, 64), p.block)])
                  for p in job.plan.passes)
     assert seen[-1] == (blocks, blocks)
+
+
+@pytest.mark.s3
+def test_urls_on_object_storage_with_an_intermediate(s3_server: dict[str, Any]) -> None:
+    import fsspec
+
+    root = f"s3://chunkflow-test/rechunk-{os.getpid()}"
+    data = np.random.default_rng(6).integers(0, 99, (16, 32, 32), dtype="u1")
+    chunkflow.create_array(f"{root}/src.zarr", data=data, chunks=(1, 32, 32),
+                           storage_options=s3_server)
+    job = prepare_rechunk(f"{root}/src.zarr", (16, 4, 4), max_memory="24 KiB", temp="t",
+                          storage_options=s3_server, scheduler="threads")
+    assert job.plan.intermediate_chunks is not None
+    out = chunkflow.rechunk(f"{root}/src.zarr", (16, 4, 4), f"{root}/out.zarr",
+                            max_memory="24 KiB", temp=f"{root}/temp",
+                            storage_options=s3_server, scheduler="threads")
+    np.testing.assert_array_equal(out[...], data)
+    fs = fsspec.filesystem("s3", skip_instance_cache=True, **s3_server)
+    assert not fs.find(f"{root}/temp")
