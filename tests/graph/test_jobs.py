@@ -391,3 +391,16 @@ def test_compute_false_finishes_the_job_when_computed(tmp_path: Path, log: Path)
     assert bool(pending.compute(scheduler="sync"))
     assert job_status(chunkflow.open(out, mode="r")) is None
     assert data_keys(LocalStore(out)) == _reference(tmp_path, src)
+
+
+def test_a_resumed_v2_output_is_bit_identical_too(tmp_path: Path, log: Path) -> None:
+    # v2 keeps the mark in .zattrs: it must be gone (not left as "{}") at the end.
+    src = _source(tmp_path, zarr_format=2)
+    out = str(tmp_path / "out.zarr")
+    (log / "fail-4-3").touch()
+    with pytest.raises(RuntimeError):
+        _run(src, out, log, resume=True)
+    assert ".zattrs" in data_keys(LocalStore(out))
+    (log / "fail-4-3").unlink()
+    _run(src, out, log, resume=True)
+    assert data_keys(LocalStore(out)) == _reference(tmp_path, src)
