@@ -53,7 +53,12 @@ from chunkflow.graph.rechunk_arrays import (
     target_chunk_shape,
 )
 from chunkflow.graph.rechunk_jobs import open_intermediate, open_output
-from chunkflow.graph.rechunk_memory import local_threads, refuse_plan, task_counts
+from chunkflow.graph.rechunk_memory import (
+    local_threads,
+    refuse_plan,
+    task_budget,
+    task_counts,
+)
 from chunkflow.graph.rechunk_plan import Pass, RechunkPlan, intermediate_dtype, plan_rechunk
 from chunkflow.graph.scheduler import ProgressArg
 from chunkflow.graph.scheduler import compute as run
@@ -161,7 +166,7 @@ def prepare_rechunk(source: ArraySource, target_chunks: TargetChunks, *,
                   for o, n, c in zip(offset, shape, array.chunks))
     for tasks in task_counts(scheduler):  # fewer threads, each with more memory
         plan = plan_rechunk(shape, array.chunks, template.write_chunks, array.dtype,
-                            template.dtype, task_budget=limit // tasks,
+                            template.dtype, task_budget=task_budget(limit, tasks),
                             min_blocks=BLOCKS_PER_THREAD * tasks, source_aligned=aligned)
         if plan is not None and (plan.intermediate_chunks is None or temp is not None):
             break
