@@ -76,10 +76,11 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_TASK_BYTES", "PyramidJob", "pyramid"]
 
 # Stages grow deeper (more levels per task, fewer stages re-reading a level) while one
-# task's plan stays under this many bytes. Measured on 2 cores, mean pyramid of 16384^2
-# uint16 in 512^2 chunks (6 levels; the interpreter with chunkflow loaded: 119 MiB):
-# 64 MiB made 2048^2 blocks, 87 tasks, 8.9 s at 168 MiB peak RSS; 16 MiB (and 8) makes
-# 1024^2 blocks, 343 tasks, 10.4 s at 149 MiB. Memory is what pyramid jobs run out of.
+# task's plan stays under this many bytes. Measured on 2 cores (quiet), mean pyramid of
+# 16384^2 uint16 in 512^2 chunks (6 levels; the interpreter with chunkflow loaded:
+# 119 MiB): 64 MiB made 2048^2 blocks, 87 tasks, 2.5 s at 168 MiB peak RSS; 16 MiB makes
+# 1024^2 blocks, 343 tasks, 2.0 s at 149 MiB (fewer levels per task, but two tasks'
+# blocks in memory at a time instead of 8 MiB ones).
 DEFAULT_TASK_BYTES = 16 * 2**20
 
 
