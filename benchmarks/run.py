@@ -19,6 +19,7 @@ Runs, one after another, each in its own process:
                writes and a map job, with request counts (all three; dask + zarr 3)
 ``resume``     resumable jobs: bookkeeping overhead, a resume after a kill, S3 requests
 ``rechunk``    2 GiB to new chunks in 256 MiB (rechunker, dask p2p and tasks)
+``pyramid``    an OME-Zarr mean pyramid of 16384^2 uint16 (ome-zarr-py, ngff-zarr)
 =============  =====================================================================
 
 ``--quick`` uses small sizes and one repeat (under a minute or two on 2 cores);
@@ -52,6 +53,7 @@ BENCHMARKS = {
     "objects": "bench_object_storage.py",
     "resume": "bench_resume.py",
     "rechunk": "bench_rechunk.py",
+    "pyramid": "bench_pyramid.py",
 }
 
 

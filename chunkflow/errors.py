@@ -41,6 +41,7 @@ __all__ = [
     "MetadataError",
     "NodeNotFoundError",
     "ProcessLocalStoreError",
+    "PyramidError",
     "ReadOnlyError",
     "SettingError",
     "ShapeMismatchError",
@@ -134,6 +135,11 @@ class ChunkEncodeError(ChunkflowError, ValueError):
 
 class ShapeMismatchError(ChunkflowError, ValueError):
     """A value's shape does not broadcast to the selection it is written to."""
+
+
+class PyramidError(ChunkflowError, ValueError):
+    """A pyramid's arguments do not fit its source or output (axes, factors, method,
+    levels, where it goes)."""
 
 
 class DtypeMismatchError(ChunkflowError, TypeError, ValueError):

@@ -2,10 +2,11 @@
 
 Commands: ``info`` and ``tree`` describe stores; ``copy`` converts, rechunks, shards
 and recompresses; ``rechunk`` rechunks within a memory budget; ``filter`` runs a
-scipy.ndimage filter with halos; ``reduce`` prints
-statistics; ``demo`` runs the whole job on a synthetic image. Each lives in its own
-module; :mod:`chunkflow.cli.errors` turns failures into one line and an exit code, and
-:mod:`chunkflow.cli.cleanup` removes what a failed command had created.
+scipy.ndimage filter with halos; ``pyramid`` writes an OME-Zarr multiscale image;
+``reduce`` prints statistics; ``demo`` runs the whole job on a synthetic image. Each
+lives in its own module; :mod:`chunkflow.cli.errors` turns failures into one line and
+an exit code, and :mod:`chunkflow.cli.cleanup` removes what a failed command had
+created.
 
 Examples
 --------

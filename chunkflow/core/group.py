@@ -20,6 +20,7 @@ from chunkflow.core.info import InfoReport
 from chunkflow.core.member_options import MemberOptions
 from chunkflow.core.members import member_tree, open_members, scan_members, warn_invalid
 from chunkflow.core.navigation import GroupNavigation
+from chunkflow.core.ngff import multiscales_rows, read_multiscales
 from chunkflow.core.node import NodeProperties
 from chunkflow.core.node_records import (
     NodeRecord,
@@ -160,6 +161,9 @@ class Group(NodeProperties, ArrayCreation, GroupNavigation):
             rows.append(("Arrays", ", ".join(arrays)))
         if groups:
             rows.append(("Groups", ", ".join(groups)))
+        multiscales = read_multiscales(dict(self.attrs))
+        if multiscales is not None:  # an OME-Zarr image: its levels
+            rows += multiscales_rows(multiscales, {n: members[n] for n in arrays})
         return InfoReport(rows)
 
     # -- reading members ---------------------------------------------------------

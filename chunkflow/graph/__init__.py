@@ -12,12 +12,15 @@
   per block, and :func:`summarize_chunks` gathers a small result per block;
 - :func:`rechunk` copies an array to new chunks (dtype, codecs, format) in bounded
   memory, through an intermediate array when it must;
+- :func:`pyramid` writes an OME-Zarr multiscale image, every level from the one
+  before it in one job;
 - :func:`compute` runs any of it on the scheduler named by ``scheduler=``, with
   ``progress=``.
 """
 
 from chunkflow.graph import reductions
 from chunkflow.graph.map import MemoryPlanError, map_chunks, summarize_chunks
+from chunkflow.graph.pyramids import pyramid
 from chunkflow.graph.read import ArraySource, BlockChunks, to_dask
 from chunkflow.graph.rechunk import rechunk
 from chunkflow.graph.reduction_tree import ReductionSource
@@ -37,6 +40,7 @@ from chunkflow.graph.write import aligned_edges, store, to_chunkflow
 __all__ = [
     "ArraySource", "BlockChunks", "MemoryPlanError", "ReductionSource", "SchedulerLike",
     "aligned_edges", "compute", "histogram", "map_chunks", "median", "nanmedian",
-    "nanpercentile", "nanquantile", "percentile", "quantile", "rechunk", "reduce", "reductions", "store",
+    "nanpercentile", "nanquantile", "percentile", "pyramid", "quantile", "rechunk", "reduce",
+    "reductions", "store",
     "summarize_chunks", "to_chunkflow", "to_dask",
 ]

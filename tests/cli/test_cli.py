@@ -22,7 +22,7 @@ from chunkflow.cli.cleanup import removed_on_failure
 from chunkflow.cli.errors import run_guarded
 
 ROOT = Path(__file__).resolve().parents[2]  # the tree whose chunkflow is under test
-COMMANDS = ("info", "tree", "copy", "filter", "reduce", "demo")
+COMMANDS = ("info", "tree", "copy", "filter", "pyramid", "reduce", "demo")
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
