@@ -22,7 +22,7 @@ from chunkflow.graph import reductions
 from chunkflow.graph.map import MemoryPlanError, map_chunks, summarize_chunks
 from chunkflow.graph.pyramids import pyramid
 from chunkflow.graph.read import ArraySource, BlockChunks, to_dask
-from chunkflow.graph.rechunk import rechunk
+from chunkflow.graph.rechunking import rechunk
 from chunkflow.graph.reduction_tree import ReductionSource
 from chunkflow.graph.reductions import (
     histogram,

@@ -31,8 +31,8 @@ from chunkflow.graph.jobs import unfinished_output
 from chunkflow.graph.rechunk_arrays import Intermediate, refuse_existing
 
 if TYPE_CHECKING:
-    from chunkflow.graph.rechunk import RechunkJob
     from chunkflow.graph.rechunk_plan import Pass
+    from chunkflow.graph.rechunking import RechunkJob
     from chunkflow.storage import StoreLike
 
 __all__ = ["block_grid", "job_spec", "open_intermediate", "open_output"]

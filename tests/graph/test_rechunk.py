@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import chunkflow
 from chunkflow.errors import ContainsArrayError, InvalidSelectionError
 from chunkflow.graph.budget import MemoryPlanError
-from chunkflow.graph.rechunk import prepare_rechunk
+from chunkflow.graph.rechunking import prepare_rechunk
 from chunkflow.testing import CountingMapping, CountingStore
 
 

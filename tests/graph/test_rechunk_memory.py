@@ -22,7 +22,7 @@ CHILD = textwrap.dedent("""
     import json, sys, tracemalloc
     from dask.callbacks import Callback
     import chunkflow
-    from chunkflow.graph.rechunk import prepare_rechunk
+    from chunkflow.graph.rechunking import prepare_rechunk
 
     class Peaks(Callback):
         def __init__(self):

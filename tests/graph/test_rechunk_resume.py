@@ -12,8 +12,8 @@ import pytest
 import chunkflow
 from chunkflow.core.jobs import JOB_ATTRIBUTE, job_status
 from chunkflow.errors import IncompleteJobWarning, JobMismatchError
-from chunkflow.graph.rechunk import prepare_rechunk
 from chunkflow.graph.rechunk_jobs import block_grid
+from chunkflow.graph.rechunking import prepare_rechunk
 from chunkflow.storage import LocalStore
 from chunkflow.testing import CountingStore
 
