@@ -158,6 +158,15 @@ def _rechunk(s3: S3) -> None:
     _same(s3.opened(out)[...])
 
 
+def _pyramid(s3: S3) -> None:
+    out = s3.url()
+    levels = chunkflow.pyramid(s3.source, out, storage_options=s3.options, scheduler="threads")
+    assert len(levels) > 1
+    image = chunkflow.open_group(out, mode="r", storage_options=s3.options)
+    _same(image["0"][...])
+    _same(image["1"][...], DATA.reshape(4, 2, 6, 2).mean(axis=(1, 3)))
+
+
 def _save_load(s3: S3, save: Callable[..., Any], *args: Any) -> None:
     url = s3.url()
     save(url, *args, storage_options=s3.options)
@@ -216,6 +225,7 @@ CALLS: dict[str, Callable[[S3], None]] = {
     "copy_store": _copy_store,
     "map_chunks": _map_chunks,
     "rechunk": _rechunk,
+    "pyramid": _pyramid,
     "summarize_chunks": lambda s3: _same(chunkflow.summarize_chunks(
         np.sum, s3.source, dtype="f8", storage_options=s3.options, scheduler="threads").sum(),
         DATA.sum()),
