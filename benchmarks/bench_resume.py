@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shutil
 import signal
@@ -47,6 +48,7 @@ from bench_graph import _median  # noqa: E402
 CHUNK = 64
 DEPTH = 4
 RECORDS = ".chunkflow-job"
+JOB_ATTRIBUTE = "chunkflow_job"  # the unfinished job's mark in the output's attributes
 LISTED = 3000  # records listed to measure what finding what is done costs
 
 
@@ -95,6 +97,17 @@ def _seconds(proc: subprocess.Popen[str]) -> float:
     return float(json.loads(out.strip().splitlines()[-1])["seconds"])
 
 
+def _tasks(target: Path) -> int | None:
+    """The job's task count, from the mark in the output's attributes (``None``: no
+    mark yet). map_chunks runs groups of blocks per task and records tasks."""
+    try:
+        document = json.loads((target / "zarr.json").read_text())
+    except (OSError, ValueError):
+        return None
+    mark = document.get("attributes", {}).get(JOB_ATTRIBUTE)
+    return math.prod(mark["grid"]) if mark else None
+
+
 def _records(target: Path) -> int:
     folder = target / RECORDS
     if not folder.exists():
@@ -122,11 +135,13 @@ def killed_half_way(source: str, scratch: Path, blocks: int, repeat: int
         shutil.rmtree(target)
         target = scratch / f"killed-{run}.zarr"
         proc = _spawn(source, str(target))
-        while _records(target) < blocks // 2 and proc.poll() is None:
+        tasks = None
+        while proc.poll() is None and (tasks is None or _records(target) < tasks // 2):
             time.sleep(0.005)
+            tasks = tasks or _tasks(target)
         proc.send_signal(signal.SIGKILL)
         proc.communicate()
-        left.append(1 - _records(target) / blocks)
+        left.append(1 - _records(target) / (tasks or 1))
         resumed.append(_seconds(_spawn(source, str(target))))
         shutil.rmtree(target)
     return full, resumed, left
@@ -215,7 +230,7 @@ def main() -> None:
         share = np.median(again) / np.median(full)
         print(f"  full run (process)    {_median(full)} s")
         print(f"  resume after a kill   {_median(again)} s   {share:.0%} of a full run "
-              f"(goal <= 60%); blocks left at the kill: {np.median(left):.0%}")
+              f"(goal <= 60%); tasks left at the kill: {np.median(left):.0%}")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     s3_side = CHUNK * 16
