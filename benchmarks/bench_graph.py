@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import shutil
 import statistics
@@ -193,13 +194,18 @@ def _child(kind: str, path: str) -> None:
     print(json.dumps({"seconds": seconds, "rss": peak, "mean": float(mean), "std": float(std)}))
 
 
-def _run_child(kind: str, path: Path) -> dict[str, float]:
+def run_child(script: str, *args: str) -> dict[str, float]:
+    """Run ``script --child *args`` in a fresh interpreter; the JSON of its last line."""
     out = subprocess.run(
-        [sys.executable, __file__, "--child", kind, str(path)],
+        [sys.executable, script, "--child", *args],
         capture_output=True, text=True, check=True, cwd=ROOT,
-        env={**__import__("os").environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def _run_child(kind: str, path: Path) -> dict[str, float]:
+    return run_child(__file__, kind, str(path))
 
 
 def bench_mean_std(folder: Path, repeat: int, sides: tuple[int, ...]) -> None:

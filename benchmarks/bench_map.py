@@ -33,10 +33,8 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -48,7 +46,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
-from bench_graph import _median, _peak_rss  # noqa: E402
+from bench_graph import _median, _peak_rss, run_child  # noqa: E402
 
 SIGMA = 2.0
 DEPTH = 8  # scipy's radius for sigma 2: int(4 * 2 + 0.5)
@@ -104,12 +102,7 @@ def _child(kind: str, source: str, target: str) -> None:
 
 
 def _run(kind: str, source: Path, target: Path) -> dict[str, float]:
-    out = subprocess.run(
-        [sys.executable, __file__, "--child", kind, str(source), str(target)],
-        capture_output=True, text=True, check=True, cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return run_child(__file__, kind, str(source), str(target))
 
 
 def _check_same(a: Path, b: Path) -> float:

@@ -189,6 +189,20 @@ def split_groups(items: Sequence[T], max_groups: int) -> list[Sequence[T]]:
     return groups
 
 
+def _pool_threads(parallel: bool, items: Sequence[object]) -> int:
+    """Threads to spread ``items`` over: 1 (run inline) unless ``parallel``, there are
+    several items, and the caller is neither a worker thread nor inside
+    :func:`serial_io`."""
+    if (
+        not parallel
+        or len(items) <= 1
+        or threading.current_thread() is not threading.main_thread()
+        or _local.serial
+    ):
+        return 1
+    return io_threads()
+
+
 def map_groups(
     func: Callable[[Sequence[T]], R], items: Sequence[T], *, parallel: bool = True,
     batch: int | None = None,
@@ -207,16 +221,9 @@ def map_groups(
     >>> sum(map_groups(sum, list(range(100))))
     4950
     """
-    if (
-        not parallel
-        or len(items) <= 1
-        or threading.current_thread() is not threading.main_thread()
-        or _local.serial
-    ):
-        return [func(items)] if items else []
-    threads = io_threads()
+    threads = _pool_threads(parallel, items)
     if threads == 1:
-        return [func(items)]
+        return [func(items)] if items else []
     count = threads * 2 if batch is None else max(threads, math.ceil(len(items) / batch))
     groups = split_groups(items, count)
     return list(_get_pool().map(func, groups))
@@ -237,16 +244,9 @@ def map_sharing(
     >>> sum(map_sharing(sum, list(range(10))))
     45
     """
-    if (
-        not parallel
-        or len(items) <= 1
-        or threading.current_thread() is not threading.main_thread()
-        or _local.serial
-    ):
-        return [func(items)] if items else []
-    threads = io_threads()
+    threads = _pool_threads(parallel, items)
     if threads == 1:
-        return [func(items)]
+        return [func(items)] if items else []
     first, *rest = split_groups(items, threads)
     pool = _get_pool()
     futures = [pool.submit(func, group) for group in rest]
