@@ -27,6 +27,7 @@ from chunkflow.api.hierarchy import open_node
 from chunkflow.api.zarr3 import create_array
 from chunkflow.core.array import Array
 from chunkflow.errors import ContainsArrayError, InvalidSelectionError
+from chunkflow.graph.write import unit_region
 from chunkflow.storage import Store, make_store
 
 if TYPE_CHECKING:
@@ -65,23 +66,7 @@ def source_region(region: Any, source: Array) -> tuple[tuple[slice, ...], tuple[
     InvalidSelectionError
         For integers, steps other than 1, or more entries than dimensions.
     """
-    entries = () if region is None else region if isinstance(region, tuple) else (region,)
-    name = source.path or "/"
-    if len(entries) > source.ndim or not all(isinstance(e, slice) for e in entries):
-        raise InvalidSelectionError(
-            f"rechunk: array {name!r}: region must be a tuple of at most {source.ndim} "
-            f"slices, got {region!r}"
-        )
-    slices = []
-    for axis, (entry, size) in enumerate(zip(entries + (slice(None),) * source.ndim,
-                                             source.shape)):
-        start, stop, step = entry.indices(size)
-        if step != 1:
-            raise InvalidSelectionError(
-                f"rechunk: array {name!r}: region slices need unit steps, got {entry!r} for "
-                f"axis {axis}"
-            )
-        slices.append(slice(start, max(start, stop)))
+    slices = unit_region(region, source, "rechunk")
     starts = tuple(s.start for s in slices)
     return tuple(slices), starts, tuple(s.stop - s.start for s in slices)
 

@@ -70,7 +70,7 @@ if TYPE_CHECKING:
     from chunkflow.grid import ChunksLike
     from chunkflow.storage import StoreLike
 
-__all__ = ["aligned_edges", "store", "to_chunkflow"]
+__all__ = ["aligned_edges", "store", "to_chunkflow", "unit_region"]
 
 # One dimension of a piece: (source block index, slice in that block, slice in the
 # write block).
@@ -134,24 +134,31 @@ def _write_block(
     target[region] = value
 
 
-def _normalize_region(region: tuple[slice, ...] | None, target: Array) -> tuple[slice, ...]:
-    """``region`` as unit-step slices, one per dimension of ``target``."""
-    if region is None:
-        return tuple(slice(0, n) for n in target.shape)
-    entries = region if isinstance(region, tuple) else (region,)
-    if len(entries) > target.ndim or any(not isinstance(s, slice) for s in entries):
+def unit_region(region: Any, array: Array, what: str) -> tuple[slice, ...]:
+    """``region`` (``None``, a slice or a tuple of slices) as unit-step slices, one per
+    dimension of ``array``; ``what`` names the caller in errors ("store", "rechunk").
+
+    Examples
+    --------
+    >>> import chunkflow
+    >>> unit_region((slice(2, None),), chunkflow.zeros((4, 6), chunks=2), "store")
+    (slice(2, 4, None), slice(0, 6, None))
+    """
+    name = array.path or "/"
+    entries = () if region is None else region if isinstance(region, tuple) else (region,)
+    if len(entries) > array.ndim or any(not isinstance(s, slice) for s in entries):
         raise InvalidSelectionError(
-            f"array {target.path or '/'!r}: a store region must be a tuple of at most "
-            f"{target.ndim} slices, got {region!r}"
+            f"{what}: array {name!r}: a region must be a tuple of at most {array.ndim} "
+            f"slices, got {region!r}"
         )
-    entries = entries + (slice(None),) * (target.ndim - len(entries))
+    entries = entries + (slice(None),) * (array.ndim - len(entries))
     normalized = []
-    for dim, (entry, size) in enumerate(zip(entries, target.shape)):
+    for dim, (entry, size) in enumerate(zip(entries, array.shape)):
         start, stop, step = entry.indices(size)
         if step != 1:
             raise InvalidSelectionError(
-                f"array {target.path or '/'!r}: store regions need unit steps, got {entry!r} "
-                f"for dimension {dim}"
+                f"{what}: array {name!r}: region slices need unit steps, got {entry!r} for "
+                f"axis {dim}"
             )
         normalized.append(slice(start, max(start, stop)))
     return tuple(normalized)
@@ -324,7 +331,7 @@ def store(
             f"chunkflow.store: {len(source_list)} sources, {len(target_list)} targets and "
             f"{len(region_list)} regions; give one target and one region per source"
         )
-    normalized = [_normalize_region(r, t) for r, t in zip(region_list, target_list)]
+    normalized = [unit_region(r, t, "chunkflow.store") for r, t in zip(region_list, target_list)]
     for source, target, region in zip(source_list, target_list, normalized):
         _check_pair(source, target, region)
 
