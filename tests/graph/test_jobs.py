@@ -327,15 +327,22 @@ def test_resume_on_processes(tmp_path: Path, log: Path) -> None:
     assert data_keys(LocalStore(out)) == _reference(tmp_path, src)
 
 
+def _running_tasks(dask_worker: Any) -> int:
+    """How many tasks a worker is executing, those the scheduler has released included
+    (a worker cannot stop a running task; it stays in this set until its thread ends)."""
+    return len(dask_worker.state.all_running_tasks)
+
+
 def test_resume_on_a_cluster(tmp_path: Path, log: Path, cluster_client: Any) -> None:
     src = _source(tmp_path)
     out = str(tmp_path / "out.zarr")
     (log / "fail-1-0").touch()
     with pytest.raises(RuntimeError):
         _run(src, out, log, resume=True, scheduler=cluster_client)
-    # Tasks running when the error came finish (and record themselves) on the workers.
+    # Tasks running when the error came finish (and record themselves) on the workers,
+    # even after the scheduler has released them: wait for every worker thread to be idle.
     deadline = time.monotonic() + 30
-    while any(cluster_client.processing().values()) and time.monotonic() < deadline:
+    while any(cluster_client.run(_running_tasks).values()) and time.monotonic() < deadline:
         time.sleep(0.05)
     remaining = job_status(chunkflow.open(out, mode="r")).remaining
     (log / "fail-1-0").unlink()
