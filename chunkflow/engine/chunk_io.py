@@ -31,7 +31,7 @@ from chunkflow.buffers import scratch_buffer
 from chunkflow.cache import ChunkCache, discard_everywhere
 from chunkflow.engine.chunk_space import ChunkSpace
 from chunkflow.engine.freshness import current_copies, serve_hits
-from chunkflow.engine.pool import batch_chunks, map_groups
+from chunkflow.engine.pool import batch_chunks, inflight_window, io_lanes, map_groups, map_sharing
 from chunkflow.engine.shard_reads import ShardReader
 from chunkflow.engine.shard_writes import rewrite_shard
 from chunkflow.errors import ChunkDecodeError, ChunkEncodeError, ChunkTooLargeError
@@ -199,19 +199,45 @@ class ChunkIO(ChunkSpace):
                 # Taken before fetching: a write landing meanwhile makes the cache
                 # refuse the copies fetched here.
                 ticket = cache.ticket()
-        if projections:
-            parallel, batch = self._batching()
-            map_groups(lambda group: self._read_group(group, out, keep, ticket, batch),
-                       projections, parallel=parallel,
-                       batch=batch if self.store.latency_bound else None)
+        if not projections:
+            return
+        if self.store.latency_bound:
+            self._read_streamed(projections, out, keep, ticket)
+            return
+        map_groups(lambda group: self._read_group(group, out, keep, ticket, self._batch),
+                   projections, parallel=self.parallel)
+
+    def _read_streamed(
+        self,
+        projections: Sequence[ChunkProjection],
+        out: np.ndarray,
+        keep: ChunkCache | None,
+        ticket: int,
+    ) -> None:
+        """Read from a latency-bound store: the in-flight budget of requests out at
+        once (:func:`~chunkflow.engine.pool.inflight_window`), each chunk decoded by
+        whichever I/O thread is free as soon as it arrives."""
+        wanted = {self.key(p.chunk_coords): p for p in projections}
+        lanes = io_lanes(len(wanted))
+        window = inflight_window(self._chunk_bytes, lanes)
+        with self.store.stream_many(list(wanted), window=window, lanes=lanes,
+                                    versioned=keep is not None) as stream:
+            def drain(_: object) -> None:
+                try:
+                    for key, data, version in stream.take():
+                        self._place(wanted[key], key, data, version, out, keep, ticket)
+                except BaseException:
+                    stream.close()  # the other lanes stop too
+                    raise
+
+            map_sharing(lambda lane: [drain(i) for i in lane], range(lanes))
 
     def _batching(self) -> tuple[bool, int]:
-        """Whether to use the I/O threads, and the chunks per store call.
+        """Whether to use the I/O threads, and the chunks per store call (of a write).
 
         A latency-bound store (object store, HTTP) gets batches as large as the
         in-flight budget allows (see :func:`~chunkflow.engine.pool.batch_chunks`): each
-        is one store call whose requests fsspec sends at once; the threads decode one
-        batch while another is in flight, whatever the chunk size.
+        is one store call whose requests fsspec sends at once, whatever the chunk size.
         """
         if self.store.latency_bound:
             return True, batch_chunks(self._chunk_bytes)
@@ -237,47 +263,48 @@ class ChunkIO(ChunkSpace):
     ) -> None:
         keys = [self.key(p.chunk_coords) for p in group]
         if keep is not None:
-            self._read_keeping(group, keys, out, keep, ticket)
+            # Kept chunks are cached with the versions of the bytes they came from.
+            versioned = self.store.get_many_versioned(keys)
+            for proj, key in zip(group, keys):
+                data, version = versioned.get(key, (None, None))
+                self._place(proj, key, data, version, out, keep, ticket)
             return
         found = self.store.get_many(keys)
         for proj, key in zip(group, keys):
-            data = found.get(key)
-            if data is None:
-                out[proj.out_selection] = self.fill_value
-            elif proj.is_complete_chunk and self.is_interior(proj.chunk_coords):
-                # A whole interior chunk decodes straight into the output (its region
-                # is a view: the indexer makes complete chunks' out_selection slices).
-                # out[()] of a 0-d array is a scalar, out[...] a view.
-                self.decode_into(key, data, out[proj.out_selection] if proj.out_selection else out[...])
-            elif not self.pipeline.dtype.hasobject:
-                # Not kept: decode into this thread's reused buffer, not fresh memory
-                # (measured: a column read of 8 chunks of 2 MiB, 7.3 -> 1.6 ms).
-                chunk = self._allocating(key, lambda: scratch_buffer(
-                    self.grid.chunks, self.pipeline.dtype, slot="chunk"))
-                self.decode_into(key, data, chunk)
-                out[proj.out_selection] = chunk[proj.chunk_selection]
-            else:
-                out[proj.out_selection] = self.decode(key, data)[proj.chunk_selection]
+            self._place(proj, key, found.get(key), None, out, None, 0)
 
-    def _read_keeping(
+    def _place(
         self,
-        group: Sequence[ChunkProjection],
-        keys: list[str],
+        proj: ChunkProjection,
+        key: str,
+        data: bytes | None,
+        version: object,
         out: np.ndarray,
-        keep: ChunkCache,
+        keep: ChunkCache | None,
         ticket: int,
     ) -> None:
-        """Read chunks and cache them with the versions of the bytes they came from."""
-        found = self.store.get_many_versioned(keys)
-        for proj, key in zip(group, keys):
-            item = found.get(key)
-            if item is None:
-                out[proj.out_selection] = self.fill_value
-                continue
-            data, version = item
+        """Decode one fetched chunk (``None``: missing) into its part of ``out``, and
+        cache it with ``version`` if ``keep`` is given."""
+        if data is None:
+            out[proj.out_selection] = self.fill_value
+        elif keep is not None:
             chunk = self.decode(key, data)
             out[proj.out_selection] = chunk[proj.chunk_selection]
             keep.put(self.location(key), chunk, version, ticket=ticket)
+        elif proj.is_complete_chunk and self.is_interior(proj.chunk_coords):
+            # A whole interior chunk decodes straight into the output (its region
+            # is a view: the indexer makes complete chunks' out_selection slices).
+            # out[()] of a 0-d array is a scalar, out[...] a view.
+            self.decode_into(key, data, out[proj.out_selection] if proj.out_selection else out[...])
+        elif not self.pipeline.dtype.hasobject:
+            # Not kept: decode into this thread's reused buffer, not fresh memory
+            # (measured: a column read of 8 chunks of 2 MiB, 7.3 -> 1.6 ms).
+            chunk = self._allocating(key, lambda: scratch_buffer(
+                self.grid.chunks, self.pipeline.dtype, slot="chunk"))
+            self.decode_into(key, data, chunk)
+            out[proj.out_selection] = chunk[proj.chunk_selection]
+        else:
+            out[proj.out_selection] = self.decode(key, data)[proj.chunk_selection]
 
     def _decode_error(self, key: str, err: Exception) -> ChunkDecodeError:
         # A sharded array's grid keys are shards (whose index or inner chunks are bad).

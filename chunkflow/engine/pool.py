@@ -11,9 +11,11 @@ and dask already supplies the parallelism there.
 
 Latency-bound stores (object stores, HTTP: ``Store.latency_bound``) are another
 matter: there a request waits 10-100 ms for the network, and speed comes from many
-requests in flight, not from threads. Their reads and writes go in large batches
-(:func:`batch_chunks`), each one store call that fsspec sends concurrently on its
-event loop; the threads only decode one batch while the next is in flight.
+requests in flight, not from threads. Their reads are streams
+(:meth:`~chunkflow.storage.Store.stream_many`) that keep the in-flight budget of
+requests out (:func:`inflight_window`) while the threads decode each chunk as it
+arrives; their writes go in large batches (:func:`batch_chunks`), each one store call
+that fsspec sends concurrently on its event loop.
 """
 
 from __future__ import annotations
@@ -31,8 +33,8 @@ import dask.config
 from chunkflow import config
 from chunkflow.config.resources import usable_cores
 
-__all__ = ["PARALLEL_MIN_CHUNK_BYTES", "batch_chunks", "inflight_limits",
-           "io_threads", "map_groups", "serial_io", "split_groups"]
+__all__ = ["PARALLEL_MIN_CHUNK_BYTES", "batch_chunks", "inflight_limits", "inflight_window",
+           "io_lanes", "io_threads", "map_groups", "map_sharing", "serial_io", "split_groups"]
 
 #: Chunks smaller than this are fetched and decoded inline (see the module docstring).
 PARALLEL_MIN_CHUNK_BYTES = 256 * 1024
@@ -139,6 +141,36 @@ def batch_chunks(chunk_bytes: int, threads: int | None = None) -> int:
     size = max(chunk_bytes, 1)
     requests, budget = inflight_limits()
     return max(1, min(requests, budget // size) // (threads or io_threads()))
+
+
+def io_lanes(items: int) -> int:
+    """Threads a call from this thread spreads ``items`` over: the I/O threads (the
+    caller's included) from the main thread, else 1 (see :func:`map_groups`).
+
+    Examples
+    --------
+    >>> with config.set({"chunkflow.io.threads": 3}):
+    ...     io_lanes(100), io_lanes(1)
+    (3, 1)
+    """
+    return _pool_threads(True, range(items))
+
+
+def inflight_window(chunk_bytes: int, lanes: int) -> int:
+    """Requests one streamed read keeps in flight (see
+    :meth:`~chunkflow.storage.Store.stream_many`) for chunks of ``chunk_bytes``
+    decoded bytes, consumed by ``lanes`` threads: ``lanes`` threads' shares of the
+    in-flight budget (:func:`batch_chunks`). From the main thread that is the whole
+    budget; a dask task, which runs beside ``io_threads()`` others, takes one share.
+
+    Examples
+    --------
+    >>> with config.set({"chunkflow.io.inflight-requests": 64,
+    ...                  "chunkflow.io.inflight-bytes": "32 MiB", "chunkflow.io.threads": 2}):
+    ...     inflight_window(2**19, lanes=2), inflight_window(2**19, lanes=1)
+    (64, 32)
+    """
+    return batch_chunks(chunk_bytes) * lanes
 
 
 def _get_pool() -> ThreadPoolExecutor:

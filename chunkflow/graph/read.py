@@ -87,12 +87,14 @@ DEFAULT_MIN_BLOCK_BYTES = 2**18
 BLOCKS_PER_THREAD = 4
 # On a latency-bound store (object store, HTTP) a task's time is its requests' round
 # trips, not its decoding: one chunk per task kept one request in flight per worker
-# thread (2 on 2 cores). There blocks grow up to one thread's share of the in-flight
-# budget (engine.pool.batch_chunks: requests sent at once), with the same floor of
-# blocks per thread. Measured on 2 cores (loaded), 20 ms per request over HTTP, median
-# of 3: 4096^2 uint16 in 64 chunks of 512 KiB, one chunk per block 0.82 s, 32 chunks
-# per block (1 block per thread) 0.23 s, 8 per block (4 per thread) 0.17 s; 8192^2,
-# one per block 3.7 s, 32 per block 1.0 s (z[:] 0.9 s).
+# thread (2 on 2 cores). There a task streams its chunks (Store.stream_many, one
+# thread's share of the in-flight budget out at once), and each task starts with an
+# empty pipeline: a round trip before its first chunk arrives. So blocks grow to
+# dask's array.chunk-size, with a floor of LATENCY_BLOCKS_PER_THREAD blocks per thread.
+# Measured on 2 cores, 20 ms per request over HTTP, 8192x16384 uint16 in 512 chunks of
+# 512 KiB, medians of 5: 16 blocks (a share each) 0.69-0.78 s, 8 blocks 0.55-0.66 s,
+# 4 blocks 0.53-0.58 s; z[:] 0.44-0.48 s.
+LATENCY_BLOCKS_PER_THREAD = 2
 
 
 class SelectionDep(ArrayBlockwiseDep):
@@ -240,10 +242,11 @@ def block_multiples(array: Array, selection: Selection, chunks: BlockChunks) -> 
     except that chunks smaller than :data:`DEFAULT_MIN_BLOCK_BYTES` are grouped
     toward that size, never leaving fewer than :data:`BLOCKS_PER_THREAD` blocks per
     :func:`worker_threads` where there are that many chunks. On a latency-bound store
-    (``Store.latency_bound``: object stores, HTTP) chunks are grouped up to one
-    thread's share of the in-flight budget
-    (:func:`~chunkflow.engine.pool.batch_chunks`), so each task keeps many requests
-    in flight, with the same floor of blocks per thread. ``"auto"``: blocks near
+    (``Store.latency_bound``: object stores, HTTP) chunks are grouped up to dask's
+    ``array.chunk-size`` (at least one thread's share of the in-flight budget,
+    :func:`~chunkflow.engine.pool.batch_chunks`), so that each task keeps many
+    requests in flight and few tasks wait for a first round trip, with a floor of
+    :data:`LATENCY_BLOCKS_PER_THREAD` blocks per thread. ``"auto"``: blocks near
     dask's ``array.chunk-size``; a byte size (int or text such as ``"64 MiB"``):
     blocks near that size; a tuple: that many chunks per block in each dimension
     (``-1`` or ``None``: the whole dimension).
@@ -263,10 +266,10 @@ def block_multiples(array: Array, selection: Selection, chunks: BlockChunks) -> 
         itemsize = array.dtype.itemsize
         if getattr(array.store, "latency_bound", False):
             unit_bytes = itemsize * math.prod(unit)
-            per_task = batch_chunks(unit_bytes, threads) * unit_bytes
-            return default_per_block(array.shape, unit, selection, itemsize,
-                                     max(per_task, DEFAULT_MIN_BLOCK_BYTES),
-                                     BLOCKS_PER_THREAD * threads)
+            per_task = max(batch_chunks(unit_bytes, threads) * unit_bytes,
+                           parse_bytes(dask.config.get("array.chunk-size")))
+            return default_per_block(array.shape, unit, selection, itemsize, per_task,
+                                     LATENCY_BLOCKS_PER_THREAD * threads)
         return default_per_block(array.shape, unit, selection, itemsize,
                                  DEFAULT_MIN_BLOCK_BYTES, BLOCKS_PER_THREAD * threads)
     if chunks == "auto":

@@ -29,6 +29,7 @@ from chunkflow.storage.keys import (
 )
 from chunkflow.storage.ranges import ByteRangeReader, BytesRangeReader
 from chunkflow.storage.retries import raise_request_error
+from chunkflow.storage.streams import BatchKeyStream, KeyStream, StreamItem
 
 __all__ = ["Buffer", "Store", "Version"]
 
@@ -277,6 +278,34 @@ class Store(MutableMapping[str, bytes]):
             return self._get_many(checked)
         except Exception as err:
             raise_request_error(err, self, "read", checked)
+
+    def stream_many(self, keys: Iterable[str], *, window: int, lanes: int = 1,
+                    versioned: bool = False) -> KeyStream:
+        """The values of ``keys`` as they arrive, for ``lanes`` threads to consume at
+        once, with at most ``window`` values fetched or in flight (see
+        :mod:`chunkflow.storage.streams`).
+
+        Items are ``(key, value, version)``: ``value`` is ``None`` for a missing key;
+        ``version`` is ``None`` unless ``versioned`` (as :meth:`get_many_versioned`
+        gives it). Here each lane fetches ``window // lanes`` keys per batch call;
+        stores with asynchronous requests keep ``window`` requests in flight instead,
+        handing each value out as it arrives.
+
+        Examples
+        --------
+        >>> from chunkflow.storage import MemoryStore
+        >>> store = MemoryStore()
+        >>> store.set_many({"a": b"1", "b": b"2"})
+        >>> with store.stream_many(["a", "b", "missing"], window=2) as stream:
+        ...     sorted((key, value) for key, value, _ in stream.take())
+        [('a', b'1'), ('b', b'2'), ('missing', None)]
+        """
+        def fetch(batch: list[str]) -> list[StreamItem]:
+            if versioned:
+                return [(k, v, version) for k, (v, version) in self.get_many_versioned(batch).items()]
+            return [(k, v, None) for k, v in self.get_many(batch).items()]
+
+        return BatchKeyStream(fetch, [normalize_key(k) for k in keys], window // max(1, lanes))
 
     def set_many(self, items: Mapping[str, Buffer]) -> None:
         """Write several keys; every key and value is checked before any write."""

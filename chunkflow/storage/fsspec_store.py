@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import fsspec
@@ -24,10 +24,11 @@ from chunkflow.storage.fsspec_ranges import (
     open_fsspec_ranges,
     version_token,
 )
-from chunkflow.storage.keys import slice_bounds
+from chunkflow.storage.keys import normalize_key, slice_bounds
 from chunkflow.storage.process_local import reference
 from chunkflow.storage.ranges import ByteRangeReader
-from chunkflow.storage.retries import with_retry_defaults
+from chunkflow.storage.retries import raise_request_error, with_retry_defaults
+from chunkflow.storage.streams import AsyncKeyStream, KeyStream
 
 # FsspecRangeReader, change_token, fs_protocols, is_missing_error and
 # open_fsspec_ranges live in fsspec_ranges; importing them from here still works.
@@ -221,6 +222,28 @@ class FsspecStore(Store):
                 with contextlib.suppress(KeyError):
                     out[key] = self._get(key)
         return out
+
+    def stream_many(self, keys: Iterable[str], *, window: int, lanes: int = 1,
+                    versioned: bool = False) -> KeyStream:
+        """On asynchronous file systems (s3fs, HTTP...), ``window`` requests in flight
+        on fsspec's event loop, each value handed out as it arrives (with no version:
+        see :meth:`_get_many_versioned`); otherwise batches, as :meth:`Store.stream_many`.
+        """
+        checked = [normalize_key(k) for k in keys]
+        if (not getattr(self.fs, "async_impl", False) or getattr(self.fs, "loop", None) is None
+                or any(GLOB.search(k) for k in checked)):
+            return super().stream_many(checked, window=window, lanes=lanes, versioned=versioned)
+        return AsyncKeyStream(self.fs.loop, self._fetch_whole, checked, window)
+
+    async def _fetch_whole(self, key: str) -> tuple[bytes | None, None]:
+        """One key's value (``None``: missing), read on fsspec's event loop."""
+        try:
+            return bytes(await self.fs._cat_file(self._path(key), **self._whole)), None
+        except Exception as err:
+            new = self._translated(key, err, False)
+            if isinstance(new, KeyError):
+                return None, None
+            raise_request_error(err, self, "read", [key])
 
     def _get_range(self, key: str, start: int, length: int | None) -> bytes:
         path = self._path(key)

@@ -221,8 +221,14 @@ def test_default_blocks_group_chunks_on_latency_bound_stores() -> None:
     settings = {"chunkflow.io.inflight-bytes": "128 MiB", "chunkflow.io.inflight-requests": 64}
     with config.set(settings), dask.config.set(num_workers=2):
         assert chunkflow.to_dask(local).numblocks == (8, 8)  # one chunk per block
-        # 64 chunks: 8 blocks of 8 (4 blocks per thread), each one batch of requests.
-        assert chunkflow.to_dask(remote).numblocks == (4, 2)
+        # 64 chunks: grouped toward dask's array.chunk-size (128 MiB) until only
+        # 2 blocks per thread are left: 4 blocks of 16.
+        assert chunkflow.to_dask(remote).numblocks == (2, 2)
+        # 8 GiB: blocks of 128 MiB (256 chunks), each task streaming one share of the
+        # in-flight budget at a time.
+        large = chunkflow.create_array(_Watched(MemoryStore()), shape=(2**16, 2**16),
+                                       chunks=(512, 512), dtype="u2", cache=False)
+        assert chunkflow.to_dask(large).numblocks == (8, 8)
 
 
 # ------------------------------------------------------------------ sharded windows

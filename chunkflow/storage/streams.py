@@ -1,0 +1,181 @@
+"""Values of many keys as they arrive: :meth:`Store.stream_many
+<chunkflow.storage.Store.stream_many>`.
+
+On a latency-bound store a read of many chunks is two kinds of work: waiting for
+requests (tens of milliseconds each, nothing to do but keep many in flight) and
+decoding what came back (CPU). Fetching in batches and decoding each batch once it is
+complete leaves the CPU idle while a batch is in the air and the connection idle while
+a batch decodes. A stream instead keeps a window of requests in flight and hands each
+value to whichever decoding thread is free as soon as it arrives, refilling the window
+as values are consumed: fetch and decode overlap value by value.
+
+Several threads consume one stream, each through its own :meth:`KeyStream.take`
+iterator. A stream never holds more than ``window`` values, fetched or in flight,
+beyond those its consumers are working on: a slot is given back (and the next request
+sent) only when a consumer asks for its next value.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import threading
+from collections.abc import Callable, Coroutine, Iterator, Sequence
+from concurrent.futures import Future
+from typing import Any
+
+__all__ = ["AsyncKeyStream", "BatchKeyStream", "KeyStream", "StreamItem"]
+
+#: ``(key, value, version)``: ``value`` is ``None`` for a missing key, ``version``
+#: ``None`` when the store cannot tell (see :data:`chunkflow.storage.base.Version`).
+StreamItem = tuple[str, "bytes | None", Any]
+
+
+class KeyStream:
+    """Values of a fixed list of keys, each handed out once, in arrival order.
+
+    Use as a context manager: leaving it (normally or by an error) stops what is still
+    pending, so an error in one consumer does not leave requests running.
+    """
+
+    def take(self) -> Iterator[StreamItem]:
+        """One consumer's iterator over the stream; other threads may run their own
+        at the same time, and each item goes to exactly one of them."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Stop: consumers' iterators end, requests not yet answered are cancelled."""
+
+    def __enter__(self) -> KeyStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class BatchKeyStream(KeyStream):
+    """A stream over a store with no asynchronous requests: each consumer fetches the
+    next ``batch`` keys with one batch call and yields them, so that with ``n``
+    consumers ``n`` batches are in flight.
+
+    Examples
+    --------
+    >>> fetch = lambda keys: [(k, k.upper().encode(), None) for k in keys if k != "b"]
+    >>> with BatchKeyStream(fetch, ["a", "b", "c"], batch=2) as stream:
+    ...     sorted((key, value) for key, value, _ in stream.take())
+    [('a', b'A'), ('b', None), ('c', b'C')]
+    """
+
+    def __init__(self, fetch: Callable[[list[str]], list[StreamItem]], keys: Sequence[str],
+                 batch: int) -> None:
+        self._fetch = fetch
+        self._keys = list(keys)
+        self._batch = max(1, batch)
+        self._next = 0
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def _claim(self) -> list[str]:
+        with self._lock:
+            if self._closed:
+                return []
+            start, self._next = self._next, min(self._next + self._batch, len(self._keys))
+            return self._keys[start:self._next]
+
+    def take(self) -> Iterator[StreamItem]:
+        while keys := self._claim():
+            found = {key: (value, version) for key, value, version in self._fetch(keys)}
+            for key in keys:
+                value, version = found.get(key, (None, None))
+                yield key, value, version
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+
+
+class AsyncKeyStream(KeyStream):
+    """A stream whose requests are coroutines run on an event loop in another thread
+    (fsspec's, for its asynchronous file systems), at most ``window`` at a time.
+
+    ``fetch(key)`` is a coroutine that returns the value (``None`` if missing) and its
+    version; an exception it raises reaches the consumer that takes that key, which
+    then raises it (the stream is closed on leaving the ``with`` block).
+
+    Examples
+    --------
+    >>> import asyncio, threading
+    >>> loop = asyncio.new_event_loop()
+    >>> thread = threading.Thread(target=loop.run_forever, daemon=True)
+    >>> thread.start()
+    >>> async def fetch(key):
+    ...     await asyncio.sleep(0.01)
+    ...     return (None if key == "b" else key.encode()), None
+    >>> with AsyncKeyStream(loop, fetch, ["a", "b", "c"], window=2) as stream:
+    ...     sorted((key, value) for key, value, _ in stream.take())
+    [('a', b'a'), ('b', None), ('c', b'c')]
+    >>> _ = loop.call_soon_threadsafe(loop.stop)
+    """
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        fetch: Callable[[str], Coroutine[Any, Any, tuple[bytes | None, Any]]],
+        keys: Sequence[str],
+        window: int,
+    ) -> None:
+        self._loop = loop
+        self._fetch = fetch
+        self._keys = list(keys)
+        self._next = 0
+        self._remaining = len(self._keys)
+        self._arrived: queue.SimpleQueue[tuple[str, Future[Any]] | None] = queue.SimpleQueue()
+        self._pending: set[Future[Any]] = set()
+        self._lock = threading.Lock()
+        self._closed = False
+        for _ in range(max(1, window)):
+            self._send_next()
+
+    def _send_next(self) -> None:
+        with self._lock:
+            if self._closed or self._next >= len(self._keys):
+                return
+            key = self._keys[self._next]
+            self._next += 1
+            future = asyncio.run_coroutine_threadsafe(self._fetch(key), self._loop)
+            self._pending.add(future)
+        future.add_done_callback(lambda done: self._arrive(key, done))
+
+    def _arrive(self, key: str, future: Future[Any]) -> None:
+        with self._lock:
+            self._pending.discard(future)
+        self._arrived.put((key, future))
+
+    def _claim(self) -> bool:
+        with self._lock:
+            if self._closed or self._remaining == 0:
+                return False
+            self._remaining -= 1
+            return True
+
+    def take(self) -> Iterator[StreamItem]:
+        while self._claim():
+            arrival = self._arrived.get()
+            if arrival is None or self._closed:
+                self._arrived.put(None)  # closed: pass the wake-up on to the next waiter
+                return
+            key, future = arrival
+            value, version = future.result()  # raises the request's error
+            yield key, value, version
+            self._send_next()  # the consumer is done with the last value: a free slot
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            pending, self._pending = list(self._pending), set()
+            self._remaining = 0
+        for future in pending:
+            future.cancel()
+        self._arrived.put(None)  # wakes the consumers waiting for an arrival, in turn

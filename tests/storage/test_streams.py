@@ -1,0 +1,218 @@
+"""Streams of values (``Store.stream_many``): each key handed out once, in arrival
+order, never more than the window fetched or in flight, and errors that stop it.
+
+The asynchronous stream runs on a real event loop in its own thread (as fsspec's);
+the store-level tests read over HTTP from a folder served on 127.0.0.1 behind a
+counting :class:`~chunkflow.testing.FaultProxy`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import http.server
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import chunkflow
+from chunkflow import config
+from chunkflow.errors import StoreRequestError
+from chunkflow.storage import FsspecStore, MemoryStore
+from chunkflow.storage.streams import AsyncKeyStream, BatchKeyStream
+from chunkflow.testing.proxy import FaultProxy
+
+
+@pytest.fixture(scope="module")
+def loop() -> Iterator[asyncio.AbstractEventLoop]:
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    yield loop
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(5)
+    loop.close()
+
+
+class _Fetches:
+    """A fetch coroutine that records how many of its calls run at once."""
+
+    def __init__(self, delay: float = 0.005, slow: dict[str, float] | None = None,
+                 missing: tuple[str, ...] = (), failing: tuple[str, ...] = ()) -> None:
+        self.delay, self.slow = delay, slow or {}
+        self.missing, self.failing = missing, failing
+        self.running = self.most = self.calls = 0
+        self.lock = threading.Lock()
+
+    async def __call__(self, key: str) -> tuple[bytes | None, Any]:
+        with self.lock:
+            self.calls += 1
+            self.running += 1
+            self.most = max(self.most, self.running)
+        try:
+            await asyncio.sleep(self.slow.get(key, self.delay))
+            if key in self.failing:
+                raise OSError(f"request for {key} failed")
+            return (None if key in self.missing else key.encode()), ("v", key)
+        finally:
+            with self.lock:
+                self.running -= 1
+
+
+KEYS = [f"c/{i}" for i in range(40)]
+
+
+@pytest.mark.parametrize("consumers", [1, 3])
+def test_every_key_goes_to_exactly_one_consumer(loop: asyncio.AbstractEventLoop,
+                                                consumers: int) -> None:
+    fetch = _Fetches(missing=("c/7",))
+    with AsyncKeyStream(loop, fetch, KEYS, window=6) as stream, \
+            ThreadPoolExecutor(consumers) as pool:
+        parts = list(pool.map(lambda _: list(stream.take()), range(consumers)))
+    taken = [item for part in parts for item in part]
+    assert sorted(key for key, _, _ in taken) == sorted(KEYS)
+    assert all(value == (None if key == "c/7" else key.encode()) for key, value, _ in taken)
+    assert all(version == ("v", key) for key, _, version in taken)
+    assert fetch.calls == len(KEYS)
+
+
+def test_requests_in_flight_never_exceed_the_window(loop: asyncio.AbstractEventLoop) -> None:
+    fetch = _Fetches()
+    held: list[int] = []
+    with AsyncKeyStream(loop, fetch, KEYS, window=5) as stream:
+        for consumed, _ in enumerate(stream.take()):
+            time.sleep(0.002)  # a consumer decoding: arrivals wait for it
+            with fetch.lock:
+                arrived = fetch.calls - fetch.running
+                # In flight, arrived and waiting, and the one being decoded.
+                held.append(fetch.running + arrived - consumed)
+    assert fetch.most == 5  # the window was used...
+    assert max(held) <= 5  # ...and never exceeded, counting values not yet consumed
+
+
+def test_values_come_in_arrival_order_not_key_order(loop: asyncio.AbstractEventLoop) -> None:
+    fetch = _Fetches(slow={"c/0": 0.3})
+    with AsyncKeyStream(loop, fetch, KEYS[:8], window=8) as stream:
+        order = [key for key, _, _ in stream.take()]
+    assert order[-1] == "c/0"  # the slow first request held up nothing
+
+
+def test_an_error_reaches_its_consumer_and_stops_the_rest(
+        loop: asyncio.AbstractEventLoop) -> None:
+    fetch = _Fetches(delay=2.0, failing=("c/3",), slow={"c/3": 0.0})
+    seen: list[str] = []
+    with pytest.raises(OSError, match="c/3"):
+        with AsyncKeyStream(loop, fetch, KEYS, window=4) as stream:
+            for key, _, _ in stream.take():
+                seen.append(key)
+    time.sleep(0.05)
+    assert fetch.running == 0  # the requests in flight were cancelled
+    assert fetch.calls < len(KEYS)  # and no more were sent
+
+
+def test_closing_wakes_consumers_waiting_for_an_arrival(
+        loop: asyncio.AbstractEventLoop) -> None:
+    fetch = _Fetches(delay=5.0)
+    stream = AsyncKeyStream(loop, fetch, KEYS, window=4)
+    with ThreadPoolExecutor(2) as pool:
+        waiting = [pool.submit(lambda: list(stream.take())) for _ in range(2)]
+        time.sleep(0.05)
+        stream.close()
+        assert [w.result(timeout=5) for w in waiting] == [[], []]
+
+
+def test_closing_wakes_a_consumer_waiting_with_nothing_in_flight(
+        loop: asyncio.AbstractEventLoop) -> None:
+    # Window 1: while this thread holds the first value, no request is out, and a
+    # second consumer waits for an arrival that only this thread's next step would
+    # cause. This thread then fails (closes the stream) instead.
+    stream = AsyncKeyStream(loop, _Fetches(), KEYS, window=1)
+    held = next(stream.take())
+    taken: list[list[Any]] = []
+    other = threading.Thread(target=lambda: taken.append(list(stream.take())), daemon=True)
+    other.start()
+    time.sleep(0.05)
+    stream.close()
+    other.join(5)
+    assert not other.is_alive() and taken == [[]]
+    assert held[0] == "c/0"
+
+
+def test_batch_streams_fetch_a_share_of_the_window_per_call() -> None:
+    calls: list[list[str]] = []
+
+    def fetch(keys: list[str]) -> list[tuple[str, bytes | None, Any]]:
+        calls.append(keys)
+        return [(k, k.encode(), None) for k in keys]
+
+    with BatchKeyStream(fetch, KEYS, batch=8) as stream:
+        assert len(list(stream.take())) == len(KEYS)
+    assert [len(c) for c in calls] == [8] * 5
+    store = MemoryStore()
+    store.set_many({k: k.encode() for k in KEYS})
+    with store.stream_many(KEYS + ["missing"], window=8, lanes=2) as stream:
+        got = {key: value for key, value, _ in stream.take()}
+    assert got == {**{k: k.encode() for k in KEYS}, "missing": None}
+
+
+# ------------------------------------------------------------------ over HTTP
+
+
+class _Server(http.server.ThreadingHTTPServer):
+    request_queue_size = 1024
+    daemon_threads = True
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[FaultProxy, Path]]:
+    server = _Server(("127.0.0.1", 0),
+                     functools.partial(_Quiet, directory=str(tmp_path)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with FaultProxy(f"http://127.0.0.1:{server.server_address[1]}") as proxy:
+            yield proxy, tmp_path
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_an_http_store_streams_on_fsspecs_event_loop(
+        served: tuple[FaultProxy, Path]) -> None:
+    proxy, folder = served
+    for name in KEYS[:10]:
+        (folder / name).parent.mkdir(exist_ok=True)
+        (folder / name).write_bytes(name.encode() * 3)
+    store = FsspecStore(proxy.url, read_only=True)
+    with store.stream_many(KEYS[:10] + ["c/nothing"], window=4) as stream:
+        assert isinstance(stream, AsyncKeyStream)
+        got = {key: value for key, value, _ in stream.take()}
+    assert got == {**{k: k.encode() * 3 for k in KEYS[:10]}, "c/nothing": None}
+    assert proxy.requests["GET"] == 11  # one request per key, nothing else
+
+
+def test_a_failed_request_names_its_key(served: tuple[FaultProxy, Path]) -> None:
+    proxy, folder = served
+    data = np.arange(64 * 64, dtype="u2").reshape(64, 64)
+    chunkflow.create_array(str(folder / "a.zarr"), shape=data.shape, chunks=(8, 8),
+                           dtype="u2")[:] = data
+    z = chunkflow.open_array(f"{proxy.url}/a.zarr", mode="r", cache=False)
+    proxy.fail_share, proxy.faults = 1.0, ("500",)
+    named = r"could not read key 'c/\d+/\d+' of FsspecStore\('http://.*/a\.zarr'"
+    with pytest.raises(StoreRequestError, match=named), \
+            config.set({"chunkflow.io.inflight-requests": 4}):
+        z[:]
+    proxy.fail_share = 0.0
+    np.testing.assert_array_equal(z[:], data)
