@@ -9,9 +9,12 @@ buffer:
 - reads serve chunks from the cache (see :mod:`chunkflow.engine.freshness` for when a
   cached copy must first be proven current), fetch the others in batches
   (``Store.get_many``) and decode chunks the selection covers wholly straight into
-  the output buffer (when the cache does not keep them);
+  the output buffer (when the cache does not keep them); on latency-bound stores
+  (object stores, HTTP) the fetches are a stream (``Store.stream_many``) that the
+  I/O threads decode as it arrives;
 - writes take the locks of every chunk they touch (sorted, so writers never
-  deadlock), encode wholly overwritten chunks without reading them, and
+  deadlock), encode wholly overwritten chunks without reading them (on latency-bound
+  stores sending each as soon as it is encoded: ``Store.put_stream``), and
   read-modify-write the others, starting from a cached copy only when the store's
   version proves it current;
 - chunks equal to the fill value everywhere are deleted instead of stored unless
@@ -232,17 +235,6 @@ class ChunkIO(ChunkSpace):
 
             map_sharing(lambda lane: [drain(i) for i in lane], range(lanes))
 
-    def _batching(self) -> tuple[bool, int]:
-        """Whether to use the I/O threads, and the chunks per store call (of a write).
-
-        A latency-bound store (object store, HTTP) gets batches as large as the
-        in-flight budget allows (see :func:`~chunkflow.engine.pool.batch_chunks`): each
-        is one store call whose requests fsspec sends at once, whatever the chunk size.
-        """
-        if self.store.latency_bound:
-            return True, batch_chunks(self._chunk_bytes)
-        return self.parallel, self._batch
-
     def _read_group(
         self,
         group: Sequence[ChunkProjection],
@@ -328,14 +320,40 @@ class ChunkIO(ChunkSpace):
         # announcement of this write drops those).
         cache = None if self.shards is not None else self.options.resolve_cache()
         context = contextlib.nullcontext() if locked else self.locked(projections)
-        parallel, batch = self._batching()
         with context:
+            if self.store.latency_bound:
+                self._write_streamed(projections, value, scalar, cache)
+                return
             map_groups(
-                lambda group: self._write_group(group, value, scalar, cache, batch),
+                lambda group: self._write_group(group, value, scalar, cache),
                 projections,
-                parallel=parallel,
-                batch=batch if self.store.latency_bound else None,
+                parallel=self.parallel,
             )
+
+    def _write_streamed(
+        self,
+        projections: Sequence[ChunkProjection],
+        value: np.ndarray,
+        scalar: _ScalarChunk | None,
+        cache: ChunkCache | None,
+    ) -> None:
+        """Write to a latency-bound store: each chunk is sent as soon as it is encoded,
+        while the I/O threads encode the next, with the in-flight budget of requests
+        out at most (:func:`~chunkflow.engine.pool.inflight_window`). Chunks read to
+        be partly overwritten are fetched in batches of a thread's share."""
+        lanes = io_lanes(len(projections))
+        batch = batch_chunks(self._chunk_bytes)
+        # Before anything is written: see ChunkCache.put(written=True).
+        ticket = cache.ticket() if cache is not None else 0
+        with self.store.put_stream(window=inflight_window(self._chunk_bytes, lanes),
+                                   lanes=lanes) as sink:
+            built = map_groups(lambda group: self._write_batch(group, value, scalar, sink.put, cache),
+                               projections, parallel=True, batch=batch)
+        if cache is not None:  # every write has landed: the chunks built are the truth
+            for owned in built:
+                for key, chunk in owned.items():
+                    cache.put(self.location(key), chunk, sink.versions.get(key),
+                              ticket=ticket, written=True)
 
     def _write_group(
         self,
@@ -343,27 +361,40 @@ class ChunkIO(ChunkSpace):
         value: np.ndarray,
         scalar: _ScalarChunk | None,
         cache: ChunkCache | None,
-        batch: int,
     ) -> None:
-        for start in range(0, len(group), batch):
-            self._write_batch(group[start:start + batch], value, scalar, cache)
+        for start in range(0, len(group), self._batch):
+            part = group[start:start + self._batch]
+            # Before anything is written: see ChunkCache.put(written=True).
+            ticket = cache.ticket() if cache is not None else 0
+            to_store: dict[str, bytes] = {}
+            owned = self._write_batch(part, value, scalar, to_store.__setitem__, cache)
+            versions = self.store.set_many_versioned(to_store) if to_store else {}
+            # The store announced these changes, which dropped the touched chunks from
+            # every cache; the chunks this write built itself are the new truth: keep
+            # them (write-through). Views of the caller's data are not kept.
+            if cache is not None:
+                for key, chunk in owned.items():
+                    cache.put(self.location(key), chunk, versions.get(key), ticket=ticket,
+                              written=True)
 
     def _write_batch(
         self,
         group: Sequence[ChunkProjection],
         value: np.ndarray,
         scalar: _ScalarChunk | None,
-        cache: ChunkCache | None,
-    ) -> None:
+        send: Callable[[str, bytes], object],
+        cache: ChunkCache | None = None,
+    ) -> dict[str, np.ndarray]:
+        """Encode the chunks of ``group`` and ``send`` each (``send(key, bytes)``) as
+        soon as it is encoded; delete those left all fill. Returns the chunks this
+        write built itself (edges and partly overwritten chunks), which a cache may
+        keep once they are stored."""
         keys = [self.key(p.chunk_coords) for p in group]
-        # Before anything is written: see ChunkCache.put(written=True).
-        ticket = cache.ticket() if cache is not None else 0
         partial = [k for p, k in zip(group, keys) if not p.is_complete_chunk]
         # Shards written in part are rewritten from their stored bytes (see
         # shard_writes); other chunks from a decoded copy.
         old_shards = self.store.get_many(partial) if self.shards is not None else {}
         existing = self._existing_chunks(partial, cache) if self.shards is None else {}
-        to_store: dict[str, bytes] = {}
         to_delete: list[str] = []
         owned: dict[str, np.ndarray] = {}
         for proj, key in zip(group, keys):
@@ -373,7 +404,7 @@ class ChunkIO(ChunkSpace):
                 if encoded is None:
                     to_delete.append(key)
                 else:
-                    to_store[key] = encoded
+                    send(key, encoded)
                 continue
             part = value if scalar is not None else value[proj.out_selection]
             if self.shards is not None and not interior:
@@ -381,7 +412,7 @@ class ChunkIO(ChunkSpace):
                 if shard is None:
                     to_delete.append(key)
                 else:
-                    to_store[key] = shard
+                    send(key, shard)
                 continue
             if interior:
                 chunk = part  # a view of the caller's data: never cached
@@ -394,17 +425,10 @@ class ChunkIO(ChunkSpace):
                 to_delete.append(key)
                 owned.pop(key, None)
             else:
-                to_store[key] = self.encode(key, chunk)
-        versions = self.store.set_many_versioned(to_store) if to_store else {}
+                send(key, self.encode(key, chunk))
         if to_delete:
             self.discard(to_delete)
-        # The store announced these changes, which dropped the touched chunks from
-        # every cache; the chunks this write built itself are the new truth: keep
-        # them (write-through). Views of the caller's data are not kept.
-        if cache is not None:
-            for key, chunk in owned.items():
-                cache.put(self.location(key), chunk, versions.get(key), ticket=ticket,
-                          written=True)
+        return owned
 
     def _rewrite_shard(
         self, key: str, old: bytes | None, proj: ChunkProjection, part: np.ndarray

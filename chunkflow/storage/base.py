@@ -29,9 +29,15 @@ from chunkflow.storage.keys import (
 )
 from chunkflow.storage.ranges import ByteRangeReader, BytesRangeReader
 from chunkflow.storage.retries import raise_request_error
-from chunkflow.storage.streams import BatchKeyStream, KeyStream, StreamItem
+from chunkflow.storage.streams import (
+    BatchKeyStream,
+    BatchPutStream,
+    KeyStream,
+    PutStream,
+    StreamItem,
+)
 
-__all__ = ["Buffer", "Store", "Version"]
+__all__ = ["Buffer", "CheckedPuts", "Store", "Version"]
 
 #: A value the store accepts: anything supporting the buffer protocol.
 Buffer = Any
@@ -307,6 +313,40 @@ class Store(MutableMapping[str, bytes]):
 
         return BatchKeyStream(fetch, [normalize_key(k) for k in keys], window // max(1, lanes))
 
+    def put_stream(self, *, window: int, lanes: int = 1) -> PutStream:
+        """A sink for values written one at a time while the caller makes the next,
+        with at most ``window`` values in flight from ``lanes`` writing threads (see
+        :mod:`chunkflow.storage.streams`). Keys and values are checked as they are
+        put; leaving the ``with`` block waits for every write, tells the caches of
+        this process, and raises the first failed write's error.
+
+        Here each lane's values go in batches of ``window // lanes``, one
+        :meth:`set_many_versioned` call each; stores with asynchronous requests send
+        each value at once instead.
+
+        Examples
+        --------
+        >>> from chunkflow.storage import MemoryStore
+        >>> store = MemoryStore()
+        >>> with store.put_stream(window=2) as sink:
+        ...     for key in ("a", "b", "c"):
+        ...         sink.put(key, key.encode())
+        >>> store.get_many(["a", "b", "c"])
+        {'a': b'a', 'b': b'b', 'c': b'c'}
+        """
+        def write(items: dict[str, bytes | memoryview]) -> dict[str, Version | None]:
+            try:
+                return self._set_many_versioned(items)
+            except Exception as err:
+                raise_request_error(err, self, "write", list(items))
+
+        return CheckedPuts(self, BatchPutStream(write, window // max(1, lanes),
+                                                 self._announce_written))
+
+    def _announce_written(self, keys: list[str]) -> None:
+        with changing(self.identity, keys):
+            pass  # written already: only the announcement is left
+
     def set_many(self, items: Mapping[str, Buffer]) -> None:
         """Write several keys; every key and value is checked before any write."""
         self.set_many_versioned(items)
@@ -498,3 +538,27 @@ class Store(MutableMapping[str, bytes]):
                 f"cannot write key {key!r}: {self!r} is read-only{reason}; "
                 f"open it with mode 'a' or read_only=False to write"
             )
+
+
+class CheckedPuts(PutStream):
+    """A :class:`PutStream` that checks what is put as :meth:`Store.set_many` does
+    (the key normalized, the value a buffer, the store writable) before passing it
+    on."""
+
+    def __init__(self, store: Store, inner: PutStream) -> None:
+        self._store = store
+        self._inner = inner
+        self.versions = inner.versions
+
+    def put(self, key: str, value: Buffer) -> None:
+        key = normalize_key(key)
+        checked = as_buffer(value, key)
+        self._store._check_writable(key)
+        self._inner.put(key, checked)
+
+    def __enter__(self) -> PutStream:
+        self._inner.__enter__()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
+        self._inner.__exit__(kind, *exc)

@@ -13,7 +13,7 @@ from fsspec.utils import get_protocol
 
 from chunkflow import config
 from chunkflow.errors import ReadOnlyError
-from chunkflow.storage.base import Store, Version
+from chunkflow.storage.base import CheckedPuts, Store, Version
 from chunkflow.storage.fsspec_ranges import (
     UNCHECKABLE_PROTOCOLS,
     FsspecRangeReader,
@@ -28,7 +28,7 @@ from chunkflow.storage.keys import normalize_key, slice_bounds
 from chunkflow.storage.process_local import reference
 from chunkflow.storage.ranges import ByteRangeReader
 from chunkflow.storage.retries import raise_request_error, with_retry_defaults
-from chunkflow.storage.streams import AsyncKeyStream, KeyStream
+from chunkflow.storage.streams import AsyncKeyStream, AsyncPutStream, KeyStream, PutStream
 
 # FsspecRangeReader, change_token, fs_protocols, is_missing_error and
 # open_fsspec_ranges live in fsspec_ranges; importing them from here still works.
@@ -350,6 +350,25 @@ class FsspecStore(Store):
         with self._translate(first, write=True):
             self.fs.pipe({self._path(k): bytes(v) for k, v in items.items()},
                          **batch_kwargs(self.fs, len(items)))
+
+    def put_stream(self, *, window: int, lanes: int = 1) -> PutStream:
+        """On asynchronous file systems (s3fs...), each value sent at once on fsspec's
+        event loop, ``window`` at most in flight; otherwise batches, as
+        :meth:`Store.put_stream`."""
+        if not getattr(self.fs, "async_impl", False) or getattr(self.fs, "loop", None) is None:
+            return super().put_stream(window=window, lanes=lanes)
+        return CheckedPuts(self, AsyncPutStream(self.fs.loop, self._put_whole, window,
+                                                self._announce_written))
+
+    async def _put_whole(self, key: str, value: bytes | memoryview) -> None:
+        """Write one key's value on fsspec's event loop (its version: unknown)."""
+        try:
+            await self.fs._pipe_file(self._path(key), bytes(value))
+        except Exception as err:
+            new = self._translated(key, err, True)
+            if new is not None:
+                raise new from err
+            raise_request_error(err, self, "write", [key])
 
     def _delete(self, key: str) -> None:
         self._info(key)  # S3 deletes of missing keys succeed: check first

@@ -1,5 +1,6 @@
-"""Values of many keys as they arrive: :meth:`Store.stream_many
-<chunkflow.storage.Store.stream_many>`.
+"""Values of many keys as they arrive (:meth:`Store.stream_many
+<chunkflow.storage.Store.stream_many>`), and values written as they are made
+(:meth:`Store.put_stream <chunkflow.storage.Store.put_stream>`).
 
 On a latency-bound store a read of many chunks is two kinds of work: waiting for
 requests (tens of milliseconds each, nothing to do but keep many in flight) and
@@ -7,7 +8,9 @@ decoding what came back (CPU). Fetching in batches and decoding each batch once 
 complete leaves the CPU idle while a batch is in the air and the connection idle while
 a batch decodes. A stream instead keeps a window of requests in flight and hands each
 value to whichever decoding thread is free as soon as it arrives, refilling the window
-as values are consumed: fetch and decode overlap value by value.
+as values are consumed: fetch and decode overlap value by value. Writes are the
+mirror image: each encoded chunk is sent as soon as it is encoded, while the threads
+encode the next, with at most a window of them in flight.
 
 Several threads consume one stream, each through its own :meth:`KeyStream.take`
 iterator. A stream never holds more than ``window`` values, fetched or in flight,
@@ -24,7 +27,8 @@ from collections.abc import Callable, Coroutine, Iterator, Sequence
 from concurrent.futures import Future
 from typing import Any
 
-__all__ = ["AsyncKeyStream", "BatchKeyStream", "KeyStream", "StreamItem"]
+__all__ = ["AsyncKeyStream", "AsyncPutStream", "BatchKeyStream", "BatchPutStream", "KeyStream",
+           "PutStream", "StreamItem"]
 
 #: ``(key, value, version)``: ``value`` is ``None`` for a missing key, ``version``
 #: ``None`` when the store cannot tell (see :data:`chunkflow.storage.base.Version`).
@@ -179,3 +183,176 @@ class AsyncKeyStream(KeyStream):
         for future in pending:
             future.cancel()
         self._arrived.put(None)  # wakes the consumers waiting for an arrival, in turn
+
+
+class PutStream:
+    """A sink for values written one at a time, sent while the writer prepares the
+    next: :meth:`Store.put_stream <chunkflow.storage.Store.put_stream>`.
+
+    :meth:`put` may be called from several threads at once; it blocks while the
+    window is full. Leaving the ``with`` block waits for every value sent, announces
+    the written keys to the caches of this process (see
+    :mod:`chunkflow.storage.coherence`), also after a failure (part of the change may
+    have landed), and raises the first failed write's error. :attr:`versions` then
+    names what each write stored (``None``: unknown).
+    """
+
+    def __init__(self, announce: Callable[[list[str]], None]) -> None:
+        self._announce = announce
+        self._keys: list[str] = []
+        self._lock = threading.Lock()
+        self.versions: dict[str, Any] = {}
+
+    def put(self, key: str, value: bytes | memoryview) -> None:
+        """Send ``value`` to ``key`` (a key normalized and checked by the caller)."""
+        raise NotImplementedError
+
+    def _wait(self) -> None:
+        """Return once every value put has been written; raise the first error."""
+        raise NotImplementedError
+
+    def _abandon(self) -> None:
+        """Stop what has not been sent (the writer failed)."""
+
+    def __enter__(self) -> PutStream:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
+        try:
+            if kind is not None:
+                self._abandon()
+            self._wait()
+        finally:
+            with self._lock:
+                keys = list(self._keys)
+            if keys:
+                self._announce(keys)
+
+
+class BatchPutStream(PutStream):
+    """Values gathered into batches of ``batch``, each written with one call of
+    ``write`` by the thread that fills it (so ``n`` writing threads keep ``n``
+    batches in flight); the last, partial batch goes on leaving.
+
+    Examples
+    --------
+    >>> written = {}
+    >>> def write(items):
+    ...     written.update(items)
+    ...     return dict.fromkeys(items, "v1")
+    >>> with BatchPutStream(write, batch=2, announce=print) as sink:
+    ...     for key in "abc":
+    ...         sink.put(key, key.encode())
+    ['a', 'b', 'c']
+    >>> written, sink.versions["c"]
+    ({'a': b'a', 'b': b'b', 'c': b'c'}, 'v1')
+    """
+
+    def __init__(self, write: Callable[[dict[str, bytes | memoryview]], dict[str, Any]],
+                 batch: int, announce: Callable[[list[str]], None]) -> None:
+        super().__init__(announce)
+        self._write = write
+        self._batch = max(1, batch)
+        self._gathered: dict[str, bytes | memoryview] = {}
+
+    def _send(self, items: dict[str, bytes | memoryview]) -> None:
+        versions = self._write(items)
+        with self._lock:
+            self.versions.update(versions)
+
+    def put(self, key: str, value: bytes | memoryview) -> None:
+        with self._lock:
+            self._keys.append(key)
+            self._gathered[key] = value
+            if len(self._gathered) < self._batch:
+                return
+            full, self._gathered = self._gathered, {}
+        self._send(full)
+
+    def _abandon(self) -> None:
+        with self._lock:
+            self._gathered = {}
+
+    def _wait(self) -> None:
+        with self._lock:
+            rest, self._gathered = self._gathered, {}
+        if rest:
+            self._send(rest)
+
+
+class AsyncPutStream(PutStream):
+    """Each value sent at once as a coroutine on an event loop in another thread
+    (fsspec's), at most ``window`` in flight; ``write(key, value)`` returns the
+    stored version (or ``None``).
+
+    Examples
+    --------
+    >>> import asyncio, threading
+    >>> loop = asyncio.new_event_loop()
+    >>> thread = threading.Thread(target=loop.run_forever, daemon=True)
+    >>> thread.start()
+    >>> stored = {}
+    >>> async def write(key, value):
+    ...     await asyncio.sleep(0.01)
+    ...     stored[key] = bytes(value)
+    >>> with AsyncPutStream(loop, write, window=2, announce=print) as sink:
+    ...     for key in "abc":
+    ...         sink.put(key, key.encode())
+    ['a', 'b', 'c']
+    >>> sorted(stored.items())
+    [('a', b'a'), ('b', b'b'), ('c', b'c')]
+    >>> _ = loop.call_soon_threadsafe(loop.stop)
+    """
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        write: Callable[[str, bytes | memoryview], Coroutine[Any, Any, Any]],
+        window: int,
+        announce: Callable[[list[str]], None],
+    ) -> None:
+        super().__init__(announce)
+        self._loop = loop
+        self._write = write
+        self._slots = threading.BoundedSemaphore(max(1, window))
+        self._sent: list[tuple[str, Future[Any]]] = []
+        self._failed: BaseException | None = None
+
+    def put(self, key: str, value: bytes | memoryview) -> None:
+        self._slots.acquire()
+        with self._lock:
+            if self._failed is not None:  # fail fast: the job will not succeed
+                self._slots.release()
+                raise self._failed
+            self._keys.append(key)
+            future = asyncio.run_coroutine_threadsafe(self._write(key, value), self._loop)
+            self._sent.append((key, future))
+        future.add_done_callback(self._done)
+
+    def _done(self, future: Future[Any]) -> None:
+        if not future.cancelled() and future.exception() is not None:
+            with self._lock:
+                if self._failed is None:
+                    self._failed = future.exception()
+        self._slots.release()
+
+    def _abandon(self) -> None:
+        with self._lock:
+            sent = list(self._sent)
+        for _, future in sent:
+            future.cancel()
+
+    def _wait(self) -> None:
+        with self._lock:
+            sent = list(self._sent)
+        first: BaseException | None = None
+        for key, future in sent:
+            try:
+                version = future.result()
+            except BaseException as err:  # noqa: BLE001 - the first one is raised below
+                if first is None and not future.cancelled():
+                    first = err
+                continue
+            self.versions[key] = version
+        if first is not None:
+            raise first

@@ -22,10 +22,11 @@ import numpy as np
 import pytest
 
 import chunkflow
+import chunkflow.errors
 from chunkflow import config
 from chunkflow.errors import StoreRequestError
 from chunkflow.storage import FsspecStore, MemoryStore
-from chunkflow.storage.streams import AsyncKeyStream, BatchKeyStream
+from chunkflow.storage.streams import AsyncKeyStream, AsyncPutStream, BatchKeyStream
 from chunkflow.testing.proxy import FaultProxy
 
 
@@ -216,3 +217,103 @@ def test_a_failed_request_names_its_key(served: tuple[FaultProxy, Path]) -> None
         z[:]
     proxy.fail_share = 0.0
     np.testing.assert_array_equal(z[:], data)
+
+
+# ------------------------------------------------------------------ put streams
+
+
+class _Writes:
+    """A write coroutine that records how many of its calls run at once."""
+
+    def __init__(self, delay: float = 0.005, failing: tuple[str, ...] = ()) -> None:
+        self.delay, self.failing = delay, failing
+        self.stored: dict[str, bytes] = {}
+        self.running = self.most = 0
+        self.lock = threading.Lock()
+
+    async def __call__(self, key: str, value: bytes | memoryview) -> Any:
+        with self.lock:
+            self.running += 1
+            self.most = max(self.most, self.running)
+        try:
+            await asyncio.sleep(self.delay)
+            if key in self.failing:
+                raise OSError(f"write of {key} failed")
+            self.stored[key] = bytes(value)
+            return ("v", key)
+        finally:
+            with self.lock:
+                self.running -= 1
+
+
+def test_puts_from_several_threads_keep_at_most_the_window_in_flight(
+        loop: asyncio.AbstractEventLoop) -> None:
+    write, announced = _Writes(), []
+    with AsyncPutStream(loop, write, window=4, announce=announced.extend) as sink, \
+            ThreadPoolExecutor(2) as pool:
+        list(pool.map(lambda key: sink.put(key, key.encode()), KEYS))
+    assert write.stored == {key: key.encode() for key in KEYS}
+    assert write.most == 4  # the window was used, never exceeded
+    assert sorted(announced) == sorted(KEYS)  # told to the caches once, after landing
+    assert sink.versions == {key: ("v", key) for key in KEYS}
+
+
+def test_a_failed_put_is_raised_on_leaving_and_the_keys_are_still_announced(
+        loop: asyncio.AbstractEventLoop) -> None:
+    write, announced = _Writes(failing=("c/2",)), []
+    with pytest.raises(OSError, match="c/2"):
+        with AsyncPutStream(loop, write, window=2, announce=announced.extend) as sink:
+            for key in KEYS[:3]:
+                sink.put(key, b"x")
+    assert sorted(announced) == KEYS[:3]  # part of the change may have landed
+    with pytest.raises(OSError, match="c/0"):  # once one write failed, puts fail fast
+        with AsyncPutStream(loop, _Writes(failing=("c/0",)), window=1,
+                            announce=announced.extend) as sink:
+            for key in KEYS:
+                sink.put(key, b"x")
+                time.sleep(0.01)
+
+
+def test_a_writer_that_fails_stops_the_puts_not_yet_done(
+        loop: asyncio.AbstractEventLoop) -> None:
+    write = _Writes(delay=2.0)
+    with pytest.raises(ValueError, match="encoder"):
+        with AsyncPutStream(loop, write, window=8, announce=lambda keys: None) as sink:
+            sink.put("c/0", b"x")
+            raise ValueError("the encoder failed")
+    time.sleep(0.05)
+    assert write.running == 0 and write.stored == {}
+
+
+def test_a_put_stream_checks_what_is_put(tmp_path: Path) -> None:
+    store = MemoryStore()
+    with store.put_stream(window=4) as sink:
+        sink.put("a/0", np.arange(3, dtype="u1"))  # any buffer
+        with pytest.raises(TypeError):
+            sink.put("a/1", 3)
+        with pytest.raises(ValueError):
+            sink.put("../escape", b"x")
+    assert dict(store.items()) == {"a/0": b"\x00\x01\x02"}
+    read_only = MemoryStore(read_only=True)
+    with pytest.raises(chunkflow.errors.ReadOnlyError), read_only.put_stream(window=4) as sink:
+        sink.put("a/0", b"x")
+    assert list(read_only) == []
+
+
+@pytest.mark.s3
+def test_a_streamed_write_on_s3_is_seen_by_every_cache(s3_server: dict[str, Any]) -> None:
+    url = f"s3://chunkflow-test/{time.monotonic_ns()}/a.zarr"
+    data = np.arange(64 * 64, dtype="u2").reshape(64, 64)
+    z = chunkflow.create_array(url, shape=data.shape, chunks=(8, 8), dtype="u2",
+                               storage_options=s3_server)
+    z[:] = data
+    reader = chunkflow.open_array(url, mode="r", storage_options=s3_server,
+                                  cache=chunkflow.ChunkCache(2**24))
+    np.testing.assert_array_equal(reader[:8, :16], data[:8, :16])  # cached now
+    writer = chunkflow.open_array(url, mode="r+", storage_options=s3_server)
+    assert isinstance(writer.store.put_stream(window=2)._inner, AsyncPutStream)
+    writer[:] = data * 2
+    writer[3:5, 3:70 - 7] = 7  # partial chunks: read, modified, streamed back
+    expected = data * 2
+    expected[3:5, 3:63] = 7
+    np.testing.assert_array_equal(reader[:], expected)
