@@ -42,12 +42,14 @@ Settings
 ``chunkflow.io.inflight-requests``
     Requests one read or write keeps in flight at once on a latency-bound store (an
     object store or HTTP server: :attr:`Store.latency_bound
-    <chunkflow.storage.Store.latency_bound>`), through fsspec's asynchronous batch
-    calls. Default 64: with 20 ms per request, 64 chunks arrive in about the time of
-    one. Each :func:`chunkflow.to_dask` task of such a store is one such batch.
+    <chunkflow.storage.Store.latency_bound>`), on fsspec's event loop (see
+    :meth:`Store.stream_many <chunkflow.storage.Store.stream_many>` and
+    :meth:`Store.put_stream <chunkflow.storage.Store.put_stream>`). Default 64: with
+    20 ms per request, 64 chunks arrive in about the time of one. A read or write
+    inside a :func:`chunkflow.to_dask` task takes one thread's share.
 ``chunkflow.io.inflight-bytes``
     The memory budget of those requests: decoded bytes of the chunks one read or
-    write fetches (or encodes) before it decodes (or sends) them, over all its
+    write has fetched and not yet decoded (or encoded and not yet sent), over all its
     threads. Default ``"128 MiB"``. The requests in flight are the smaller of the two
     limits (at least one chunk per thread).
 

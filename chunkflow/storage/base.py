@@ -77,10 +77,11 @@ class Store(MutableMapping[str, bytes]):
         ``.info`` may count stored chunks and bytes as zarr-python 2's did.
     latency_bound : bool
         True where every request waits on a network round trip (object stores, HTTP):
-        reads and writes then send many requests at once, as many as the settings
-        ``chunkflow.io.inflight-requests`` and ``chunkflow.io.inflight-bytes`` allow,
-        and :func:`~chunkflow.to_dask` groups chunks into blocks that keep that many
-        in flight (see :func:`chunkflow.engine.pool.batch_chunks`).
+        reads and writes then stream (:meth:`stream_many`, :meth:`put_stream`), with
+        as many requests in flight as the settings ``chunkflow.io.inflight-requests``
+        and ``chunkflow.io.inflight-bytes`` allow, and :func:`~chunkflow.to_dask`
+        groups chunks into large blocks (see
+        :func:`chunkflow.graph.read.block_multiples`).
 
     Examples
     --------
