@@ -7,6 +7,7 @@ there; ``w-`` create, fail if something exists.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +15,7 @@ import numpy as np
 
 from chunkflow.api.spec import DEFAULT, build_metadata
 from chunkflow.api.zarr3_checks import ZARR3_ONLY
+from chunkflow.codecs.v3_codecs import BloscCodec
 from chunkflow.core.array import Array
 from chunkflow.core.documents import (
     ensure_ancestor_groups,
@@ -323,6 +325,8 @@ def like_kwargs(a: ArrayLike, **kwargs: Any) -> dict[str, Any]:
         chunks = getattr(a, "chunks", None)
         if isinstance(chunks, tuple) and all(isinstance(c, (int, np.integer)) for c in chunks):
             like["chunks"] = chunks
+    if "dtype" in kwargs and "codecs" in like and "codecs" not in kwargs:
+        like["codecs"] = retyped_codecs(like["codecs"], np.dtype(a.dtype), np.dtype(kwargs["dtype"]))
     if kwargs.get("zarr_format", like.get("zarr_format")) != like.get("zarr_format"):
         # Codec documents of one format do not fit the other: let the defaults apply.
         for key in ("compressor", "filters", "codecs", "chunk_key_encoding",
@@ -330,6 +334,29 @@ def like_kwargs(a: ArrayLike, **kwargs: Any) -> dict[str, Any]:
             like.pop(key, None)
     like.update(kwargs)
     return like
+
+
+def retyped_codecs(codecs: Sequence[Any], old: np.dtype, new: np.dtype) -> list[Any]:
+    """Zarr v3 ``codecs`` of an array of ``old`` items, for one of ``new`` items: a
+    blosc codec that shuffled ``old``'s item size shuffles ``new``'s (a float32 output
+    with a uint16 source's ``typesize=2`` would read back right but hardly compress).
+
+    Examples
+    --------
+    >>> blosc = {"name": "blosc", "configuration": {"cname": "lz4", "typesize": 2}}
+    >>> retyped_codecs([blosc], np.dtype("u2"), np.dtype("f4"))[0]["configuration"]
+    {'cname': 'lz4', 'typesize': 4}
+    """
+    retyped = []
+    for codec in codecs:
+        if isinstance(codec, BloscCodec) and codec.typesize == old.itemsize:
+            codec = dataclasses.replace(codec, typesize=new.itemsize)
+        elif (isinstance(codec, dict) and codec.get("name") == "blosc"
+              and (codec.get("configuration") or {}).get("typesize") == old.itemsize):
+            codec = {**codec, "configuration": {**codec["configuration"],
+                                                "typesize": new.itemsize}}
+        retyped.append(codec)
+    return retyped
 
 
 def zeros_like(a: ArrayLike, **kwargs: Any) -> Array:

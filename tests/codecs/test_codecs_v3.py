@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import warnings
+from pathlib import Path
 
 import numcodecs
 import numpy as np
@@ -12,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import chunkflow
 from chunkflow.codecs import (
     BloscCodec,
     BytesCodec,
@@ -474,3 +476,19 @@ def test_blosc_typed_view_fallback_for_old_numcodecs():
     stage = BloscStage("blosc", numcodecs.Blosc("lz4", 5, 1), view_typesize=2)
     data = bytes(stage.encode(chunk.reshape(-1).view(np.uint8)))
     assert data[3] == 2 and data == bytes(numcodecs.Blosc("lz4", 5, 1).encode(chunk))
+
+
+def test_outputs_of_another_dtype_shuffle_their_own_item_size(tmp_path: Path) -> None:
+    blosc = {"name": "blosc", "configuration": {"cname": "lz4", "clevel": 5,
+                                                "shuffle": "shuffle", "typesize": 2}}
+    source = chunkflow.create_array(None, shape=(64, 64), chunks=(32, 32), dtype="u2",
+                                    zarr_format=3, compressors=[blosc])
+    source[:] = np.arange(64 * 64).reshape(64, 64)
+    floats = chunkflow.zeros_like(source, dtype="f4")
+    out = chunkflow.map_chunks(lambda block: block / 3, source, dtype="f4",
+                               out=str(tmp_path / "out.zarr"))
+    same = chunkflow.zeros_like(source)
+    for array, typesize in ((floats, 4), (out, 4), (same, 2)):
+        (codec,) = [c for c in array.metadata.codecs if c["name"] == "blosc"]
+        assert codec["configuration"]["typesize"] == typesize
+    np.testing.assert_allclose(out[:], source[:] / 3, rtol=1e-6)
