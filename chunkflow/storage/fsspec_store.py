@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import functools
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import Any
 
 import fsspec
@@ -32,14 +34,14 @@ from chunkflow.storage.streams import AsyncKeyStream, AsyncPutStream, KeyStream,
 
 # FsspecRangeReader, change_token, fs_protocols, is_missing_error and
 # open_fsspec_ranges live in fsspec_ranges; importing them from here still works.
-__all__ = ["GLOB", "FsspecRangeReader", "FsspecStore", "change_token", "fs_protocols",
+__all__ = ["GLOB", "NEAR_PROTOCOLS", "FsspecRangeReader", "FsspecStore", "change_token", "fs_protocols",
            "is_missing_error", "open_fsspec_ranges", "s3_pool_options"]
 
 # fsspec expands glob characters in the path lists given to cat/rm; keys that
 # contain them are fetched one by one instead.
 GLOB = re.compile(r"[*?\[]")
 # File systems whose requests cost no network round trip: every other is latency-bound.
-_NEAR_PROTOCOLS = {"file", "local", "memory", "zip", "tar"}
+NEAR_PROTOCOLS = {"file", "local", "memory", "zip", "tar"}
 
 
 def s3_pool_options(options: dict[str, Any]) -> dict[str, Any]:
@@ -122,7 +124,7 @@ class FsspecStore(Store):
         self._base = self.root + "/" if self.root else ""
         self.read_only = read_only
         #: Every request is a network round trip (see Store.latency_bound).
-        self.latency_bound = not _NEAR_PROTOCOLS & set(fs_protocols(self.fs))
+        self.latency_bound = not NEAR_PROTOCOLS & set(fs_protocols(self.fs))
         # s3fs's HEAD before each whole-object read (see batch_kwargs) is left out.
         self._whole = {"max_concurrency": 1} if "s3" in fs_protocols(self.fs) else {}
         if "zip" in fs_protocols(self.fs) and getattr(self.fs, "mode", "r") == "r":
@@ -302,12 +304,11 @@ class FsspecStore(Store):
                 except Exception as err:
                     out.append(err)
             return out
-        from fsspec.asyn import _run_coros_in_chunks, sync
+        from fsspec.asyn import sync
 
-        coros = [self.fs._info(path) for path in paths]
-        size = batch_kwargs(self.fs, len(paths))["batch_size"]
-        return sync(self.fs.loop, _run_coros_in_chunks, coros, batch_size=size,  # type: ignore[no-any-return]
-                    return_exceptions=True)
+        limit = batch_kwargs(self.fs, len(paths))["batch_size"]
+        return sync(self.fs.loop, _gather_bounded,  # type: ignore[no-any-return]
+                    [functools.partial(self.fs._info, path) for path in paths], limit)
 
     def _get_many_versioned(self, keys: list[str]) -> dict[str, tuple[bytes, Version | None]]:
         # No version with whole values: asking for it costs a HEAD per key, and the
@@ -431,3 +432,14 @@ class FsspecStore(Store):
     def _getsize_prefix(self, prefix: str) -> int:
         return sum(int(info.get("size") or 0) for info in self._find(prefix).values())
 
+
+async def _gather_bounded(calls: list[Callable[[], Awaitable[Any]]], limit: int) -> list[Any]:
+    """The results of ``calls`` (coroutine functions), at most ``limit`` running at
+    once, in order; an exception is returned in its place, not raised."""
+    slots = asyncio.Semaphore(limit)
+
+    async def run(call: Callable[[], Awaitable[Any]]) -> Any:
+        async with slots:
+            return await call()
+
+    return await asyncio.gather(*(run(call) for call in calls), return_exceptions=True)

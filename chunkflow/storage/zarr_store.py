@@ -14,6 +14,10 @@ to it). Batch reads and writes are one ``asyncio.gather`` per call.
 This module imports zarr; chunkflow imports it only when a zarr-python store is
 passed, so ``import chunkflow`` never needs zarr.
 
+Over a network (an ``FsspecStore`` of S3 or HTTP, an ``ObjectStore``) the adapter is
+latency-bound (:attr:`Store.latency_bound <chunkflow.storage.Store.latency_bound>`), so
+chunkflow's reads and writes there keep many requests in flight.
+
 What the adapter cannot get from a zarr-python store:
 
 - **versions**: zarr-python's API has none, so :meth:`Store.versions` gives ``None``
@@ -38,7 +42,7 @@ from zarr.core.sync import sync
 from zarr.storage import FsspecStore, LocalStore, ZipStore
 
 from chunkflow.storage.base import Store
-from chunkflow.storage.fsspec_store import fs_protocols
+from chunkflow.storage.fsspec_store import NEAR_PROTOCOLS, fs_protocols
 from chunkflow.storage.mapping import object_token
 from chunkflow.storage.process_local import reference
 
@@ -110,6 +114,8 @@ class ZarrStoreAdapter(Store):
         self.supports_deletes = store.supports_deletes  # type: ignore[misc]
         self._prototype = default_buffer_prototype()
         self._identity = _identity_of(store, self)
+        #: Every request is a network round trip (see Store.latency_bound).
+        self.latency_bound = _latency_bound(store)  # type: ignore[misc]
 
     @property
     def identity(self) -> str:
@@ -205,6 +211,26 @@ class ZarrStoreAdapter(Store):
         listing = self.store.list_prefix(prefix) if prefix else self.store.list()
         # Filtered again: an FsspecStore lists a key itself when asked for "key/".
         return [key async for key in listing if key.startswith(prefix)]
+
+
+def _latency_bound(store: ZarrStore) -> bool:
+    """Whether ``store`` sends each request over a network: an ``FsspecStore`` of a
+    remote file system, or an ``ObjectStore`` over anything but obstore's own local
+    and in-memory stores.
+
+    Examples
+    --------
+    >>> import fsspec, zarr
+    >>> remote = FsspecStore(fsspec.filesystem("http", asynchronous=True), path="x")
+    >>> _latency_bound(remote), _latency_bound(zarr.storage.MemoryStore())
+    (True, False)
+    """
+    if isinstance(store, FsspecStore):
+        return not NEAR_PROTOCOLS & set(fs_protocols(store.fs))
+    if type(store).__name__ == "ObjectStore":
+        inner = getattr(store, "store", None)
+        return type(inner).__name__ not in ("LocalStore", "MemoryStore")
+    return False
 
 
 def _process_local(store: ZarrStore) -> bool:

@@ -324,3 +324,25 @@ def test_rechecking_chunks_cached_without_a_version_asks_no_version(
     np.testing.assert_array_equal(cached[:], data)
     # None proves nothing: the chunks are read again, and no HEAD asks for versions.
     assert dict(proxy.requests) == {"GET": 64}
+
+
+def test_a_zarr_python_store_over_http_is_latency_bound_too(
+        http_folder: tuple[FaultProxy, Path]) -> None:
+    import zarr
+
+    proxy, folder = http_folder
+    data = np.arange(64 * 64, dtype="u2").reshape(64, 64) + 1
+    chunkflow.create_array(str(folder / "a.zarr"), shape=data.shape, chunks=(8, 8),
+                           dtype="u2")[:] = data
+    remote = zarr.storage.FsspecStore.from_url(f"{proxy.url}/a.zarr", read_only=True)
+    z = chunkflow.open_array(remote, mode="r", cache=False)
+    assert z.store.latency_bound
+    assert not chunkflow.open_array(zarr.storage.LocalStore(str(folder / "a.zarr")),
+                                    mode="r").store.latency_bound
+    proxy.delay = delay = 0.1
+    proxy.reset()
+    start = time.perf_counter()
+    np.testing.assert_array_equal(z[:], data)
+    elapsed = time.perf_counter() - start
+    assert proxy.requests["GET"] == 64
+    assert elapsed < 64 * delay / 4, f"{elapsed:.2f} s for 64 requests of {delay} s"
