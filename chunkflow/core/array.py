@@ -29,11 +29,13 @@ from chunkflow.engine.values import copy_from_source, is_chunked_source, prepare
 from chunkflow.grid import ChunkKeyEncoding, RegularChunkGrid
 from chunkflow.indexing import (
     BasicIndexer,
+    ChunkProjection,
     CoordinateIndexer,
     MaskIndexer,
     OrthogonalIndexer,
     is_mask_selection,
 )
+from chunkflow.indexing.plans import BasicPlans
 from chunkflow.metadata import ArrayMetadataV2
 from chunkflow.storage import Store, make_store
 
@@ -210,6 +212,7 @@ class Array(ArrayProperties, BlockSelection):
             pipeline = v3_pipeline(metadata.dtype, metadata.chunks, metadata.codecs,
                                    allow_pickle=allow_pickle,
                                    fill_value=self._concrete_fill_value(metadata))
+        self._plans = BasicPlans()
         self._io = ChunkIO(
             store=self._store,
             path=self._path,
@@ -300,16 +303,16 @@ class Array(ArrayProperties, BlockSelection):
         >>> padded.tolist()
         [0, 0, 1, 2, 3, 4, 0, 0]
         """
-        indexer = BasicIndexer(selection, self._io.grid)
+        indexer, projections = self._plans.get(selection, self._io.grid)
         if out is not None:
             if out.shape != indexer.shape or out.dtype != self.dtype:
                 raise ValueError(
                     f"array {self._path or '/'!r}: out has shape {out.shape} and dtype "
                     f"{out.dtype}; the selection needs {indexer.shape} of {self.dtype}"
                 )
-            self._io.read(list(indexer), out)
+            self._io.read(projections, out)
             return out
-        result = self._read(indexer)
+        result = self._read(indexer, projections)
         if result.ndim == 0 and not has_ellipsis(selection):
             return result[()]
         return result
@@ -326,9 +329,10 @@ class Array(ArrayProperties, BlockSelection):
         """Read the elements where a boolean mask of the array's shape is true."""
         return self._read(MaskIndexer(mask, self._io.grid))
 
-    def _read(self, indexer: Indexer) -> np.ndarray:
+    def _read(self, indexer: Indexer,
+              projections: list[ChunkProjection] | None = None) -> np.ndarray:
         out = np.empty(indexer.shape, dtype=self.dtype)
-        self._io.read(list(indexer), out)
+        self._io.read(list(indexer) if projections is None else projections, out)
         return out.reshape(indexer.sel_shape)
 
     def modify(self, selection: Selection, func: Callable[[np.ndarray], Any]) -> None:
