@@ -19,6 +19,9 @@ saw in the last run:
 - a full read of a uint16 array in 512^2 chunks (256 MiB; ``--quick``: 32 MiB), by
   chunkflow as ``z[:]`` and as ``to_dask(z).compute()`` with default blocks, by
   zarr-python 3 as ``z[:]`` and by tensorstore;
+- the same array as an xarray dataset (Zarr v2, consolidated), loaded with
+  ``xr.open_dataset(url, engine=..., chunks=...)`` by chunkflow's engine and by
+  xarray's zarr engine, with ``chunks={}`` and ``chunks="auto"``;
 - random 256^2 windows (``--windows``) of a sharded array (4096^2 shards of 256^2 inner
   chunks; ``--quick``: 1024^2 shards), one after another from a handle opened once;
 - over S3 only: a full write of the first array, and a ``map_chunks`` job (a 3x3
@@ -311,6 +314,31 @@ def full_read(target: Target, image: np.ndarray, repeat: int) -> None:
            results)
 
 
+def xarray_read(target: Target, image: np.ndarray, repeat: int) -> None:
+    """``xr.open_dataset(url, engine=..., chunks=...)["img"].values``: chunkflow's
+    engine beside xarray's zarr engine (zarr-python 3), as a dask user loads it."""
+    import warnings
+
+    import xarray as xr
+    served = target.served
+    results: dict[str, Any] = {}
+    options = target.options or None
+    for chunks in ({}, "auto"):
+        for engine in ("chunkflow", "zarr"):
+            def load(engine: str = engine, chunks: Any = chunks) -> np.ndarray:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # the zarr engine's consolidated note
+                    ds = xr.open_dataset(target.url("ds.zarr"), engine=engine, chunks=chunks,
+                                         storage_options=options)
+                    return ds["img"].values
+
+            np.testing.assert_array_equal(load(), image)
+            attempt(results, f"{engine} chunks={chunks!r}",
+                    lambda load=load: timed(load, repeat, served))
+    report(f"xarray open_dataset(...)['img'].values, {image.shape} uint16 in 512^2 chunks",
+           results)
+
+
 def window_reads(target: Target, image: np.ndarray, count: int, repeat: int) -> None:
     import chunkflow
     rng = np.random.default_rng(1)
@@ -416,6 +444,10 @@ def write_arrays(folder: Path, full: np.ndarray, sharded: np.ndarray, shard: int
     s = chunkflow.create_array(str(folder / "sharded.zarr"), shape=sharded.shape,
                                chunks=(256, 256), shards=(shard, shard), dtype="u2")
     s[:] = sharded
+    import xarray as xr
+    xr.Dataset({"img": (("y", "x"), full)}).to_zarr(
+        folder / "ds.zarr", encoding={"img": {"chunks": (512, 512)}}, zarr_format=2,
+        consolidated=True)
 
 
 def upload(target: Target, folder: Path) -> None:
@@ -455,6 +487,7 @@ def main() -> None:
                 if kind == "s3":
                     upload(target, folder)
                 full_read(target, full, args.repeat)
+                xarray_read(target, full, args.repeat)
                 window_reads(target, sharded, count, args.repeat)
                 if kind == "s3":
                     full_write(target, full, args.repeat)

@@ -346,3 +346,25 @@ def test_a_zarr_python_store_over_http_is_latency_bound_too(
     elapsed = time.perf_counter() - start
     assert proxy.requests["GET"] == 64
     assert elapsed < 64 * delay / 4, f"{elapsed:.2f} s for 64 requests of {delay} s"
+
+
+def test_xarray_reads_an_http_store_in_blocks_of_many_chunks(
+        http_folder: tuple[FaultProxy, Path]) -> None:
+    xr = pytest.importorskip("xarray")
+    proxy, folder = http_folder
+    data = np.arange(64 * 64, dtype="u2").reshape(64, 64)
+    xr.Dataset({"img": (("y", "x"), data)}).to_zarr(
+        folder / "ds.zarr", encoding={"img": {"chunks": (8, 8)}}, zarr_format=2,
+        consolidated=True)
+    local = xr.open_dataset(folder / "ds.zarr", engine="chunkflow", chunks={})
+    assert local["img"].encoding["preferred_chunks"] == {"y": 8, "x": 8}
+    assert local["img"].data.numblocks == (8, 8)  # one block per stored chunk
+    with dask.config.set(num_workers=2):
+        remote = xr.open_dataset(f"{proxy.url}/ds.zarr", engine="chunkflow", chunks={})
+        # One chunk per task would keep one request per thread in flight: the default
+        # blocks of to_dask instead (64 chunks: 2 blocks per thread).
+        assert remote["img"].data.numblocks == (2, 2)
+        assert remote["img"].encoding["chunks"] == (8, 8)  # written back as stored
+        proxy.reset()
+        np.testing.assert_array_equal(remote["img"].values, data)
+    assert proxy.requests["GET"] == 64
