@@ -14,7 +14,9 @@ every response and counting the requests it answers:
   tensorstore's ``s3`` kvstore).
 
 Workloads, each timed ``--repeat`` times (median [range]) with the requests the server
-saw in the last run:
+saw in the last run and the CPU time the client and the server used in it. Client and
+server share the machine's cores, so no reader can be faster than their summed CPU
+time over the cores: the floor printed beside each case.
 
 - a full read of a uint16 array in 512^2 chunks (256 MiB; ``--quick``: 32 MiB), by
   chunkflow as ``z[:]`` and as ``to_dask(z).compute()`` with default blocks, by
@@ -38,6 +40,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -53,6 +56,8 @@ import numpy as np
 
 HERE = Path(__file__).resolve()
 WINDOW = 256
+#: Seconds of each run, requests in the last, and its (client, server) CPU seconds.
+Timing = tuple[list[float], int, tuple[float, float]]
 BUCKET = "bench"
 COUNTS = "/__counts__"
 
@@ -250,16 +255,28 @@ class Target:
         return ts.open({"driver": "zarr3", "kvstore": kvstore}, read=True).result()
 
 
-def timed(func: Callable[[], object], repeat: int, served: Served) -> tuple[list[float], int]:
-    """Seconds of each run, and the requests the server answered in the last one."""
-    times, requests = [], 0
+def _cpu_seconds(pid: int | None = None) -> float:
+    """CPU time (user + system) of this process, or of process ``pid`` (Linux)."""
+    if pid is None:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return usage.ru_utime + usage.ru_stime
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def timed(func: Callable[[], object], repeat: int, served: Served) -> Timing:
+    """Seconds of each run; the requests the server answered and the CPU seconds the
+    client (this process, all its threads) and the server used, in the last one."""
+    times, requests, cpu = [], 0, (0.0, 0.0)
     for _ in range(repeat):
         before = sum(served.counts().values())
+        client, server = _cpu_seconds(), _cpu_seconds(served.process.pid)
         start = time.perf_counter()
         func()
         times.append(time.perf_counter() - start)
+        cpu = (_cpu_seconds() - client, _cpu_seconds(served.process.pid) - server)
         requests = sum(served.counts().values()) - before - 1  # less the count's own
-    return times, requests
+    return times, requests, cpu
 
 
 def _fmt(times: list[float]) -> str:
@@ -267,13 +284,18 @@ def _fmt(times: list[float]) -> str:
             f"[{min(times):.3f}-{max(times):.3f}]")
 
 
-def report(title: str, results: dict[str, tuple[list[float], int]]) -> None:
+def report(title: str, results: dict[str, Timing]) -> None:
+    """One line per case: time, requests, CPU of client and server, and the ratio to
+    the first case. Client and server share the machine's cores, so no run can beat
+    (client + server CPU) / cores: the floor shown."""
     print(f"  {title}")
     base = statistics.median(results[next(iter(results))][0])
-    for name, (times, requests) in results.items():
+    cores = os.cpu_count() or 1
+    for name, (times, requests, (client, server)) in results.items():
         ratio = statistics.median(times) / base
         print(f"    {name:<26} {_fmt(times):>28} {requests:6d} requests   "
-              f"chunkflow is {ratio:5.2f}x as fast")
+              f"cpu {client:5.2f} + server {server:5.2f} s (floor {(client + server) / cores:5.2f} s)"
+              f"   chunkflow is {ratio:5.2f}x as fast")
 
 
 def attempt(results: dict[str, Any], name: str, func: Callable[[], Any]) -> None:
@@ -348,7 +370,7 @@ def window_reads(target: Target, image: np.ndarray, count: int, repeat: int) -> 
     served = target.served
     results: dict[str, Any] = {}
 
-    def run(read: Callable[[Any], np.ndarray]) -> tuple[list[float], int]:
+    def run(read: Callable[[Any], np.ndarray]) -> Timing:
         np.testing.assert_array_equal(read(chosen[0]), image[chosen[0]])
         return timed(lambda: [read(w) for w in chosen], repeat, served)
 
