@@ -9,8 +9,6 @@ counting :class:`~chunkflow.testing.FaultProxy`.
 from __future__ import annotations
 
 import asyncio
-import functools
-import http.server
 import threading
 import time
 from collections.abc import Iterator
@@ -165,34 +163,9 @@ def test_batch_streams_fetch_a_share_of_the_window_per_call() -> None:
 # ------------------------------------------------------------------ over HTTP
 
 
-class _Server(http.server.ThreadingHTTPServer):
-    request_queue_size = 1024
-    daemon_threads = True
-
-
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[FaultProxy, Path]]:
-    server = _Server(("127.0.0.1", 0),
-                     functools.partial(_Quiet, directory=str(tmp_path)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        with FaultProxy(f"http://127.0.0.1:{server.server_address[1]}") as proxy:
-            yield proxy, tmp_path
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
 def test_an_http_store_streams_on_fsspecs_event_loop(
-        served: tuple[FaultProxy, Path]) -> None:
-    proxy, folder = served
+        http_folder: tuple[FaultProxy, Path]) -> None:
+    proxy, folder = http_folder
     for name in KEYS[:10]:
         (folder / name).parent.mkdir(exist_ok=True)
         (folder / name).write_bytes(name.encode() * 3)
@@ -204,8 +177,8 @@ def test_an_http_store_streams_on_fsspecs_event_loop(
     assert proxy.requests["GET"] == 11  # one request per key, nothing else
 
 
-def test_a_failed_request_names_its_key(served: tuple[FaultProxy, Path]) -> None:
-    proxy, folder = served
+def test_a_failed_request_names_its_key(http_folder: tuple[FaultProxy, Path]) -> None:
+    proxy, folder = http_folder
     data = np.arange(64 * 64, dtype="u2").reshape(64, 64)
     chunkflow.create_array(str(folder / "a.zarr"), shape=data.shape, chunks=(8, 8),
                            dtype="u2")[:] = data
