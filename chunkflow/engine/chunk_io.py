@@ -12,13 +12,9 @@ buffer:
   the output buffer (when the cache does not keep them); on latency-bound stores
   (object stores, HTTP) the fetches are a stream (``Store.stream_many``) that the
   I/O threads decode as it arrives;
-- writes take the locks of every chunk they touch (sorted, so writers never
-  deadlock), encode wholly overwritten chunks without reading them (on latency-bound
-  stores sending each as soon as it is encoded: ``Store.put_stream``), and
-  read-modify-write the others, starting from a cached copy only when the store's
-  version proves it current;
-- chunks equal to the fill value everywhere are deleted instead of stored unless
-  ``write_empty_chunks`` is set.
+- writes are :mod:`chunkflow.engine.chunk_writes`' (``ChunkIO.write`` hands them
+  over), with the chunk-level helpers they share with reads: encoding, decoding,
+  locks and :meth:`ChunkIO.discard`.
 """
 
 from __future__ import annotations
@@ -33,13 +29,12 @@ import numpy as np
 from chunkflow.buffers import scratch_buffer
 from chunkflow.cache import ChunkCache, discard_everywhere
 from chunkflow.engine.chunk_space import ChunkSpace
-from chunkflow.engine.freshness import current_copies, serve_hits
-from chunkflow.engine.pool import batch_chunks, inflight_window, io_lanes, map_groups, map_sharing
+from chunkflow.engine.chunk_writes import write_chunks
+from chunkflow.engine.freshness import serve_hits
+from chunkflow.engine.pool import inflight_window, io_lanes, map_groups, map_sharing
 from chunkflow.engine.shard_reads import ShardReader
-from chunkflow.engine.shard_writes import rewrite_shard
 from chunkflow.errors import ChunkDecodeError, ChunkEncodeError, ChunkTooLargeError
 from chunkflow.indexing import ChunkProjection
-from chunkflow.metadata import is_all_fill
 from chunkflow.storage.coherence import location
 
 _T = TypeVar("_T")
@@ -305,7 +300,7 @@ class ChunkIO(ChunkSpace):
             f"array {self.path or '/'!r}: {what} {key!r} could not be decoded: {err}"
         )
 
-    # -- writes ----------------------------------------------------------------
+    # -- writes (see chunk_writes) ---------------------------------------------
 
     def write(
         self, projections: Sequence[ChunkProjection], value: np.ndarray, *, locked: bool = False
@@ -313,147 +308,10 @@ class ChunkIO(ChunkSpace):
         """Write ``value`` (shaped like the indexer's buffer, or 0-d) to the chunks.
 
         Takes the locks of every touched chunk first, unless the caller holds them
-        (``locked=True``); a lock timeout therefore writes nothing.
+        (``locked=True``); a lock timeout therefore writes nothing. See
+        :func:`~chunkflow.engine.chunk_writes.write_chunks`.
         """
-        scalar = _ScalarChunk(self, value) if value.ndim == 0 else None
-        # Shards are never cached whole (their inner chunks are, and the store's
-        # announcement of this write drops those).
-        cache = None if self.shards is not None else self.options.resolve_cache()
-        context = contextlib.nullcontext() if locked else self.locked(projections)
-        with context:
-            if self.store.latency_bound:
-                self._write_streamed(projections, value, scalar, cache)
-                return
-            map_groups(
-                lambda group: self._write_group(group, value, scalar, cache),
-                projections,
-                parallel=self.parallel,
-            )
-
-    def _write_streamed(
-        self,
-        projections: Sequence[ChunkProjection],
-        value: np.ndarray,
-        scalar: _ScalarChunk | None,
-        cache: ChunkCache | None,
-    ) -> None:
-        """Write to a latency-bound store: each chunk is sent as soon as it is encoded,
-        while the I/O threads encode the next, with the in-flight budget of requests
-        out at most (:func:`~chunkflow.engine.pool.inflight_window`). Chunks read to
-        be partly overwritten are fetched in batches of a thread's share."""
-        lanes = io_lanes(len(projections))
-        batch = batch_chunks(self._chunk_bytes)
-        # Before anything is written: see ChunkCache.put(written=True).
-        ticket = cache.ticket() if cache is not None else 0
-        with self.store.put_stream(window=inflight_window(self._chunk_bytes, lanes),
-                                   lanes=lanes) as sink:
-            built = map_groups(lambda group: self._write_batch(group, value, scalar, sink.put, cache),
-                               projections, parallel=True, batch=batch)
-        if cache is not None:  # every write has landed: the chunks built are the truth
-            for owned in built:
-                for key, chunk in owned.items():
-                    cache.put(self.location(key), chunk, sink.versions.get(key),
-                              ticket=ticket, written=True)
-
-    def _write_group(
-        self,
-        group: Sequence[ChunkProjection],
-        value: np.ndarray,
-        scalar: _ScalarChunk | None,
-        cache: ChunkCache | None,
-    ) -> None:
-        for start in range(0, len(group), self._batch):
-            part = group[start:start + self._batch]
-            # Before anything is written: see ChunkCache.put(written=True).
-            ticket = cache.ticket() if cache is not None else 0
-            to_store: dict[str, bytes] = {}
-            owned = self._write_batch(part, value, scalar, to_store.__setitem__, cache)
-            versions = self.store.set_many_versioned(to_store) if to_store else {}
-            # The store announced these changes, which dropped the touched chunks from
-            # every cache; the chunks this write built itself are the new truth: keep
-            # them (write-through). Views of the caller's data are not kept.
-            if cache is not None:
-                for key, chunk in owned.items():
-                    cache.put(self.location(key), chunk, versions.get(key), ticket=ticket,
-                              written=True)
-
-    def _write_batch(
-        self,
-        group: Sequence[ChunkProjection],
-        value: np.ndarray,
-        scalar: _ScalarChunk | None,
-        send: Callable[[str, bytes], object],
-        cache: ChunkCache | None = None,
-    ) -> dict[str, np.ndarray]:
-        """Encode the chunks of ``group`` and ``send`` each (``send(key, bytes)``) as
-        soon as it is encoded; delete those left all fill. Returns the chunks this
-        write built itself (edges and partly overwritten chunks), which a cache may
-        keep once they are stored."""
-        keys = [self.key(p.chunk_coords) for p in group]
-        partial = [k for p, k in zip(group, keys) if not p.is_complete_chunk]
-        # Shards written in part are rewritten from their stored bytes (see
-        # shard_writes); other chunks from a decoded copy.
-        old_shards = self.store.get_many(partial) if self.shards is not None else {}
-        existing = self._existing_chunks(partial, cache) if self.shards is None else {}
-        to_delete: list[str] = []
-        owned: dict[str, np.ndarray] = {}
-        for proj, key in zip(group, keys):
-            interior = proj.is_complete_chunk and self.is_interior(proj.chunk_coords)
-            if interior and scalar is not None:
-                encoded = scalar.encoded()
-                if encoded is None:
-                    to_delete.append(key)
-                else:
-                    send(key, encoded)
-                continue
-            part = value if scalar is not None else value[proj.out_selection]
-            if self.shards is not None and not interior:
-                shard = self._rewrite_shard(key, old_shards.get(key), proj, part)
-                if shard is None:
-                    to_delete.append(key)
-                else:
-                    send(key, shard)
-                continue
-            if interior:
-                chunk = part  # a view of the caller's data: never cached
-            else:
-                chunk = existing.get(key)
-                chunk = self.empty_chunk(key) if chunk is None else chunk
-                chunk[proj.chunk_selection] = part
-                owned[key] = chunk
-            if not self.options.write_empty_chunks and is_all_fill(chunk, self.fill_value):
-                to_delete.append(key)
-                owned.pop(key, None)
-            else:
-                send(key, self.encode(key, chunk))
-        if to_delete:
-            self.discard(to_delete)
-        return owned
-
-    def _rewrite_shard(
-        self, key: str, old: bytes | None, proj: ChunkProjection, part: np.ndarray
-    ) -> bytes | None:
-        """The shard ``key`` with ``part`` written at ``proj`` (``None``: delete it)."""
-        assert self.shards is not None
-        shard = rewrite_shard(self.shards.stage, key, old, proj, part, self._decode_error)
-        if shard is None and self.options.write_empty_chunks:
-            return self.encode(key, self.empty_chunk(key))  # the index alone
-        return shard
-
-    def _existing_chunks(
-        self, keys: list[str], cache: ChunkCache | None
-    ) -> dict[str, np.ndarray]:
-        """Writable decoded copies of the stored chunks ``keys`` (absent ones left out).
-
-        A cached copy is used only when the store's version proves it current;
-        everything else is read from the store.
-        """
-        chunks = current_copies(self, cache, keys) if cache is not None and keys else {}
-        missing = [key for key in keys if key not in chunks]
-        if missing:
-            for key, data in self.store.get_many(missing).items():
-                chunks[key] = self.decode(key, data)
-        return chunks
+        write_chunks(self, projections, value, locked=locked)
 
     def discard(self, keys: Sequence[str]) -> None:
         """Remove chunks; where the store cannot delete (zip), store fill chunks instead."""
@@ -464,22 +322,3 @@ class ChunkIO(ChunkSpace):
         if present:
             encoded = bytes(self.encode(present[0], self.empty_chunk(present[0])))
             self.store.set_many({key: encoded for key in present})
-
-class _ScalarChunk:
-    """One encoding of a whole chunk of a scalar, shared by every interior chunk."""
-
-    def __init__(self, io: ChunkIO, value: np.ndarray) -> None:
-        self._io = io
-        self._value = value
-        self._encoded: bytes | None = None
-        self._done = False
-
-    def encoded(self) -> bytes | None:
-        """The encoded chunk, or ``None`` when it equals the fill value and is skipped."""
-        if not self._done:
-            chunk = np.full(self._io.grid.chunks, self._value, dtype=self._io.pipeline.dtype)
-            keep = self._io.options.write_empty_chunks
-            if keep or not is_all_fill(chunk, self._io.fill_value):
-                self._encoded = bytes(self._io.encode("<all chunks>", chunk))
-            self._done = True
-        return self._encoded
