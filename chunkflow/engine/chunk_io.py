@@ -220,7 +220,7 @@ class ChunkIO(ChunkSpace):
         window = inflight_window(self._chunk_bytes, lanes)
         with self.store.stream_many(list(wanted), window=window, lanes=lanes,
                                     versioned=keep is not None) as stream:
-            def drain(_: object) -> None:
+            def drain(_: object) -> None:  # one lane: one I/O thread's share
                 try:
                     for key, data, version in stream.take():
                         self._place(wanted[key], key, data, version, out, keep, ticket)
@@ -228,7 +228,7 @@ class ChunkIO(ChunkSpace):
                     stream.close()  # the other lanes stop too
                     raise
 
-            map_sharing(lambda lane: [drain(i) for i in lane], range(lanes))
+            map_sharing(drain, range(lanes))
 
     def _read_group(
         self,

@@ -15,7 +15,7 @@ cache once they are stored (write-through).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -73,14 +73,11 @@ def _write_streamed(
     # Before anything is written: see ChunkCache.put(written=True).
     ticket = cache.ticket() if cache is not None else 0
     with io.store.put_stream(window=inflight_window(io._chunk_bytes, lanes),
-                               lanes=lanes) as sink:
+                             lanes=lanes) as sink:
         built = map_groups(lambda group: _write_batch(io, group, value, scalar, sink.put, cache),
                            projections, parallel=True, batch=batch)
-    if cache is not None:  # every write has landed: the chunks built are the truth
-        for owned in built:
-            for key, chunk in owned.items():
-                cache.put(io.location(key), chunk, sink.versions.get(key),
-                          ticket=ticket, written=True)
+    for owned in built:  # every write has landed
+        _keep_written(io, cache, owned, sink.versions, ticket)
 
 
 def _write_group(
@@ -97,13 +94,20 @@ def _write_group(
         to_store: dict[str, bytes] = {}
         owned = _write_batch(io, part, value, scalar, to_store.__setitem__, cache)
         versions = io.store.set_many_versioned(to_store) if to_store else {}
-        # The store announced these changes, which dropped the touched chunks from
-        # every cache; the chunks this write built itself are the new truth: keep
-        # them (write-through). Views of the caller's data are not kept.
-        if cache is not None:
-            for key, chunk in owned.items():
-                cache.put(io.location(key), chunk, versions.get(key), ticket=ticket,
-                          written=True)
+        _keep_written(io, cache, owned, versions, ticket)
+
+
+def _keep_written(io: ChunkIO, cache: ChunkCache | None, owned: dict[str, np.ndarray],
+                  versions: Mapping[str, object], ticket: int) -> None:
+    """Cache the chunks a write built itself, once stored (write-through).
+
+    The store announced the write, which dropped the touched chunks from every cache;
+    the chunks built here are the new truth. Views of the caller's data are not
+    among them (see :func:`_write_batch`). ``ticket`` was taken before the write.
+    """
+    if cache is not None:
+        for key, chunk in owned.items():
+            cache.put(io.location(key), chunk, versions.get(key), ticket=ticket, written=True)
 
 
 def _write_batch(

@@ -32,12 +32,13 @@ from chunkflow.storage.retries import raise_request_error
 from chunkflow.storage.streams import (
     BatchKeyStream,
     BatchPutStream,
+    CheckedPuts,
     KeyStream,
     PutStream,
     StreamItem,
 )
 
-__all__ = ["Buffer", "CheckedPuts", "Store", "Version"]
+__all__ = ["Buffer", "Store", "Version"]
 
 #: A value the store accepts: anything supporting the buffer protocol.
 Buffer = Any
@@ -341,8 +342,8 @@ class Store(MutableMapping[str, bytes]):
             except Exception as err:
                 raise_request_error(err, self, "write", list(items))
 
-        return CheckedPuts(self, BatchPutStream(write, window // max(1, lanes),
-                                                 self._announce_written))
+        return CheckedPuts(self._checked_put, BatchPutStream(
+            write, window // max(1, lanes), self._announce_written))
 
     def _announce_written(self, keys: list[str]) -> None:
         with changing(self.identity, keys):
@@ -381,6 +382,14 @@ class Store(MutableMapping[str, bytes]):
             key = normalize_key(key)
             checked[key] = as_buffer(value, key)
         return checked
+
+    def _checked_put(self, key: str, value: Buffer) -> tuple[str, bytes | memoryview]:
+        """One value of a :meth:`put_stream`, checked as :meth:`set_many` checks its
+        items: the key normalized, the value a buffer, the store writable."""
+        key = normalize_key(key)
+        checked = as_buffer(value, key)
+        self._check_writable(key)
+        return key, checked
 
     def delete_many(self, keys: Iterable[str]) -> None:
         """Delete several keys; missing keys are ignored."""
@@ -539,27 +548,3 @@ class Store(MutableMapping[str, bytes]):
                 f"cannot write key {key!r}: {self!r} is read-only{reason}; "
                 f"open it with mode 'a' or read_only=False to write"
             )
-
-
-class CheckedPuts(PutStream):
-    """A :class:`PutStream` that checks what is put as :meth:`Store.set_many` does
-    (the key normalized, the value a buffer, the store writable) before passing it
-    on."""
-
-    def __init__(self, store: Store, inner: PutStream) -> None:
-        self._store = store
-        self._inner = inner
-        self.versions = inner.versions
-
-    def put(self, key: str, value: Buffer) -> None:
-        key = normalize_key(key)
-        checked = as_buffer(value, key)
-        self._store._check_writable(key)
-        self._inner.put(key, checked)
-
-    def __enter__(self) -> PutStream:
-        self._inner.__enter__()
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
-        self._inner.__exit__(kind, *exc)

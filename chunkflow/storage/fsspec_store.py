@@ -15,7 +15,7 @@ from fsspec.utils import get_protocol
 
 from chunkflow import config
 from chunkflow.errors import ReadOnlyError
-from chunkflow.storage.base import CheckedPuts, Store, Version
+from chunkflow.storage.base import Store, Version
 from chunkflow.storage.fsspec_ranges import (
     UNCHECKABLE_PROTOCOLS,
     FsspecRangeReader,
@@ -30,7 +30,13 @@ from chunkflow.storage.keys import normalize_key, slice_bounds
 from chunkflow.storage.process_local import reference
 from chunkflow.storage.ranges import ByteRangeReader
 from chunkflow.storage.retries import raise_request_error, with_retry_defaults
-from chunkflow.storage.streams import AsyncKeyStream, AsyncPutStream, KeyStream, PutStream
+from chunkflow.storage.streams import (
+    AsyncKeyStream,
+    AsyncPutStream,
+    CheckedPuts,
+    KeyStream,
+    PutStream,
+)
 
 # FsspecRangeReader, change_token, fs_protocols, is_missing_error and
 # open_fsspec_ranges live in fsspec_ranges; importing them from here still works.
@@ -358,7 +364,7 @@ class FsspecStore(Store):
         :meth:`Store.put_stream`."""
         if not getattr(self.fs, "async_impl", False) or getattr(self.fs, "loop", None) is None:
             return super().put_stream(window=window, lanes=lanes)
-        return CheckedPuts(self, AsyncPutStream(self.fs.loop, self._put_whole, window,
+        return CheckedPuts(self._checked_put, AsyncPutStream(self.fs.loop, self._put_whole, window,
                                                 self._announce_written))
 
     async def _put_whole(self, key: str, value: bytes | memoryview) -> None:

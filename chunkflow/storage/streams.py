@@ -27,8 +27,8 @@ from collections.abc import Callable, Coroutine, Iterator, Sequence
 from concurrent.futures import Future
 from typing import Any
 
-__all__ = ["AsyncKeyStream", "AsyncPutStream", "BatchKeyStream", "BatchPutStream", "KeyStream",
-           "PutStream", "StreamItem"]
+__all__ = ["AsyncKeyStream", "AsyncPutStream", "BatchKeyStream", "BatchPutStream", "CheckedPuts",
+           "KeyStream", "PutStream", "StreamItem"]
 
 #: ``(key, value, version)``: ``value`` is ``None`` for a missing key, ``version``
 #: ``None`` when the store cannot tell (see :data:`chunkflow.storage.base.Version`).
@@ -356,3 +356,35 @@ class AsyncPutStream(PutStream):
             self.versions[key] = version
         if first is not None:
             raise first
+
+
+class CheckedPuts(PutStream):
+    """A :class:`PutStream` that passes each value through ``check(key, value)`` (which
+    returns the checked key and buffer, or raises) before putting it into ``inner``.
+
+    Examples
+    --------
+    >>> def check(key, value):
+    ...     if not isinstance(value, bytes):
+    ...         raise TypeError(f"{key}: bytes expected")
+    ...     return key.strip("/"), value
+    >>> with CheckedPuts(check, BatchPutStream(lambda items: {}, 8, print)) as sink:
+    ...     sink.put("/a", b"1")
+    ['a']
+    """
+
+    def __init__(self, check: Callable[[str, Any], tuple[str, bytes | memoryview]],
+                 inner: PutStream) -> None:
+        self._check = check
+        self._inner = inner
+        self.versions = inner.versions  # the same dict: filled by the inner stream
+
+    def put(self, key: str, value: Any) -> None:
+        self._inner.put(*self._check(key, value))
+
+    def __enter__(self) -> PutStream:
+        self._inner.__enter__()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
+        self._inner.__exit__(kind, *exc)
