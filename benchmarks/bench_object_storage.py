@@ -315,6 +315,10 @@ def full_read(target: Target, image: np.ndarray, repeat: int) -> None:
     results: dict[str, Any] = {}
     served = target.served
     attempt(results, "chunkflow z[:]", lambda: timed(lambda: z[:], repeat, served))
+    # The default path: a handle opened with no arguments (the process-wide cache),
+    # opened anew each run so that nothing is served from the previous run's copies.
+    attempt(results, "chunkflow, default handle",
+            lambda: timed(lambda: target.chunkflow("full.zarr")[:], repeat, served))
     x = chunkflow.to_dask(z)
     np.testing.assert_array_equal(x.compute(), image)
     attempt(results, f"chunkflow to_dask {x.numblocks}",
