@@ -34,6 +34,7 @@ __all__ = [
     "GroupNotFoundError",
     "IncompleteJobWarning",
     "InvalidKeyError",
+    "InvalidOutError",
     "InvalidSelectionError",
     "JobMismatchError",
     "JobTokenError",
@@ -119,6 +120,10 @@ class BoundsCheckError(ChunkflowError, IndexError):
 
 class InvalidSelectionError(ChunkflowError, IndexError):
     """A selection has a form chunkflow cannot apply (wrong type, rank, step...)."""
+
+
+class InvalidOutError(ChunkflowError, TypeError):
+    """An ``out=`` argument is not an array a read can fill."""
 
 
 class InvalidKeyError(ChunkflowError, ValueError):
