@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["dims_taken", "expand_ellipsis", "selection_entries"]
 
 _FULL = slice(None)
+_NOTHING = object()
 
 
 def selection_entries(selection: Selection) -> tuple[Any, ...]:
@@ -62,6 +63,7 @@ def expand_ellipsis(
     *,
     taken: Callable[[object], int] = dims_taken,
     prefix: str = "",
+    gap: object = _NOTHING,
 ) -> tuple[Any, ...]:
     """``selection`` with its ``...`` replaced by full slices and padded to ``ndim``.
 
@@ -76,6 +78,9 @@ def expand_ellipsis(
         a boolean array its ``ndim``, anything else one).
     prefix : str, optional
         Starts error messages (``"array 'x': "``).
+    gap : object, optional
+        Put in place of a ``...`` that stands for no dimension (numpy still counts it
+        as separating the advanced indices around it); by default nothing is.
 
     Returns
     -------
@@ -113,6 +118,8 @@ def expand_ellipsis(
             f"{prefix}too many indices for an array of shape {tuple(shape)}: {selection!r} "
             f"takes {used} dimensions")
     fill = (_FULL,) * (len(shape) - used)
+    if not fill and gap is not _NOTHING:
+        fill = (gap,)
     if at >= 0:
         return entries[:at] + fill + entries[at + 1:]
     return entries + fill

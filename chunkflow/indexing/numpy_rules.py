@@ -103,20 +103,27 @@ def index_entry(entry: object) -> object:
         f"arrays used as indices must be of integer (or boolean) type, got {arr.dtype}")
 
 
+#: Stands for a ``...`` of no dimension: it still separates advanced entries (numpy's
+#: ``a[:, [0], ..., [0], :]`` on 4-d puts the block first).
+_GAP = object()
+
+
 class _Entry(NamedTuple):
     """One entry of the expanded selection, with the dimensions it takes."""
 
-    kind: str  # "slice", "int", "array" (integer array), "mask" or "new" (None)
+    kind: str  # "slice", "int", "array" (integer array), "mask", "new" (None) or "gap"
     value: Any
     dims: tuple[int, ...]
 
 
 def _entries(selection: Selection, shape: tuple[int, ...]) -> list[_Entry]:
     raw = selection if isinstance(selection, tuple) else (selection,)
-    expanded = expand_ellipsis(tuple(index_entry(e) for e in raw), shape)
+    expanded = expand_ellipsis(tuple(index_entry(e) for e in raw), shape, gap=_GAP)
     entries, dim = [], 0
     for entry in expanded:
-        if entry is None:
+        if entry is _GAP:
+            entries.append(_Entry("gap", None, ()))
+        elif entry is None:
             entries.append(_Entry("new", None, ()))
         elif isinstance(entry, slice):
             entries.append(_Entry("slice", entry, (dim,)))
@@ -131,10 +138,31 @@ def _entries(selection: Selection, shape: tuple[int, ...]) -> list[_Entry]:
             entries.append(_Entry("mask", entry, dims))
             dim += entry.ndim
         else:
-            entries.append(_Entry("array", normalize_int_array(entry, dim, shape[dim], shape),
-                                  (dim,)))
+            entries.append(_Entry("array", entry, (dim,)))  # checked once broadcast
             dim += 1
     return entries
+
+
+def _checked_arrays(entries: list[_Entry], advanced: list[int],
+                    shape: tuple[int, ...]) -> list[_Entry]:
+    """``entries`` with their integer arrays bounds-checked and wrapped, as numpy does:
+    only when the advanced entries broadcast to a non-empty block (numpy reads none of
+    their values otherwise: ``a[[5], []]`` is empty, not out of bounds)."""
+    shapes = [(int(np.count_nonzero(e.value)),) if e.kind == "mask" else np.shape(e.value)
+              for e in (entries[i] for i in advanced)]
+    try:
+        empty = 0 in np.broadcast_shapes(*shapes)
+    except ValueError:
+        empty = False  # broadcast_points says what is wrong
+    checked = []
+    for e in entries:
+        if e.kind == "array":
+            size = shape[e.dims[0]]
+            value = np.zeros(e.value.shape, np.intp) if empty else \
+                normalize_int_array(e.value, e.dims[0], size, shape)
+            e = e._replace(value=value)
+        checked.append(e)
+    return checked
 
 
 def _check_mask(mask: np.ndarray, dims: tuple[int, ...], shape: tuple[int, ...]) -> None:
@@ -169,10 +197,12 @@ class NumpyIndexer:
         entries = _entries(selection, shape)
         advanced = [i for i, e in enumerate(entries)
                     if e.kind in ("array", "mask") or (e.kind == "int" and _has_arrays(entries))]
+        if advanced:
+            entries = _checked_arrays(entries, advanced, shape)
         self._move: tuple[int, int] | None = None
         if not advanced:
             self._inner: Indexer = BasicIndexer(
-                tuple(e.value for e in entries if e.kind != "new"), grid)
+                tuple(e.value for e in entries if e.kind not in ("new", "gap")), grid)
             self.sel_shape = self._order_shape(entries, (), None, shape)
             self.result_shape = self.sel_shape
         else:
@@ -205,7 +235,7 @@ class NumpyIndexer:
             # axis: plan it so (runs of indices become slices, whole chunks decode
             # in place).
             sel = tuple(flat if e.kind in ("array", "mask") else e.value
-                        for e in entries if e.kind != "new")
+                        for e in entries if e.kind not in ("new", "gap"))
             self._inner = _InPlaceOrthogonal(sel, grid)
             self.sel_shape = self._order_shape(entries, block, first, grid.shape)
             return

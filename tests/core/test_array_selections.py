@@ -33,6 +33,8 @@ def z() -> chunkflow.Array:
     (np.eye(5, dtype=bool), slice(1, 3)),
     (Ellipsis, [-1, 0]),
     ([[0], [4]], [1, 2, 3]),
+    ([0], Ellipsis, [1, 2]),  # a "..." of one dimension separates
+    ([9], [], 0),  # broadcast to nothing: numpy reads no index, so none is out of bounds
 ])
 def test_reads_are_numpys(z: chunkflow.Array, selection: Any) -> None:
     got, expected = z[selection], A[selection]
@@ -233,3 +235,28 @@ def test_equality_is_store_and_path(tmp_path: Any) -> None:
     assert first != chunkflow.zeros(3, dtype="i1")
     assert chunkflow.zeros(3) != chunkflow.zeros(3)  # two in-memory stores
     assert first != np.zeros(3)
+
+
+# -- zero-length dimensions ------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", [(0, 2, 3), (0,), (3, 0)])
+def test_zero_chunks_of_zero_length_dimensions(tmp_path: Any, shape: tuple[int, ...]) -> None:
+    # zarr-python takes chunks=shape here and stores the 0; chunkflow takes it too and
+    # stores 1, which tensorstore also opens (it refuses a chunk size of 0).
+    import tensorstore as ts
+    import zarr
+
+    z = chunkflow.create_array(str(tmp_path / "a.zarr"), shape=shape, chunks=shape, dtype="f8")
+    z[...] = 42
+    assert z[...].shape == shape and z.nchunks_initialized == 0
+    assert z.chunks == tuple(max(c, 1) for c in shape)
+    spec = {"driver": "zarr3", "kvstore": {"driver": "file", "path": str(tmp_path / "a.zarr")}}
+    assert ts.open(spec).result().shape == shape
+    written = zarr.create_array(str(tmp_path / "b.zarr"), shape=shape, chunks=shape, dtype="i2")
+    assert written.metadata.chunk_grid.chunk_shape == shape  # zarr-python's 0
+    opened = chunkflow.open_array(str(tmp_path / "b.zarr"))
+    assert opened.shape == shape and opened[...].dtype == "i2"
+    with pytest.raises(ValueError, match="chunk sizes must be positive"):
+        grown = tuple(2 if n == 0 else n for n in shape)  # a 0 chunk of a non-empty dimension
+        chunkflow.create_array(None, shape=grown, chunks=shape, dtype="f8")
