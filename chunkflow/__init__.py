@@ -48,6 +48,7 @@ from chunkflow.core import Array, Group, Tree
 from chunkflow.graph import (
     compute,
     histogram,
+    label,
     map_chunks,
     median,
     nanmedian,
@@ -112,6 +113,7 @@ __all__ = [
     "get_cache",
     "group",
     "histogram",
+    "label",
     "load",
     "map_chunks",
     "median",
