@@ -67,6 +67,7 @@ from chunkflow.graph import (
     to_dask,
 )
 from chunkflow.storage import (
+    DirectoryStore,
     FsspecStore,
     LocalStore,
     MappingStore,
@@ -82,6 +83,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Array",
     "ChunkCache",
+    "DirectoryStore",
     "DistributedSynchronizer",
     "FsspecStore",
     "Group",
