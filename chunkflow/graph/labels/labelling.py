@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from chunkflow.graph.read import ArraySource, BlockChunks
     from chunkflow.graph.scheduler import ProgressArg, SchedulerLike
 
-__all__ = ["job_parts", "label", "open_source", "run_label_job"]
+__all__ = ["job_parts", "label", "open_source", "run_label_job", "source_identity", "source_token"]
 
 
 def open_source(source: ArraySource | da.Array, storage_options: Mapping[str, Any] | None,
@@ -195,12 +195,13 @@ def label(
     job = LabelJob.create(grid, kernel, src)
     parts = {"label": tokenize(kernel.tolist()), "block plan": tokenize(grid.block)}
     output = output.with_job(job_parts(parts, src, resume, job_name), grid.numblocks)
-    token = tokenize("label", kernel.tolist(), grid, _source_token(src), output, resume)
+    token = tokenize("label", kernel.tolist(), grid, source_token(src), output, resume)
     return run_label_job(job, output, token, compute=compute, scheduler=scheduler,
                          progress=progress)
 
 
-def _source_token(source: Source) -> Any:
+def source_token(source: Source) -> Any:
+    """What names the source in a graph's token (no I/O)."""
     if source.array is not None:
         return (source.array.store.identity, source.array.path)
     return source.lazy.name

@@ -34,7 +34,8 @@ from scipy import ndimage
 
 from chunkflow.errors import LabelError
 
-__all__ = ["PARTIAL_PROPERTIES", "block_table", "columns", "merge_tables", "needed_stats"]
+__all__ = ["PARTIAL_PROPERTIES", "block_table", "columns", "compact_labels", "merge_tables",
+           "needed_stats"]
 
 #: Properties computed from partial results (one pass over the blocks); each with
 #: the statistics it needs.
@@ -69,14 +70,21 @@ def needed_stats(properties: Iterable[str], has_intensity: bool) -> set[str]:
     return stats
 
 
-def _compact(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(labels present but 0, ascending; each voxel's index among them + 1, 0 for 0)."""
+def compact_labels(labels: np.ndarray, what: str = "measure") -> tuple[np.ndarray, np.ndarray]:
+    """(labels present but 0, ascending; each voxel's index among them + 1, 0 for 0).
+
+    Examples
+    --------
+    >>> present, index = compact_labels(np.array([[0, 9, 9], [4, 0, 9]]))
+    >>> present.tolist(), index.tolist()
+    ([4, 9], [[0, 2, 2], [1, 0, 2]])
+    """
     flat = labels.reshape(-1)
     if flat.size == 0:
         return np.zeros(0, np.int64), np.zeros(labels.shape, np.int64)
     low, high = int(flat.min()), int(flat.max())
     if low < 0:
-        raise LabelError(f"measure: labels must be non-negative integers, found {low}")
+        raise LabelError(f"{what}: labels must be non-negative integers, found {low}")
     if high - low <= 4 * flat.size:  # a bincount over the range is cheaper than a sort
         present = np.flatnonzero(np.bincount(flat - low, minlength=high - low + 1)) + low
         present = present[present != 0]
@@ -99,7 +107,7 @@ def _axis_values(shape: tuple[int, ...], axis: int, start: int) -> np.ndarray:
 def block_table(labels: np.ndarray, intensity: np.ndarray | None, start: Sequence[int],
                 stats: set[str]) -> Table:
     """The partial table of one block (``start``: its corner in the array)."""
-    present, index = _compact(labels)
+    present, index = compact_labels(labels)
     k = len(present)
     flat = index.reshape(-1)
     table: Table = {"label": present, "count": np.bincount(flat, minlength=k + 1)[1:]}

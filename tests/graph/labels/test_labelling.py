@@ -77,6 +77,16 @@ def test_a_checkerboard_under_full_and_face_connectivity(shape: tuple[int, ...],
     assert int(faces[...].max()) == int(image.sum())
 
 
+def test_objects_touching_only_at_block_corners() -> None:
+    # Diagonal lines meet each block at a corner: only diagonal neighbours join them.
+    check(np.eye(20, dtype=bool)[:, ::-1], (5, 5), np.ones((3, 3), bool))
+    check(np.eye(20, dtype=bool), (4, 5), np.ones((3, 3), bool))
+    cube = np.zeros((12, 12, 12), bool)
+    cube[np.arange(12), np.arange(12), np.arange(12)] = True
+    check(cube, (4, 4, 4), np.ones((3, 3, 3), bool))
+    check(cube[::-1], (4, 4, 4), ndimage.generate_binary_structure(3, 3))
+
+
 def test_one_object_spanning_everything_and_all_foreground() -> None:
     image = np.ones((30, 31), bool)
     image[::4, 1:-1] = False  # a comb: one component touching every block
