@@ -48,6 +48,7 @@ from chunkflow.core import Array, Group, Tree
 from chunkflow.graph import (
     compute,
     histogram,
+    label,
     map_chunks,
     median,
     nanmedian,
@@ -65,6 +66,7 @@ from chunkflow.graph import (
     to_dask,
 )
 from chunkflow.storage import (
+    DirectoryStore,
     FsspecStore,
     LocalStore,
     MappingStore,
@@ -80,6 +82,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Array",
     "ChunkCache",
+    "DirectoryStore",
     "DistributedSynchronizer",
     "FsspecStore",
     "Group",
@@ -110,6 +113,7 @@ __all__ = [
     "get_cache",
     "group",
     "histogram",
+    "label",
     "load",
     "map_chunks",
     "median",

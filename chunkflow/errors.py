@@ -38,6 +38,7 @@ __all__ = [
     "InvalidSelectionError",
     "JobMismatchError",
     "JobTokenError",
+    "LabelError",
     "LockTimeoutError",
     "MetadataError",
     "NodeNotFoundError",
@@ -141,6 +142,12 @@ class ShapeMismatchError(ChunkflowError, ValueError):
 class PyramidError(ChunkflowError, ValueError):
     """A pyramid's arguments do not fit its source or output (axes, factors, method,
     levels, where it goes)."""
+
+
+class LabelError(ChunkflowError, ValueError):
+    """The arguments of a labelling job do not fit (a structure that is not symmetric
+    or not of size 3 per axis, a label dtype that cannot hold the labels, a table's
+    unknown property)."""
 
 
 class DtypeMismatchError(ChunkflowError, TypeError, ValueError):
