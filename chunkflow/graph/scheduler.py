@@ -47,7 +47,7 @@ SchedulerLike: TypeAlias = "str | Client | None"
 # Names of the layers whose tasks are "output blocks": one task reads, writes or maps
 # one block. Progress counts these when a graph has them, and every task otherwise.
 BLOCK_PREFIXES = ("chunkflow-read-", "chunkflow-map-", "chunkflow-store-", "chunkflow-rechunk-",
-                  "chunkflow-label-")
+                  "chunkflow-label-", "chunkflow-measure-")
 # Keys of the data a block task reads (the array, a map plan).
 DATA_PREFIXES = ("chunkflow-array-", "chunkflow-job-")
 _LOCAL_SCHEDULERS = {

@@ -14,5 +14,6 @@ per-block histograms (:mod:`chunkflow.graph.labels.ranks`).
 """
 
 from chunkflow.graph.labels.labelling import label
+from chunkflow.graph.labels.measuring import measure
 
-__all__ = ["label"]
+__all__ = ["label", "measure"]

@@ -31,7 +31,7 @@ from chunkflow.graph.jobs import function_parts
 from chunkflow.graph.labels.geometry import BlockGrid
 from chunkflow.graph.labels.graph import build_graph
 from chunkflow.graph.labels.output import OutputPlan, plan_output
-from chunkflow.graph.labels.plan import LabelJob, Source, plan_blocks
+from chunkflow.graph.labels.plan import LabelJob, Source, label_voxel_bytes, plan_blocks
 from chunkflow.graph.labels.structure import normalize_structure
 from chunkflow.graph.read import as_source_array
 from chunkflow.graph.scheduler import compute as run
@@ -188,7 +188,9 @@ def label(
                          storage_options=storage_options,
                          dimension_names=_dimension_names(src))
     template = output.template()
-    block = plan_blocks(template, src, template.dtype.itemsize, blocks, max_memory, scheduler)
+    chunks = [(src.dtype.itemsize, src.chunks), (template.dtype.itemsize, template.write_chunks)]
+    block = plan_blocks(template, label_voxel_bytes(src.dtype.itemsize, template.dtype.itemsize),
+                        chunks, blocks, max_memory, scheduler)
     grid = BlockGrid(shape, tuple(max(1, b) for b in block))
     job = LabelJob.create(grid, kernel, src)
     parts = {"label": tokenize(kernel.tolist()), "block plan": tokenize(grid.block)}

@@ -16,8 +16,8 @@ halves' faces: a surface, not a volume (see the benchmark's notes for figures).
 
 Examples
 --------
->>> block_memory((1024, 1024), 1, 4, [(1, (256, 256))], (256, 256)) // 2**20
-17
+>>> block_memory((1024, 1024), label_voxel_bytes(1, 4), [(1, (256, 256)), (4, (256, 256))])
+18153472
 """
 
 from __future__ import annotations
@@ -46,7 +46,8 @@ if TYPE_CHECKING:
     from chunkflow.graph.read import BlockChunks
     from chunkflow.graph.scheduler import SchedulerLike
 
-__all__ = ["DEFAULT_BLOCK_VOXELS", "LabelJob", "Source", "block_memory", "plan_blocks"]
+__all__ = ["DEFAULT_BLOCK_VOXELS", "LabelJob", "Source", "block_memory", "label_voxel_bytes",
+           "plan_blocks"]
 
 # Blocks grow toward this many voxels (16 MiB of int32 labels). Larger blocks leave
 # fewer parts on their faces to merge, and a task's memory is a few bytes per voxel.
@@ -64,6 +65,10 @@ class Source:
     @property
     def shape(self) -> tuple[int, ...]:
         return self.array.shape if self.array is not None else tuple(self.lazy.shape)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
 
     @property
     def dtype(self) -> np.dtype:
@@ -131,13 +136,17 @@ class LabelJob:
         self.__dict__.update(state)
 
 
-def block_memory(block: Sequence[int], source_itemsize: int, out_itemsize: int,
-                 sources: Sequence[tuple[int, Sequence[int]]], out_chunk: Sequence[int]) -> int:
-    """The peak bytes of one block task (see the module notes)."""
-    voxels = math.prod(block)
-    per_voxel = source_itemsize + 4 + 4 + 4 + out_itemsize
-    chunks = sum(itemsize * math.prod(chunk) for itemsize, chunk in sources)
-    return voxels * per_voxel + chunks + out_itemsize * math.prod(out_chunk)
+def block_memory(block: Sequence[int], per_voxel: int,
+                 chunks: Sequence[tuple[int, Sequence[int]]]) -> int:
+    """The peak bytes of one block task: ``per_voxel`` bytes per voxel of the block, and
+    one chunk of each of ``chunks`` (itemsize, chunk shape) being decoded or encoded."""
+    return math.prod(block) * per_voxel + sum(itemsize * math.prod(chunk)
+                                              for itemsize, chunk in chunks)
+
+
+def label_voxel_bytes(source_itemsize: int, out_itemsize: int) -> int:
+    """A labelling block task's bytes per voxel (see the module notes)."""
+    return source_itemsize + 4 + 4 + 4 + out_itemsize
 
 
 def _default_multiples(shape: tuple[int, ...], unit: tuple[int, ...],
@@ -146,11 +155,11 @@ def _default_multiples(shape: tuple[int, ...], unit: tuple[int, ...],
                              BLOCKS_PER_THREAD * worker_threads(scheduler))
 
 
-def plan_blocks(template: Array, source: Source, out_itemsize: int, blocks: BlockChunks,
-                max_memory: int | str | None, scheduler: SchedulerLike,
+def plan_blocks(template: Array, per_voxel: int, chunks: Sequence[tuple[int, Sequence[int]]],
+                blocks: BlockChunks, max_memory: int | str | None, scheduler: SchedulerLike,
                 what: str = "label") -> tuple[int, ...]:
-    """The block shape (whole chunks of ``template``, the output), checked against
-    ``max_memory``.
+    """The block shape (whole chunks of ``template``, the output or the labels read),
+    checked against ``max_memory`` (see :func:`block_memory`).
 
     Raises
     ------
@@ -163,10 +172,9 @@ def plan_blocks(template: Array, source: Source, out_itemsize: int, blocks: Bloc
     shape, unit = template.shape, template.write_chunks
     multiples = (_default_multiples(shape, unit, scheduler) if blocks is None
                  else block_multiples(template, Ellipsis, blocks))
-    reads = [(source.dtype.itemsize, source.chunks)]
 
     def need(block: tuple[int, ...]) -> int:
-        return block_memory(block, source.dtype.itemsize, out_itemsize, reads, unit)
+        return block_memory(block, per_voxel, chunks)
 
     if max_memory is None:
         limit, note = default_max_memory(scheduler)
