@@ -14,7 +14,11 @@ xr = pytest.importorskip("xarray")
 pytest.importorskip("h5netcdf")
 kerchunk_hdf = pytest.importorskip("kerchunk.hdf")
 
-__all__ = ["json_references", "netcdf_dataset", "parquet_references", "references", "write_netcdf"]
+__all__ = ["KINDS", "json_references", "netcdf_dataset", "parquet_references", "references",
+           "storage_options", "write_netcdf"]
+
+#: The forms of references the tests open: in memory, a JSON file, Parquet.
+KINDS = ["dict", "json", "parquet"]
 
 
 def netcdf_dataset() -> Any:
@@ -54,3 +58,15 @@ def parquet_references(refs: dict[str, Any], path: Path) -> Path:
 
     refs_to_dataframe(refs, str(path))
     return path
+
+
+def storage_options(kind: str, netcdf: Path) -> dict[str, Any]:
+    """``storage_options`` of a ``reference://`` store over ``netcdf``, its references
+    in the form ``kind`` (one of :data:`KINDS`), written beside it."""
+    refs = references(str(netcdf))
+    if kind == "dict":
+        return {"fo": refs}
+    if kind == "json":
+        return {"fo": str(json_references(refs, netcdf.parent / "refs.json"))}
+    return {"fo": str(parquet_references(refs, netcdf.parent / "refs.parq")),
+            "remote_protocol": "file"}

@@ -4,7 +4,6 @@ listed, read against h5py, and read in merged range requests."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -16,9 +15,10 @@ import chunkflow  # noqa: E402
 from chunkflow.storage import FsspecStore  # noqa: E402
 from tests.helpers.range_server import serve_ranges  # noqa: E402
 from tests.helpers.references import (  # noqa: E402
+    KINDS,
     json_references,
-    parquet_references,
     references,
+    storage_options,
     write_netcdf,
 )
 
@@ -26,21 +26,11 @@ NAMES = ["mask", "temp", "time", "x", "y"]
 pytestmark = pytest.mark.filterwarnings("ignore:The 'fastparquet' engine is deprecated")
 
 
-def options(kind: str, tmp_path: Path) -> dict[str, Any]:
-    """storage_options of a reference:// store in each form of references."""
-    refs = references(str(write_netcdf(tmp_path / "data.nc")))
-    if kind == "dict":
-        return {"fo": refs}
-    if kind == "json":
-        return {"fo": str(json_references(refs, tmp_path / "refs.json"))}
-    return {"fo": str(parquet_references(refs, tmp_path / "refs.parq")), "remote_protocol": "file"}
-
-
-@pytest.mark.parametrize("kind", ["dict", "json", "parquet"])
+@pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("consolidated", [None, False])
 def test_reference_group_lists_and_reads(tmp_path: Path, kind: str,
                                          consolidated: bool | None) -> None:
-    so = options(kind, tmp_path)
+    so = storage_options(kind, write_netcdf(tmp_path / "data.nc"))
     group = chunkflow.open_group("reference://", mode="r", storage_options=so,
                                  use_consolidated=consolidated)
     assert sorted(group) == NAMES

@@ -5,7 +5,6 @@ misses the arrays, where it raises instead of returning an empty dataset."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -16,10 +15,9 @@ from chunkflow.errors import IncompleteListingError  # noqa: E402
 from chunkflow.storage import LocalStore  # noqa: E402
 from chunkflow.xarray import ChunkflowBackendEntrypoint  # noqa: E402
 from tests.helpers.references import (  # noqa: E402
-    json_references,
+    KINDS,
     netcdf_dataset,
-    parquet_references,
-    references,
+    storage_options,
     write_netcdf,
 )
 
@@ -29,22 +27,12 @@ pytestmark = [
 ]
 
 
-def options(kind: str, netcdf: Path) -> dict[str, Any]:
-    refs = references(str(netcdf))
-    if kind == "dict":
-        return {"fo": refs}
-    if kind == "json":
-        return {"fo": str(json_references(refs, netcdf.parent / "refs.json"))}
-    return {"fo": str(parquet_references(refs, netcdf.parent / "refs.parq")),
-            "remote_protocol": "file"}
-
-
-@pytest.mark.parametrize("kind", ["dict", "json", "parquet"])
+@pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("consolidated", [None, False])
 def test_references_open_as_the_zarr_and_h5netcdf_engines_do(
         tmp_path: Path, kind: str, consolidated: bool | None) -> None:
     netcdf = write_netcdf(tmp_path / "data.nc")
-    so = options(kind, netcdf)
+    so = storage_options(kind, netcdf)
     ours = xr.open_dataset("reference://", engine=ChunkflowBackendEntrypoint,
                            storage_options=so, consolidated=consolidated)
     by_zarr = xr.open_dataset("reference://", engine="zarr", storage_options=so,
