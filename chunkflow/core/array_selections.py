@@ -224,14 +224,16 @@ class ArraySelections:
         if field is not None:
             self._set_field(indexer, value, field)
             return
-        converted = convert_dtype(value, self.dtype, self._path)
-        try:
-            ordered = indexer.value_in_plan_order(converted)
-        except ValueError:
-            raise ShapeMismatchError(
-                f"array {self._path or '/'!r}: cannot write a value of shape "
-                f"{converted.shape} to a selection of shape {indexer.result_shape}") from None
-        self._io.write(list(indexer), prepare_value(ordered, self.dtype, indexer, self._path))
+        if indexer.reorders:  # numpy's order of the value's dimensions is not the plan's
+            converted = convert_dtype(value, self.dtype, self._path)
+            try:
+                value = indexer.value_in_plan_order(converted)
+            except ValueError:
+                raise ShapeMismatchError(
+                    f"array {self._path or '/'!r}: cannot write a value of shape "
+                    f"{converted.shape} to a selection of shape {indexer.result_shape}"
+                ) from None
+        self._io.write(list(indexer), prepare_value(value, self.dtype, indexer, self._path))
 
     def _set_field(self, indexer: Indexer, value: ArrayLike, field: str) -> None:
         """Write one field: the items are read, changed and written back, under the

@@ -271,6 +271,11 @@ class NumpyIndexer:
     def __repr__(self) -> str:
         return f"NumpyIndexer({self._inner!r}, result_shape={self.result_shape})"
 
+    @property
+    def reorders(self) -> bool:
+        """Whether numpy's result has its dimensions in another order than the plan."""
+        return self._move is not None
+
     def result(self, buffer: np.ndarray) -> np.ndarray:
         """numpy's result from the filled buffer (a view of it)."""
         shaped = buffer.reshape(self.sel_shape)

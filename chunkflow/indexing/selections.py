@@ -94,6 +94,9 @@ class Indexer(Protocol):
     sel_shape: tuple[int, ...]
     drop_axes: tuple[int, ...]
     nchunks: int
+    #: Whether the result's dimensions are in another order than the plan's (then
+    #: values written go through :meth:`value_in_plan_order`).
+    reorders: bool
 
     def __iter__(self) -> Iterator[ChunkProjection]: ...
 
@@ -109,6 +112,7 @@ class Reshaping:
     """The results of indexers whose ``sel_shape`` is the result's shape."""
 
     sel_shape: tuple[int, ...]
+    reorders = False
 
     @property
     def result_shape(self) -> tuple[int, ...]:
