@@ -29,7 +29,7 @@ from chunkflow.storage.fsspec_ranges import (
 from chunkflow.storage.keys import normalize_key, slice_bounds
 from chunkflow.storage.process_local import reference
 from chunkflow.storage.ranges import ByteRangeReader
-from chunkflow.storage.retries import raise_request_error, with_retry_defaults
+from chunkflow.storage.retries import raise_request_error, uses_s3fs, with_retry_defaults
 from chunkflow.storage.streams import (
     AsyncKeyStream,
     AsyncPutStream,
@@ -122,7 +122,7 @@ class FsspecStore(Store):
         options = dict(self.storage_options)
         if "::" not in url and get_protocol(url) in ("file", "local"):
             options.setdefault("auto_mkdir", True)  # create parent folders on write
-        if "::" not in url and get_protocol(url) in ("s3", "s3a"):
+        if uses_s3fs(url):  # not for another implementation registered for s3://
             options = s3_pool_options(options)
         options = with_retry_defaults(url, options)  # long jobs outlast transient errors
         self.fs, root = fsspec.core.url_to_fs(url, **options)
@@ -132,7 +132,7 @@ class FsspecStore(Store):
         #: Every request is a network round trip (see Store.latency_bound).
         self.latency_bound = not NEAR_PROTOCOLS & set(fs_protocols(self.fs))
         # s3fs's HEAD before each whole-object read (see batch_kwargs) is left out.
-        self._whole = {"max_concurrency": 1} if "s3" in fs_protocols(self.fs) else {}
+        self._whole = {"max_concurrency": 1} if uses_s3fs(url) else {}
         if "zip" in fs_protocols(self.fs) and getattr(self.fs, "mode", "r") == "r":
             self.read_only = True
             self._read_only_reason = (

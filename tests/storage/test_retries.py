@@ -126,3 +126,35 @@ def test_missing_keys_and_refusals_keep_their_types(tmp_path: Any) -> None:
         store["k"] = b"1"
     assert not isinstance(pytest.raises(KeyError, store.__getitem__, "m").value,
                           StoreRequestError)
+
+
+@pytest.fixture
+def obstore_registered_for_s3() -> Any:
+    """obstore's fsspec file system registered for ``s3://`` (as its docs suggest), and
+    s3fs registered again afterwards."""
+    obstore_fsspec = pytest.importorskip("obstore.fsspec")
+    obstore_fsspec.register("s3", asynchronous=True)
+    try:
+        yield
+    finally:
+        fsspec.register_implementation("s3", "s3fs.S3FileSystem", clobber=True)
+
+
+@pytest.mark.s3
+def test_s3fs_options_only_for_s3fs(s3_server: dict[str, Any],
+                                    obstore_registered_for_s3: None) -> None:
+    # Another implementation of s3:// gets the user's options only: obstore refuses
+    # s3fs's config_kwargs (UnknownConfigurationKeyError).
+    options = {"config": {"endpoint": s3_server["endpoint_url"], "region": "us-west-2",
+                          "access_key_id": s3_server["key"],
+                          "secret_access_key": s3_server["secret"]},
+               "client_options": {"allow_http": True}}
+    data = np.arange(60, dtype="u2").reshape(6, 10)
+    url = _url()
+    z = chunkflow.create_array(url, shape=data.shape, chunks=(4, 4), dtype="u2",
+                               storage_options=options)
+    z[:] = data
+    opened = chunkflow.open_array(url, mode="r", storage_options=options)
+    assert type(opened.store.fs).__module__.startswith("obstore")
+    np.testing.assert_array_equal(opened[:], data)
+    assert with_retry_defaults("s3://b/a", {"region": "x"}) == {"region": "x"}
