@@ -1,4 +1,5 @@
-"""Stores: bytes by key, on local disk, in memory, in a zip file or any fsspec URL.
+"""Stores: bytes by key, on local disk, in memory, in a zip file, any fsspec URL, or
+object URLs through obstore (:class:`ObstoreStore`, imported with obstore when first used).
 
 Examples
 --------
@@ -10,6 +11,8 @@ Examples
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from chunkflow.storage.base import Store
 from chunkflow.storage.factory import StoreLike, make_store
@@ -27,9 +30,19 @@ __all__ = [
     "LocalStore",
     "MappingStore",
     "MemoryStore",
+    "ObstoreStore",
     "Store",
     "StoreLike",
     "ZipStore",
     "make_store",
     "normalize_key",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # ObstoreStore imports obstore, an optional dependency: only when asked for.
+    if name == "ObstoreStore":
+        from chunkflow.storage.obstore_store import ObstoreStore
+
+        return ObstoreStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

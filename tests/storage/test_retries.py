@@ -53,16 +53,23 @@ def test_s3_stores_use_the_standard_retry_mode(s3_server: dict[str, Any]) -> Non
 
 
 @pytest.mark.s3
-def test_an_array_survives_a_third_of_requests_failing(s3_server: dict[str, Any]) -> None:
-    # Faults of every kind (500, 503, dropped connections), on writes and reads.
+@pytest.mark.parametrize("backend", ["fsspec", "obstore"])
+def test_an_array_survives_a_third_of_requests_failing(s3_server: dict[str, Any],
+                                                       backend: str) -> None:
+    # Faults of every kind (500, 503, dropped connections), on writes and reads; s3fs
+    # retries with botocore's settings, obstore with its RetryConfig (OBSTORE_RETRIES).
     data = np.arange(80 * 100, dtype="i4").reshape(80, 100)
-    with FaultProxy(s3_server["endpoint_url"], fail_share=0.3, seed=5) as proxy:
+    with FaultProxy(s3_server["endpoint_url"], fail_share=0.3, seed=5) as proxy, \
+            chunkflow.config.set({"chunkflow.io.object-backend": backend}):
         options = {**s3_server, "endpoint_url": proxy.url}
         url = _url()
         z = chunkflow.create(data.shape, chunks=(10, 10), dtype="i4", store=url,
                              storage_options=options)
         z[:] = data
-        got = chunkflow.open(url, storage_options=options, cache=False)[:]
+        got = chunkflow.open(url, storage_options=options, cache=False)
+        assert type(got.store).__name__ == {"fsspec": "FsspecStore",
+                                            "obstore": "ObstoreStore"}[backend]
+        got = got[:]
     np.testing.assert_array_equal(got, data)
     assert proxy.failures["PUT"] > 10 and proxy.failures["GET"] > 10
 
@@ -133,11 +140,14 @@ def obstore_registered_for_s3() -> Any:
     """obstore's fsspec file system registered for ``s3://`` (as its docs suggest), and
     s3fs registered again afterwards."""
     obstore_fsspec = pytest.importorskip("obstore.fsspec")
+    import s3fs
+
     obstore_fsspec.register("s3", asynchronous=True)
     try:
-        yield
+        with chunkflow.config.set({"chunkflow.io.object-backend": "fsspec"}):
+            yield
     finally:
-        fsspec.register_implementation("s3", "s3fs.S3FileSystem", clobber=True)
+        fsspec.register_implementation("s3", s3fs.S3FileSystem, clobber=True)
 
 
 @pytest.mark.s3
