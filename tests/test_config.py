@@ -32,6 +32,7 @@ THREADS = "chunkflow.io.threads"
 REQUESTS = "chunkflow.io.inflight-requests"
 INFLIGHT = "chunkflow.io.inflight-bytes"
 BACKEND = "chunkflow.io.object-backend"
+FORMAT = "chunkflow.array.zarr-format"
 DASK_ENV = ("DASK_CHUNKFLOW__CACHE__MAX_BYTES", "DASK_CHUNKFLOW__CACHE__COMPRESSED_BYTES",
             "DASK_CHUNKFLOW__CACHE__ENABLED", "DASK_CHUNKFLOW__CACHE__RECHECK_CACHED_DATA",
             "DASK_CHUNKFLOW__IO__THREADS", "DASK_CHUNKFLOW__IO__INFLIGHT_REQUESTS",
@@ -64,7 +65,7 @@ def test_defaults(clean_env: pytest.MonkeyPatch) -> None:
 def test_package_exports_the_settings_module() -> None:
     assert chunkflow.config is config and config.__name__ == "chunkflow.config"
     assert SETTINGS == (MAX, COMPRESSED, ENABLED, RECHECK, THREADS, REQUESTS, INFLIGHT,
-                        BACKEND)
+                        BACKEND, FORMAT)
     assert "config" not in chunkflow.cache.__all__  # one place for the settings
     assert set(chunkflow.cache.__all__) >= {"ChunkCache", "CacheStats", "get_cache", "cache_info"}
 
@@ -439,3 +440,17 @@ def test_object_backend_choices() -> None:
         assert config.get(BACKEND) == "obstore"
     with pytest.raises(SettingError, match="'auto', 'obstore' or 'fsspec'.*'boto'"):
         config.set({BACKEND: "boto"})
+
+
+def test_zarr_format_setting_picks_the_format_of_new_nodes() -> None:
+    import chunkflow
+
+    assert chunkflow.zeros(3).zarr_format == 3
+    with config.set({FORMAT: "2"}):
+        assert config.get(FORMAT) == 2
+        assert chunkflow.zeros(3).zarr_format == 2
+        assert chunkflow.group().zarr_format == 2
+        assert chunkflow.create_array(None, shape=(2,), dtype="u1").zarr_format == 2
+        assert chunkflow.zeros(3, zarr_format=3).zarr_format == 3  # an argument wins
+    with pytest.raises(chunkflow.errors.SettingError, match="must be 2 or 3"):
+        config.set({FORMAT: 4})

@@ -12,7 +12,12 @@ Examples
 
 from __future__ import annotations
 
+<<<<<<< HEAD
 from typing import Any
+=======
+from numcodecs import Blosc
+from numcodecs.abc import Codec
+>>>>>>> main
 
 from chunkflow.storage.base import Store
 from chunkflow.storage.factory import StoreLike, make_store
@@ -26,6 +31,7 @@ from chunkflow.storage.zip import ZipStore
 
 __all__ = [
     "ByteRangeReader",
+    "DirectoryStore",
     "FsspecStore",
     "LocalStore",
     "MappingStore",
@@ -34,10 +40,12 @@ __all__ = [
     "Store",
     "StoreLike",
     "ZipStore",
+    "default_compressor",
     "make_store",
     "normalize_key",
 ]
 
+<<<<<<< HEAD
 
 def __getattr__(name: str) -> Any:
     # ObstoreStore imports obstore, an optional dependency: only when asked for.
@@ -46,3 +54,13 @@ def __getattr__(name: str) -> Any:
 
         return ObstoreStore
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+=======
+#: zarr-python 2's name for a store over a local folder.
+DirectoryStore = LocalStore
+
+#: The compressor of arrays created by :func:`chunkflow.create` (and ``zeros``, ``array``...)
+#: without ``compressor=``, read at creation: zarr-python 2's ``zarr.storage.default_compressor``,
+#: which users assign (``chunkflow.storage.default_compressor = numcodecs.Zstd(level=1)``).
+#: ``None`` creates uncompressed arrays. ``create_array`` keeps zarr-python 3's defaults.
+default_compressor: Codec | None = Blosc(cname="lz4", clevel=5, shuffle=Blosc.SHUFFLE)
+>>>>>>> main
