@@ -12,12 +12,10 @@ Examples
 
 from __future__ import annotations
 
-<<<<<<< HEAD
 from typing import Any
-=======
+
 from numcodecs import Blosc
 from numcodecs.abc import Codec
->>>>>>> main
 
 from chunkflow.storage.base import Store
 from chunkflow.storage.factory import StoreLike, make_store
@@ -45,16 +43,6 @@ __all__ = [
     "normalize_key",
 ]
 
-<<<<<<< HEAD
-
-def __getattr__(name: str) -> Any:
-    # ObstoreStore imports obstore, an optional dependency: only when asked for.
-    if name == "ObstoreStore":
-        from chunkflow.storage.obstore_store import ObstoreStore
-
-        return ObstoreStore
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-=======
 #: zarr-python 2's name for a store over a local folder.
 DirectoryStore = LocalStore
 
@@ -63,4 +51,12 @@ DirectoryStore = LocalStore
 #: which users assign (``chunkflow.storage.default_compressor = numcodecs.Zstd(level=1)``).
 #: ``None`` creates uncompressed arrays. ``create_array`` keeps zarr-python 3's defaults.
 default_compressor: Codec | None = Blosc(cname="lz4", clevel=5, shuffle=Blosc.SHUFFLE)
->>>>>>> main
+
+
+def __getattr__(name: str) -> Any:
+    # ObstoreStore imports obstore, an optional dependency: only when asked for.
+    if name == "ObstoreStore":
+        from chunkflow.storage.obstore_store import ObstoreStore
+
+        return ObstoreStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -29,12 +29,8 @@ from chunkflow.storage.fsspec_ranges import (
 from chunkflow.storage.keys import normalize_key, slice_bounds
 from chunkflow.storage.process_local import reference
 from chunkflow.storage.ranges import ByteRangeReader
-<<<<<<< HEAD
-from chunkflow.storage.retries import raise_request_error, uses_s3fs, with_retry_defaults
-=======
 from chunkflow.storage.references import held_keys, references_token, target_protocols
-from chunkflow.storage.retries import raise_request_error, with_retry_defaults
->>>>>>> main
+from chunkflow.storage.retries import raise_request_error, uses_s3fs, with_retry_defaults
 from chunkflow.storage.streams import (
     AsyncKeyStream,
     AsyncPutStream,
