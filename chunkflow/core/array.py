@@ -193,6 +193,7 @@ class Array(ArrayProperties, ArraySelections, BlockSelection):
         grid = RegularChunkGrid(metadata.shape, metadata.chunks)
         name, separator = metadata.chunk_key_encoding
         allow_pickle = self._options.allow_pickle
+        pipeline: Any
         if isinstance(metadata, ArrayMetadataV2):
             pipeline = v2_pipeline(metadata.dtype, metadata.chunks, metadata.order,
                                    metadata.filters, metadata.compressor,

@@ -92,9 +92,14 @@ class BlockSelection:
     """Mixin of :class:`~chunkflow.Array`: block selection (needs ``write_chunks``,
     ``get_basic_selection`` and ``set_basic_selection``)."""
 
-    shape: tuple[int, ...]
-    write_chunks: tuple[int, ...]
     _path: str
+
+    if TYPE_CHECKING:
+        @property
+        def shape(self) -> tuple[int, ...]: ...
+
+        @property
+        def write_chunks(self) -> tuple[int, ...]: ...
 
     def get_block_selection(self, selection: Selection) -> np.ndarray:
         """Read whole blocks of the chunk grid (shards, for a sharded array).

@@ -58,7 +58,7 @@ def dims_taken(entry: object) -> int:
 
 
 def expand_ellipsis(
-    selection: Selection,
+    selection: Selection | tuple[Any, ...],
     shape: tuple[int, ...],
     *,
     taken: Callable[[object], int] = dims_taken,
@@ -117,7 +117,7 @@ def expand_ellipsis(
         raise InvalidSelectionError(
             f"{prefix}too many indices for an array of shape {tuple(shape)}: {selection!r} "
             f"takes {used} dimensions")
-    fill = (_FULL,) * (len(shape) - used)
+    fill: tuple[Any, ...] = (_FULL,) * (len(shape) - used)
     if not fill and gap is not _NOTHING:
         fill = (gap,)
     if at >= 0:
