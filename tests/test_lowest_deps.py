@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import doctest
 import importlib.util
-import tomllib
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 from packaging.requirements import Requirement
 from packaging.version import Version
+
+tomllib = pytest.importorskip("tomllib")  # Python >= 3.11, as .ci/lowest_deps.py
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / ".ci" / "lowest_deps.py"
