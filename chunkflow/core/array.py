@@ -71,6 +71,16 @@ class Array(ArrayProperties, ArraySelections, BlockSelection):
         :mod:`chunkflow.config`; ``None`` follows the setting
         ``chunkflow.cache.recheck-cached-data`` (default ``"open"``).
 
+    Notes
+    -----
+    ``z[...]`` is numpy's indexing, for reads and writes: index arrays broadcast
+    together (their block placed where numpy places it), boolean masks of any rank,
+    ``None``, negative steps; a write with repeated indices stores the last value given,
+    as numpy does. What chunkflow does not support raises an ``IndexError``. ``oindex``,
+    ``vindex``, ``blocks`` and the ``get_*``/``set_*`` selection methods keep
+    zarr-python's meanings; field names select fields of structured dtypes
+    (``z["foo", 1:3]``, ``fields=``), as zarr-python 2 does.
+
     Examples
     --------
     >>> import chunkflow
@@ -83,6 +93,8 @@ class Array(ArrayProperties, ArraySelections, BlockSelection):
     >>> again = chunkflow.Array(z.store)
     >>> int(again[:].sum())
     42
+    >>> z[[1, 2], [2, 4]]  # points, as numpy
+    array([7, 7], dtype=int32)
     """
 
     _kind = "array"
