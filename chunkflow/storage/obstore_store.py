@@ -9,6 +9,10 @@ keep a window of them out, handing each value over as it arrives (see
 :mod:`chunkflow.storage.streams`). The bytes never pass through Python's HTTP stack:
 a request costs a fraction of the client CPU that s3fs (botocore, aiohttp) spends.
 
+Over plain HTTP, listings come from fsspec's HTTP file system (the links of a server's
+folder pages), as :class:`~chunkflow.storage.FsspecStore` lists there; every other
+request goes through obstore.
+
 Versions are ETags. A GET returns its object's ETag with the bytes, so
 :meth:`~chunkflow.storage.Store.get_many_versioned` costs no request more than
 :meth:`~chunkflow.storage.Store.get_many`; byte ranges are read with ``If-Match`` on
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
@@ -42,6 +47,8 @@ from chunkflow.storage.streams import AsyncKeyStream, AsyncPutStream, CheckedPut
 __all__ = ["ObstoreRangeReader", "ObstoreStore", "etag_version"]
 
 T = TypeVar("T")
+# storage_options that only obstore takes (left out for fsspec's HTTP listings).
+_OBSTORE_ONLY = ("config", "client_options", "retry_config", "credential_provider")
 
 
 def etag_version(meta: dict[str, Any]) -> tuple[Any, ...] | None:
@@ -109,6 +116,7 @@ class ObstoreStore(Store):
         #: Every request is a network round trip (see Store.latency_bound).
         self.latency_bound = True
         self._loop = fsspec.asyn.get_loop()
+        self._over_http = type(self.store).__name__ == "HTTPStore"
 
     @property
     def identity(self) -> str:
@@ -293,6 +301,16 @@ class ObstoreStore(Store):
 
     # ------------------------------------------------------------ listing
 
+    @functools.cached_property
+    def _html_listing(self) -> Store:
+        """Over plain HTTP, listings from fsspec's HTTP file system, which reads the
+        links of a server's folder pages (obstore lists with WebDAV's PROPFIND, which
+        static file servers refuse)."""
+        from chunkflow.storage.fsspec_store import FsspecStore
+
+        options = {k: v for k, v in self.storage_options.items() if k not in _OBSTORE_ONLY}
+        return FsspecStore(self.url, options, read_only=True)
+
     def _metas(self, prefix: str) -> list[dict[str, Any]]:
         """What obstore lists below the folder-like ``prefix`` (all objects for "")."""
         start = prefix + "/" if prefix else ""
@@ -300,9 +318,13 @@ class ObstoreStore(Store):
         return [dict(meta) for meta in metas if meta["path"].startswith(start)]
 
     def _list_prefix(self, prefix: str) -> Iterator[str]:
+        if self._over_http:
+            return self._html_listing.list_prefix(prefix)
         return iter([meta["path"] for meta in self._metas(prefix)])
 
     def _list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
+        if self._over_http:
+            return self._html_listing.list_dir(prefix)
         listing = obstore.list_with_delimiter(self.store, prefix or None)
         cut = len(prefix) + 1 if prefix else 0
         keys = [meta["path"][cut:] for meta in listing["objects"]]
@@ -310,6 +332,8 @@ class ObstoreStore(Store):
         return sorted(k for k in keys if k), sorted(d for d in dirs if d)
 
     def _getsize_prefix(self, prefix: str) -> int:
+        if self._over_http:
+            return self._html_listing.getsize_prefix(prefix)
         return sum(int(meta["size"]) for meta in self._metas(prefix))
 
 
