@@ -24,7 +24,6 @@ This module imports obstore; chunkflow imports it only when obstore opens a URL.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import Any, TypeVar
@@ -37,7 +36,7 @@ from obstore.store import from_url
 from chunkflow import config
 from chunkflow.errors import ReadOnlyError, StoreValueChangedError
 from chunkflow.storage.base import Store, Version
-from chunkflow.storage.fsspec_ranges import coalesce
+from chunkflow.storage.fsspec_ranges import coalesce, split_coalesced
 from chunkflow.storage.keys import normalize_key, slice_bounds
 from chunkflow.storage.obstore_config import obstore_arguments, obstore_location
 from chunkflow.storage.ranges import ByteRangeReader
@@ -151,22 +150,14 @@ class ObstoreStore(Store):
         return self._run(gather)
 
     def _translated(self, key: str, err: BaseException, write: bool) -> BaseException | None:
-        """The one place where obstore's errors become KeyError / ReadOnlyError."""
+        # obstore raises the builtin FileNotFoundError and PermissionError (or its own
+        # PermissionDeniedError) for what S3, GCS and Azure answer.
         if _is_missing(err):
             return KeyError(key)
-        if write and type(err).__name__ == "PermissionDeniedError":
+        if write and (isinstance(err, PermissionError)
+                      or type(err).__name__ == "PermissionDeniedError"):
             return ReadOnlyError(f"cannot write key {key!r} to {self!r}: the backend refused ({err})")
         return None
-
-    @contextlib.contextmanager
-    def _translate(self, key: str, *, write: bool = False) -> Iterator[None]:
-        try:
-            yield
-        except Exception as err:
-            new = self._translated(key, err, write)
-            if new is None:
-                raise
-            raise new from err
 
     # ------------------------------------------------------------ reading
 
@@ -359,15 +350,7 @@ class ObstoreRangeReader(ByteRangeReader):
     def _read(self, ranges: list[tuple[int, int]]) -> list[bytes]:
         joined = coalesce(ranges)
         fetched = self._store._run(self._fetch_all, [(start, stop) for start, stop, _ in joined])
-        parts: list[bytes] = [b""] * len(ranges)
-        for data, (start, stop, members) in zip(fetched, joined):
-            if len(data) != stop - start:
-                raise self._changed(f"range ({start}, {stop}) came back with {len(data)} bytes")
-            view = memoryview(data)
-            for index in members:
-                first, last = ranges[index]
-                parts[index] = bytes(view[first - start:last - start])
-        return parts
+        return split_coalesced(ranges, joined, fetched, self._changed)
 
     async def _fetch_all(self, spans: list[tuple[int, int]]) -> list[bytes]:
         return list(await asyncio.gather(*(self._fetch(span) for span in spans)))
