@@ -47,13 +47,6 @@ def _s3_job(tmp_path: Path, s3: dict[str, Any]) -> tuple[str, str, dict[str, byt
     return src, f"{root}/out.zarr", data_keys(FsspecStore(f"{root}/ref.zarr", storage_options=s3))
 
 
-@pytest.fixture
-def log(tmp_path: Path) -> Path:
-    folder = tmp_path / "log"
-    folder.mkdir()
-    return folder
-
-
 @pytest.mark.s3
 def test_a_tenth_of_s3_requests_failing_is_retried_to_an_exact_output(
     tmp_path: Path, log: Path, s3_server: dict[str, Any]

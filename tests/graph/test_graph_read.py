@@ -22,6 +22,8 @@ from hypothesis import strategies as st
 import chunkflow
 from chunkflow.errors import InvalidSelectionError
 
+pytestmark = pytest.mark.lowest_deps  # also run at the lowest dependency versions
+
 # --------------------------------------------------------------- strategies
 
 
@@ -296,6 +298,7 @@ def test_progress_callable_counts_output_blocks() -> None:
 @pytest.mark.parametrize("scheduler", ["threads", "processes", "sync"])
 def test_progress_bar_is_drawn(scheduler: str, folder_array: chunkflow.Array,
                                capfd: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("tqdm")  # the bar is tqdm's (a test extra)
     chunkflow.reduce(folder_array, ("mean",), chunks=(1, 1), scheduler=scheduler, progress=True)
     err = capfd.readouterr().err
     # tqdm's bar: "chunkflow: 100%|...| 50/50"

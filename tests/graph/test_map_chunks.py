@@ -17,6 +17,8 @@ from chunkflow.errors import InvalidSelectionError, ShapeMismatchError
 from chunkflow.graph import MemoryPlanError
 from chunkflow.testing import CountingMapping
 
+pytestmark = pytest.mark.lowest_deps  # also run at the lowest dependency versions
+
 SCIPY_MODE = {"reflect": "reflect", "nearest": "nearest", "constant": "constant",
               "periodic": "wrap"}
 
@@ -271,6 +273,7 @@ def test_progress_counts_output_blocks(capfd: pytest.CaptureFixture[str]) -> Non
                          progress=lambda done, total: seen.append((done, total)),
                          blocks_per_task=1)
     assert seen[0] == (0, 12) and seen[-1] == (12, 12)
+    pytest.importorskip("tqdm")  # the bar below is tqdm's (a test extra)
     chunkflow.map_chunks(np.negative, z, out=out, depth=2, chunks=(1, 1), progress=True,
                          blocks_per_task=1)
     assert "12/12" in capfd.readouterr().err
