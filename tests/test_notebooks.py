@@ -68,6 +68,7 @@ def run_code_cells(path: Path, run: str) -> None:
                                  f"{err!r}") from err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_runs_twice_in_one_folder(path: Path, small_notebook_env: Path) -> None:
     """Top to bottom, then again in the same folder: the second run replaces what the

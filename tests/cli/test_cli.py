@@ -76,6 +76,7 @@ def test_no_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None
     assert code == 2 and "COMMAND" in err and "demo" in err
 
 
+@pytest.mark.slow
 def test_python_dash_m_runs_the_command_line(tmp_path: Path) -> None:
     done = run_module("--version")
     assert done.returncode == 0 and done.stdout.strip() == f"chunkflow {chunkflow.__version__}"
@@ -232,6 +233,7 @@ def test_filter_equals_scipy_on_the_whole_image(
     np.testing.assert_allclose(result[:], expected(data), rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_filter_on_processes(capsys: pytest.CaptureFixture[str],
                              stored: tuple[str, np.ndarray], tmp_path: Path) -> None:
     ndimage = pytest.importorskip("scipy.ndimage")
@@ -324,6 +326,7 @@ def test_a_corrupt_chunk_names_it_and_the_output_is_removed(
     assert chunkflow.open(str(dst), mode="r").shape == data.shape
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scheduler", ["threads", "processes"])
 def test_a_destination_that_was_there_is_never_removed(
         capsys: pytest.CaptureFixture[str], tmp_path: Path, scheduler: str) -> None:

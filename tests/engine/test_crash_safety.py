@@ -164,6 +164,7 @@ def _plain(zarr_format: int) -> Callable[[Path], np.ndarray]:
 # -- killed writers ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("zarr_format", [2, 3])
 def test_killed_shrink_never_resurrects_values(tmp_path: Path, zarr_format: int) -> None:
     stages = _kill_at_every_stage(tmp_path, _plain(zarr_format),
@@ -185,6 +186,7 @@ def _with_leftovers(path: Path) -> np.ndarray:
     return BASE[:6, :5]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("by", ["key", "listing"])
 def test_killed_grow_never_shows_a_stale_handle_s_writes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, by: str

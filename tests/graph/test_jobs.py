@@ -304,6 +304,7 @@ def test_open_costs_no_extra_request_and_a_task_one_record_write(tmp_path: Path,
 # ------------------------------------------------------------ other schedulers
 
 
+@pytest.mark.slow
 def test_resume_on_processes(tmp_path: Path, log: Path) -> None:
     src = _source(tmp_path)
     out = str(tmp_path / "out.zarr")

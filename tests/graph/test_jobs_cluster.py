@@ -36,6 +36,7 @@ def _run(src: str, out: Any, log: Path, **kwargs: Any) -> chunkflow.Array:
                                 block_info=True, log=str(log), **kwargs)
 
 
+@pytest.mark.slow
 def test_a_killed_worker_does_not_stop_the_job(tmp_path: Path) -> None:
     """Issue 21, test 3: a worker process dies mid-task (``os._exit``, as the OOM killer
     does); the nanny restarts it, the scheduler reruns its task, the job finishes on its

@@ -91,6 +91,7 @@ def test_sources_with_different_chunk_grids() -> None:
 # ------------------------------------------------------------- schedulers
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scheduler", ["threads", "processes", "sync", "cluster"])
 def test_folder_to_folder_on_every_scheduler(scheduler: str, tmp_path: Path,
                                              request: pytest.FixtureRequest) -> None:
@@ -242,6 +243,7 @@ print(json.dumps({"peaks": meter.peaks, "estimate": layout.estimate.total,
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("per_task", [None, 1, [2, 3]], ids=["plan", "one", "2x3"])
 def test_measured_peak_stays_under_the_plan(tmp_path: Path, per_task: Any) -> None:
     # A fresh interpreter: no other thread of the test session allocates meanwhile.
@@ -308,6 +310,7 @@ def test_refusals_create_no_output(tmp_path: Path) -> None:
 # ------------------------------------------------- the cache on a dask cluster
 
 
+@pytest.mark.slow
 def test_worker_cache_is_a_share_of_its_memory_and_the_plan_counts_it(tmp_path: Path) -> None:
     import distributed
 

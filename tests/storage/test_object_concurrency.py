@@ -86,6 +86,7 @@ def test_a_full_read_on_s3_makes_one_get_per_chunk_and_nothing_else(
         assert dict(proxy.requests) == {"GET": 64}
 
 
+@pytest.mark.slow
 @pytest.mark.s3
 def test_a_full_write_on_s3_makes_one_put_per_chunk(
         s3_proxy: tuple[FaultProxy, dict[str, Any]]) -> None:

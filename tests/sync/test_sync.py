@@ -392,6 +392,7 @@ def _increment_file(sync: Synchronizer, counter: str, times: int,
                 file.write(str(value + 1))
 
 
+@pytest.mark.slow
 def test_process_locks_exclude_spawned_processes(tmp_path: Path) -> None:
     sync = ProcessSynchronizer(tmp_path / "locks")
     counter = tmp_path / "counter.txt"
