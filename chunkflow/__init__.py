@@ -10,7 +10,10 @@ Examples
 0.015
 """
 
-from chunkflow import config
+# Modules, reached as chunkflow.config and chunkflow.reductions but left out of
+# __all__: a star import gives functions and classes only.
+from chunkflow import config as config
+from chunkflow import reductions as reductions
 from chunkflow.api import (
     array,
     consolidate_metadata,
@@ -45,6 +48,14 @@ from chunkflow.api.convenience import (
 )
 from chunkflow.cache import ChunkCache, cache_info, get_cache
 from chunkflow.core import Array, Group, Tree
+from chunkflow.core.jobs import job_status
+from chunkflow.errors import (
+    ChunkflowError,
+    IncompleteJobWarning,
+    JobMismatchError,
+    JobTokenError,
+    MemoryPlanError,
+)
 from chunkflow.graph import (
     compute,
     histogram,
@@ -54,16 +65,15 @@ from chunkflow.graph import (
     nanpercentile,
     nanquantile,
     percentile,
-    pyramid,
     quantile,
-    rechunk,
     reduce,
-    reductions,
     store,
     summarize_chunks,
     to_chunkflow,
     to_dask,
 )
+from chunkflow.graph.pyramid import pyramid
+from chunkflow.graph.rechunk import rechunk
 from chunkflow.storage import (
     FsspecStore,
     LocalStore,
@@ -80,11 +90,16 @@ __version__ = "0.1.0"
 __all__ = [
     "Array",
     "ChunkCache",
+    "ChunkflowError",
     "DistributedSynchronizer",
     "FsspecStore",
     "Group",
+    "IncompleteJobWarning",
+    "JobMismatchError",
+    "JobTokenError",
     "LocalStore",
     "MappingStore",
+    "MemoryPlanError",
     "MemoryStore",
     "ProcessSynchronizer",
     "Store",
@@ -94,7 +109,6 @@ __all__ = [
     "array",
     "cache_info",
     "compute",
-    "config",
     "consolidate_metadata",
     "copy",
     "copy_all",
@@ -110,6 +124,7 @@ __all__ = [
     "get_cache",
     "group",
     "histogram",
+    "job_status",
     "load",
     "map_chunks",
     "median",
@@ -128,7 +143,6 @@ __all__ = [
     "quantile",
     "rechunk",
     "reduce",
-    "reductions",
     "save",
     "save_array",
     "save_group",

@@ -38,6 +38,7 @@ __all__ = [
     "JobMismatchError",
     "JobTokenError",
     "LockTimeoutError",
+    "MemoryPlanError",
     "MetadataError",
     "NodeNotFoundError",
     "ProcessLocalStoreError",
@@ -148,6 +149,15 @@ class DtypeMismatchError(ChunkflowError, TypeError, ValueError):
 
 class LockTimeoutError(ChunkflowError, TimeoutError):
     """A synchronizer lock could not be acquired within the timeout."""
+
+
+class MemoryPlanError(ChunkflowError, MemoryError):
+    """A job's tasks would need more memory than its budget allows (``max_memory``).
+
+    Raised by the memory plan of :func:`~chunkflow.map_chunks`,
+    :func:`~chunkflow.rechunk` and :func:`~chunkflow.pyramid` before anything runs or
+    is created; the message says which block size or budget would fit.
+    """
 
 
 class ChunkTooLargeError(ChunkflowError, MemoryError):

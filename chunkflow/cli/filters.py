@@ -25,8 +25,8 @@ from chunkflow.cli.errors import MissingDependencyError, UsageError
 from chunkflow.cli.nodes import create_at, naming_source, open_array_at
 from chunkflow.cli.options import add_compute_options, progress_wanted, storage_options
 from chunkflow.cli.resume import add_resume_option, kept_for_resume, resumed_or_created
-from chunkflow.graph import MemoryPlanError
-from chunkflow.graph.halo import BOUNDARIES
+from chunkflow.errors import MemoryPlanError
+from chunkflow.graph.map.halo import BOUNDARIES
 
 __all__ = ["apply_filter", "filter_depth", "register", "run_filter",
            "scipy_ndimage"]

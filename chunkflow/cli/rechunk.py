@@ -28,7 +28,7 @@ from chunkflow.cli.errors import UsageError
 from chunkflow.cli.nodes import naming_source, open_array_at
 from chunkflow.cli.options import add_compute_options, parse_shape, progress_wanted, storage_options
 from chunkflow.cli.resume import add_resume_option, kept_for_resume
-from chunkflow.graph import MemoryPlanError
+from chunkflow.errors import MemoryPlanError
 
 __all__ = ["parse_chunks", "parse_region", "register", "run_rechunk"]
 
