@@ -464,7 +464,8 @@ class Array(ArrayProperties, BlockSelection):
         self._check_writable()
         with self._metadata_lock():
             self._refresh_if_shared()
-            resize_array(self._io, self._metadata, shape, self._write_metadata)
+            resize_array(self._io, self._metadata, shape, self._write_metadata,
+                         lambda metadata: self._staged(metadata)._io)
 
     def append(self, data: ArrayLike, axis: int = 0) -> tuple[int, ...]:
         """Append ``data`` along ``axis``; returns the new shape.
@@ -487,7 +488,8 @@ class Array(ArrayProperties, BlockSelection):
         with self._metadata_lock():
             self._refresh_if_shared()
             return append_to_array(self._metadata, self._path, data, axis,
-                                   stage=self._staged, publish=self._write_metadata)
+                                   stage=self._staged, publish=self._write_metadata,
+                                   transactional=self._store.transactional)
 
     def repair(self, temporary_max_age: float | None = None) -> Any:
         """Remove what interrupted writers left: data beyond the shape, temporary files.

@@ -83,6 +83,13 @@ class Store(MutableMapping[str, bytes]):
         and ``chunkflow.io.inflight-bytes`` allow, and :func:`~chunkflow.to_dask`
         groups chunks into large blocks (see
         :func:`chunkflow.graph.read.block_multiples`).
+    transactional : bool
+        True where writes wait in a session until a commit makes them visible all at
+        once (an Icechunk session, through :class:`ZarrStoreAdapter
+        <chunkflow.storage.zarr_store.ZarrStoreAdapter>`). Atomicity then comes from
+        the commit, and such stores may refuse keys the published metadata does not
+        allow (Icechunk: chunks outside an array's shape), so ``resize`` and ``append``
+        publish a larger shape before writing into it.
 
     Examples
     --------
@@ -99,6 +106,7 @@ class Store(MutableMapping[str, bytes]):
     supports_deletes: ClassVar[bool] = True
     listing_is_cheap: ClassVar[bool] = False
     latency_bound: bool = False
+    transactional: bool = False
     _read_only_reason: str = ""
 
     # ------------------------------------------------------------------ hooks
