@@ -48,7 +48,6 @@ from chunkflow.api.convenience import (
 )
 from chunkflow.cache import ChunkCache, cache_info, get_cache
 from chunkflow.core import Array, Group, Tree
-from chunkflow.core.jobs import job_status
 from chunkflow.errors import (
     ChunkflowError,
     IncompleteJobWarning,
@@ -74,6 +73,7 @@ from chunkflow.graph import (
 )
 from chunkflow.graph.pyramid import pyramid
 from chunkflow.graph.rechunk import rechunk
+from chunkflow.jobs import job_status
 from chunkflow.storage import (
     FsspecStore,
     LocalStore,

@@ -19,7 +19,6 @@ from chunkflow.core.documents import (
     normalize_path,
     store_array_metadata,
 )
-from chunkflow.core.job_status import warn_if_incomplete
 from chunkflow.core.selection import SelectionAccessor, has_ellipsis, selection_kind
 from chunkflow.engine.chunk_io import ChunkIO
 from chunkflow.engine.layout import layout_of
@@ -36,6 +35,7 @@ from chunkflow.indexing import (
     is_mask_selection,
 )
 from chunkflow.indexing.plans import BasicPlans
+from chunkflow.jobs import warn_if_incomplete
 from chunkflow.metadata import ArrayMetadataV2
 from chunkflow.storage import Store, make_store
 

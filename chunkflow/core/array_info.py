@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from chunkflow.core.info import InfoReport, format_bytes
-from chunkflow.core.job_status import job_status
 from chunkflow.core.reprs import describe_codecs
+from chunkflow.jobs import job_status
 
 if TYPE_CHECKING:
     from chunkflow.core.array_properties import ArrayProperties

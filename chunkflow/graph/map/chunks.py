@@ -43,23 +43,22 @@ from dask.base import tokenize
 from dask.blockwise import blockwise
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 
+from chunkflow.api.unfinished import open_recorded_block_plan
 from chunkflow.errors import InvalidSelectionError, MemoryPlanError
-from chunkflow.graph.jobs import (
-    block_keys,
-    finish_after,
-    function_parts,
-    job_progress,
-    metadata_part,
-    open_job,
-    recorded_block_plan,
-    source_parts,
-)
 from chunkflow.graph.map.halo import BOUNDARIES, normalize_depth
 from chunkflow.graph.map.outputs import NewOut, open_sources, resolve_out
 from chunkflow.graph.map.plan import MapPlan
 from chunkflow.graph.map.tasks import RegionDep, TaskGrid, plan_tasks
 from chunkflow.graph.scheduler import ProgressArg
 from chunkflow.graph.scheduler import compute as run
+from chunkflow.jobs import (
+    block_keys,
+    finish_after,
+    function_parts,
+    job_identity,
+    job_progress,
+    open_job,
+)
 
 if TYPE_CHECKING:
     from numpy.typing import DTypeLike
@@ -206,7 +205,7 @@ def map_chunks(
         task is one block of the returned dask array.
     resume : bool
         With ``out``: record each finished block in ``out``'s store, and skip the
-        blocks an earlier run of the same job recorded (see :mod:`chunkflow.graph.jobs`).
+        blocks an earlier run of the same job recorded (see :mod:`chunkflow.jobs`).
         Pass it on the first run too. A different unfinished job on ``out`` is refused
         (:class:`~chunkflow.errors.JobMismatchError`, naming what changed).
     job_name : str, optional
@@ -226,7 +225,7 @@ def map_chunks(
                                        block_info, str(dtype)), job_name) if resume else {}
     if resume and (chunks is None or blocks_per_task is None):
         # The default plan varies with the scheduler's threads: reuse the job's own.
-        recorded = recorded_block_plan(out, storage_options)
+        recorded = open_recorded_block_plan(out, storage_options)
         chunks = recorded.get("multiples") if chunks is None else chunks
         blocks_per_task = recorded.get("group") if blocks_per_task is None else blocks_per_task
     plan, tasks = _prepare_plan(func, sources, out=out, depth=depth, boundary=boundary,
@@ -261,13 +260,12 @@ def map_chunks(
 
 def _track(plan: MapPlan, tasks: TaskGrid, resume: bool, job_name: str | None,
            func_parts: dict[str, str]) -> MapPlan:
-    """``job`` with its resume bookkeeping (``resume=False``: an old job's is dropped)."""
+    """``plan`` with its record keeper (``resume=False``: an old job's records go)."""
     assert plan.out is not None
     out = plan.out
-    tracker = open_job(out, tasks.dep.numblocks, resume=resume, job_name=job_name, parts=lambda: {
-        **func_parts, "block plan": tokenize(tasks.dep.chunks),
-        "output metadata": metadata_part(out), **source_parts(plan.sources, out)},
-        plan={"multiples": list(tasks.multiples), "group": list(tasks.group)})
+    tracker = open_job(out, tasks.dep.numblocks, resume=resume, identity=lambda: job_identity(
+        out, plan={"block plan": tasks.dep.chunks}, sources=plan.sources, function=func_parts,
+        job_name=job_name, kept={"multiples": list(tasks.multiples), "group": list(tasks.group)}))
     return dataclasses.replace(plan, tracker=tracker)
 
 

@@ -17,9 +17,9 @@ import numpy as np
 from chunkflow.api.creation import create, like_kwargs
 from chunkflow.api.hierarchy import open_node
 from chunkflow.core.array import Array
-from chunkflow.core.jobs import quiet_open
 from chunkflow.errors import InvalidSelectionError, ReadOnlyError, ShapeMismatchError
 from chunkflow.graph.read import as_source_array
+from chunkflow.jobs import quiet_open
 from chunkflow.storage import Store
 
 if TYPE_CHECKING:

@@ -17,9 +17,9 @@ import numpy as np
 from chunkflow.core.array import Array
 from chunkflow.engine.pool import serial_io
 from chunkflow.errors import ShapeMismatchError
-from chunkflow.graph.jobs import Job, block_keys
 from chunkflow.graph.map.groups import TaskWindows
 from chunkflow.graph.map.halo import read_window
+from chunkflow.jobs import Job, block_keys
 
 __all__ = ["MapPlan"]
 

@@ -14,9 +14,9 @@ import numpy as np
 
 from chunkflow.core.array import Array
 from chunkflow.engine.pool import serial_io
-from chunkflow.graph.jobs import Job
 from chunkflow.graph.pyramid.downsample import cast_like, downsample, gaussian_smooth
 from chunkflow.graph.pyramid.geometry import PyramidGeometry
+from chunkflow.jobs import Job
 
 __all__ = ["PyramidPlan"]
 

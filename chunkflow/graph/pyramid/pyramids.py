@@ -44,10 +44,8 @@ from chunkflow.api.hierarchy import open_group
 from chunkflow.config import byte_count
 from chunkflow.core.array import Array
 from chunkflow.core.group import Group
-from chunkflow.core.jobs import job_status, quiet_open, recorded_plan
 from chunkflow.core.ngff import Axis, level_transforms, multiscales_attributes, ngff_version, resolve_axes
 from chunkflow.errors import PyramidError
-from chunkflow.graph.jobs import Job, job_progress, metadata_part, open_job, source_parts
 from chunkflow.graph.memory import default_max_memory
 from chunkflow.graph.pyramid.downsample import (
     LABEL_METHODS,
@@ -62,6 +60,16 @@ from chunkflow.graph.pyramid.plan import PyramidPlan
 from chunkflow.graph.read import BLOCKS_PER_THREAD, as_source_array
 from chunkflow.graph.scheduler import ProgressArg, worker_threads
 from chunkflow.graph.scheduler import compute as run
+from chunkflow.jobs import (
+    Job,
+    job_identity,
+    job_progress,
+    job_status,
+    open_job,
+    quiet_open,
+    recorded_plan,
+    source_parts,
+)
 
 if TYPE_CHECKING:
     from chunkflow.core.ngff import AxesLike
@@ -182,7 +190,7 @@ def pyramid(
         (an interrupted run of the same job), skip the tasks it recorded: the result is
         bit-identical to an uninterrupted run. Pass it on the first run too. A different
         unfinished job there is refused (:class:`~chunkflow.errors.JobMismatchError`).
-        See :mod:`chunkflow.graph.jobs`.
+        See :mod:`chunkflow.jobs`.
     storage_options : dict, optional
         fsspec options for URLs.
 
@@ -240,7 +248,7 @@ def _trackers(source: Array, arrays: Sequence[Array], geometry: PyramidGeometry,
               method: str) -> tuple[Job | None, ...]:
     """A resumable job per stage, on the stage's last level (its tasks' grid)."""
     what = tokenize(method, geometry.shapes, geometry.chunk, geometry.factors, geometry.radius)
-    sources = source_parts([source])
+    sources = source_parts([source])  # one listing for every stage's job
     stages = {"stages": [[stage.first, stage.last] for stage in geometry.stages]}
     trackers: dict[int, Job | None] = {}
     # Levels that carry a job first: another job there is refused before any new mark
@@ -250,10 +258,10 @@ def _trackers(source: Array, arrays: Sequence[Array], geometry: PyramidGeometry,
     for number in marked:
         stage = geometry.stages[number]
         out = arrays[stage.last]
-        parts = {"pyramid": what, "block plan": tokenize(stage.first, stage.last, stage.numblocks),
-                 "output metadata": metadata_part(out), **sources}
-        trackers[number] = open_job(out, stage.numblocks, resume=True, job_name=None,
-                                    parts=lambda parts=parts: parts, plan=stages)
+        spec = job_identity(out, sources=sources, kept=stages, plan={
+            "pyramid": what, "block plan": tokenize(stage.first, stage.last, stage.numblocks)})
+        trackers[number] = open_job(out, stage.numblocks, resume=True,
+                                    identity=lambda spec=spec: spec)
     return tuple(trackers[number] for number in range(len(geometry.stages)))
 
 

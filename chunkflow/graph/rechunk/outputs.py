@@ -2,7 +2,7 @@
 
 With ``resume=True`` the output is created with the job's mark in its attributes (one
 write), and each block of the last pass is recorded when written (see
-:mod:`chunkflow.core.jobs`). The intermediate array, named after the job, records the
+:mod:`chunkflow.jobs`). The intermediate array, named after the job, records the
 blocks of pass 1 the same way; it is never marked finished, only removed once the
 output is complete. A rerun of the same rechunk therefore skips the blocks of either
 pass that were written, and finds both arrays by the job alone.
@@ -20,40 +20,29 @@ False
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from chunkflow.api.hierarchy import open_node
+from chunkflow.api.unfinished import open_unfinished
 from chunkflow.core.array import Array
-from chunkflow.core.jobs import Job, JobSpec, job_status, metadata_part, quiet_open, source_parts
-from chunkflow.graph.jobs import unfinished_output
 from chunkflow.graph.rechunk.arrays import Intermediate, refuse_existing
+from chunkflow.graph.rechunk.passes import block_grid
+from chunkflow.jobs import Job, JobSpec, job_identity, job_status, quiet_open
 
 if TYPE_CHECKING:
-    from chunkflow.graph.rechunk.passes import Pass
     from chunkflow.graph.rechunk.plan import RechunkPlan
     from chunkflow.storage import StoreLike
 
-__all__ = ["block_grid", "job_spec", "open_intermediate", "open_output"]
-
-
-def block_grid(shape: tuple[int, ...], step: Pass) -> tuple[int, ...]:
-    """Blocks per axis of one pass over ``shape``."""
-    return tuple(max(1, math.ceil(n / (k * w)))
-                 for n, k, w in zip(shape, step.multiples, step.write_chunks))
+__all__ = ["job_spec", "open_intermediate", "open_output"]
 
 
 def job_spec(plan: RechunkPlan, which: str) -> JobSpec:
     """What identifies the rechunk (and which of its arrays ``which`` names)."""
-    parts = {
-        "array": which,
-        "region": str((plan.offset, plan.choice.shape)),
-        "block plan": str([(p.block, p.read_chunks, p.write_chunks) for p in plan.choice.passes]),
-        "output metadata": metadata_part(plan.template),
-        **source_parts([plan.source]),
-    }
-    return JobSpec(parts)
+    passes = [(p.block, p.read_chunks, p.write_chunks) for p in plan.choice.passes]
+    return job_identity(plan.template, sources=[plan.source], plan={
+        "array": which, "region": str((plan.offset, plan.choice.shape)),
+        "block plan": str(passes)})
 
 
 def open_output(plan: RechunkPlan, out: StoreLike, *, resume: bool, overwrite: bool,
@@ -69,7 +58,7 @@ def open_output(plan: RechunkPlan, out: StoreLike, *, resume: bool, overwrite: b
     """
     last = plan.choice.passes[-1]
     grid = block_grid(plan.choice.shape, last)
-    target = unfinished_output(out, storage_options=storage_options) if resume else None
+    target = open_unfinished(out, storage_options=storage_options) if resume else None
     if target is None:
         if not overwrite:
             refuse_existing(out, storage_options)

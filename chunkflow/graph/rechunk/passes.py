@@ -43,7 +43,8 @@ import numpy as np
 from chunkflow.engine.chunk_io import BATCH_BYTES
 
 __all__ = [
-    "Pass", "PassChoice", "choose_passes", "consolidate", "intermediate_dtype", "task_memory",
+    "Pass", "PassChoice", "block_grid", "choose_passes", "consolidate", "intermediate_dtype",
+    "task_memory",
 ]
 
 Shape = tuple[int, ...]
@@ -97,6 +98,18 @@ class Pass:
     def multiples(self) -> Shape:
         """Write chunks per block along each axis (a whole-axis block: enough of them)."""
         return tuple(max(1, -(-b // w)) for b, w in zip(self.block, self.write_chunks))
+
+
+def block_grid(shape: Sequence[int], step: Pass) -> tuple[int, ...]:
+    """Blocks per axis of one pass over ``shape``.
+
+    Examples
+    --------
+    >>> block_grid((10, 10), Pass((4, 10), (2, 10), (2, 5), 0))
+    (3, 1)
+    """
+    return tuple(max(1, math.ceil(n / (k * w)))
+                 for n, k, w in zip(shape, step.multiples, step.write_chunks))
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,6 @@ from dask.base import tokenize
 
 from chunkflow.config import byte_count
 from chunkflow.core.array import Array
-from chunkflow.graph.jobs import metadata_part
 from chunkflow.graph.read import BLOCKS_PER_THREAD, as_source_array
 from chunkflow.graph.rechunk.arrays import (
     OutputSpec,
@@ -33,6 +32,7 @@ from chunkflow.graph.rechunk.arrays import (
 from chunkflow.graph.rechunk.memory import refuse_plan, task_budget, task_counts
 from chunkflow.graph.rechunk.passes import PassChoice, choose_passes, intermediate_dtype
 from chunkflow.graph.scheduler import local_threads
+from chunkflow.jobs import metadata_part
 
 if TYPE_CHECKING:
     from numpy.typing import DTypeLike

@@ -38,7 +38,6 @@ from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 from chunkflow.core.array import Array
 from chunkflow.engine.pool import serial_io
 from chunkflow.graph.blocks import dim_blocks
-from chunkflow.graph.jobs import Job, block_keys, job_progress
 from chunkflow.graph.map.tasks import RegionDep
 from chunkflow.graph.rechunk.arrays import Intermediate, TargetChunks
 from chunkflow.graph.rechunk.outputs import open_intermediate, open_output
@@ -46,6 +45,7 @@ from chunkflow.graph.rechunk.passes import Pass
 from chunkflow.graph.rechunk.plan import RechunkPlan, prepare_rechunk
 from chunkflow.graph.scheduler import ProgressArg
 from chunkflow.graph.scheduler import compute as run
+from chunkflow.jobs import Job, block_keys, job_progress
 
 if TYPE_CHECKING:
     from numpy.typing import DTypeLike
@@ -171,7 +171,7 @@ def rechunk(
     resume : bool
         Record each finished block (of both passes) and skip the blocks an earlier run
         of the same rechunk recorded; the output of an interrupted run is continued,
-        not refused. Pass it on the first run too. See :mod:`chunkflow.graph.jobs`.
+        not refused. Pass it on the first run too. See :mod:`chunkflow.jobs`.
     storage_options : dict, optional
         fsspec options for URLs (source, out and temp).
 

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import chunkflow
-from chunkflow.core.jobs import job_status
 from chunkflow.errors import ChunkDecodeError, JobMismatchError, PyramidError
 from chunkflow.graph.pyramid.downsample import downsample
+from chunkflow.jobs import job_status
 
 # Small tasks: the first stage has many of them.
 BUDGET = "12 KiB"

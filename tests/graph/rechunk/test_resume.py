@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 import chunkflow
-from chunkflow.core.jobs import JOB_ATTRIBUTE, job_status
 from chunkflow.errors import IncompleteJobWarning, JobMismatchError
 from chunkflow.graph.rechunk import prepare_rechunk
-from chunkflow.graph.rechunk.outputs import block_grid
+from chunkflow.graph.rechunk.passes import block_grid
+from chunkflow.jobs import JOB_ATTRIBUTE, job_status
 from chunkflow.storage import LocalStore
 from chunkflow.testing import CountingStore
 

@@ -1,4 +1,5 @@
-"""Resumable outputs: a job's mark and its completion records, kept in the output store.
+"""The record keeper of a resumable job: its mark and its completion records, kept in
+the output store (:class:`Job`), and what identifies it (:class:`JobSpec`).
 
 A *job* writes an output array block by block (one block: whole chunks or shards).
 With ``resume=True`` a writer tracks it so that a later run of the same job, in any
@@ -31,6 +32,7 @@ of its body is not seen — pass a new ``job_name=``).
 Examples
 --------
 >>> import chunkflow
+>>> from chunkflow.jobs import job_status
 >>> z = chunkflow.zeros((4, 4), chunks=(2, 2))
 >>> spec = JobSpec({"function": "f1", "block plan": "p1"})
 >>> job = Job.open(z, spec, (2, 2), resume=True)
@@ -58,47 +60,21 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from chunkflow.core.job_records import (
+from chunkflow.errors import JobMismatchError, ReadOnlyError
+from chunkflow.jobs.records import (
     JOB_ATTRIBUTE,
-    RECORDS_FOLDER,
     ArraySetup,
     listed_done,
     read_mark,
     record_name,
-    recorded_plan,
     records_folder,
     records_prefix,
 )
-from chunkflow.core.job_status import (
-    JobStatus,
-    job_status,
-    quiet_open,
-    remaining_blocks,
-    warn_if_incomplete,
-)
-from chunkflow.errors import JobMismatchError, ReadOnlyError
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-
-    from chunkflow.core.array import Array
     from chunkflow.storage import Store
 
-__all__ = [
-    "JOB_ATTRIBUTE",
-    "RECORDS_FOLDER",
-    "Job",
-    "JobSpec",
-    "JobStatus",
-    "job_status",
-    "metadata_part",
-    "quiet_open",
-    "recorded_plan",
-    "records_prefix",
-    "remaining_blocks",
-    "source_parts",
-    "warn_if_incomplete",
-]
+__all__ = ["Job", "JobSpec"]
 
 
 logger = logging.getLogger("chunkflow.jobs")
@@ -144,35 +120,6 @@ class JobSpec:
         if recorded_name != self.name:
             changed.insert(0, f"job_name ({recorded_name!r} -> {self.name!r})")
         return changed
-
-
-def metadata_part(array: Array) -> str:
-    """A token of ``array``'s metadata document, without its attributes or location."""
-    from dask.base import tokenize
-
-    document = {k: v for k, v in array.metadata.to_dict().items() if k != "attributes"}
-    return tokenize(json.dumps(document, sort_keys=True, default=str))
-
-
-def source_parts(sources: Sequence[Array], out: Array | None = None) -> dict[str, str]:
-    """Per source: its location and metadata, and the total size of its stored keys.
-
-    The size comes from one listing of the source's prefix (a folder walk, or an
-    object-store listing that returns sizes): it sees chunks added, deleted or
-    rewritten with another size, not a rewrite of the same size. A source that is the
-    output itself is compared by location and metadata only (the job changes it).
-    """
-    from dask.base import tokenize
-
-    parts = {}
-    for i, source in enumerate(sources):
-        label = f"source {i} ({source.path or '/'!r})"
-        parts[label] = tokenize(source.store.identity, source.path, metadata_part(source))
-        same = out is not None and (out.store.identity, out.path) == (source.store.identity,
-                                                                      source.path)
-        if not same:
-            parts[f"{label} stored bytes"] = str(source.store.getsize_prefix(source.path))
-    return parts
 
 
 class Job:

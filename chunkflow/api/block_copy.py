@@ -2,7 +2,7 @@
 
 A copy with ``resume=True`` writes the destination array in blocks of whole write
 chunks (shards) of about :data:`COPY_BLOCK_BYTES`, records each finished block (see
-:mod:`chunkflow.core.jobs`) and, when an earlier copy into the same array was
+:mod:`chunkflow.jobs`) and, when an earlier copy into the same array was
 interrupted, copies only the blocks it did not record. The destination is created
 with the job's mark in its attributes (one write), so an interrupted copy is never
 mistaken for a finished one, even by ``if_exists="skip"``.
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from chunkflow.core.array import Array
 from chunkflow.core.documents import join_path
-from chunkflow.core.jobs import JOB_ATTRIBUTE, Job, JobSpec, job_status, metadata_part, source_parts
+from chunkflow.jobs import Job, job_identity, job_status, without_mark
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -87,13 +87,9 @@ def copy_array_resumable(source: Array | ArrayLike, dest: Group, name: str,
     template = group(zarr_format=dest.zarr_format).create_array(name, **kwargs)
     block = copy_blocks(template.shape, template.write_chunks, template.dtype.itemsize)
     grid, indices = _regions(template.shape, block)
-    parts = {"block plan": str(block), "output metadata": metadata_part(template)}
-    if isinstance(source, Array):
-        parts.update(source_parts([source]))
-    else:
-        parts["source"] = f"{type(source).__name__} {tuple(source.shape)} {source.dtype}"
-    spec = JobSpec(parts, job_name)
-    attrs = {k: v for k, v in (attributes or {}).items() if k != JOB_ATTRIBUTE}
+    spec = job_identity(template, plan={"block plan": str(block)}, sources=[source],
+                        job_name=job_name)
+    attrs = without_mark(attributes)
     if existing:
         target = dest[name]
     else:

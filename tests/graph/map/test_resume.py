@@ -15,12 +15,12 @@ import numpy as np
 import pytest
 
 import chunkflow
-from chunkflow.core.jobs import JOB_ATTRIBUTE, RECORDS_FOLDER, job_status
 from chunkflow.errors import IncompleteJobWarning, JobMismatchError, JobTokenError
+from chunkflow.jobs import JOB_ATTRIBUTE, RECORDS_FOLDER, job_status
 from chunkflow.storage import LocalStore
 from tests.helpers.jobs import calls, clear_calls, data_keys, logged_filter
 
-# Tests open unfinished outputs on purpose; the warning itself is tested in test_jobs.py.
+# Tests open unfinished outputs on purpose; the warning itself is tested below.
 pytestmark = pytest.mark.filterwarnings("ignore::chunkflow.errors.IncompleteJobWarning")
 
 SHAPE, CHUNKS = (48, 40), (8, 10)  # 6 x 4 = 24 blocks of one chunk

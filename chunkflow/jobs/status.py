@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from chunkflow.core.job_records import ArraySetup, listed_done, read_mark
 from chunkflow.errors import IncompleteJobWarning
+from chunkflow.jobs.records import ArraySetup, listed_done, read_mark
 
 __all__ = ["JobStatus", "job_status", "quiet_open", "remaining_blocks", "warn_if_incomplete"]
 

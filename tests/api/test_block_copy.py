@@ -10,13 +10,14 @@ import numpy as np
 import pytest
 
 import chunkflow
-from chunkflow.api import copy_jobs
-from chunkflow.core.jobs import JOB_ATTRIBUTE, job_status
+from chunkflow.api import block_copy
 from chunkflow.errors import ContainsArrayError, JobMismatchError
+from chunkflow.jobs import JOB_ATTRIBUTE, job_status
 from chunkflow.storage import LocalStore
 from tests.helpers.jobs import data_keys
 
-# Tests open unfinished outputs on purpose; the warning itself is tested in test_jobs.py.
+# Tests open unfinished outputs on purpose; the warning itself is tested in
+# tests/graph/map/test_resume.py.
 pytestmark = pytest.mark.filterwarnings("ignore::chunkflow.errors.IncompleteJobWarning")
 
 
@@ -39,7 +40,7 @@ class FlakySource:
 @pytest.fixture
 def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
     # Blocks of one row of chunks (8 x 30 x 8 bytes), so that a small copy has several.
-    monkeypatch.setattr(copy_jobs, "COPY_BLOCK_BYTES", 8 * 30 * 8)
+    monkeypatch.setattr(block_copy, "COPY_BLOCK_BYTES", 8 * 30 * 8)
 
 
 def test_an_interrupted_copy_resumes_with_the_missing_blocks(tmp_path: Path,

@@ -13,12 +13,13 @@ import numpy as np
 import pytest
 
 import chunkflow
-from chunkflow.core.jobs import RECORDS_FOLDER, job_status
 from chunkflow.errors import IncompleteJobWarning
+from chunkflow.jobs import RECORDS_FOLDER, job_status
 from chunkflow.storage import FsspecStore, LocalStore
 from tests.helpers.jobs import calls, clear_calls, data_keys, logged_filter
 
-# Tests open unfinished outputs on purpose; the warning itself is tested in test_jobs.py.
+# Tests open unfinished outputs on purpose; the warning itself is tested in
+# tests/graph/map/test_resume.py.
 pytestmark = pytest.mark.filterwarnings("ignore::chunkflow.errors.IncompleteJobWarning")
 
 SHAPE, CHUNKS = (40, 30), (10, 10)  # 12 blocks

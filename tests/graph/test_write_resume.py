@@ -10,12 +10,13 @@ import numpy as np
 import pytest
 
 import chunkflow
-from chunkflow.core.jobs import job_status
 from chunkflow.errors import JobMismatchError
+from chunkflow.jobs import job_status
 from chunkflow.storage import LocalStore
 from tests.helpers.jobs import calls, clear_calls, data_keys, logged_block
 
-# Tests open unfinished outputs on purpose; the warning itself is tested in test_jobs.py.
+# Tests open unfinished outputs on purpose; the warning itself is tested in
+# tests/graph/map/test_resume.py.
 pytestmark = pytest.mark.filterwarnings("ignore::chunkflow.errors.IncompleteJobWarning")
 
 SHAPE = (40, 36)

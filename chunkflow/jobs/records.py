@@ -1,6 +1,6 @@
 """Where a resumable job keeps its state in the output store: the mark and the records.
 
-The low layer of :mod:`chunkflow.core.jobs` (which documents the scheme): key names,
+The low layer of :mod:`chunkflow.jobs.job` (which documents the scheme): key names,
 reading the mark from an array's attributes, and listing the finished blocks.
 """
 
@@ -21,9 +21,11 @@ __all__ = [
     "parse_record",
     "read_mark",
     "record_name",
+    "recorded_block_plan",
     "recorded_plan",
     "records_folder",
     "records_prefix",
+    "without_mark",
 ]
 
 #: The attribute of an unfinished output that marks it (removed on completion).
@@ -99,3 +101,26 @@ def recorded_plan(array: ArraySetup) -> dict[str, Any] | None:
     mark = read_mark(array)
     plan = mark.get("plan") if mark is not None else None
     return plan if isinstance(plan, dict) else None
+
+
+def recorded_block_plan(array: ArraySetup) -> dict[str, tuple[int, ...]]:
+    """The block plan of the unfinished job on ``array``: its ``"multiples"`` (chunks
+    per block) and, for grouped map tasks, ``"group"`` (blocks per task); ``{}``: no job.
+
+    A default block plan depends on the scheduler (blocks per worker thread); a resume
+    on another cluster reuses the plan the job started with instead of refusing it.
+    """
+    plan = recorded_plan(array) or {}
+    return {name: tuple(int(m) for m in value) for name, value in plan.items()
+            if isinstance(value, list) and all(isinstance(m, int) for m in value)}
+
+
+def without_mark(attributes: dict[str, Any] | None) -> dict[str, Any]:
+    """``attributes`` without a job's mark (a copy of an unfinished output is no job).
+
+    Examples
+    --------
+    >>> without_mark({"units": "m", JOB_ATTRIBUTE: {"token": "ab12"}})
+    {'units': 'm'}
+    """
+    return {k: v for k, v in (attributes or {}).items() if k != JOB_ATTRIBUTE}
