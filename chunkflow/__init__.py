@@ -15,6 +15,7 @@ Examples
 from chunkflow import config as config
 from chunkflow import reductions as reductions
 from chunkflow.api import (
+    Group,
     array,
     consolidate_metadata,
     create,
@@ -47,7 +48,7 @@ from chunkflow.api.convenience import (
     tree,
 )
 from chunkflow.cache import ChunkCache, cache_info, get_cache
-from chunkflow.core import Array, Group, Tree
+from chunkflow.core import Array, Tree
 from chunkflow.errors import (
     ChunkflowError,
     IncompleteJobWarning,
@@ -83,9 +84,7 @@ from chunkflow.storage import (
     ZipStore,
 )
 from chunkflow.sync import DistributedSynchronizer, ProcessSynchronizer, ThreadSynchronizer
-
-__version__ = "0.1.0"
-
+from chunkflow.version import __version__ as __version__
 
 __all__ = [
     "Array",

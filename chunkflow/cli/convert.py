@@ -29,12 +29,11 @@ import numcodecs
 
 import chunkflow
 from chunkflow.cli.cleanup import waited_for
-from chunkflow.cli.errors import UsageError
 from chunkflow.cli.nodes import create_at, naming_source, open_array_at
 from chunkflow.cli.options import add_compute_options, parse_shape, progress_wanted, storage_options
 from chunkflow.cli.resume import add_resume_option, kept_for_resume, resumed_or_created
 from chunkflow.codecs.normalize import to_v3_codec
-from chunkflow.errors import ChunkflowError
+from chunkflow.errors import ChunkflowError, UsageError
 from chunkflow.jobs import job_identity, open_job, without_mark
 
 __all__ = ["parse_compressor", "register", "run_copy"]

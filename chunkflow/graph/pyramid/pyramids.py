@@ -2,7 +2,7 @@
 
 :func:`pyramid` writes an OME-Zarr image: level ``0`` (the source, re-chunked and
 re-encoded as asked) and each coarser level made from the previous one, with NGFF 0.4
-metadata for Zarr v2 or NGFF 0.5 for Zarr v3 (:mod:`chunkflow.core.ngff`).
+metadata for Zarr v2 or NGFF 0.5 for Zarr v3 (:mod:`chunkflow.metadata.ngff`).
 
 One dask graph makes every level. A task reads a block of the source (or of a level an
 earlier task wrote), computes the next levels in memory, each from the one before, and
@@ -15,8 +15,7 @@ integers in a wider integer type per block with one rounding rule
 Examples
 --------
 >>> import numpy as np
->>> import chunkflow
->>> image = np.arange(64 * 48, dtype="u2").reshape(64, 48)
+>>> >>> image = np.arange(64 * 48, dtype="u2").reshape(64, 48)
 >>> source = chunkflow.array(image, chunks=(16, 16), zarr_format=2)
 >>> out = chunkflow.MemoryStore()
 >>> levels = pyramid(source, out)
@@ -39,12 +38,10 @@ import numpy as np
 from dask.base import tokenize
 from dask.delayed import Delayed
 
-import chunkflow
 from chunkflow.api.hierarchy import open_group
 from chunkflow.config import byte_count
 from chunkflow.core.array import Array
 from chunkflow.core.group import Group
-from chunkflow.core.ngff import Axis, level_transforms, multiscales_attributes, ngff_version, resolve_axes
 from chunkflow.errors import PyramidError
 from chunkflow.graph.memory import default_max_memory
 from chunkflow.graph.pyramid.downsample import (
@@ -70,11 +67,13 @@ from chunkflow.jobs import (
     recorded_plan,
     source_parts,
 )
+from chunkflow.metadata.ngff import Axis, level_transforms, multiscales_attributes, ngff_version, resolve_axes
+from chunkflow.version import __version__
 
 if TYPE_CHECKING:
-    from chunkflow.core.ngff import AxesLike
     from chunkflow.graph.read import ArraySource
     from chunkflow.graph.scheduler import SchedulerLike
+    from chunkflow.metadata.ngff import AxesLike
     from chunkflow.storage import StoreLike
 
 __all__ = ["DEFAULT_TASK_BYTES", "pyramid"]
@@ -240,7 +239,7 @@ def _image_attributes(axes: Sequence[Axis], factors: Sequence[int], levels: int,
     transforms = level_transforms(factors, levels, scale, centered=method in WINDOW_METHODS)
     return multiscales_attributes(
         axes, transforms, version=version, name=name, method=method,
-        metadata={"method": "chunkflow.pyramid", "version": chunkflow.__version__,
+        metadata={"method": "chunkflow.pyramid", "version": __version__,
                   "kwargs": {"method": method, "factors": list(factors)}})
 
 
