@@ -12,7 +12,7 @@ import numpy as np
 from chunkflow.codecs import v2_pipeline, v3_pipeline
 from chunkflow.core.array_properties import ArrayProperties
 from chunkflow.core.attrs import Attributes
-from chunkflow.core.blocks import BlockSelection
+from chunkflow.core.chunk_grid_selection import ChunkGridSelection
 from chunkflow.core.documents import (
     ArrayMetadata,
     load_array_metadata,
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 __all__ = ["Array"]
 
 
-class Array(ArrayProperties, BlockSelection):
+class Array(ArrayProperties, ChunkGridSelection):
     """A chunked, compressed N-dimensional array stored in Zarr v2 or v3 format.
 
     Open an existing array from its store (``Array(store, path)``) or create one with

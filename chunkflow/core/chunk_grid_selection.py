@@ -1,11 +1,14 @@
-"""Block selection: ``z.blocks[...]``, ``get_block_selection`` and ``set_block_selection``.
+"""Selection by cells of the chunk grid: zarr-python's ``z.blocks[...]``,
+``get_block_selection`` and ``set_block_selection``.
 
-As in zarr-python 3, a block is one cell of the array's regular chunk grid as stored,
-which for a sharded array is the *shard* (zarr-python's ``BlockIndexer`` walks
-``metadata.chunk_grid``, the shard grid); chunkflow calls that shape
-:attr:`~chunkflow.Array.write_chunks`. Each dimension takes a block index (negative
-counts from the end) or a slice of block indices with step 1; the selected blocks are
-read or written as one basic selection, and no dimension is dropped.
+zarr-python calls a cell of the array's regular chunk grid as stored a "block", and
+these names are its API; everywhere else in chunkflow a *block* is a dask block (a
+group of chunks), so this module speaks of grid cells. As in zarr-python 3, a cell
+is one chunk of the stored grid, which for a sharded array is the *shard*
+(zarr-python's ``BlockIndexer`` walks ``metadata.chunk_grid``, the shard grid);
+chunkflow calls that shape :attr:`~chunkflow.Array.write_chunks`. Each dimension takes
+a cell index (negative counts from the end) or a slice of cell indices with step 1; the
+selected cells are read or written as one basic selection, and no dimension is dropped.
 
 Examples
 --------
@@ -32,7 +35,7 @@ if TYPE_CHECKING:
 
     from chunkflow.indexing import Selection
 
-__all__ = ["BlockSelection", "block_slices"]
+__all__ = ["ChunkGridSelection", "chunk_grid_slices"]
 
 
 def _expand(selection: Selection, ndim: int, path: str) -> tuple[Any, ...]:
@@ -50,7 +53,7 @@ def _expand(selection: Selection, ndim: int, path: str) -> tuple[Any, ...]:
     return items + (slice(None),) * (ndim - len(items))
 
 
-def block_slices(selection: Selection, shape: Sequence[int], chunks: Sequence[int],
+def chunk_grid_slices(selection: Selection, shape: Sequence[int], chunks: Sequence[int],
                  path: str = "") -> tuple[slice, ...]:
     """The element slices covered by a block selection on a grid of ``chunks``.
 
@@ -60,9 +63,9 @@ def block_slices(selection: Selection, shape: Sequence[int], chunks: Sequence[in
 
     Examples
     --------
-    >>> block_slices((1, slice(-2, None)), shape=(10, 10), chunks=(4, 3))
+    >>> chunk_grid_slices((1, slice(-2, None)), shape=(10, 10), chunks=(4, 3))
     (slice(4, 8, None), slice(6, 10, None))
-    >>> block_slices(3, shape=(10,), chunks=(4,))  # doctest: +NORMALIZE_WHITESPACE
+    >>> chunk_grid_slices(3, shape=(10,), chunks=(4,))  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
     chunkflow.errors.BoundsCheckError: array '': block 3 is out of bounds for dimension 0 of 3 blocks (length
@@ -97,9 +100,10 @@ def block_slices(selection: Selection, shape: Sequence[int], chunks: Sequence[in
     return tuple(slices)
 
 
-class BlockSelection:
-    """Mixin of :class:`~chunkflow.Array`: block selection (needs ``write_chunks``,
-    ``get_basic_selection`` and ``set_basic_selection``)."""
+class ChunkGridSelection:
+    """Mixin of :class:`~chunkflow.Array`: selection by chunk grid cells, zarr-python's
+    "block selection" (needs ``write_chunks``, ``get_basic_selection`` and
+    ``set_basic_selection``)."""
 
     shape: tuple[int, ...]
     write_chunks: tuple[int, ...]
@@ -115,7 +119,7 @@ class BlockSelection:
         >>> z.get_block_selection((1, 0))
         array([[8, 9]])
         """
-        return self.get_basic_selection(self._block_slices(selection))  # type: ignore[attr-defined]
+        return self.get_basic_selection(self._chunk_grid_slices(selection))  # type: ignore[attr-defined]
 
     def set_block_selection(self, selection: Selection, value: ArrayLike) -> None:
         """Write whole blocks of the chunk grid; ``value`` broadcasts like numpy.
@@ -128,12 +132,12 @@ class BlockSelection:
         >>> z[:].tolist()
         [0, 0, 5, 5, 0, 0]
         """
-        self.set_basic_selection(self._block_slices(selection), value)  # type: ignore[attr-defined]
+        self.set_basic_selection(self._chunk_grid_slices(selection), value)  # type: ignore[attr-defined]
 
     @property
     def blocks(self) -> SelectionAccessor:
         """Block selection: ``z.blocks[1, :2]`` reads blocks, ``z.blocks[0] = v`` writes."""
         return SelectionAccessor(self.get_block_selection, self.set_block_selection)
 
-    def _block_slices(self, selection: Selection) -> tuple[slice, ...]:
-        return block_slices(selection, self.shape, self.write_chunks, self._path)
+    def _chunk_grid_slices(self, selection: Selection) -> tuple[slice, ...]:
+        return chunk_grid_slices(selection, self.shape, self.write_chunks, self._path)

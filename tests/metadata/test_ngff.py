@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 
 import chunkflow
-from chunkflow.core.ngff import (
+from chunkflow.errors import PyramidError
+from chunkflow.metadata.ngff import (
     Axis,
     image_label_attributes,
     multiscales_attributes,
     read_multiscales,
     resolve_axes,
 )
-from chunkflow.errors import PyramidError
 
 LEVELS = [("0", (1.0, 0.5, 0.5), (0.0, 0.0, 0.0)), ("1", (1.0, 1.0, 1.0), (0.0, 0.25, 0.25))]
 

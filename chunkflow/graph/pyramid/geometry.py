@@ -36,7 +36,7 @@ from dask.utils import format_bytes
 from chunkflow.errors import MemoryPlanError, PyramidError
 
 if TYPE_CHECKING:
-    from chunkflow.core.ngff import Axis
+    from chunkflow.metadata.ngff import Axis
 
 __all__ = [
     "PyramidGeometry", "Stage", "level_shapes", "natural_levels", "plan_geometry", "resolve_factors",
@@ -54,7 +54,7 @@ def resolve_factors(factors: int | Sequence[int] | Mapping[str, int],
 
     Examples
     --------
-    >>> from chunkflow.core.ngff import resolve_axes
+    >>> from chunkflow.metadata.ngff import resolve_axes
     >>> axes = resolve_axes("tczyx", 5)
     >>> resolve_factors(2, axes), resolve_factors({"z": 1}, axes)
     ((1, 1, 2, 2, 2), (1, 1, 1, 2, 2))

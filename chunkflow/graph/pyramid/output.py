@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any
 from chunkflow.api.hierarchy import open_group, open_node
 from chunkflow.core.array import Array
 from chunkflow.core.group import Group
-from chunkflow.core.ngff import image_label_attributes, labels_attributes
 from chunkflow.errors import (
     ContainsArrayError,
     ContainsGroupError,
     NodeNotFoundError,
     PyramidError,
 )
+from chunkflow.metadata.ngff import image_label_attributes, labels_attributes
 from chunkflow.storage import Store
 
 if TYPE_CHECKING:
