@@ -44,8 +44,8 @@ from dask.blockwise import blockwise
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 
 from chunkflow.api.unfinished import open_recorded_block_plan
-from chunkflow.errors import InvalidSelectionError, MemoryPlanError
-from chunkflow.graph.map.halo import BOUNDARIES, normalize_depth
+from chunkflow.errors import MemoryPlanError
+from chunkflow.graph.map.halo import check_boundary, normalize_depth
 from chunkflow.graph.map.outputs import NewOut, open_sources, resolve_out
 from chunkflow.graph.map.plan import MapPlan
 from chunkflow.graph.map.tasks import RegionDep, TaskGrid, plan_tasks
@@ -106,8 +106,7 @@ def _prepare_plan(func: Callable[..., Any], sources: Sequence[ArraySource], *,
                   blocks_per_task: int | Sequence[int] | None = None) -> tuple[MapPlan, TaskGrid]:
     arrays = open_sources(sources, storage_options)
     first = arrays[0]
-    if boundary not in BOUNDARIES:
-        raise InvalidSelectionError(f"boundary {boundary!r} is not one of {', '.join(BOUNDARIES)}")
+    check_boundary(boundary)
     halo = normalize_depth(depth, first.ndim)
     resolved = resolve_out(out, first, dtype, storage_options)
     # Everything is checked against the template of a new output before it is created.

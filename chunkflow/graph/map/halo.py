@@ -15,6 +15,10 @@ periodic    wrap                a b c d | a b c d | a b c d
 none        (none)              nothing: the window stops at the edge
 ==========  ==================  ========================================
 
+The boundary names and their numpy (:data:`NUMPY_PAD_MODES`) and scipy
+(:data:`SCIPY_MODES`) spellings live here only; :func:`check_boundary` refuses any
+other name.
+
 Examples
 --------
 >>> import numpy as np
@@ -40,10 +44,35 @@ from chunkflow.core.array import Array
 from chunkflow.engine.pool import serial_io
 from chunkflow.errors import InvalidSelectionError
 
-__all__ = ["BOUNDARIES", "normalize_depth", "read_window", "window_bounds"]
+__all__ = [
+    "BOUNDARIES", "NUMPY_PAD_MODES", "SCIPY_MODES", "check_boundary", "normalize_depth",
+    "read_window", "window_bounds",
+]
 
 BOUNDARIES = ("reflect", "nearest", "constant", "periodic", "none")
-_NUMPY_PAD = {"reflect": "symmetric", "nearest": "edge", "constant": "constant"}
+#: ``numpy.pad``'s mode for each boundary that pads a window (``periodic`` reads the
+#: other side of the array instead; ``none`` does not pad).
+NUMPY_PAD_MODES = {"reflect": "symmetric", "nearest": "edge", "constant": "constant"}
+#: scipy.ndimage's mode for each boundary: with a full halo only the array's edges use
+#: it, and ``none`` (no halo past the edge) treats the edge as scipy's ``reflect`` does.
+SCIPY_MODES = {"reflect": "reflect", "nearest": "nearest", "constant": "constant",
+               "periodic": "wrap", "none": "reflect"}
+
+
+def check_boundary(boundary: str) -> None:
+    """Refuse a boundary name that is not one of :data:`BOUNDARIES`.
+
+    Examples
+    --------
+    >>> check_boundary("wrap")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    chunkflow.errors.InvalidSelectionError: boundary 'wrap' is not one of reflect, nearest, ...
+    """
+    if boundary not in BOUNDARIES:
+        raise InvalidSelectionError(
+            f"boundary {boundary!r} is not one of {', '.join(BOUNDARIES)}"
+        )
 
 Halo = tuple[tuple[int, int], ...]
 
@@ -128,10 +157,7 @@ def read_window(
     many elements before and after the region each axis of the window holds: ``depth``,
     except at the array's edge with ``boundary="none"``.
     """
-    if boundary not in BOUNDARIES:
-        raise InvalidSelectionError(
-            f"boundary {boundary!r} is not one of {', '.join(BOUNDARIES)}"
-        )
+    check_boundary(boundary)
     bounds = window_bounds(region, depth, array.shape, boundary)
     halo = tuple((part.start - lo, hi - part.stop) for part, (lo, hi) in zip(region, bounds))
     inside = tuple(slice(max(lo, 0), min(hi, size)) for (lo, hi), size in zip(bounds, array.shape))
@@ -153,7 +179,7 @@ def read_window(
             return _fill_margins(window, pads, boundary, constant_value), halo
         data = np.asarray(array.get_basic_selection(inside))
     # A reflection wider than the data (numpy reflects it again and again).
-    return np.pad(data, pads, mode=_NUMPY_PAD[boundary]), halo
+    return np.pad(data, pads, mode=NUMPY_PAD_MODES[boundary]), halo
 
 
 def _fill_margins(window: np.ndarray, pads: Sequence[tuple[int, int]], boundary: str,
