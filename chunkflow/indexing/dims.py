@@ -24,7 +24,7 @@ from chunkflow.errors import BoundsCheckError, InvalidSelectionError
 from chunkflow.grid import ceil_div
 
 if TYPE_CHECKING:
-    from chunkflow.indexing.predicates import Selection
+    from chunkflow.indexing.selection_types import Selection
 
 __all__ = [
     "DimProjection",
