@@ -28,11 +28,18 @@ time over the cores: the floor printed beside each case.
   chunks; ``--quick``: 1024^2 shards), one after another from a handle opened once;
 - over S3 only: a full write of the first array, and a ``map_chunks`` job (a 3x3
   mean filter, array to array) beside dask ``map_overlap`` + ``to_zarr`` with
-  zarr-python 3.
+  zarr-python 3;
+- over S3 only, the client backends: the full read and the full write of the first
+  array by chunkflow through obstore (``chunkflow.io.object-backend: obstore``),
+  through s3fs (``fsspec``) and through zarr-python's ``ObjectStore(S3Store)``, and by
+  zarr-python 3 over that ``ObjectStore``, with the client's CPU seconds per GiB moved
+  and its ratio to chunkflow's s3fs backend. moto serves every request in Python, so
+  the server's CPU, not the client's, bounds the wall time here.
 
 Run by hand, with nothing else running::
 
     python benchmarks/bench_object_storage.py [--quick] [--repeat N] [--delay 0.02]
+    python benchmarks/bench_object_storage.py --only s3 --workloads backends
 """
 
 from __future__ import annotations
@@ -422,6 +429,73 @@ def full_write(target: Target, image: np.ndarray, repeat: int) -> None:
     report("full write, same array", results)
 
 
+def object_store(target: Target, name: str) -> Any:
+    """zarr-python's ObjectStore over obstore's S3Store of ``name``."""
+    import obstore.store
+    import zarr.storage
+    inner = obstore.store.S3Store(BUCKET, prefix=name, endpoint=target.served.url,
+                                  access_key_id="testing", secret_access_key="testing",
+                                  region="us-west-2", client_options={"allow_http": True})
+    return zarr.storage.ObjectStore(inner)
+
+
+def report_cpu(title: str, results: dict[str, Timing], nbytes: int, base: str) -> None:
+    """One line per case: time, requests, the client's CPU seconds per GiB moved, and
+    CPU and time as a share of the ``base`` case's."""
+    print(f"  {title}")
+    if base not in results:
+        return
+    base_time, base_cpu = statistics.median(results[base][0]), results[base][2][0]
+    for name, (times, requests, (client, server)) in results.items():
+        print(f"    {name:<34} {_fmt(times):>28} {requests:6d} requests   "
+              f"client cpu {client / (nbytes / 2**30):6.2f} s/GiB ({client / base_cpu:4.2f}x), "
+              f"server {server:5.2f} s, time {statistics.median(times) / base_time:4.2f}x")
+
+
+def backends(target: Target, image: np.ndarray, repeat: int) -> None:
+    """The full read and write through each client backend (see the module doc)."""
+    import zarr
+
+    import chunkflow
+    served, results = target.served, {}
+
+    def backend(choice: str) -> Any:
+        return chunkflow.config.set({"chunkflow.io.object-backend": choice})
+
+    for choice in ("obstore", "fsspec"):
+        with backend(choice):
+            z = target.chunkflow("full.zarr", cache=False)
+        assert type(z.store).__name__ == {"obstore": "ObstoreStore", "fsspec": "FsspecStore"}[choice]
+        np.testing.assert_array_equal(z[:], image)
+        attempt(results, f"chunkflow read, {choice}", lambda z=z: timed(lambda: z[:], repeat, served))
+    adapted = chunkflow.open_array(object_store(target, "full.zarr"), mode="r", cache=False)
+    attempt(results, "chunkflow read, zarr ObjectStore", lambda: timed(lambda: adapted[:], repeat, served))
+    theirs = zarr.open_array(object_store(target, "full.zarr"), mode="r")
+    attempt(results, "zarr-python 3 read, ObjectStore", lambda: timed(lambda: theirs[:], repeat, served))
+    report_cpu(f"client CPU, full read of {image.nbytes / 2**20:.0f} MiB", results, image.nbytes,
+               "chunkflow read, fsspec")
+    results = {}
+    for choice in ("obstore", "fsspec"):
+        with backend(choice):
+            z = chunkflow.create_array(target.url(f"w-{choice}.zarr"), shape=image.shape,
+                                       chunks=(512, 512), dtype="u2", overwrite=True,
+                                       storage_options=target.options, cache=False)
+        attempt(results, f"chunkflow write, {choice}",
+                lambda z=z: timed(lambda: z.__setitem__(slice(None), image), repeat, served))
+    written = chunkflow.create_array(object_store(target, "w-adapter.zarr"), shape=image.shape,
+                                     chunks=(512, 512), dtype="u2", overwrite=True, cache=False)
+    attempt(results, "chunkflow write, zarr ObjectStore",
+            lambda: timed(lambda: written.__setitem__(slice(None), image), repeat, served))
+    zwritten = zarr.create_array(object_store(target, "w-zarr-os.zarr"), shape=image.shape,
+                                 chunks=(512, 512), dtype="u2", overwrite=True)
+    attempt(results, "zarr-python 3 write, ObjectStore",
+            lambda: timed(lambda: zwritten.__setitem__(slice(None), image), repeat, served))
+    for name in ("w-obstore.zarr", "w-fsspec.zarr"):
+        np.testing.assert_array_equal(target.chunkflow(name, cache=False)[:], image)
+    report_cpu("client CPU, full write of the same array", results, image.nbytes,
+               "chunkflow write, fsspec")
+
+
 def _mean3(block: np.ndarray) -> np.ndarray:
     from scipy import ndimage
     return ndimage.uniform_filter(block.astype("f4"), 3)
@@ -483,6 +557,20 @@ def upload(target: Target, folder: Path) -> None:
     fs.put(str(folder) + "/", f"{BUCKET}/", recursive=True)
 
 
+#: Each workload: how it runs, and whether it runs over S3 only.
+WORKLOADS: dict[str, tuple[Callable[..., None], bool]] = {
+    "read": (lambda target, full, sharded, count, repeat: full_read(target, full, repeat), False),
+    "xarray": (lambda target, full, sharded, count, repeat: xarray_read(target, full, repeat),
+               False),
+    "windows": (lambda target, full, sharded, count, repeat:
+                window_reads(target, sharded, count, repeat), False),
+    "write": (lambda target, full, sharded, count, repeat: full_write(target, full, repeat), True),
+    "map": (lambda target, full, sharded, count, repeat: map_job(target, full, repeat), True),
+    "backends": (lambda target, full, sharded, count, repeat: backends(target, full, repeat),
+                 True),
+}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="32 MiB, 1024^2 shards")
@@ -490,6 +578,8 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=0.02, help="seconds per request")
     parser.add_argument("--windows", type=int, default=None, help="default 100 (quick: 20)")
     parser.add_argument("--only", default="http,s3", help="targets: http, s3 or both")
+    parser.add_argument("--workloads", default="all",
+                        help="all, or some of: read,xarray,windows,write,map,backends")
     parser.add_argument("--serve", choices=["http", "s3"], help=argparse.SUPPRESS)
     parser.add_argument("--root", default=".", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -512,12 +602,10 @@ def main() -> None:
                 print(f"\n{kind}:")
                 if kind == "s3":
                     upload(target, folder)
-                full_read(target, full, args.repeat)
-                xarray_read(target, full, args.repeat)
-                window_reads(target, sharded, count, args.repeat)
-                if kind == "s3":
-                    full_write(target, full, args.repeat)
-                    map_job(target, full, args.repeat)
+                chosen = set(WORKLOADS if args.workloads == "all" else args.workloads.split(","))
+                for name, (run, s3_only) in WORKLOADS.items():
+                    if name in chosen and (kind == "s3" or not s3_only):
+                        run(target, full, sharded, count, args.repeat)
             finally:
                 served.close()
     finally:

@@ -59,7 +59,9 @@ from chunkflow.errors import (
 from chunkflow.graph import (
     compute,
     histogram,
+    label,
     map_chunks,
+    measure,
     median,
     nanmedian,
     nanpercentile,
@@ -67,6 +69,7 @@ from chunkflow.graph import (
     percentile,
     quantile,
     reduce,
+    segment,
     store,
     summarize_chunks,
     to_chunkflow,
@@ -76,6 +79,7 @@ from chunkflow.graph.pyramid import pyramid
 from chunkflow.graph.rechunk import rechunk
 from chunkflow.jobs import job_status
 from chunkflow.storage import (
+    DirectoryStore,
     FsspecStore,
     LocalStore,
     MappingStore,
@@ -90,6 +94,7 @@ __all__ = [
     "Array",
     "ChunkCache",
     "ChunkflowError",
+    "DirectoryStore",
     "DistributedSynchronizer",
     "FsspecStore",
     "Group",
@@ -124,8 +129,10 @@ __all__ = [
     "group",
     "histogram",
     "job_status",
+    "label",
     "load",
     "map_chunks",
+    "measure",
     "median",
     "nanmedian",
     "nanpercentile",
@@ -145,6 +152,7 @@ __all__ = [
     "save",
     "save_array",
     "save_group",
+    "segment",
     "store",
     "summarize_chunks",
     "to_chunkflow",

@@ -227,11 +227,14 @@ class Array(ArrayProperties, ChunkGridSelection):
     @staticmethod
     def _concrete_fill_value(metadata: ArrayMetadata) -> Any:
         # v2 "fill_value": null means undefined: missing chunks read as zeros ("" for
-        # strings), the choice zarr-python makes.
+        # strings, b"" for bytes), the choice zarr-python makes; None for other objects
+        # (JSON, msgpack... items), as zarr-python 2 reads them.
         if metadata.fill_value is not None:
             return metadata.fill_value
         if metadata.dtype.kind == "O":
-            return ""
+            ids = [doc.get("id") for doc in getattr(metadata, "filters", None) or ()]
+            return "" if "vlen-utf8" in ids else b"" if "vlen-bytes" in ids else (
+                None if ids else "")
         return np.zeros((), dtype=metadata.dtype)[()]
 
     def _lock_options(self) -> tuple[Any, float | None]:

@@ -21,13 +21,17 @@ tasks:
   every level from the one before it in one job;
 - :mod:`~chunkflow.graph.reductions`: :func:`reduce`, :func:`histogram`,
   :func:`percentile`, :func:`quantile`, :func:`median` and their ``nan*`` variants
-  reduce arrays larger than memory in bounded memory, with numpy's exact answers.
+  reduce arrays larger than memory in bounded memory, with numpy's exact answers;
+- :mod:`~chunkflow.graph.labels`: :func:`label` finds the connected components of an
+  array larger than memory, numbered as ``scipy.ndimage.label`` numbers them;
+  :func:`measure` tables the objects, :func:`segment` makes per-block labels global.
 
 ``chunkflow.graph.rechunk`` and ``chunkflow.graph.pyramid`` name the subpackages; the
 functions are ``chunkflow.rechunk`` and ``chunkflow.pyramid``.
 """
 
 from chunkflow.errors import MemoryPlanError
+from chunkflow.graph.labels import label, measure, segment
 from chunkflow.graph.map import map_chunks, summarize_chunks
 from chunkflow.graph.read import ArraySource, BlockChunks, to_dask
 from chunkflow.graph.reductions import (
@@ -46,7 +50,8 @@ from chunkflow.graph.write import aligned_edges, store, to_chunkflow
 
 __all__ = [
     "ArraySource", "BlockChunks", "MemoryPlanError", "ReductionSource", "SchedulerLike",
-    "aligned_edges", "compute", "histogram", "map_chunks", "median", "nanmedian",
-    "nanpercentile", "nanquantile", "percentile", "quantile", "reduce", "store",
+    "aligned_edges", "compute", "histogram", "label", "map_chunks", "measure", "median",
+    "nanmedian",
+    "nanpercentile", "nanquantile", "percentile", "quantile", "reduce", "segment", "store",
     "summarize_chunks", "to_chunkflow", "to_dask",
 ]

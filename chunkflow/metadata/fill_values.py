@@ -286,8 +286,19 @@ def is_all_fill(chunk: np.ndarray, fill_value: np.generic) -> bool:
         return bool(np.isnan(chunk).all())
     if kind in "mM" and np.isnat(fill_value):
         return bool(np.isnat(chunk).all())
+    if kind == "O":
+        # Items may be lists or arrays (JSON, vlen-array codecs): compare one by one.
+        return all(_same_item(item, fill_value) for item in chunk.flat)
     # The first element decides most data chunks without a full comparison (indexed,
     # not reshaped: reshaping a strided view would copy the whole chunk).
     if chunk[(0,) * chunk.ndim] != fill_value:
         return False
     return bool((chunk == fill_value).all())
+
+
+def _same_item(item: object, fill_value: object) -> bool:
+    if item is fill_value:
+        return True
+    if isinstance(item, np.ndarray) or isinstance(fill_value, np.ndarray):
+        return False
+    return type(item) is type(fill_value) and bool(item == fill_value)

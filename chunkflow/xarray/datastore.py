@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from xarray import Variable
@@ -14,6 +15,7 @@ from chunkflow.core.array import Array
 from chunkflow.core.group import Group
 from chunkflow.errors import MetadataError
 from chunkflow.graph.read import block_multiples
+from chunkflow.metadata.ngff import read_multiscales
 from chunkflow.storage import make_store
 from chunkflow.xarray.opening import open_group_for_xarray
 from chunkflow.xarray.variables import codec_encoding, dims_and_attrs, fill_value_entries
@@ -57,6 +59,12 @@ class ChunkflowDataStore(AbstractDataStore):
     close_store : bool
         Close the group's store when xarray closes the dataset (stores this module
         opened itself).
+    exclude : iterable of str
+        Arrays that are no variables here: ``drop_variables`` (never opened, so their
+        dimensions cannot conflict with the others', as with the zarr engine), or the
+        levels of a pyramid that :meth:`level` puts in nodes of their own.
+    attributes : bool
+        Whether the group's attributes are the dataset's (not for a level's node).
 
     Examples
     --------
@@ -69,17 +77,56 @@ class ChunkflowDataStore(AbstractDataStore):
     """
 
     def __init__(self, group: Group, use_zarr_fill_value_as_mask: bool | None = None,
-                 close_store: bool = False) -> None:
+                 close_store: bool = False, exclude: Iterable[str] = (),
+                 attributes: bool = True) -> None:
         self.group = group
         self.use_zarr_fill_value_as_mask = use_zarr_fill_value_as_mask
         self._close_store = close_store
+        self._exclude = frozenset(exclude)
+        self._attributes = attributes
         self._arrays: dict[str, Array] | None = None
+        self._only: str | None = None
+
+    def pyramid_levels(self) -> list[str]:
+        """The arrays of this group that are levels of its OME-NGFF ``multiscales``
+        (``[]`` when it is no image): their dimensions conflict (each level halves
+        some), so they are no variables of one dataset.
+
+        Examples
+        --------
+        >>> import numpy as np, chunkflow
+        >>> from chunkflow.storage import MemoryStore
+        >>> store = MemoryStore()
+        >>> image = chunkflow.array(np.zeros((8, 8), "u1"))
+        >>> _ = chunkflow.pyramid(image, store, levels=2, scheduler="sync")
+        >>> ChunkflowDataStore(chunkflow.open_group(store)).pyramid_levels()
+        ['0', '1']
+        """
+        multiscales = read_multiscales(self.group.attrs.asdict())
+        if multiscales is None:
+            return []
+        members = set(self.group.array_keys())
+        return [path for path in multiscales.paths if path in members]
+
+    def without(self, names: Iterable[str]) -> ChunkflowDataStore:
+        """This data store less the arrays ``names`` (it closes the store as this would)."""
+        return ChunkflowDataStore(self.group, self.use_zarr_fill_value_as_mask,
+                                  close_store=self._close_store,
+                                  exclude=self._exclude | set(names))
+
+    def level(self, name: str) -> ChunkflowDataStore:
+        """A data store of the one array ``name`` of this group (a pyramid level), with
+        no attributes (they stay with the group's node)."""
+        store = ChunkflowDataStore(self.group, self.use_zarr_fill_value_as_mask,
+                                   attributes=False)
+        store._only = name
+        return store
 
     @classmethod
     def open(cls, source: Group | StoreLike, *, group: str | None = None, consolidated: bool | None = None,
              storage_options: dict[str, Any] | None = None, zarr_format: int | None = None,
              use_zarr_fill_value_as_mask: bool | None = None,
-             chunk_cache: CacheLike = None) -> ChunkflowDataStore:
+             chunk_cache: CacheLike = None, exclude: Iterable[str] = ()) -> ChunkflowDataStore:
         """Open the group ``group`` of ``source`` (path, URL, store or chunkflow.Group).
 
         ``chunk_cache`` is chunkflow's decoded-chunk cache for the arrays: ``None`` the
@@ -90,7 +137,7 @@ class ChunkflowDataStore(AbstractDataStore):
             node = source[group] if group not in (None, "", "/") else source
             if not isinstance(node, Group):
                 raise MetadataError(f"{group!r} in {source!r} is an array, expected a group")
-            return cls(node, use_zarr_fill_value_as_mask)
+            return cls(node, use_zarr_fill_value_as_mask, exclude=exclude)
         if isinstance(source, os.PathLike):
             source = os.fspath(source)
         owned = isinstance(source, str)  # a store made here from a path or URL
@@ -104,12 +151,16 @@ class ChunkflowDataStore(AbstractDataStore):
             if owned:
                 store.close()
             raise
-        return cls(node, use_zarr_fill_value_as_mask, close_store=owned)
+        return cls(node, use_zarr_fill_value_as_mask, close_store=owned, exclude=exclude)
 
     def arrays(self) -> dict[str, Array]:
         """The group's arrays by name, opened once (from consolidated metadata if any)."""
         if self._arrays is None:
-            self._arrays = dict(self.group.arrays())
+            if self._only is not None:
+                self._arrays = {self._only: self.group[self._only]}  # type: ignore[dict-item]
+            else:
+                self._arrays = {name: array for name, array in self.group.arrays()
+                                if name not in self._exclude}
         return self._arrays
 
     def open_store_variable(self, name: str, array: Array) -> Variable:
@@ -134,6 +185,8 @@ class ChunkflowDataStore(AbstractDataStore):
         return FrozenDict((k, self.open_store_variable(k, a)) for k, a in self.arrays().items())
 
     def get_attrs(self) -> dict[str, Any]:
+        if not self._attributes:
+            return {}
         return {k: v for k, v in self.group.attrs.asdict().items()
                 if not k.lower().startswith("_nc")}
 

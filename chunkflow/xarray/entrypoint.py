@@ -82,6 +82,7 @@ class ChunkflowBackendEntrypoint(BackendEntrypoint):
             filename_or_obj, group=group, consolidated=consolidated,
             storage_options=storage_options, zarr_format=zarr_format,
             use_zarr_fill_value_as_mask=use_zarr_fill_value_as_mask, chunk_cache=chunk_cache,
+            exclude=[drop_variables] if isinstance(drop_variables, str) else drop_variables or (),
         )
         decoders = dict(mask_and_scale=mask_and_scale, decode_times=decode_times,
                         concat_characters=concat_characters, decode_coords=decode_coords,
@@ -99,7 +100,13 @@ class ChunkflowBackendEntrypoint(BackendEntrypoint):
         zarr_format: int | None = None, use_zarr_fill_value_as_mask: bool | None = None,
         chunk_cache: CacheLike = None, mode: str = "r", **decoders: Any,
     ) -> dict[str, Dataset]:
-        """Every group from ``group`` down, by path (``"/"``, ``"/a"``, ``"/a/b"``)."""
+        """Every group from ``group`` down, by path (``"/"``, ``"/a"``, ``"/a/b"``).
+
+        The levels of an OME-NGFF pyramid (arrays named by the group's ``multiscales``)
+        are one node each, below the image's group (``"/0"``, ``"/1"``...), each with
+        the level's array as its one variable: a level halves some dimensions, so the
+        levels cannot share one dataset. The image's attributes stay with its group.
+        """
         _check_read_mode(mode)
         root = ChunkflowDataStore.open(
             filename_or_obj, group=group, consolidated=consolidated,
@@ -111,7 +118,12 @@ class ChunkflowBackendEntrypoint(BackendEntrypoint):
             for path, node in _walk_groups(root.group, "/"):
                 store = root if node is root.group else ChunkflowDataStore(
                     node, use_zarr_fill_value_as_mask)
-                datasets[path] = StoreBackendEntrypoint().open_dataset(store, **decoders)
+                levels = store.pyramid_levels()
+                opened = StoreBackendEntrypoint().open_dataset(store.without(levels), **decoders)
+                datasets[path] = opened
+                for level in levels:
+                    datasets[f"{path.rstrip('/')}/{level}"] = StoreBackendEntrypoint(
+                        ).open_dataset(store.level(level), **decoders)
             return datasets
         except BaseException:
             root.close()

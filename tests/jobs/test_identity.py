@@ -117,11 +117,13 @@ def _writers(tmp_path: Path) -> dict[str, Any]:
                                        resume=True),
         "cli copy": lambda: main(["copy", str(tmp_path / "src.zarr"),
                                   str(tmp_path / "cli.zarr"), "--resume"]),
+        "label": lambda: chunkflow.label(src, str(tmp_path / "lab.zarr"), resume=True,
+                                         scheduler="sync"),
     }
 
 
 @pytest.mark.parametrize("writer", ["map_chunks", "store", "to_chunkflow", "rechunk",
-                                    "pyramid", "copy", "cli copy"])
+                                    "pyramid", "copy", "cli copy", "label"])
 def test_every_resumable_writer_names_its_job_with_job_identity(
         tmp_path: Path, built: list[JobSpec], writer: str) -> None:
     _writers(tmp_path)[writer]()

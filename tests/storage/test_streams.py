@@ -184,7 +184,7 @@ def test_a_failed_request_names_its_key(http_folder: tuple[FaultProxy, Path]) ->
                            dtype="u2")[:] = data
     z = chunkflow.open_array(f"{proxy.url}/a.zarr", mode="r", cache=False)
     proxy.fail_share, proxy.faults = 1.0, ("500",)
-    named = r"could not read key 'c/\d+/\d+' of FsspecStore\('http://.*/a\.zarr'"
+    named = r"could not read key 'c/\d+/\d+' of (Fsspec|Obstore)Store\('http://.*/a\.zarr'"
     with pytest.raises(StoreRequestError, match=named), \
             config.set({"chunkflow.io.inflight-requests": 4}):
         z[:]

@@ -136,10 +136,14 @@ def test_consolidated_false_or_unsupported_does_not_warn(tmp_path: Path) -> None
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         xr.open_dataset(path, engine=ChunkflowBackendEntrypoint, consolidated=False)
-        # A zarr-python store that holds no consolidated metadata says so: no warning.
+        # A zarr-python store that holds no consolidated metadata says so: no warning,
+        # whichever way it is opened (as xarray's NoConsolidatedMetadataSupportStore tests).
         inner = NoConsolidatedStore(zarr.storage.LocalStore(path, read_only=True))
         ds = xr.open_dataset(inner, engine=ChunkflowBackendEntrypoint)
-    assert ds.temp.shape == (6, 10, 8)
+        tree = xr.open_datatree(inner, engine=ChunkflowBackendEntrypoint)
+        groups = xr.open_groups(inner, engine=ChunkflowBackendEntrypoint)
+        root = xr.open_dataset(inner, engine=ChunkflowBackendEntrypoint, group="/")
+    assert ds.temp.shape == tree["temp"].shape == groups["/"].temp.shape == root.temp.shape
 
 
 def test_consolidated_true_requires_consolidated_metadata(tmp_path: Path) -> None:
