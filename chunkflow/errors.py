@@ -36,6 +36,7 @@ __all__ = [
     "IncompleteJobWarning",
     "IncompleteListingError",
     "InvalidKeyError",
+    "InvalidOutError",
     "InvalidSelectionError",
     "JobMismatchError",
     "JobTokenError",
@@ -127,6 +128,10 @@ class BoundsCheckError(ChunkflowError, IndexError):
 
 class InvalidSelectionError(ChunkflowError, IndexError):
     """A selection has a form chunkflow cannot apply (wrong type, rank, step...)."""
+
+
+class InvalidOutError(ChunkflowError, TypeError):
+    """An ``out=`` argument is not an array a read can fill."""
 
 
 class InvalidKeyError(ChunkflowError, ValueError):

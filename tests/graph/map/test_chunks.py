@@ -16,6 +16,8 @@ import chunkflow
 from chunkflow.errors import InvalidSelectionError, MemoryPlanError, ShapeMismatchError
 from chunkflow.testing import CountingMapping
 
+pytestmark = pytest.mark.lowest_deps  # also run at the lowest dependency versions
+
 SCIPY_MODE = {"reflect": "reflect", "nearest": "nearest", "constant": "constant",
               "periodic": "wrap"}
 
@@ -88,6 +90,7 @@ def test_sources_with_different_chunk_grids() -> None:
 # ------------------------------------------------------------- schedulers
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scheduler", ["threads", "processes", "sync", "cluster"])
 def test_folder_to_folder_on_every_scheduler(scheduler: str, tmp_path: Path,
                                              request: pytest.FixtureRequest) -> None:
@@ -239,6 +242,7 @@ print(json.dumps({"peaks": meter.peaks, "estimate": tasks.estimate.total,
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("per_task", [None, 1, [2, 3]], ids=["plan", "one", "2x3"])
 def test_measured_peak_stays_under_the_plan(tmp_path: Path, per_task: Any) -> None:
     # A fresh interpreter: no other thread of the test session allocates meanwhile.
@@ -270,6 +274,7 @@ def test_progress_counts_output_blocks(capfd: pytest.CaptureFixture[str]) -> Non
                          progress=lambda done, total: seen.append((done, total)),
                          blocks_per_task=1)
     assert seen[0] == (0, 12) and seen[-1] == (12, 12)
+    pytest.importorskip("tqdm")  # the bar below is tqdm's (a test extra)
     chunkflow.map_chunks(np.negative, z, out=out, depth=2, chunks=(1, 1), progress=True,
                          blocks_per_task=1)
     assert "12/12" in capfd.readouterr().err
@@ -304,6 +309,7 @@ def test_refusals_create_no_output(tmp_path: Path) -> None:
 # ------------------------------------------------- the cache on a dask cluster
 
 
+@pytest.mark.slow
 def test_worker_cache_is_a_share_of_its_memory_and_the_plan_counts_it(tmp_path: Path) -> None:
     import distributed
 
