@@ -15,7 +15,8 @@ integers in a wider integer type per block with one rounding rule
 Examples
 --------
 >>> import numpy as np
->>> >>> image = np.arange(64 * 48, dtype="u2").reshape(64, 48)
+>>> import chunkflow
+>>> image = np.arange(64 * 48, dtype="u2").reshape(64, 48)
 >>> source = chunkflow.array(image, chunks=(16, 16), zarr_format=2)
 >>> out = chunkflow.MemoryStore()
 >>> levels = pyramid(source, out)
