@@ -20,6 +20,7 @@ Runs, one after another, each in its own process:
 ``resume``     resumable jobs: bookkeeping overhead, a resume after a kill, S3 requests
 ``rechunk``    2 GiB to new chunks in 256 MiB (rechunker, dask p2p and tasks)
 ``pyramid``    an OME-Zarr mean pyramid of 16384^2 uint16 (ome-zarr-py, ngff-zarr)
+``labels``     label + measure of 8192^2 and 512^3 (dask-image; scipy + skimage in memory)
 =============  =====================================================================
 
 ``--quick`` uses small sizes and one repeat (under a minute or two on 2 cores);
@@ -54,6 +55,7 @@ BENCHMARKS = {
     "resume": "bench_resume.py",
     "rechunk": "bench_rechunk.py",
     "pyramid": "bench_pyramid.py",
+    "labels": "bench_labels.py",
 }
 
 

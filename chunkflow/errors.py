@@ -35,6 +35,7 @@ __all__ = [
     "IncompleteJobWarning",
     "IncompleteListingError",
     "InvalidKeyError",
+    "InvalidOutError",
     "InvalidSelectionError",
     "JobMismatchError",
     "JobTokenError",
@@ -121,6 +122,10 @@ class BoundsCheckError(ChunkflowError, IndexError):
 
 class InvalidSelectionError(ChunkflowError, IndexError):
     """A selection has a form chunkflow cannot apply (wrong type, rank, step...)."""
+
+
+class InvalidOutError(ChunkflowError, TypeError):
+    """An ``out=`` argument is not an array a read can fill."""
 
 
 class InvalidKeyError(ChunkflowError, ValueError):

@@ -32,6 +32,7 @@ from numcodecs.abc import Codec
 from numcodecs.blosc import decompress as blosc_decompress
 
 from chunkflow.codecs.bounded import bounded_decode
+from chunkflow.codecs.checksums import CRC32C_CODECS, NUMCODECS_CRC32C, Crc32c, crc32c
 from chunkflow.errors import (
     ChunkDecodeError,
     ChunkEncodeError,
@@ -54,6 +55,18 @@ BufferLike = bytes | bytearray | memoryview | np.ndarray
 #: numcodecs ids whose decode can run arbitrary code.
 UNSAFE_IDS = frozenset({"pickle"})
 
+
+def _blosc_takes_typesize() -> bool:
+    try:
+        numcodecs.Blosc(typesize=1)
+    except TypeError:  # numcodecs < 0.16
+        return False
+    return True
+
+
+#: Whether numcodecs' Blosc takes ``typesize`` (0.16 on); before, its shuffle takes the
+#: item size of the buffer, and :func:`build_numcodec` leaves ``typesize`` out.
+BLOSC_TAKES_TYPESIZE = _blosc_takes_typesize()
 _ZSTD_MAGIC = 0xFD2FB528
 _BLOSC_SIZES = struct.Struct("<4xI4xI")  # nbytes, cbytes of the blosc header
 
@@ -159,9 +172,13 @@ def build_numcodec(config: dict[str, Any], *, allow_pickle: bool = False) -> Cod
     if not isinstance(config, dict) or not isinstance(config.get("id"), str):
         raise UnsupportedCodecError(f"a codec config needs a string 'id', got {config!r}")
     check_safe(config["id"], allow_pickle)
+    if config["id"] == "blosc" and not BLOSC_TAKES_TYPESIZE:
+        config = {key: value for key, value in config.items() if key != "typesize"}
     if config["id"] == "pickle":
         return TrustedPickle(**{k: v for k, v in config.items() if k != "id"})
     try:
+        if config["id"] == "crc32c" and NUMCODECS_CRC32C is None:
+            return Crc32c(**{key: value for key, value in config.items() if key != "id"})
         # get_codec pops "id" from its argument: hand it a copy.
         return numcodecs.get_codec(dict(config))
     except Exception as err:  # numcodecs raises ValueError/TypeError/KeyError...
@@ -374,7 +391,7 @@ class ZstdStage(BytesStage):
 
 
 class Crc32cStage(BytesStage):
-    """CRC32C checksum appended little-endian (numcodecs ``CRC32C``).
+    """CRC32C checksum appended little-endian (``crc32c``: numcodecs' or :class:`Crc32c`).
 
     Decoding verifies the checksum and returns a view of the payload (no copy).
     """
@@ -389,7 +406,7 @@ class Crc32cStage(BytesStage):
             )
         payload = u8[:-4]
         stored = int.from_bytes(u8[-4:].tobytes(), "little")
-        computed = numcodecs.CRC32C.checksum(payload) & 0xFFFFFFFF
+        computed = crc32c(payload)
         if stored != computed:
             raise ChunkDecodeError(
                 f"codec {self.name!r}: checksum mismatch, stored {stored:#010x}, "
@@ -408,23 +425,29 @@ def make_bytes_stage(
     >>> make_bytes_stage("blosc", {"id": "blosc", "cname": "lz4"}, typesize=2).sized
     True
     """
-    view_typesize = 0
-    if config.get("id") == "blosc" and typesize is not None:
-        try:
-            codec = build_numcodec({**config, "typesize": typesize})
-        except UnsupportedCodecError:  # numcodecs < 0.16: no typesize argument
-            codec = build_numcodec(config)
-            view_typesize = typesize
-        return BloscStage(name, codec, view_typesize)
+    if config.get("id") == "blosc":
+        return _blosc_stage(name, config, typesize)
     codec = build_numcodec(config, allow_pickle=allow_pickle)
-    if isinstance(codec, numcodecs.Blosc):
-        stage = BloscStage(name, codec)
-        stage.itemsize_sensitive = config.get("typesize") is None
-        return stage
     if isinstance(codec, numcodecs.LZ4):
         return LZ4Stage(name, codec)
     if isinstance(codec, numcodecs.Zstd):
         return ZstdStage(name, codec)
-    if isinstance(codec, numcodecs.CRC32C) and getattr(codec, "location", "end") == "end":
+    if isinstance(codec, CRC32C_CODECS) and getattr(codec, "location", "end") == "end":
         return Crc32cStage(name, codec)
     return BytesStage(name, codec)
+
+
+def _blosc_stage(name: str, config: dict[str, Any], typesize: int | None) -> BloscStage:
+    """Blosc with the item size of its shuffle: ``typesize``, else the config's own.
+
+    numcodecs >= 0.16 takes ``typesize`` in its constructor; older releases shuffle by
+    the buffer's item size, so there the stage views the buffer as ``V<typesize>``.
+    """
+    size = typesize if typesize is not None else config.get("typesize")
+    if size is None:
+        stage = BloscStage(name, build_numcodec(config))
+        stage.itemsize_sensitive = True
+        return stage
+    if BLOSC_TAKES_TYPESIZE:
+        return BloscStage(name, build_numcodec({**config, "typesize": size}))
+    return BloscStage(name, build_numcodec(config), view_typesize=size)

@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from chunkflow.core.selection import SelectionAccessor
 from chunkflow.errors import BoundsCheckError, InvalidSelectionError
 from chunkflow.grid import ceil_div
+from chunkflow.indexing import expand_ellipsis
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -33,21 +34,6 @@ if TYPE_CHECKING:
     from chunkflow.indexing import Selection
 
 __all__ = ["BlockSelection", "block_slices"]
-
-
-def _expand(selection: Selection, ndim: int, path: str) -> tuple[Any, ...]:
-    items = selection if isinstance(selection, tuple) else (selection,)
-    if sum(item is Ellipsis for item in items) > 1:
-        raise InvalidSelectionError(f"array {path!r}: a block selection takes at most one "
-                                    f"Ellipsis, got {selection!r}")
-    if Ellipsis in items:
-        at = items.index(Ellipsis)
-        fill = (slice(None),) * (ndim - len(items) + 1)
-        items = items[:at] + fill + items[at + 1:]
-    if len(items) > ndim:
-        raise InvalidSelectionError(f"array {path!r}: block selection {selection!r} has "
-                                    f"{len(items)} entries for {ndim} dimensions")
-    return items + (slice(None),) * (ndim - len(items))
 
 
 def block_slices(selection: Selection, shape: Sequence[int], chunks: Sequence[int],
@@ -69,8 +55,9 @@ def block_slices(selection: Selection, shape: Sequence[int], chunks: Sequence[in
     10, blocks of 4)
     """
     slices = []
-    for dim, (item, size, chunk) in enumerate(zip(_expand(selection, len(shape), path),
-                                                 shape, chunks)):
+    entries = expand_ellipsis(selection, tuple(shape), taken=_one_block_dim,
+                              prefix=f"array {path!r}, blocks: ")
+    for dim, (item, size, chunk) in enumerate(zip(entries, shape, chunks)):
         nblocks = ceil_div(size, chunk)
         if isinstance(item, numbers.Integral) and not isinstance(item, (bool, np.bool_)):
             first = int(item) + nblocks if item < 0 else int(item)
@@ -95,6 +82,10 @@ def block_slices(selection: Selection, shape: Sequence[int], chunks: Sequence[in
                 f"{nblocks} blocks (length {size}, blocks of {chunk})")
         slices.append(slice(first * chunk, min(max(last, first) * chunk, size)))
     return tuple(slices)
+
+
+def _one_block_dim(entry: object) -> int:
+    return 1
 
 
 class BlockSelection:

@@ -21,7 +21,7 @@
 """
 
 from chunkflow.graph import reductions
-from chunkflow.graph.labels import label, measure
+from chunkflow.graph.labels import label, measure, segment
 from chunkflow.graph.map import MemoryPlanError, map_chunks, summarize_chunks
 from chunkflow.graph.pyramids import pyramid
 from chunkflow.graph.read import ArraySource, BlockChunks, to_dask
@@ -44,6 +44,6 @@ __all__ = [
     "ArraySource", "BlockChunks", "MemoryPlanError", "ReductionSource", "SchedulerLike",
     "aligned_edges", "compute", "histogram", "label", "map_chunks", "measure", "median", "nanmedian",
     "nanpercentile", "nanquantile", "percentile", "pyramid", "quantile", "rechunk", "reduce",
-    "reductions", "store",
+    "reductions", "segment", "store",
     "summarize_chunks", "to_chunkflow", "to_dask",
 ]

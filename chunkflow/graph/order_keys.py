@@ -189,7 +189,9 @@ def prepare_q(q: ArrayLike, percent: bool) -> tuple[np.ndarray, bool]:
     percentiles), and whether it promotes weakly (a Python int or float), with numpy's
     range check."""
     weak_q = type(q) in (int, float)
-    array = np.true_divide(q, 100, out=...) if percent else np.asanyarray(q)
+    # (np.asanyarray(ufunc(...)) rather than numpy 2.3's ufunc(..., out=...): one array
+    # even for a 0-d result, on every numpy that pyproject allows.)
+    array = np.asanyarray(np.true_divide(q, 100) if percent else q)
     if array.dtype.kind not in "iuf" or array.size == 0 or not (
             array.min() >= 0 and array.max() <= 1):
         name = "Percentiles must be in the range [0, 100]" if percent else \
@@ -206,8 +208,8 @@ def quantile_ranks(n: int, q: np.ndarray) -> tuple[Any, Any, Any]:
     if np.issubdtype(virtual.dtype, np.integer):
         return virtual, None, None
     # numpy's _get_indexes, step by step.
-    previous = np.floor(virtual, out=...)
-    following = np.add(previous, 1, out=...)
+    previous = np.asanyarray(np.floor(virtual))
+    following = np.asanyarray(np.add(previous, 1))
     above = virtual >= n - 1
     previous[above] = -1
     following[above] = -1
@@ -224,10 +226,10 @@ def wanted_ranks(n: int, indexes: Any) -> list[int]:
 
 
 def _lerp(a: Any, b: Any, t: Any) -> Any:
-    # numpy's _lerp (numpy/lib/_function_base_impl.py), unchanged: exact at t = 0 and
-    # t = 1, and monotonic.
+    # numpy's _lerp (numpy/lib/_function_base_impl.py), unchanged but for out=...
+    # (numpy >= 2.3): exact at t = 0 and t = 1, and monotonic.
     diff_b_a = b - a
-    lerp_interpolation = np.add(a, diff_b_a * t, out=...)
+    lerp_interpolation = np.asanyarray(np.add(a, diff_b_a * t))
     np.subtract(b, diff_b_a * (1 - t), out=lerp_interpolation, where=t >= 0.5,
                 casting="unsafe", dtype=type(lerp_interpolation.dtype))
     if lerp_interpolation.ndim == 0:

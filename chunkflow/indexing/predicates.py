@@ -15,7 +15,7 @@ from typing import SupportsIndex, TypeAlias
 
 import numpy as np
 
-from chunkflow.indexing.dims import as_int
+from chunkflow.indexing.dims import as_int, is_array_like
 
 __all__ = [
     "Selection",
@@ -61,7 +61,7 @@ def is_coordinate_selection(selection: Selection, ndim: int) -> bool:
 
 
 def _is_int_array(value: object) -> bool:
-    if not isinstance(value, (np.ndarray, list)):
+    if not is_array_like(value):
         return False
     arr = np.asarray(value)
     return arr.dtype.kind in "iu" or (arr.size == 0 and arr.dtype != bool)
@@ -77,7 +77,7 @@ def is_mask_selection(selection: Selection, ndim: int) -> bool:
     (True, False)
     """
     sel = selection if isinstance(selection, tuple) else (selection,)
-    if len(sel) != 1 or not isinstance(sel[0], (np.ndarray, list)):
+    if len(sel) != 1 or not is_array_like(sel[0]):
         return False
     arr = np.asarray(sel[0])
     return arr.dtype == bool and arr.ndim == ndim

@@ -22,6 +22,8 @@ from hypothesis import strategies as st
 import chunkflow
 from chunkflow.errors import InvalidSelectionError
 
+pytestmark = pytest.mark.lowest_deps  # also run at the lowest dependency versions
+
 # --------------------------------------------------------------- strategies
 
 
@@ -59,6 +61,7 @@ def _array_indices(selection: tuple[Any, ...], shape: tuple[int, ...]) -> list[n
 # ---------------------------------------------------------------- alignment
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(case=_case())
 def test_values_equal_numpy_and_blocks_share_no_chunk(case: Any) -> None:
@@ -196,6 +199,7 @@ def test_task_names_are_deterministic(tmp_path: Path) -> None:
 # -------------------------------------------------------------- pickling
 
 
+@pytest.mark.slow
 def test_tasks_never_read_metadata_again(tmp_path: Path) -> None:
     path = tmp_path / "a.zarr"
     z = chunkflow.array(np.arange(100, dtype="i8").reshape(10, 10), chunks=(3, 3),
@@ -212,6 +216,7 @@ def test_tasks_never_read_metadata_again(tmp_path: Path) -> None:
                                   np.arange(100).reshape(10, 10)[1:9, ::2])
 
 
+@pytest.mark.slow
 def test_in_memory_store_in_worker_processes_is_an_error() -> None:
     z = chunkflow.ones((10,), chunks=5, dtype="u1")
     with pytest.raises(chunkflow.errors.ProcessLocalStoreError, match="another process"):
@@ -229,6 +234,7 @@ def folder_array(tmp_path_factory: pytest.TempPathFactory) -> chunkflow.Array:
     return chunkflow.array(data, chunks=(32, 48), store=str(path))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scheduler", ["threads", "processes", "sync", "cluster"])
 def test_same_results_on_every_scheduler(
     scheduler: str, folder_array: chunkflow.Array, request: pytest.FixtureRequest
@@ -250,6 +256,7 @@ def test_same_results_on_every_scheduler(
     np.testing.assert_allclose(edges, np_edges)
 
 
+@pytest.mark.slow
 def test_write_on_every_scheduler_with_a_process_synchronizer(tmp_path: Path,
                                                               cluster_client: Any) -> None:
     data = np.arange(60 * 70, dtype="i4").reshape(60, 70)
@@ -293,9 +300,11 @@ def test_progress_callable_counts_output_blocks() -> None:
     assert seen[0] == (0, 16) and seen[-1] == (16, 16)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scheduler", ["threads", "processes", "sync"])
 def test_progress_bar_is_drawn(scheduler: str, folder_array: chunkflow.Array,
                                capfd: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("tqdm")  # the bar is tqdm's (a test extra)
     chunkflow.reduce(folder_array, ("mean",), chunks=(1, 1), scheduler=scheduler, progress=True)
     err = capfd.readouterr().err
     # tqdm's bar: "chunkflow: 100%|...| 50/50"

@@ -18,6 +18,8 @@ from chunkflow.errors import InvalidSelectionError, ReadOnlyError, ShapeMismatch
 from chunkflow.graph import aligned_edges
 from chunkflow.testing import CountingMapping
 
+pytestmark = pytest.mark.lowest_deps  # also run at the lowest dependency versions
+
 
 @given(
     start=st.integers(0, 50), length=st.integers(0, 60),

@@ -6,7 +6,6 @@ from __future__ import annotations
 import functools
 import math
 import threading
-import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,8 @@ import chunkflow
 from chunkflow.core.jobs import JOB_ATTRIBUTE, RECORDS_FOLDER, job_status
 from chunkflow.errors import IncompleteJobWarning, JobMismatchError, JobTokenError
 from chunkflow.storage import LocalStore
-from tests.helpers.jobs import calls, clear_calls, data_keys, logged_filter
+from tests.helpers.jobs import calls, clear_calls, data_keys, logged_filter, settled_thread_pool
+from tests.helpers.waiting import wait_until
 
 # Tests open unfinished outputs on purpose; the warning itself is tested in test_jobs.py.
 pytestmark = pytest.mark.filterwarnings("ignore::chunkflow.errors.IncompleteJobWarning")
@@ -48,28 +48,19 @@ def _reference(tmp_path: Path, src: str) -> dict[str, bytes]:
     return data_keys(LocalStore(tmp_path / "ref.zarr"))
 
 
-@pytest.fixture
-def log(tmp_path: Path) -> Path:
-    folder = tmp_path / "log"
-    folder.mkdir()
-    return folder
-
-
 @pytest.mark.parametrize("scheduler", ["sync", "threads"])
 def test_failed_block_resumes_only_uncommitted_blocks_bit_identical(
         tmp_path: Path, log: Path, scheduler: str) -> None:
     src = _source(tmp_path)
     out = str(tmp_path / "out.zarr")
     (log / "fail-3-2").touch()
-    with pytest.raises(RuntimeError, match="injected failure") as failure:
+    # dask raises at the first error; tasks already handed to its thread pool still
+    # run, write and record themselves: the pool's shutdown waits for them to land.
+    with settled_thread_pool(), pytest.raises(RuntimeError, match="injected failure") as failure:
         _run(src, out, log, resume=True, scheduler=scheduler)
     # The error names the chunk key of the block and says how to resume.
     assert "chunk key 'c/3/2'" in "".join(failure.value.__notes__)
     assert "resume=True" in "".join(failure.value.__notes__)
-    if scheduler == "threads":
-        # dask raises at the first error; tasks already handed to its thread pool still
-        # run, write and record themselves: let them land before resuming.
-        time.sleep(1.0)
     status = job_status(chunkflow.open(out, mode="r"))
     assert status is not None and status.total == ALL_BLOCKS
     committed = ALL_BLOCKS - len(status.remaining)
@@ -313,6 +304,7 @@ def test_open_costs_no_extra_request_and_a_task_one_record_write(tmp_path: Path,
 # ------------------------------------------------------------ other schedulers
 
 
+@pytest.mark.slow
 def test_resume_on_processes(tmp_path: Path, log: Path) -> None:
     src = _source(tmp_path)
     out = str(tmp_path / "out.zarr")
@@ -341,9 +333,8 @@ def test_resume_on_a_cluster(tmp_path: Path, log: Path, cluster_client: Any) -> 
         _run(src, out, log, resume=True, scheduler=cluster_client)
     # Tasks running when the error came finish (and record themselves) on the workers,
     # even after the scheduler has released them: wait for every worker thread to be idle.
-    deadline = time.monotonic() + 30
-    while any(cluster_client.run(_running_tasks).values()) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until(lambda: not any(cluster_client.run(_running_tasks).values()),
+               "the workers' running tasks ending")
     remaining = job_status(chunkflow.open(out, mode="r")).remaining
     (log / "fail-1-0").unlink()
     clear_calls(log)

@@ -3,7 +3,6 @@ processes, and outputs on object storage (a local moto S3 server)."""
 
 from __future__ import annotations
 
-import time
 import uuid
 import warnings
 from pathlib import Path
@@ -16,7 +15,7 @@ import chunkflow
 from chunkflow.core.jobs import RECORDS_FOLDER, job_status
 from chunkflow.errors import IncompleteJobWarning
 from chunkflow.storage import FsspecStore, LocalStore
-from tests.helpers.jobs import calls, clear_calls, data_keys, logged_filter
+from tests.helpers.jobs import calls, clear_calls, data_keys, logged_filter, settled_thread_pool
 
 # Tests open unfinished outputs on purpose; the warning itself is tested in test_jobs.py.
 pytestmark = pytest.mark.filterwarnings("ignore::chunkflow.errors.IncompleteJobWarning")
@@ -37,6 +36,7 @@ def _run(src: str, out: Any, log: Path, **kwargs: Any) -> chunkflow.Array:
                                 block_info=True, log=str(log), **kwargs)
 
 
+@pytest.mark.slow
 def test_a_killed_worker_does_not_stop_the_job(tmp_path: Path) -> None:
     """Issue 21, test 3: a worker process dies mid-task (``os._exit``, as the OOM killer
     does); the nanny restarts it, the scheduler reruns its task, the job finishes on its
@@ -67,9 +67,9 @@ def test_resume_on_s3(tmp_path: Path, s3_server: dict[str, Any]) -> None:
     url = f"s3://chunkflow-test/{uuid.uuid4().hex}/out.zarr"
     store = FsspecStore(url, storage_options=s3_server)
     (log / "fail-3-0").touch()
-    with pytest.raises(RuntimeError, match="injected"):
+    # Tasks in dask's thread pool when the error came still land: wait for them.
+    with settled_thread_pool(), pytest.raises(RuntimeError, match="injected"):
         _run(src, store, log, resume=True, scheduler="threads")
-    time.sleep(0.5)  # tasks in dask's thread pool when the error came still land
     records = [k for k in store.list_prefix("") if RECORDS_FOLDER in k]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", IncompleteJobWarning)

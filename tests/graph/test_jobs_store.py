@@ -30,13 +30,6 @@ def _lazy(tmp_path: Path, log: Path, blocks: tuple[int, int] = (1, 1)) -> da.Arr
         logged_block, log=str(log), dtype="f8")
 
 
-@pytest.fixture
-def log(tmp_path: Path) -> Path:
-    folder = tmp_path / "log"
-    folder.mkdir()
-    return folder
-
-
 def test_store_resumes_without_computing_finished_source_blocks(tmp_path: Path,
                                                                 log: Path) -> None:
     out = str(tmp_path / "out.zarr")

@@ -17,6 +17,8 @@ from chunkflow.errors import InvalidSelectionError, ShapeMismatchError
 from chunkflow.graph import MemoryPlanError
 from chunkflow.testing import CountingMapping
 
+pytestmark = pytest.mark.lowest_deps  # also run at the lowest dependency versions
+
 SCIPY_MODE = {"reflect": "reflect", "nearest": "nearest", "constant": "constant",
               "periodic": "wrap"}
 
@@ -89,6 +91,7 @@ def test_sources_with_different_chunk_grids() -> None:
 # ------------------------------------------------------------- schedulers
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scheduler", ["threads", "processes", "sync", "cluster"])
 def test_folder_to_folder_on_every_scheduler(scheduler: str, tmp_path: Path,
                                              request: pytest.FixtureRequest) -> None:
@@ -240,6 +243,7 @@ print(json.dumps({"peaks": meter.peaks, "estimate": layout.estimate.total,
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("per_task", [None, 1, [2, 3]], ids=["plan", "one", "2x3"])
 def test_measured_peak_stays_under_the_plan(tmp_path: Path, per_task: Any) -> None:
     # A fresh interpreter: no other thread of the test session allocates meanwhile.
@@ -271,6 +275,7 @@ def test_progress_counts_output_blocks(capfd: pytest.CaptureFixture[str]) -> Non
                          progress=lambda done, total: seen.append((done, total)),
                          blocks_per_task=1)
     assert seen[0] == (0, 12) and seen[-1] == (12, 12)
+    pytest.importorskip("tqdm")  # the bar below is tqdm's (a test extra)
     chunkflow.map_chunks(np.negative, z, out=out, depth=2, chunks=(1, 1), progress=True,
                          blocks_per_task=1)
     assert "12/12" in capfd.readouterr().err
@@ -305,6 +310,7 @@ def test_refusals_create_no_output(tmp_path: Path) -> None:
 # ------------------------------------------------- the cache on a dask cluster
 
 
+@pytest.mark.slow
 def test_worker_cache_is_a_share_of_its_memory_and_the_plan_counts_it(tmp_path: Path) -> None:
     import distributed
 

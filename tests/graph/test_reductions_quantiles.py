@@ -222,6 +222,7 @@ QS = st.one_of(st.floats(0, 100), st.integers(0, 100),
                st.lists(st.floats(0, 100), min_size=1, max_size=5))
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(arrays_and_chunks(), QS, st.sampled_from([None, 2**10, 2**13]))
 def test_matches_numpy_threads(case: tuple[np.ndarray, tuple[int, ...]], q: Any,
@@ -249,6 +250,7 @@ def process_pool() -> Any:
         yield pool
 
 
+@pytest.mark.slow
 @settings(max_examples=10, deadline=None, suppress_health_check=[
     HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(arrays_and_chunks(), QS)
@@ -266,6 +268,7 @@ def test_matches_numpy_processes(folder: Path, process_pool: Any,
                     np.nanmedian(data))
 
 
+@pytest.mark.slow
 def test_matches_numpy_on_a_cluster(cluster_client: Any, tmp_path: Path) -> None:
     rng = np.random.default_rng(6)
     for dtype in ("f4", "i8", "u2"):

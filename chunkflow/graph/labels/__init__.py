@@ -15,5 +15,6 @@ per-block histograms (:mod:`chunkflow.graph.labels.ranks`).
 
 from chunkflow.graph.labels.labelling import label
 from chunkflow.graph.labels.measuring import measure
+from chunkflow.graph.labels.segments import segment
 
-__all__ = ["label", "measure"]
+__all__ = ["label", "measure", "segment"]

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from chunkflow.graph.read import ArraySource, BlockChunks
     from chunkflow.graph.scheduler import ProgressArg, SchedulerLike
 
-__all__ = ["job_parts", "label", "open_source", "run_label_job"]
+__all__ = ["job_parts", "label", "open_source", "run_label_job", "source_identity"]
 
 
 def open_source(source: ArraySource | da.Array, storage_options: Mapping[str, Any] | None,
@@ -72,7 +72,7 @@ def source_identity(source: Source) -> dict[str, str]:
     """The job parts that name the source (its stored bytes, or a dask graph's name)."""
     if source.array is not None:
         return source_parts([source.array])
-    return {"source (dask)": str(source.lazy.name)}
+    return {"source (dask)": str(source.token)}
 
 
 def job_parts(parts: Mapping[str, str], source: Source, resume: bool,
@@ -188,22 +188,18 @@ def label(
                          storage_options=storage_options,
                          dimension_names=_dimension_names(src))
     template = output.template()
-    chunks = [(src.dtype.itemsize, src.chunks), (template.dtype.itemsize, template.write_chunks)]
+    reads = [(src.dtype.itemsize, src.chunks), (template.dtype.itemsize, template.write_chunks)]
     block = plan_blocks(template, label_voxel_bytes(src.dtype.itemsize, template.dtype.itemsize),
-                        chunks, blocks, max_memory, scheduler)
+                        reads, blocks, max_memory, scheduler)
     grid = BlockGrid(shape, tuple(max(1, b) for b in block))
     job = LabelJob.create(grid, kernel, src)
     parts = {"label": tokenize(kernel.tolist()), "block plan": tokenize(grid.block)}
     output = output.with_job(job_parts(parts, src, resume, job_name), grid.numblocks)
-    token = tokenize("label", kernel.tolist(), grid, _source_token(src), output, resume)
+    token = tokenize("label", kernel.tolist(), grid, src.token, output, resume)
     return run_label_job(job, output, token, compute=compute, scheduler=scheduler,
                          progress=progress)
 
 
-def _source_token(source: Source) -> Any:
-    if source.array is not None:
-        return (source.array.store.identity, source.array.path)
-    return source.lazy.name
 
 
 def _dimension_names(source: Source) -> Any:

@@ -202,11 +202,7 @@ def measure(
 
 
 def _identity(source: Source | None) -> Any:
-    if source is None:
-        return None
-    if source.array is not None:
-        return (source.array.store.identity, source.array.path)
-    return source.lazy.name
+    return None if source is None else source.token
 
 
 def _crop_pass(grid: BlockGrid, labels: Source, intensity: Source | None,

@@ -33,7 +33,7 @@ import numpy as np
 
 from chunkflow.graph.labels.geometry import BlockGrid, face_bit, first_rows
 
-__all__ = ["BlockInfo", "Faces", "block_pairs", "level_counts", "scan_labels"]
+__all__ = ["BlockInfo", "Faces", "block_info", "block_pairs", "level_counts", "scan_labels"]
 
 
 @dataclass(frozen=True)
@@ -69,8 +69,12 @@ def level_counts(coords: tuple[np.ndarray, ...], count: int,
     counts: list[np.ndarray] = [np.array(count, np.int64)]
     for d in range(1, len(extent)):
         flat = np.ravel_multi_index(coords[:d], extent[:d]) if count else np.zeros(0, np.int64)
+        # A block keeps these until its write pass: the smallest type that holds them
+        # (at most the voxels after the first d coordinates; uint16 for the rows of
+        # blocks narrower than 65536 along the last axis).
+        small = np.min_scalar_type(int(np.prod(extent[d:])))
         counts.append(np.bincount(flat, minlength=int(np.prod(extent[:d])))
-                      .astype(np.int64).reshape(extent[:d]))
+                      .astype(small).reshape(extent[:d]))
     return tuple(counts)
 
 
@@ -88,6 +92,14 @@ def scan_labels(grid: BlockGrid, index: tuple[int, ...], labels: np.ndarray,
             touched = np.zeros(count + 1, bool)
             touched[slab.reshape(-1)] = True
             masks[touched] |= face_bit(axis, side)
+    info = block_info(grid, index, labels, count, masks)
+    return Faces(slabs, info.exposed, info.keys), info
+
+
+def block_info(grid: BlockGrid, index: tuple[int, ...], labels: np.ndarray, count: int,
+               masks: np.ndarray) -> BlockInfo:
+    """A block's info from its local ``labels`` (1..count, numbered by first voxel) and
+    each label's face mask (``masks[label]``, 0 for closed parts)."""
     masks[0] = 0
     exposed = np.flatnonzero(masks).astype(np.int64)
     rows, places = first_rows(labels, count)
@@ -97,10 +109,9 @@ def scan_labels(grid: BlockGrid, index: tuple[int, ...], labels: np.ndarray,
     closed[exposed] = False
     closed_before = np.cumsum(closed)  # closed labels <= each label
     closed_rows = rows[closed[1:]]
-    info = BlockInfo(count, exposed, keys, masks[exposed], closed_before[exposed],
+    return BlockInfo(count, exposed, keys, masks[exposed], closed_before[exposed],
                      level_counts(grid.row_coords(closed_rows, index), len(closed_rows),
                                   grid.extent(index)))
-    return Faces(slabs, exposed, keys), info
 
 
 def _facing(slab: np.ndarray, axes: list[int], offset: tuple[int, ...], face_axis: int,

@@ -23,7 +23,7 @@ Examples
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -38,6 +38,7 @@ from chunkflow.engine.pool import serial_io
 from chunkflow.graph.blocks import default_per_block
 from chunkflow.graph.budget import MemoryPlanError, default_max_memory, fitting_multiples
 from chunkflow.graph.labels.geometry import BlockGrid
+from chunkflow.graph.labels.parts import BlockInfo, block_pairs, scan_labels
 from chunkflow.graph.labels.structure import block_offsets
 from chunkflow.graph.labels.tree import MergeTree
 from chunkflow.graph.read import BLOCKS_PER_THREAD, block_multiples, worker_threads
@@ -62,9 +63,13 @@ class Source:
     array: Array | None = None
     lazy: da.Array | None = None
 
+    def _lazy(self) -> da.Array:
+        assert self.lazy is not None, "a Source holds an array or a dask array"
+        return self.lazy
+
     @property
     def shape(self) -> tuple[int, ...]:
-        return self.array.shape if self.array is not None else tuple(self.lazy.shape)
+        return self.array.shape if self.array is not None else tuple(self._lazy().shape)
 
     @property
     def ndim(self) -> int:
@@ -72,20 +77,27 @@ class Source:
 
     @property
     def dtype(self) -> np.dtype:
-        return self.array.dtype if self.array is not None else np.dtype(self.lazy.dtype)
+        return self.array.dtype if self.array is not None else np.dtype(self._lazy().dtype)
 
     @property
     def chunks(self) -> tuple[int, ...]:
         """Its chunk (shard) shape: what a new output is chunked like by default."""
         if self.array is not None:
             return self.array.write_chunks
-        return tuple(int(c[0]) if c else 1 for c in self.lazy.chunks)
+        return tuple(int(c[0]) if c else 1 for c in self._lazy().chunks)
+
+    @property
+    def token(self) -> Any:
+        """What names the source in a graph's token (no I/O)."""
+        if self.array is not None:
+            return (self.array.store.identity, self.array.path)
+        return self._lazy().name
 
     def read(self, region: tuple[slice, ...]) -> np.ndarray:
         if self.array is not None:
             with serial_io():  # dask supplies the parallelism
                 return np.asarray(self.array.get_basic_selection(region))
-        return np.asarray(self.lazy[region].compute(scheduler="sync"))
+        return np.asarray(self._lazy()[region].compute(scheduler="sync"))
 
 
 def _scipy_labels(data: np.ndarray, structure: np.ndarray) -> tuple[np.ndarray, int]:
@@ -95,16 +107,15 @@ def _scipy_labels(data: np.ndarray, structure: np.ndarray) -> tuple[np.ndarray, 
 
 @dataclass(frozen=True)
 class LabelJob:
-    """Everything a task of a labelling job needs, in the graph once.
-
-    ``local`` labels one block's data (``scipy.ndimage.label`` with ``structure`` for
-    :func:`~chunkflow.graph.labels.label`); ``segment`` jobs give their own.
+    """Everything a task of a labelling job needs, in the graph once: the blocks, the
+    structure, the source, and how a block is labelled and its parts paired with its
+    neighbours' (``scipy.ndimage.label`` and face slabs here; see
+    :class:`~chunkflow.graph.labels.segments.SegmentJob` for per-block segmenters).
     """
 
     grid: BlockGrid
     structure: np.ndarray
     source: Source
-    local: Callable[[np.ndarray, tuple[int, ...]], tuple[np.ndarray, int]] | None = None
     offsets: list[tuple[tuple[int, ...], list[tuple[int, ...]]]] = field(default_factory=list)
 
     @cached_property
@@ -112,15 +123,25 @@ class LabelJob:
         return MergeTree(self.grid.numblocks)
 
     @classmethod
-    def create(cls, grid: BlockGrid, structure: np.ndarray, source: Source,
-               local: Callable[..., tuple[np.ndarray, int]] | None = None) -> LabelJob:
-        return cls(grid, structure, source, local, block_offsets(structure))
+    def create(cls, grid: BlockGrid, structure: np.ndarray, source: Source) -> LabelJob:
+        return cls(grid, structure, source, block_offsets(structure))
 
     def labels(self, index: tuple[int, ...]) -> tuple[np.ndarray, int]:
         """Block ``index``'s local labels (numbered by first voxel) and their count."""
-        if self.local is not None:
-            return self.local(self.grid.region(index), index)  # type: ignore[call-arg]
         return _scipy_labels(self.source.read(self.grid.region(index)), self.structure)
+
+    def scan(self, index: tuple[int, ...]) -> tuple[Any, BlockInfo]:
+        """The first pass over block ``index``: what its pairs need, and its info."""
+        labels, count = self.labels(index)
+        return scan_labels(self.grid, index, labels, count)
+
+    def pairs(self, own: Any, other: Any, offset: tuple[int, ...],
+              voxels: list[tuple[int, ...]]) -> np.ndarray:
+        """Key pairs of the parts of two neighbouring blocks that are one object."""
+        return block_pairs(own, other, offset, voxels)
+
+    def check_again(self, index: tuple[int, ...], count: int, info: BlockInfo) -> None:
+        """The write pass labelled block ``index`` as the first pass did (scipy does)."""
 
     def neighbours(self, index: tuple[int, ...]) -> list[tuple[tuple[int, ...], list[tuple[int, ...]]]]:
         """The offsets to the blocks after ``index`` that it may touch, within the grid."""

@@ -21,7 +21,7 @@ from chunkflow.graph.labels.merge import (
     merge_down,
     merge_up,
 )
-from chunkflow.graph.labels.parts import BlockInfo, Faces, block_pairs, scan_labels
+from chunkflow.graph.labels.parts import BlockInfo, Faces
 from chunkflow.graph.labels.ranks import (
     add,
     block_hist,
@@ -44,8 +44,7 @@ __all__ = [
 
 def scan(job: LabelJob, index: tuple[int, ...]) -> tuple[Faces, BlockInfo]:
     """The first pass over one block: its faces and its info (nothing is written)."""
-    labels, count = job.labels(index)
-    return scan_labels(job.grid, index, labels, count)
+    return job.scan(index)
 
 
 def pick(pair: tuple[Any, ...], which: int) -> Any:
@@ -58,7 +57,7 @@ def pairs(job: LabelJob, index: tuple[int, ...], own: Faces,
     the merge tree where they meet."""
     found: dict[Box, list[np.ndarray]] = defaultdict(list)
     for (offset, voxels), other in zip(job.neighbours(index), others):
-        near = block_pairs(own, other, offset, voxels)
+        near = job.pairs(own, other, offset, voxels)
         if len(near):
             neighbour = tuple(i + d for i, d in zip(index, offset))
             found[job.tree.common(index, neighbour)].append(near)
@@ -128,6 +127,7 @@ def block_labels(job: LabelJob, index: tuple[int, ...], info: BlockInfo,
                  rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Block ``index``'s local labels and the map from them to global labels."""
     labels, count = job.labels(index)
+    job.check_again(index, count, info)
     first, _ = first_rows(labels, count)
     owned = np.ones(count, bool)
     owned[info.exposed - 1] = owned_exposed(info, finals)

@@ -46,7 +46,8 @@ def cases(draw: st.DrawFn, ndim: int) -> tuple[np.ndarray, tuple[int, ...], np.n
     return image, chunks, structure
 
 
-@pytest.mark.parametrize("ndim", [1, 2, 3, 4])
+@pytest.mark.parametrize("ndim", [1, 2, pytest.param(3, marks=pytest.mark.slow),
+                                  pytest.param(4, marks=pytest.mark.slow)])
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_random_images_grids_and_structures(ndim: int, data: st.DataObject) -> None:
@@ -75,6 +76,16 @@ def test_a_checkerboard_under_full_and_face_connectivity(shape: tuple[int, ...],
     assert int(full[...].max()) == 1
     faces = check(image, chunks)  # every voxel its own component
     assert int(faces[...].max()) == int(image.sum())
+
+
+def test_objects_touching_only_at_block_corners() -> None:
+    # Diagonal lines meet each block at a corner: only diagonal neighbours join them.
+    check(np.eye(20, dtype=bool)[:, ::-1], (5, 5), np.ones((3, 3), bool))
+    check(np.eye(20, dtype=bool), (4, 5), np.ones((3, 3), bool))
+    cube = np.zeros((12, 12, 12), bool)
+    cube[np.arange(12), np.arange(12), np.arange(12)] = True
+    check(cube, (4, 4, 4), np.ones((3, 3, 3), bool))
+    check(cube[::-1], (4, 4, 4), ndimage.generate_binary_structure(3, 3))
 
 
 def test_one_object_spanning_everything_and_all_foreground() -> None:
