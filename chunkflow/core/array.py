@@ -12,20 +12,20 @@ from chunkflow.codecs import v2_pipeline, v3_pipeline
 from chunkflow.core.array_properties import ArrayProperties
 from chunkflow.core.array_selections import ArraySelections
 from chunkflow.core.attrs import Attributes
-from chunkflow.core.blocks import BlockSelection
+from chunkflow.core.chunk_grid_selection import ChunkGridSelection
 from chunkflow.core.documents import (
     ArrayMetadata,
     load_array_metadata,
     normalize_path,
     store_array_metadata,
 )
-from chunkflow.core.job_status import warn_if_incomplete
 from chunkflow.engine.chunk_io import ChunkIO
 from chunkflow.engine.layout import layout_of
 from chunkflow.engine.options import ArrayOptions
 from chunkflow.engine.repair import repair_array
 from chunkflow.grid import ChunkKeyEncoding, RegularChunkGrid
 from chunkflow.indexing.plans import BasicPlans
+from chunkflow.jobs import warn_if_incomplete
 from chunkflow.metadata import ArrayMetadataV2
 from chunkflow.storage import Store, make_store
 
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 __all__ = ["Array"]
 
 
-class Array(ArrayProperties, ArraySelections, BlockSelection):
+class Array(ArrayProperties, ArraySelections, ChunkGridSelection):
     """A chunked, compressed N-dimensional array stored in Zarr v2 or v3 format.
 
     Open an existing array from its store (``Array(store, path)``) or create one with

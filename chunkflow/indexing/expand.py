@@ -23,7 +23,7 @@ import numpy as np
 from chunkflow.errors import InvalidSelectionError
 
 if TYPE_CHECKING:
-    from chunkflow.indexing.predicates import Selection
+    from chunkflow.indexing.selection_types import Selection
 
 __all__ = ["dims_taken", "expand_ellipsis", "selection_entries"]
 
