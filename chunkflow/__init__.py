@@ -55,6 +55,7 @@ from chunkflow.errors import (
     JobMismatchError,
     JobTokenError,
     MemoryPlanError,
+    OutputIsSourceError,
 )
 from chunkflow.graph import (
     compute,
@@ -105,6 +106,7 @@ __all__ = [
     "MappingStore",
     "MemoryPlanError",
     "MemoryStore",
+    "OutputIsSourceError",
     "ProcessSynchronizer",
     "Store",
     "ThreadSynchronizer",
