@@ -14,7 +14,8 @@ every response and counting the requests it answers:
   tensorstore's ``s3`` kvstore).
 
 Workloads, each timed ``--repeat`` times (median [range]) with the requests the server
-saw in the last run and the CPU time the client and the server used in it. Client and
+saw in the last run and the CPU time the client and the server used per run (medians).
+Client and
 server share the machine's cores, so no reader can be faster than their summed CPU
 time over the cores: the floor printed beside each case.
 
@@ -32,9 +33,11 @@ time over the cores: the floor printed beside each case.
 - over S3 only, the client backends: the full read and the full write of the first
   array by chunkflow through obstore (``chunkflow.io.object-backend: obstore``),
   through s3fs (``fsspec``) and through zarr-python's ``ObjectStore(S3Store)``, and by
-  zarr-python 3 over that ``ObjectStore``, with the client's CPU seconds per GiB moved
-  and its ratio to chunkflow's s3fs backend. moto serves every request in Python, so
-  the server's CPU, not the client's, bounds the wall time here.
+  zarr-python 3 over that ``ObjectStore``, with the client's CPU seconds per GiB moved,
+  the part of it above decoding (encoding) the same chunks in memory, which every
+  backend spends alike, and both as ratios to chunkflow's s3fs backend. moto serves
+  every request in Python, so the server's CPU, not the client's, bounds the wall time
+  here.
 
 Run by hand, with nothing else running::
 
@@ -63,7 +66,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve()
 WINDOW = 256
-#: Seconds of each run, requests in the last, and its (client, server) CPU seconds.
+#: Seconds of each run, requests in the last, and (client, server) CPU seconds per run.
 Timing = tuple[list[float], int, tuple[float, float]]
 BUCKET = "bench"
 COUNTS = "/__counts__"
@@ -272,18 +275,20 @@ def _cpu_seconds(pid: int | None = None) -> float:
 
 
 def timed(func: Callable[[], object], repeat: int, served: Served) -> Timing:
-    """Seconds of each run; the requests the server answered and the CPU seconds the
-    client (this process, all its threads) and the server used, in the last one."""
-    times, requests, cpu = [], 0, (0.0, 0.0)
+    """Seconds of each run; the requests the server answered in the last one, and the
+    median CPU seconds the client (this process, all its threads) and the server used
+    per run (medians: other work on a shared machine inflates single runs)."""
+    times, requests, clients, servers = [], 0, [], []
     for _ in range(repeat):
         before = sum(served.counts().values())
         client, server = _cpu_seconds(), _cpu_seconds(served.process.pid)
         start = time.perf_counter()
         func()
         times.append(time.perf_counter() - start)
-        cpu = (_cpu_seconds() - client, _cpu_seconds(served.process.pid) - server)
+        clients.append(_cpu_seconds() - client)
+        servers.append(_cpu_seconds(served.process.pid) - server)
         requests = sum(served.counts().values()) - before - 1  # less the count's own
-    return times, requests, cpu
+    return times, requests, (statistics.median(clients), statistics.median(servers))
 
 
 def _fmt(times: list[float]) -> str:
@@ -439,21 +444,29 @@ def object_store(target: Target, name: str) -> Any:
     return zarr.storage.ObjectStore(inner)
 
 
-def report_cpu(title: str, results: dict[str, Timing], nbytes: int, base: str) -> None:
-    """One line per case: time, requests, the client's CPU seconds per GiB moved, and
-    CPU and time as a share of the ``base`` case's."""
+def report_cpu(title: str, results: dict[str, Timing], nbytes: int, base: str,
+               floor: str) -> None:
+    """One line per case: time, requests, the client's CPU seconds per GiB moved, that
+    CPU above the ``floor`` case's (decoding or encoding the same chunks in memory: the
+    share every backend spends alike), and both as ratios to the ``base`` case's."""
     print(f"  {title}")
-    if base not in results:
+    if base not in results or floor not in results:
         return
-    base_time, base_cpu = statistics.median(results[base][0]), results[base][2][0]
+    gib = nbytes / 2**30
+    base_time = statistics.median(results[base][0])
+    base_cpu, floor_cpu = results[base][2][0], results[floor][2][0]
     for name, (times, requests, (client, server)) in results.items():
-        print(f"    {name:<34} {_fmt(times):>28} {requests:6d} requests   "
-              f"client cpu {client / (nbytes / 2**30):6.2f} s/GiB ({client / base_cpu:4.2f}x), "
-              f"server {server:5.2f} s, time {statistics.median(times) / base_time:4.2f}x")
+        share = (client - floor_cpu) / (base_cpu - floor_cpu)
+        above = f"{(client - floor_cpu) / gib:6.2f} s/GiB ({share:4.2f}x)"
+        print(f"    {name:<34} {_fmt(times):>28} {requests:4d} requests   "
+              f"client cpu {client / gib:6.2f} s/GiB ({client / base_cpu:4.2f}x), above the "
+              f"codec {above if name != floor else '-':>22}, server {server:5.2f} s, "
+              f"time {statistics.median(times) / base_time:4.2f}x")
 
 
 def backends(target: Target, image: np.ndarray, repeat: int) -> None:
-    """The full read and write through each client backend (see the module doc)."""
+    """The full read and write through each client backend (see the module doc), beside
+    the same read and write of an in-memory array: the codec's share of the CPU."""
     import zarr
 
     import chunkflow
@@ -462,6 +475,10 @@ def backends(target: Target, image: np.ndarray, repeat: int) -> None:
     def backend(choice: str) -> Any:
         return chunkflow.config.set({"chunkflow.io.object-backend": choice})
 
+    memory = chunkflow.create_array(None, shape=image.shape, chunks=(512, 512), dtype="u2",
+                                    cache=False)
+    memory[:] = image
+    attempt(results, "chunkflow read, in memory", lambda: timed(lambda: memory[:], repeat, served))
     for choice in ("obstore", "fsspec"):
         with backend(choice):
             z = target.chunkflow("full.zarr", cache=False)
@@ -473,8 +490,10 @@ def backends(target: Target, image: np.ndarray, repeat: int) -> None:
     theirs = zarr.open_array(object_store(target, "full.zarr"), mode="r")
     attempt(results, "zarr-python 3 read, ObjectStore", lambda: timed(lambda: theirs[:], repeat, served))
     report_cpu(f"client CPU, full read of {image.nbytes / 2**20:.0f} MiB", results, image.nbytes,
-               "chunkflow read, fsspec")
+               "chunkflow read, fsspec", "chunkflow read, in memory")
     results = {}
+    attempt(results, "chunkflow write, in memory",
+            lambda: timed(lambda: memory.__setitem__(slice(None), image), repeat, served))
     for choice in ("obstore", "fsspec"):
         with backend(choice):
             z = chunkflow.create_array(target.url(f"w-{choice}.zarr"), shape=image.shape,
@@ -493,7 +512,7 @@ def backends(target: Target, image: np.ndarray, repeat: int) -> None:
     for name in ("w-obstore.zarr", "w-fsspec.zarr"):
         np.testing.assert_array_equal(target.chunkflow(name, cache=False)[:], image)
     report_cpu("client CPU, full write of the same array", results, image.nbytes,
-               "chunkflow write, fsspec")
+               "chunkflow write, fsspec", "chunkflow write, in memory")
 
 
 def _mean3(block: np.ndarray) -> np.ndarray:

@@ -220,8 +220,10 @@ class Group(NodeProperties, ArrayCreation, GroupNavigation):
         >>> chunkflow.group().invalid_members()
         {}
         """
-        if self._live_index() is not None:
-            records, invalid = self._live_index().children(self._path), {}
+        index = self._live_index()
+        invalid: dict[str, str] = {}
+        if index is not None:
+            records = index.children(self._path)
         else:
             records, invalid = self._scan_members()
         open_members(records, self._node, invalid)

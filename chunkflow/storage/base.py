@@ -15,6 +15,7 @@ prove a copy current without reading the bytes again.
 from __future__ import annotations
 
 import abc
+import contextlib
 from collections.abc import Hashable, Iterable, Iterator, Mapping, MutableMapping
 from typing import Any, ClassVar
 
@@ -212,6 +213,23 @@ class Store(MutableMapping[str, bytes]):
     def _set_many_versioned(self, items: dict[str, bytes | memoryview]) -> dict[str, Version | None]:
         self._set_many(items)
         return dict.fromkeys(items)
+
+    def _translated(self, key: str, err: BaseException, write: bool) -> BaseException | None:
+        """A backend's error as chunkflow's (``KeyError`` for a missing key,
+        ``ReadOnlyError`` for a refused write), or ``None`` to leave it as it is."""
+        return None
+
+    @contextlib.contextmanager
+    def _translate(self, key: str, *, write: bool = False) -> Iterator[None]:
+        """The one place where a backend's errors become chunkflow's
+        (:meth:`_translated`)."""
+        try:
+            yield
+        except Exception as err:
+            new = self._translated(key, err, write)
+            if new is None:
+                raise
+            raise new from err
 
     @property
     @abc.abstractmethod

@@ -217,17 +217,6 @@ class FsspecStore(Store):
             return ReadOnlyError(f"cannot write key {key!r} to {self!r}: the backend refused ({err})")
         return None
 
-    @contextlib.contextmanager
-    def _translate(self, key: str, *, write: bool = False) -> Iterator[None]:
-        """The one place where backend errors become KeyError/ReadOnlyError."""
-        try:
-            yield
-        except Exception as err:
-            new = self._translated(key, err, write)
-            if new is None:
-                raise
-            raise new from err
-
     def _path(self, key: str) -> str:
         return self._base + key
 

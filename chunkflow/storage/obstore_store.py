@@ -9,6 +9,10 @@ keep a window of them out, handing each value over as it arrives (see
 :mod:`chunkflow.storage.streams`). The bytes never pass through Python's HTTP stack:
 a request costs a fraction of the client CPU that s3fs (botocore, aiohttp) spends.
 
+Over plain HTTP, listings come from fsspec's HTTP file system (the links of a server's
+folder pages), as :class:`~chunkflow.storage.FsspecStore` lists there; every other
+request goes through obstore.
+
 Versions are ETags. A GET returns its object's ETag with the bytes, so
 :meth:`~chunkflow.storage.Store.get_many_versioned` costs no request more than
 :meth:`~chunkflow.storage.Store.get_many`; byte ranges are read with ``If-Match`` on
@@ -20,7 +24,7 @@ This module imports obstore; chunkflow imports it only when obstore opens a URL.
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import functools
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
@@ -32,7 +36,7 @@ from obstore.store import from_url
 from chunkflow import config
 from chunkflow.errors import ReadOnlyError, StoreValueChangedError
 from chunkflow.storage.base import Store, Version
-from chunkflow.storage.fsspec_ranges import coalesce
+from chunkflow.storage.fsspec_ranges import coalesce, split_coalesced
 from chunkflow.storage.keys import normalize_key, slice_bounds
 from chunkflow.storage.obstore_config import obstore_arguments, obstore_location
 from chunkflow.storage.ranges import ByteRangeReader
@@ -42,6 +46,8 @@ from chunkflow.storage.streams import AsyncKeyStream, AsyncPutStream, CheckedPut
 __all__ = ["ObstoreRangeReader", "ObstoreStore", "etag_version"]
 
 T = TypeVar("T")
+# storage_options that only obstore takes (left out for fsspec's HTTP listings).
+_OBSTORE_ONLY = ("config", "client_options", "retry_config", "credential_provider")
 
 
 def etag_version(meta: dict[str, Any]) -> tuple[Any, ...] | None:
@@ -109,6 +115,7 @@ class ObstoreStore(Store):
         #: Every request is a network round trip (see Store.latency_bound).
         self.latency_bound = True
         self._loop = fsspec.asyn.get_loop()
+        self._over_http = type(self.store).__name__ == "HTTPStore"
 
     @property
     def identity(self) -> str:
@@ -143,22 +150,14 @@ class ObstoreStore(Store):
         return self._run(gather)
 
     def _translated(self, key: str, err: BaseException, write: bool) -> BaseException | None:
-        """The one place where obstore's errors become KeyError / ReadOnlyError."""
+        # obstore raises the builtin FileNotFoundError and PermissionError (or its own
+        # PermissionDeniedError) for what S3, GCS and Azure answer.
         if _is_missing(err):
             return KeyError(key)
-        if write and type(err).__name__ == "PermissionDeniedError":
+        if write and (isinstance(err, PermissionError)
+                      or type(err).__name__ == "PermissionDeniedError"):
             return ReadOnlyError(f"cannot write key {key!r} to {self!r}: the backend refused ({err})")
         return None
-
-    @contextlib.contextmanager
-    def _translate(self, key: str, *, write: bool = False) -> Iterator[None]:
-        try:
-            yield
-        except Exception as err:
-            new = self._translated(key, err, write)
-            if new is None:
-                raise
-            raise new from err
 
     # ------------------------------------------------------------ reading
 
@@ -293,6 +292,16 @@ class ObstoreStore(Store):
 
     # ------------------------------------------------------------ listing
 
+    @functools.cached_property
+    def _html_listing(self) -> Store:
+        """Over plain HTTP, listings from fsspec's HTTP file system, which reads the
+        links of a server's folder pages (obstore lists with WebDAV's PROPFIND, which
+        static file servers refuse)."""
+        from chunkflow.storage.fsspec_store import FsspecStore
+
+        options = {k: v for k, v in self.storage_options.items() if k not in _OBSTORE_ONLY}
+        return FsspecStore(self.url, options, read_only=True)
+
     def _metas(self, prefix: str) -> list[dict[str, Any]]:
         """What obstore lists below the folder-like ``prefix`` (all objects for "")."""
         start = prefix + "/" if prefix else ""
@@ -300,9 +309,13 @@ class ObstoreStore(Store):
         return [dict(meta) for meta in metas if meta["path"].startswith(start)]
 
     def _list_prefix(self, prefix: str) -> Iterator[str]:
+        if self._over_http:
+            return self._html_listing.list_prefix(prefix)
         return iter([meta["path"] for meta in self._metas(prefix)])
 
     def _list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
+        if self._over_http:
+            return self._html_listing.list_dir(prefix)
         listing = obstore.list_with_delimiter(self.store, prefix or None)
         cut = len(prefix) + 1 if prefix else 0
         keys = [meta["path"][cut:] for meta in listing["objects"]]
@@ -310,6 +323,8 @@ class ObstoreStore(Store):
         return sorted(k for k in keys if k), sorted(d for d in dirs if d)
 
     def _getsize_prefix(self, prefix: str) -> int:
+        if self._over_http:
+            return self._html_listing.getsize_prefix(prefix)
         return sum(int(meta["size"]) for meta in self._metas(prefix))
 
 
@@ -335,15 +350,7 @@ class ObstoreRangeReader(ByteRangeReader):
     def _read(self, ranges: list[tuple[int, int]]) -> list[bytes]:
         joined = coalesce(ranges)
         fetched = self._store._run(self._fetch_all, [(start, stop) for start, stop, _ in joined])
-        parts: list[bytes] = [b""] * len(ranges)
-        for data, (start, stop, members) in zip(fetched, joined):
-            if len(data) != stop - start:
-                raise self._changed(f"range ({start}, {stop}) came back with {len(data)} bytes")
-            view = memoryview(data)
-            for index in members:
-                first, last = ranges[index]
-                parts[index] = bytes(view[first - start:last - start])
-        return parts
+        return split_coalesced(ranges, joined, fetched, self._changed)
 
     async def _fetch_all(self, spans: list[tuple[int, int]]) -> list[bytes]:
         return list(await asyncio.gather(*(self._fetch(span) for span in spans)))

@@ -74,7 +74,7 @@ def dims_and_attrs(array: Array) -> tuple[tuple[str, ...], dict[str, Any]]:
             f"dimensions in {where}, found {list(names)!r} (names are required for xarray "
             f"to determine variable dimensions)"
         )
-    return tuple(names), attrs
+    return tuple(str(name) for name in names), attrs
 
 
 def codec_encoding(array: Array) -> dict[str, Any]:
@@ -106,7 +106,7 @@ def _zarr_codecs(documents: Any) -> Any:
         if doc["name"] == "bytes" and "endian" not in doc.get("configuration", {}):
             # Stored without an endian (1-byte types): zarr-python's array holds
             # endian=None, where from_dict would fill in the default.
-            return codec_class(endian=None)
+            return codec_class(endian=None)  # type: ignore[call-arg]  # BytesCodec's own keyword
         return codec_class.from_dict(doc)
 
     if documents is None:

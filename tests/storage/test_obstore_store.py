@@ -21,13 +21,12 @@ import chunkflow  # noqa: E402
 from chunkflow.errors import StoreValueChangedError  # noqa: E402
 from chunkflow.storage.obstore_store import ObstoreStore  # noqa: E402
 
-pytestmark = pytest.mark.s3
-
 
 def _url() -> str:
     return f"s3://chunkflow-test/obstore-{uuid.uuid4().hex}"
 
 
+@pytest.mark.s3
 class TestObstoreS3Store(StoreConformance):
     """Every store's behaviour, against S3 (moto); s3fs reads and writes behind it."""
 
@@ -55,6 +54,7 @@ class TestObstoreS3Store(StoreConformance):
         return ObstoreStore(store.url, store.storage_options)
 
 
+@pytest.mark.s3
 def test_versions_come_with_the_bytes(s3_server: dict[str, Any]) -> None:
     store = ObstoreStore(_url(), s3_server)
     written = store.set_many_versioned({"a": b"one", "b": b"two"})
@@ -71,6 +71,7 @@ def test_versions_come_with_the_bytes(s3_server: dict[str, Any]) -> None:
     assert fsspec_store.versions(["a"]) == {"a": written["a"]}
 
 
+@pytest.mark.s3
 def test_expected_version_reads_without_opening(s3_server: dict[str, Any]) -> None:
     store = ObstoreStore(_url(), s3_server)
     store["shard"] = bytes(range(100))
@@ -82,6 +83,7 @@ def test_expected_version_reads_without_opening(s3_server: dict[str, Any]) -> No
             reader.read([(0, 4)])
 
 
+@pytest.mark.s3
 def test_put_stream_returns_versions(s3_server: dict[str, Any]) -> None:
     store = ObstoreStore(_url(), s3_server)
     with store.put_stream(window=4) as sink:
@@ -91,6 +93,7 @@ def test_put_stream_returns_versions(s3_server: dict[str, Any]) -> None:
     assert store.get_many(["c/3"]) == {"c/3": bytes([3]) * 1000}
 
 
+@pytest.mark.s3
 def test_pickles_with_its_options(s3_server: dict[str, Any]) -> None:
     store = ObstoreStore(_url(), s3_server, read_only=True)
     clone = pickle.loads(pickle.dumps(store))
@@ -98,6 +101,7 @@ def test_pickles_with_its_options(s3_server: dict[str, Any]) -> None:
     assert clone.identity == store.identity
 
 
+@pytest.mark.s3
 def test_arrays_beside_zarr_python(s3_server: dict[str, Any]) -> None:
     zarr = pytest.importorskip("zarr", minversion="3")
     url = _url()
@@ -110,6 +114,7 @@ def test_arrays_beside_zarr_python(s3_server: dict[str, Any]) -> None:
     np.testing.assert_array_equal(chunkflow.to_dask(z)[5:25, 3:39].compute(), data[5:25, 3:39])
 
 
+@pytest.mark.s3
 def test_a_request_that_fails_for_good_names_the_key(s3_server: dict[str, Any]) -> None:
     from chunkflow.errors import StoreRequestError
     from chunkflow.testing import FaultProxy
@@ -127,6 +132,7 @@ def test_a_request_that_fails_for_good_names_the_key(s3_server: dict[str, Any]) 
     assert proxy.requests["GET"] == 2 and proxy.requests["PUT"] == 2  # one retry each
 
 
+@pytest.mark.s3
 def test_a_window_of_a_shard_costs_one_get_once_its_index_is_cached(
         s3_server: dict[str, Any]) -> None:
     # Ranged GETs carry If-Match: no HEAD proves a read afterwards (s3fs needs one).
@@ -176,6 +182,7 @@ class _InFlight:
                 self.active -= 1
 
 
+@pytest.mark.s3
 def test_requests_in_flight_follow_the_budget(s3_server: dict[str, Any],
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     import obstore
@@ -201,3 +208,17 @@ def test_requests_in_flight_follow_the_budget(s3_server: dict[str, Any],
         for key, value in items.items():
             sink.put(key, value)
     assert puts.most == 5
+
+
+def test_listings_over_plain_http(http_folder: Any) -> None:
+    # A static file server refuses obstore's PROPFIND: listings read its folder pages.
+    proxy, folder = http_folder
+    group = chunkflow.open_group(str(folder / "g.zarr"), mode="w")
+    group.create_array("a", shape=(4,), chunks=(2,), dtype="u1")[:] = 1
+    group.create_array("b", shape=(4,), chunks=(2,), dtype="u1")[:] = 2
+    store = ObstoreStore(f"{proxy.url}/g.zarr", read_only=True)
+    assert sorted(store.list_prefix("a")) == ["a/c/0", "a/c/1", "a/zarr.json"]
+    assert store.list_dir("") == (["zarr.json"], ["a", "b"])
+    opened = chunkflow.open_group(store, mode="r")
+    assert sorted(opened.array_keys()) == ["a", "b"] and opened["b"][:].tolist() == [2] * 4
+    assert "PROPFIND" not in proxy.requests
