@@ -10,8 +10,12 @@ Examples
 0.015
 """
 
-from chunkflow import config
+# Modules, reached as chunkflow.config and chunkflow.reductions but left out of
+# __all__: a star import gives functions and classes only.
+from chunkflow import config as config
+from chunkflow import reductions as reductions
 from chunkflow.api import (
+    Group,
     array,
     consolidate_metadata,
     create,
@@ -44,7 +48,14 @@ from chunkflow.api.convenience import (
     tree,
 )
 from chunkflow.cache import ChunkCache, cache_info, get_cache
-from chunkflow.core import Array, Group, Tree
+from chunkflow.core import Array, Tree
+from chunkflow.errors import (
+    ChunkflowError,
+    IncompleteJobWarning,
+    JobMismatchError,
+    JobTokenError,
+    MemoryPlanError,
+)
 from chunkflow.graph import (
     compute,
     histogram,
@@ -56,17 +67,17 @@ from chunkflow.graph import (
     nanpercentile,
     nanquantile,
     percentile,
-    pyramid,
     quantile,
-    rechunk,
     reduce,
-    reductions,
     segment,
     store,
     summarize_chunks,
     to_chunkflow,
     to_dask,
 )
+from chunkflow.graph.pyramid import pyramid
+from chunkflow.graph.rechunk import rechunk
+from chunkflow.jobs import job_status
 from chunkflow.storage import (
     DirectoryStore,
     FsspecStore,
@@ -77,19 +88,22 @@ from chunkflow.storage import (
     ZipStore,
 )
 from chunkflow.sync import DistributedSynchronizer, ProcessSynchronizer, ThreadSynchronizer
-
-__version__ = "0.1.0"
-
+from chunkflow.version import __version__ as __version__
 
 __all__ = [
     "Array",
     "ChunkCache",
+    "ChunkflowError",
     "DirectoryStore",
     "DistributedSynchronizer",
     "FsspecStore",
     "Group",
+    "IncompleteJobWarning",
+    "JobMismatchError",
+    "JobTokenError",
     "LocalStore",
     "MappingStore",
+    "MemoryPlanError",
     "MemoryStore",
     "ProcessSynchronizer",
     "Store",
@@ -99,7 +113,6 @@ __all__ = [
     "array",
     "cache_info",
     "compute",
-    "config",
     "consolidate_metadata",
     "copy",
     "copy_all",
@@ -115,6 +128,7 @@ __all__ = [
     "get_cache",
     "group",
     "histogram",
+    "job_status",
     "label",
     "load",
     "map_chunks",
@@ -135,7 +149,6 @@ __all__ = [
     "quantile",
     "rechunk",
     "reduce",
-    "reductions",
     "save",
     "save_array",
     "save_group",

@@ -29,6 +29,7 @@ __all__ = [
     "ChunkflowError",
     "ContainsArrayError",
     "ContainsGroupError",
+    "DimensionNamesError",
     "DtypeMismatchError",
     "ExternalLinkError",
     "GroupNotFoundError",
@@ -41,11 +42,15 @@ __all__ = [
     "JobTokenError",
     "LabelError",
     "LockTimeoutError",
+    "MemoryPlanError",
     "MetadataError",
+    "MissingDependencyError",
     "NodeNotFoundError",
+    "OpenError",
     "ProcessLocalStoreError",
     "PyramidError",
     "ReadOnlyError",
+    "RemovedOutputError",
     "SettingError",
     "ShapeMismatchError",
     "StoreRequestError",
@@ -55,6 +60,7 @@ __all__ = [
     "UnsupportedCodecError",
     "UnsupportedDtypeError",
     "UnsupportedFormatError",
+    "UsageError",
     "ValueOutOfRangeError",
     "ValuesChangedError",
 ]
@@ -163,6 +169,15 @@ class LockTimeoutError(ChunkflowError, TimeoutError):
     """A synchronizer lock could not be acquired within the timeout."""
 
 
+class MemoryPlanError(ChunkflowError, MemoryError):
+    """A job's tasks would need more memory than its budget allows (``max_memory``).
+
+    Raised by the memory plan of :func:`~chunkflow.map_chunks`,
+    :func:`~chunkflow.rechunk` and :func:`~chunkflow.pyramid` before anything runs or
+    is created; the message says which block size or budget would fit.
+    """
+
+
 class ChunkTooLargeError(ChunkflowError, MemoryError):
     """A chunk's decoded size, as the metadata describes it, cannot be allocated."""
 
@@ -254,3 +269,29 @@ class IncompleteJobWarning(UserWarning):
     fill value). Shown once per array and process; ``chunkflow status PATH`` lists
     the blocks that remain, and rerunning the job with ``resume=True`` finishes it.
     """
+
+
+class DimensionNamesError(MetadataError, KeyError):
+    """An array lacks a name for some dimension, which xarray needs.
+
+    A :class:`~chunkflow.errors.MetadataError` and, as xarray's zarr engine raises for
+    the same store, a ``KeyError``.
+    """
+
+    __str__ = Exception.__str__  # the message as written, not KeyError's repr of it
+
+
+class UsageError(ChunkflowError, ValueError):
+    """A command-line argument that parsed but makes no sense (exit code 2)."""
+
+
+class MissingDependencyError(ChunkflowError, ImportError):
+    """A command needs an optional package that is not installed (exit code 1)."""
+
+
+class OpenError(ChunkflowError, OSError):
+    """A path or URL could not be opened (missing, unreachable, not authorized)."""
+
+
+class RemovedOutputError(ChunkflowError, RuntimeError):
+    """A command failed part-way; the output it had created was removed."""

@@ -419,7 +419,7 @@ def test_io_threads_setting_sizes_the_pool_and_follows_changes(
 
 
 def test_auto_cache_budget_follows_a_worker_memory_limit() -> None:
-    from chunkflow.cache.budget import cache_bytes_for
+    from chunkflow.cache.capacity import cache_bytes_for
     from chunkflow.config.resources import auto_cache_bytes, worker_memory_limit
 
     assert worker_memory_limit() is None  # the test process hosts no worker

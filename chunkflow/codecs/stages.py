@@ -33,6 +33,7 @@ from numcodecs.blosc import decompress as blosc_decompress
 
 from chunkflow.codecs.bounded import bounded_decode
 from chunkflow.codecs.checksums import CRC32C_CODECS, NUMCODECS_CRC32C, Crc32c, crc32c
+from chunkflow.codecs.frames import BufferLike, as_u8, head_bytes, zstd_content_size
 from chunkflow.errors import (
     ChunkDecodeError,
     ChunkEncodeError,
@@ -50,8 +51,6 @@ __all__ = [
     "make_bytes_stage",
 ]
 
-BufferLike = bytes | bytearray | memoryview | np.ndarray
-
 #: numcodecs ids whose decode can run arbitrary code.
 UNSAFE_IDS = frozenset({"pickle"})
 
@@ -67,23 +66,7 @@ def _blosc_takes_typesize() -> bool:
 #: Whether numcodecs' Blosc takes ``typesize`` (0.16 on); before, its shuffle takes the
 #: item size of the buffer, and :func:`build_numcodec` leaves ``typesize`` out.
 BLOSC_TAKES_TYPESIZE = _blosc_takes_typesize()
-_ZSTD_MAGIC = 0xFD2FB528
 _BLOSC_SIZES = struct.Struct("<4xI4xI")  # nbytes, cbytes of the blosc header
-
-
-def as_u8(data: BufferLike) -> np.ndarray:
-    """Return a flat ``uint8`` view of `data` (no copy for contiguous input).
-
-    Examples
-    --------
-    >>> as_u8(b"ab").tolist()
-    [97, 98]
-    """
-    if isinstance(data, np.ndarray):
-        if data.dtype == np.uint8 and data.ndim == 1:
-            return data
-        return data.reshape(-1).view(np.uint8)
-    return np.frombuffer(data, dtype=np.uint8)
 
 
 def copy_exact(src: BufferLike, out: np.ndarray, name: str) -> None:
@@ -105,13 +88,6 @@ def copy_exact(src: BufferLike, out: np.ndarray, name: str) -> None:
             f"codec {name!r}: decoded {src_u8.size} bytes, expected {out.nbytes}"
         )
     as_u8(out)[...] = src_u8
-
-
-def _head(buf: BufferLike, n: int) -> bytes:
-    """The first `n` bytes of `buf` (fewer if shorter), cheaply for ``bytes``."""
-    if isinstance(buf, bytes):
-        return buf[:n]
-    return as_u8(buf)[:n].tobytes()
 
 
 def detach(buf: BufferLike, source: np.ndarray) -> bytes | memoryview:
@@ -306,7 +282,7 @@ class BloscStage(BytesStage):
     def decoded_size(self, buf: BufferLike) -> int | None:
         # Blosc header: version, versionlz, flags, typesize, nbytes<u4, blocksize<u4,
         # cbytes<u4.  Blosc trusts cbytes and would read past a truncated buffer.
-        head, size = _head(buf, 16), _nbytes(buf)
+        head, size = head_bytes(buf, 16), _nbytes(buf)
         if len(head) < 16:
             raise ChunkDecodeError(
                 f"codec {self.name!r}: {size} stored bytes, shorter than the "
@@ -349,35 +325,13 @@ class LZ4Stage(BytesStage):
     sized = True
 
     def decoded_size(self, buf: BufferLike) -> int | None:
-        head = _head(buf, 4)
+        head = head_bytes(buf, 4)
         if len(head) < 4:
             raise ChunkDecodeError(
                 f"codec {self.name!r}: {len(head)} stored bytes, shorter than the "
                 "4-byte lz4 size header"
             )
         return int.from_bytes(head, "little")
-
-
-def zstd_content_size(buf: BufferLike) -> int | None:
-    """Frame content size from a Zstandard frame header (None if absent/unknown).
-
-    Examples
-    --------
-    >>> from numcodecs import Zstd
-    >>> zstd_content_size(Zstd().encode(bytes(1000)))
-    1000
-    """
-    head = _head(buf, 18)  # magic, descriptor, window, dictionary id <= 4, size <= 8
-    if len(head) < 6 or int.from_bytes(head[:4], "little") != _ZSTD_MAGIC:
-        return None
-    descriptor = head[4]
-    fcs_flag, single_segment, dict_flag = descriptor >> 6, (descriptor >> 5) & 1, descriptor & 3
-    pos = 5 + (0 if single_segment else 1) + (0, 1, 2, 4)[dict_flag]
-    width = (1 if single_segment else 0, 2, 4, 8)[fcs_flag]
-    if width == 0 or len(head) < pos + width:
-        return None
-    size = int.from_bytes(head[pos : pos + width], "little")
-    return size + 256 if width == 2 else size
 
 
 class ZstdStage(BytesStage):

@@ -115,8 +115,8 @@ from chunkflow.config.resources import auto_cache_bytes, usable_cores
 from chunkflow.errors import SettingError, UnknownSettingError
 
 __all__ = [
-    "DEFAULTS_FILE", "SETTINGS", "byte_count", "get", "is_auto", "recheck_policy",
-    "request_count", "set", "thread_count", "values", "zarr_format",
+    "DEFAULTS_FILE", "SETTINGS", "byte_count", "get", "inflight_limits", "is_auto",
+    "recheck_policy", "request_count", "set", "thread_count", "values", "zarr_format",
 ]
 
 DEFAULTS_FILE = Path(__file__).resolve().with_name("chunkflow.yaml")
@@ -403,3 +403,17 @@ def values(config: dict[str, Any] | None = None) -> dict[str, Any]:
 # holds, such as config a Nanny handed to its worker.
 dask.config.update_defaults(_BUILT_IN)
 values()  # a bad value (a DASK_CHUNKFLOW__ variable, a YAML file) fails the import
+
+
+def inflight_limits() -> tuple[int, int]:
+    """``(requests, bytes)``: the settings ``chunkflow.io.inflight-requests`` and
+    ``chunkflow.io.inflight-bytes`` (what one read or write of a latency-bound store
+    may have in flight). Every reader of the two settings reads them here.
+
+    Examples
+    --------
+    >>> with set({"chunkflow.io.inflight-requests": 8, "chunkflow.io.inflight-bytes": "1 MiB"}):
+    ...     inflight_limits()
+    (8, 1048576)
+    """
+    return get("chunkflow.io.inflight-requests"), get("chunkflow.io.inflight-bytes")

@@ -12,20 +12,20 @@ from chunkflow.codecs import v2_pipeline, v3_pipeline
 from chunkflow.core.array_properties import ArrayProperties
 from chunkflow.core.array_selections import ArraySelections
 from chunkflow.core.attrs import Attributes
-from chunkflow.core.blocks import BlockSelection
+from chunkflow.core.chunk_grid_selection import ChunkGridSelection
 from chunkflow.core.documents import (
     ArrayMetadata,
     load_array_metadata,
     normalize_path,
     store_array_metadata,
 )
-from chunkflow.core.job_status import warn_if_incomplete
 from chunkflow.engine.chunk_io import ChunkIO
 from chunkflow.engine.layout import layout_of
 from chunkflow.engine.options import ArrayOptions
 from chunkflow.engine.repair import repair_array
 from chunkflow.grid import ChunkKeyEncoding, RegularChunkGrid
 from chunkflow.indexing.plans import BasicPlans
+from chunkflow.jobs import warn_if_incomplete
 from chunkflow.metadata import ArrayMetadataV2
 from chunkflow.storage import Store, make_store
 
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 __all__ = ["Array"]
 
 
-class Array(ArrayProperties, ArraySelections, BlockSelection):
+class Array(ArrayProperties, ArraySelections, ChunkGridSelection):
     """A chunked, compressed N-dimensional array stored in Zarr v2 or v3 format.
 
     Open an existing array from its store (``Array(store, path)``) or create one with
@@ -71,6 +71,16 @@ class Array(ArrayProperties, ArraySelections, BlockSelection):
         :mod:`chunkflow.config`; ``None`` follows the setting
         ``chunkflow.cache.recheck-cached-data`` (default ``"open"``).
 
+    Notes
+    -----
+    ``z[...]`` is numpy's indexing, for reads and writes: index arrays broadcast
+    together (their block placed where numpy places it), boolean masks of any rank,
+    ``None``, negative steps; a write with repeated indices stores the last value given,
+    as numpy does. What chunkflow does not support raises an ``IndexError``. ``oindex``,
+    ``vindex``, ``blocks`` and the ``get_*``/``set_*`` selection methods keep
+    zarr-python's meanings; field names select fields of structured dtypes
+    (``z["foo", 1:3]``, ``fields=``), as zarr-python 2 does.
+
     Examples
     --------
     >>> import chunkflow
@@ -83,6 +93,8 @@ class Array(ArrayProperties, ArraySelections, BlockSelection):
     >>> again = chunkflow.Array(z.store)
     >>> int(again[:].sum())
     42
+    >>> z[[1, 2], [2, 4]]  # points, as numpy
+    array([7, 7], dtype=int32)
     """
 
     _kind = "array"
@@ -193,6 +205,7 @@ class Array(ArrayProperties, ArraySelections, BlockSelection):
         grid = RegularChunkGrid(metadata.shape, metadata.chunks)
         name, separator = metadata.chunk_key_encoding
         allow_pickle = self._options.allow_pickle
+        pipeline: Any
         if isinstance(metadata, ArrayMetadataV2):
             pipeline = v2_pipeline(metadata.dtype, metadata.chunks, metadata.order,
                                    metadata.filters, metadata.compressor,

@@ -57,11 +57,21 @@ class ArraySelections:
     _io: ChunkIO
     _plans: BasicPlans
     _path: str
-    dtype: np.dtype
-    ndim: int
-    shape: tuple[int, ...]
-    write_chunks: tuple[int, ...]
-    _check_writable: Callable[[], None]
+
+    if TYPE_CHECKING:
+        @property
+        def dtype(self) -> np.dtype: ...
+
+        @property
+        def ndim(self) -> int: ...
+
+        @property
+        def shape(self) -> tuple[int, ...]: ...
+
+        @property
+        def write_chunks(self) -> tuple[int, ...]: ...
+
+        def _check_writable(self) -> None: ...
 
     # -- reading ---------------------------------------------------------------
 
@@ -142,7 +152,8 @@ class ArraySelections:
         target[...] = result  # numpy's casting of assignment, as zarr-python's out=
         return target
 
-    def __array__(self, dtype: DTypeLike = None, copy: bool | None = None) -> np.ndarray:
+    def __array__(self, dtype: DTypeLike | None = None,
+                  copy: bool | None = None) -> np.ndarray:
         data = self[...]
         return data if dtype is None else data.astype(dtype, copy=False)
 
@@ -171,13 +182,13 @@ class ArraySelections:
 
     def _get_vindex(self, selection: Selection, *, fields: Fields = None) -> np.ndarray:
         if is_mask_selection(selection, self.ndim):
-            return self.get_mask_selection(selection, fields=fields)
+            return self.get_mask_selection(selection, fields=fields)  # type: ignore[arg-type]
         return self.get_coordinate_selection(selection, fields=fields)
 
     def _set_vindex(self, selection: Selection, value: ArrayLike, *,
                     fields: Fields = None) -> None:
         if is_mask_selection(selection, self.ndim):
-            self.set_mask_selection(selection, value, fields=fields)
+            self.set_mask_selection(selection, value, fields=fields)  # type: ignore[arg-type]
         else:
             self.set_coordinate_selection(selection, value, fields=fields)
 

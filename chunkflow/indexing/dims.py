@@ -25,7 +25,7 @@ from chunkflow.grid import ceil_div
 from chunkflow.indexing.expand import expand_ellipsis
 
 if TYPE_CHECKING:
-    from chunkflow.indexing.predicates import Selection
+    from chunkflow.indexing.selection_types import Selection
 
 __all__ = [
     "DimProjection",

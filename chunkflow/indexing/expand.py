@@ -23,7 +23,7 @@ import numpy as np
 from chunkflow.errors import InvalidSelectionError
 
 if TYPE_CHECKING:
-    from chunkflow.indexing.predicates import Selection
+    from chunkflow.indexing.selection_types import Selection
 
 __all__ = ["dims_taken", "expand_ellipsis", "selection_entries"]
 
@@ -58,7 +58,7 @@ def dims_taken(entry: object) -> int:
 
 
 def expand_ellipsis(
-    selection: Selection,
+    selection: Selection | tuple[Any, ...],
     shape: tuple[int, ...],
     *,
     taken: Callable[[object], int] = dims_taken,
@@ -117,7 +117,7 @@ def expand_ellipsis(
         raise InvalidSelectionError(
             f"{prefix}too many indices for an array of shape {tuple(shape)}: {selection!r} "
             f"takes {used} dimensions")
-    fill = (_FULL,) * (len(shape) - used)
+    fill: tuple[Any, ...] = (_FULL,) * (len(shape) - used)
     if not fill and gap is not _NOTHING:
         fill = (gap,)
     if at >= 0:

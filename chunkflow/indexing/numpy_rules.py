@@ -200,6 +200,8 @@ class NumpyIndexer:
         if advanced:
             entries = _checked_arrays(entries, advanced, shape)
         self._move: tuple[int, int] | None = None
+        self.sel_shape: tuple[int, ...]
+        self.result_shape: tuple[int, ...]
         if not advanced:
             self._inner: Indexer = BasicIndexer(
                 tuple(e.value for e in entries if e.kind not in ("new", "gap")), grid)
@@ -213,7 +215,8 @@ class NumpyIndexer:
 
     def _plan_advanced(self, entries: list[_Entry], advanced: list[int],
                        grid: RegularChunkGrid) -> None:
-        arrays, dims = [], []
+        arrays: list[np.ndarray] = []
+        dims: list[int] = []
         for i in advanced:
             e = entries[i]
             if e.kind == "mask":
@@ -261,6 +264,11 @@ class NumpyIndexer:
             elif e.kind == "new":
                 out.append(1)
         return tuple(out)
+
+    @property
+    def plan(self) -> Indexer:
+        """The indexer that answers: basic, orthogonal or points."""
+        return self._inner
 
     def __iter__(self) -> Iterator[ChunkProjection]:
         return iter(self._inner)

@@ -43,6 +43,8 @@ from chunkflow.indexing.dims import (
 from chunkflow.indexing.selections import ChunkProjection, Reshaping
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
     from chunkflow.indexing.predicates import Selection, SelectionItem
 
 __all__ = ["CoordinateIndexer", "MaskIndexer", "PointsIndexer", "broadcast_points"]
@@ -248,7 +250,7 @@ class MaskIndexer(CoordinateIndexer):
     ((3,), (3,), [(0, 0), (1, 1)])
     """
 
-    def __init__(self, selection: Selection, grid: RegularChunkGrid) -> None:
+    def __init__(self, selection: Selection | ArrayLike, grid: RegularChunkGrid) -> None:
         sel = selection if isinstance(selection, tuple) else (selection,)
         mask = np.asarray(sel[0]) if len(sel) == 1 else None
         if mask is None or mask.dtype != bool or mask.shape != grid.shape:

@@ -9,13 +9,10 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from types import EllipsisType
-from typing import SupportsIndex, TypeAlias
-
 import numpy as np
 
 from chunkflow.indexing.dims import as_int, is_array_like
+from chunkflow.indexing.selection_types import Selection, SelectionItem
 
 __all__ = [
     "Selection",
@@ -24,15 +21,6 @@ __all__ = [
     "is_coordinate_selection",
     "is_mask_selection",
 ]
-
-#: One dimension's part of a selection: an integer, a slice, ``...``, or an integer
-#: array or list (indices, coordinates) or a boolean one (a mask).
-SelectionItem: TypeAlias = SupportsIndex | slice | EllipsisType | Sequence[int] | Sequence[bool] | np.ndarray
-
-#: What ``array[...]`` and the ``get_*_selection`` methods accept: one item or a tuple of
-#: them, one per dimension (fewer are completed with full slices).
-Selection: TypeAlias = SelectionItem | tuple[SelectionItem, ...]
-
 
 def is_basic_selection(selection: Selection) -> bool:
     """Return whether ``selection`` holds only integers, slices and ``...``.

@@ -94,11 +94,13 @@ class Indexer(Protocol):
     sel_shape: tuple[int, ...]
     drop_axes: tuple[int, ...]
     nchunks: int
-    #: Whether the result's dimensions are in another order than the plan's (then
-    #: values written go through :meth:`value_in_plan_order`).
-    reorders: bool
 
     def __iter__(self) -> Iterator[ChunkProjection]: ...
+
+    @property
+    def reorders(self) -> bool:
+        """Whether the result's dimensions are in another order than the plan's (then
+        values written go through :meth:`value_in_plan_order`)."""
 
     @property
     def result_shape(self) -> tuple[int, ...]: ...
@@ -165,8 +167,9 @@ class _ProductIndexer(Reshaping):
     def __iter__(self) -> Iterator[ChunkProjection]:
         dims = self._dims
         coords = product(*[d.chunk_indices for d in dims])
-        chunk_sels = product(*[d.chunk_selections for d in dims])
-        out_sels = product(*[d.out_selections for d in dims if not d.dropped])
+        chunk_sels: Iterator[tuple[Any, ...]] = product(*[d.chunk_selections for d in dims])
+        out_sels: Iterator[tuple[Any, ...]] = product(
+            *[d.out_selections for d in dims if not d.dropped])
         complete = map(all, product(*[d.complete for d in dims]))
         if self._needs_ix:
             chunk_sels = map(partial(_ix, lengths=self.grid.chunks), chunk_sels)

@@ -129,8 +129,8 @@ class ArrayMetadataV2:
         ...     "filters": None}, "a/b")  # doctest: +NORMALIZE_WHITESPACE
         Traceback (most recent call last):
         ...
-        chunkflow.errors.MetadataError: array 'a/b': .zarray key 'chunks' must be a list of positive ints, got
-        [0]
+        chunkflow.errors.MetadataError: array 'a/b': .zarray key 'chunks' must be a list of positive ints (0
+        only for a zero-length dimension), got [0]
         """
         where = Where("array", path, ".zarray")
         if not isinstance(doc, dict):

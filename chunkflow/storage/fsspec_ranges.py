@@ -75,7 +75,7 @@ def batch_kwargs(fs: AbstractFileSystem, count: int) -> dict[str, Any]:
     """
     if not getattr(fs, "async_impl", False):
         return {}
-    limit = config.get("chunkflow.io.inflight-requests")
+    limit = config.inflight_limits()[0]
     return {"batch_size": max(1, min(count, limit))}
 
 

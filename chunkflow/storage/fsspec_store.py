@@ -68,7 +68,7 @@ def s3_pool_options(options: dict[str, Any]) -> dict[str, Any]:
     {'config_kwargs': {'max_pool_connections': 8}}
     """
     chosen = dict(options.get("config_kwargs") or {})
-    chosen.setdefault("max_pool_connections", config.get("chunkflow.io.inflight-requests"))
+    chosen.setdefault("max_pool_connections", config.inflight_limits()[0])
     return {**options, "config_kwargs": chosen}
 
 

@@ -136,7 +136,7 @@ class ObstoreStore(Store):
     def _bounded(self, function: Callable[[str], Awaitable[T]], keys: list[str]) -> list[T]:
         """``function(key)`` for every key, at most ``chunkflow.io.inflight-requests``
         at once, in order."""
-        limit = config.get("chunkflow.io.inflight-requests")
+        limit = config.inflight_limits()[0]
 
         async def gather() -> list[T]:
             slots = asyncio.Semaphore(limit)

@@ -13,9 +13,9 @@ from xarray.core.utils import FrozenDict
 
 from chunkflow.core.array import Array
 from chunkflow.core.group import Group
-from chunkflow.core.ngff import read_multiscales
 from chunkflow.errors import MetadataError
 from chunkflow.graph.read import block_multiples
+from chunkflow.metadata.ngff import read_multiscales
 from chunkflow.storage import make_store
 from chunkflow.xarray.opening import open_group_for_xarray
 from chunkflow.xarray.variables import codec_encoding, dims_and_attrs, fill_value_entries

@@ -30,23 +30,13 @@ from typing import Any
 import numpy as np
 
 from chunkflow.core.array import Array
-from chunkflow.errors import MetadataError
+from chunkflow.errors import DimensionNamesError, MetadataError
 
 __all__ = ["DIMENSION_KEY", "DimensionNamesError", "codec_encoding", "decode_fill_attribute",
            "dims_and_attrs", "fill_value_entries"]
 
 #: The v2 attribute xarray stores the dimension names in (hidden from ``attrs``).
 DIMENSION_KEY = "_ARRAY_DIMENSIONS"
-
-
-class DimensionNamesError(MetadataError, KeyError):
-    """An array lacks a name for some dimension, which xarray needs.
-
-    A :class:`~chunkflow.errors.MetadataError` and, as xarray's zarr engine raises for
-    the same store, a ``KeyError``.
-    """
-
-    __str__ = Exception.__str__  # the message as written, not KeyError's repr of it
 
 
 def dims_and_attrs(array: Array) -> tuple[tuple[str, ...], dict[str, Any]]:

@@ -73,8 +73,10 @@ GRID = RegularChunkGrid((5, 5, 5), (2, 2, 2))
 def test_plans(selection: Any, plan: type | None, shape: tuple[int, ...]) -> None:
     indexer = NumpyIndexer(selection, GRID)
     assert indexer.result_shape == shape == np.empty(GRID.shape)[selection].shape
-    inner = indexer._inner  # white box: which plan answers
-    assert plan is None and type(inner).__name__ == "BasicIndexer" or isinstance(inner, plan)
+    if plan is None:
+        assert type(indexer.plan).__name__ == "BasicIndexer"
+    else:
+        assert isinstance(indexer.plan, plan)
 
 
 def test_index_entries() -> None:

@@ -26,8 +26,7 @@ from typing import Any
 import numpy as np
 from dask.utils import format_bytes
 
-from chunkflow.errors import LabelError
-from chunkflow.graph.budget import MemoryPlanError
+from chunkflow.errors import LabelError, MemoryPlanError
 from chunkflow.graph.labels.geometry import BlockGrid
 from chunkflow.graph.labels.plan import Source
 

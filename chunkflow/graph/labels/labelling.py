@@ -25,9 +25,7 @@ from dask.base import tokenize
 from dask.delayed import Delayed
 
 from chunkflow.core.array import Array
-from chunkflow.core.jobs import source_parts
 from chunkflow.errors import LabelError
-from chunkflow.graph.jobs import function_parts
 from chunkflow.graph.labels.geometry import BlockGrid
 from chunkflow.graph.labels.graph import build_graph
 from chunkflow.graph.labels.output import OutputPlan, plan_output
@@ -35,6 +33,7 @@ from chunkflow.graph.labels.plan import LabelJob, Source, label_voxel_bytes, pla
 from chunkflow.graph.labels.structure import normalize_structure
 from chunkflow.graph.read import as_source_array
 from chunkflow.graph.scheduler import compute as run
+from chunkflow.jobs import function_parts, source_parts
 
 if TYPE_CHECKING:
     from numpy.typing import DTypeLike
@@ -154,7 +153,7 @@ def label(
     max_memory : int or str, optional
         What one block task may use (default: as :func:`chunkflow.map_chunks`). The
         plan is checked before anything runs; a refusal
-        (:class:`~chunkflow.graph.budget.MemoryPlanError`) says which blocks would fit
+        (:class:`~chunkflow.MemoryPlanError`) says which blocks would fit
         and creates nothing.
     scheduler, progress
         See :func:`chunkflow.compute`.

@@ -35,13 +35,15 @@ from scipy import ndimage
 
 from chunkflow.core.array import Array
 from chunkflow.engine.pool import serial_io
+from chunkflow.errors import MemoryPlanError
 from chunkflow.graph.blocks import default_per_block
-from chunkflow.graph.budget import MemoryPlanError, default_max_memory, fitting_multiples
 from chunkflow.graph.labels.geometry import BlockGrid
 from chunkflow.graph.labels.parts import BlockInfo, block_pairs, scan_labels
 from chunkflow.graph.labels.structure import block_offsets
 from chunkflow.graph.labels.tree import MergeTree
-from chunkflow.graph.read import BLOCKS_PER_THREAD, block_multiples, worker_threads
+from chunkflow.graph.memory import default_max_memory, fitting_multiples
+from chunkflow.graph.read import BLOCKS_PER_THREAD, block_multiples
+from chunkflow.graph.scheduler import worker_threads
 
 if TYPE_CHECKING:
     from chunkflow.graph.read import BlockChunks

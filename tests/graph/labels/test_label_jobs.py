@@ -18,8 +18,8 @@ import pytest
 from scipy import ndimage
 
 import chunkflow
-from chunkflow.core.jobs import RECORDS_FOLDER, job_status
 from chunkflow.errors import IncompleteJobWarning, JobMismatchError
+from chunkflow.jobs import RECORDS_FOLDER, job_status
 from chunkflow.storage import FsspecStore, LocalStore
 from tests.helpers.labels import blobs, logged_block, logged_calls
 from tests.helpers.waiting import wait_until

@@ -11,8 +11,7 @@ from hypothesis import strategies as st
 from scipy import ndimage
 
 import chunkflow
-from chunkflow.errors import ContainsArrayError, LabelError
-from chunkflow.graph.budget import MemoryPlanError
+from chunkflow.errors import ContainsArrayError, LabelError, MemoryPlanError
 from chunkflow.graph.labels import label
 from tests.helpers.labels import blobs, checkerboard, spiral, spiral_3d
 
