@@ -33,6 +33,7 @@ NO_URL: dict[str, str] = {
     "ChunkCache": "an in-process cache",
     "DistributedSynchronizer": "locks on a dask scheduler",
     "LocalStore": "a local folder by definition (URLs make an FsspecStore)",
+    "DirectoryStore": "zarr-python 2's name for LocalStore: a local folder by definition",
     "ZipStore": "a local zip file by definition (zip::s3://... URLs make an FsspecStore)",
     "MappingStore": "wraps a mapping object",
     "MemoryStore": "in-process memory",
