@@ -10,6 +10,8 @@ Examples
 0.015
 """
 
+from typing import TYPE_CHECKING, Any
+
 from chunkflow import config
 from chunkflow.api import (
     array,
@@ -45,25 +47,6 @@ from chunkflow.api.convenience import (
 )
 from chunkflow.cache import ChunkCache, cache_info, get_cache
 from chunkflow.core import Array, Group, Tree
-from chunkflow.graph import (
-    compute,
-    histogram,
-    map_chunks,
-    median,
-    nanmedian,
-    nanpercentile,
-    nanquantile,
-    percentile,
-    pyramid,
-    quantile,
-    rechunk,
-    reduce,
-    reductions,
-    store,
-    summarize_chunks,
-    to_chunkflow,
-    to_dask,
-)
 from chunkflow.storage import (
     FsspecStore,
     LocalStore,
@@ -73,6 +56,65 @@ from chunkflow.storage import (
     ZipStore,
 )
 from chunkflow.sync import DistributedSynchronizer, ProcessSynchronizer, ThreadSynchronizer
+
+if TYPE_CHECKING:
+    from chunkflow.graph import (
+        compute,
+        histogram,
+        map_chunks,
+        median,
+        nanmedian,
+        nanpercentile,
+        nanquantile,
+        percentile,
+        pyramid,
+        quantile,
+        rechunk,
+        reduce,
+        reductions,
+        store,
+        summarize_chunks,
+        to_chunkflow,
+        to_dask,
+    )
+
+# The dask graph builders load dask.array (with pandas, scipy.sparse and xarray when
+# they are installed: about 70 MiB of memory and a second of start-up) on first use,
+# not on `import chunkflow`: reading and writing arrays needs none of it.
+_GRAPH_NAMES = frozenset({
+    "compute",
+    "histogram",
+    "map_chunks",
+    "median",
+    "nanmedian",
+    "nanpercentile",
+    "nanquantile",
+    "percentile",
+    "pyramid",
+    "quantile",
+    "rechunk",
+    "reduce",
+    "reductions",
+    "store",
+    "summarize_chunks",
+    "to_chunkflow",
+    "to_dask",
+})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _GRAPH_NAMES:
+        from chunkflow import graph
+
+        value = getattr(graph, name)
+        globals()[name] = value  # found directly from now on
+        return value
+    raise AttributeError(f"module 'chunkflow' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | _GRAPH_NAMES)
+
 
 __version__ = "0.1.0"
 

@@ -26,6 +26,7 @@ from collections.abc import Hashable, Iterable, Sequence
 
 import numpy as np
 
+from chunkflow.cache.admission import WholeReads
 from chunkflow.cache.families import Families
 from chunkflow.cache.stats import CacheStats
 from chunkflow.cache.tiers import CachedChunk, Tiers, build_tiers, chunk_weight
@@ -85,6 +86,7 @@ class ChunkCache:
         # Inner chunks cached on their own, by the shard they were decoded from: an
         # invalidation of the shard drops them all.
         self._families = Families()
+        self._whole = WholeReads()
         self._tiers: Tiers = self._rebuilt(
             byte_count("max_bytes", max_bytes, text=False),
             byte_count("compressed_bytes", compressed_bytes, text=False),
@@ -181,6 +183,18 @@ class ChunkCache:
     def __len__(self) -> int:
         """Number of chunks cached in both tiers."""
         return len(self._tiers.data)
+
+    def first_whole_reads(self, keys: Sequence[CacheKey]) -> set[CacheKey]:
+        """The ``keys`` that a read covering them wholly should not cache: those not
+        read wholly before (see :mod:`chunkflow.cache.admission`).
+
+        Examples
+        --------
+        >>> cache = ChunkCache(1 << 10)
+        >>> cache.first_whole_reads(["s/a/0"]), cache.first_whole_reads(["s/a/0"])
+        ({'s/a/0'}, set())
+        """
+        return self._whole.first_reads(keys)  # type: ignore[return-value]
 
     # -- tickets and insertions --------------------------------------------------------
 

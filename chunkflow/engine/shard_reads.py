@@ -248,12 +248,27 @@ class ShardReader:
             target = np.empty(part.box, self.stage.dtype)
         else:
             target = out[proj.out_selection] if proj.out_selection else out[...]  # a view
-        map_sharing(lambda group: [self._place(part, flat, inner, target, hits, found, keep,
-                                              version, ticket) for flat, inner in group],
+        skip = self._first_whole_reads(part, cache, missing)
+        map_sharing(lambda group: [self._place(part, flat, inner, target, hits, found,
+                                              None if flat in skip else keep, version, ticket)
+                                   for flat, inner in group],
                    part.inner, parallel=parallel)
         if part.box:
             selection = shifted_selection(proj.chunk_selection, part.origin, self.stage.shape)
             out[proj.out_selection] = target[selection]
+
+    @staticmethod
+    def _first_whole_reads(part: ShardPart, cache: ChunkCache | None,
+                           missing: list[int]) -> set[int]:
+        """The inner chunks ``missing`` that this read covers wholly, for the first
+        time: not cached (see :mod:`chunkflow.cache.admission`). Inner chunks placed
+        whole in a box for points or index arrays are read in part."""
+        if cache is None or part.box or not missing:
+            return set()
+        wanted = set(missing)
+        whole = {child_key(part.location, flat): flat for flat, inner in part.inner
+                 if inner.is_complete_chunk and flat in wanted}
+        return {whole[name] for name in cache.first_whole_reads(list(whole))} if whole else set()
 
     def _place(self, part: ShardPart, flat: int, inner: ChunkProjection, target: np.ndarray,
                hits: dict[int, np.ndarray], found: dict[int, bytes | None],
