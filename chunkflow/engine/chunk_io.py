@@ -44,6 +44,8 @@ __all__ = ["BATCH_BYTES", "ChunkIO"]
 #: Decoded bytes of the chunks fetched by one store call.
 BATCH_BYTES = 4 * 1024 * 1024
 
+_BYTES = np.dtype(np.uint8)
+
 
 class _Keep(NamedTuple):
     """What a read caches: into ``cache``, with the ``ticket`` taken before fetching,
@@ -110,7 +112,7 @@ class ChunkIO(ChunkSpace):
                 "could not be allocated; expected chunks that fit in memory"
             ) from err
 
-    def decode(self, key: str, data: bytes) -> np.ndarray:
+    def decode(self, key: str, data: bytes | memoryview) -> np.ndarray:
         """Decode one chunk, naming the array and chunk key if it is corrupt."""
         try:
             return self._allocating(key, lambda: self.pipeline.decode(data))
@@ -119,7 +121,7 @@ class ChunkIO(ChunkSpace):
         except Exception as err:
             raise self._decode_error(key, err) from err
 
-    def decode_into(self, key: str, data: bytes, out: np.ndarray) -> None:
+    def decode_into(self, key: str, data: bytes | memoryview, out: np.ndarray) -> None:
         """Decode one chunk into ``out`` (chunk-shaped, maybe a view), naming it if corrupt."""
         try:
             self._allocating(key, lambda: self.pipeline.decode_into(data, out))
@@ -128,10 +130,14 @@ class ChunkIO(ChunkSpace):
         except Exception as err:
             raise self._decode_error(key, err) from err
 
-    def encode(self, key: str, chunk: np.ndarray) -> bytes:
-        """Encode one chunk, naming the array and chunk key on failure."""
+    def encode(self, key: str, chunk: np.ndarray) -> bytes | memoryview:
+        """Encode one chunk, naming the array and chunk key on failure.
+
+        The result may be a view of ``chunk`` (uncompressed chunks): it goes to the
+        store, which copies what it keeps, before the write returns to its caller.
+        """
         try:
-            return self.pipeline.encode(chunk)
+            return self.pipeline.encode(chunk, detached=False)
         except Exception as err:
             raise ChunkEncodeError(
                 f"array {self.path or '/'!r}: chunk {key!r} could not be encoded: {err}"
@@ -276,15 +282,44 @@ class ChunkIO(ChunkSpace):
                 data, version = versioned.get(key, (None, None))
                 self._place(proj, key, data, version, out, keep)
             return
+        if self.store.reads_into:
+            for proj, key in zip(group, keys):
+                self._read_into(proj, key, out)
+            return
         found = self.store.get_many(keys)
         for proj, key in zip(group, keys):
             self._place(proj, key, found.get(key), None, out, None)
+
+    def _read_into(self, proj: ChunkProjection, key: str, out: np.ndarray) -> None:
+        """Read one chunk that is not kept from a store that reads into buffers
+        (``Store.reads_into``): a whole interior chunk stored as is (uncompressed, in
+        ``out``'s layout) straight into its place in ``out``; anything else into this
+        thread's reused fetch buffer, then decoded (no fresh memory per chunk)."""
+        direct = None
+        if proj.is_complete_chunk and self.is_interior(proj.chunk_coords):
+            direct = self.pipeline.stored_view(out[proj.out_selection] if proj.out_selection
+                                               else out[...])
+        used = False
+
+        def buffer_for(size: int) -> memoryview:
+            nonlocal used
+            if direct is not None and size == direct.nbytes:
+                used = True
+                return direct
+            return memoryview(scratch_buffer((size,), _BYTES, slot="fetch"))
+
+        data = self.store.get_into(key, buffer_for)
+        if used and data is not None and len(data) == direct.nbytes:  # type: ignore[union-attr]
+            return  # the chunk is in place
+        # A short read into `out` (a file truncated by a foreign writer) fails to
+        # decode here, naming the chunk.
+        self._place(proj, key, data, None, out, None)
 
     def _place(
         self,
         proj: ChunkProjection,
         key: str,
-        data: bytes | None,
+        data: bytes | memoryview | None,
         version: object,
         out: np.ndarray,
         keep: _Keep | None,
