@@ -75,7 +75,7 @@ def write_dataset(path: Path, side: int, chunk: int, zarr_format: int) -> None:
 def _opener(engine: str, path: Path, chunks: Any) -> Callable[[], Any]:
     import xarray as xr
 
-    from chunkflow.xarray_backend import ChunkflowBackendEntrypoint
+    from chunkflow.xarray import ChunkflowBackendEntrypoint
 
     if engine == "zarr":
         return lambda: xr.open_dataset(path, engine="zarr", consolidated=True, chunks=chunks)

@@ -48,6 +48,7 @@ from chunkflow.api.convenience import (
 from chunkflow.cache import ChunkCache, cache_info, get_cache
 from chunkflow.core import Array, Group, Tree
 from chunkflow.storage import (
+    DirectoryStore,
     FsspecStore,
     LocalStore,
     MappingStore,
@@ -61,7 +62,9 @@ if TYPE_CHECKING:
     from chunkflow.graph import (
         compute,
         histogram,
+        label,
         map_chunks,
+        measure,
         median,
         nanmedian,
         nanpercentile,
@@ -72,6 +75,7 @@ if TYPE_CHECKING:
         rechunk,
         reduce,
         reductions,
+        segment,
         store,
         summarize_chunks,
         to_chunkflow,
@@ -84,7 +88,9 @@ if TYPE_CHECKING:
 _GRAPH_NAMES = frozenset({
     "compute",
     "histogram",
+    "label",
     "map_chunks",
+    "measure",
     "median",
     "nanmedian",
     "nanpercentile",
@@ -95,6 +101,7 @@ _GRAPH_NAMES = frozenset({
     "rechunk",
     "reduce",
     "reductions",
+    "segment",
     "store",
     "summarize_chunks",
     "to_chunkflow",
@@ -122,6 +129,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Array",
     "ChunkCache",
+    "DirectoryStore",
     "DistributedSynchronizer",
     "FsspecStore",
     "Group",
@@ -152,8 +160,10 @@ __all__ = [
     "get_cache",
     "group",
     "histogram",
+    "label",
     "load",
     "map_chunks",
+    "measure",
     "median",
     "nanmedian",
     "nanpercentile",
@@ -174,6 +184,7 @@ __all__ = [
     "save",
     "save_array",
     "save_group",
+    "segment",
     "store",
     "summarize_chunks",
     "to_chunkflow",

@@ -33,10 +33,12 @@ __all__ = [
     "ExternalLinkError",
     "GroupNotFoundError",
     "IncompleteJobWarning",
+    "IncompleteListingError",
     "InvalidKeyError",
     "InvalidSelectionError",
     "JobMismatchError",
     "JobTokenError",
+    "LabelError",
     "LockTimeoutError",
     "MetadataError",
     "NodeNotFoundError",
@@ -142,6 +144,12 @@ class PyramidError(ChunkflowError, ValueError):
     levels, where it goes)."""
 
 
+class LabelError(ChunkflowError, ValueError):
+    """The arguments of a labelling job do not fit (a structure that is not symmetric
+    or not of size 3 per axis, a label dtype that cannot hold the labels, a table's
+    unknown property)."""
+
+
 class DtypeMismatchError(ChunkflowError, TypeError, ValueError):
     """A value cannot be converted to the dtype of the array it is written to."""
 
@@ -180,6 +188,14 @@ class StoreRequestError(ChunkflowError, OSError):
     key of a chunk write); ``errno`` is the original error's (``ENOSPC``...), which is
     chained as ``__cause__``. Nothing was written in the failed request's place, so a
     resumable job can be resumed once the cause is gone."""
+
+
+class IncompleteListingError(ChunkflowError, OSError):
+    """A store's listing missed nodes that exist: a group's folder listed no members,
+    while members named by its metadata (consolidated metadata, OME-NGFF multiscales)
+    or found by another listing are there when read directly. Raised instead of
+    answering with an empty group; the message names the group, the store and the
+    members, and where each was named."""
 
 
 class StoreValueChangedError(ChunkflowError, RuntimeError):

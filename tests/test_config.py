@@ -31,6 +31,7 @@ RECHECK = "chunkflow.cache.recheck-cached-data"
 THREADS = "chunkflow.io.threads"
 REQUESTS = "chunkflow.io.inflight-requests"
 INFLIGHT = "chunkflow.io.inflight-bytes"
+FORMAT = "chunkflow.array.zarr-format"
 DASK_ENV = ("DASK_CHUNKFLOW__CACHE__MAX_BYTES", "DASK_CHUNKFLOW__CACHE__COMPRESSED_BYTES",
             "DASK_CHUNKFLOW__CACHE__ENABLED", "DASK_CHUNKFLOW__CACHE__RECHECK_CACHED_DATA",
             "DASK_CHUNKFLOW__IO__THREADS", "DASK_CHUNKFLOW__IO__INFLIGHT_REQUESTS",
@@ -62,7 +63,7 @@ def test_defaults(clean_env: pytest.MonkeyPatch) -> None:
 
 def test_package_exports_the_settings_module() -> None:
     assert chunkflow.config is config and config.__name__ == "chunkflow.config"
-    assert SETTINGS == (MAX, COMPRESSED, ENABLED, RECHECK, THREADS, REQUESTS, INFLIGHT)
+    assert SETTINGS == (MAX, COMPRESSED, ENABLED, RECHECK, THREADS, REQUESTS, INFLIGHT, FORMAT)
     assert "config" not in chunkflow.cache.__all__  # one place for the settings
     assert set(chunkflow.cache.__all__) >= {"ChunkCache", "CacheStats", "get_cache", "cache_info"}
 
@@ -429,3 +430,17 @@ def test_auto_cache_budget_follows_a_worker_memory_limit() -> None:
         assert cache_bytes_for(400 * 2**20) == 64 * 2**20  # a set budget is kept
     with config.set({ENABLED: False}):
         assert cache_bytes_for(400 * 2**20) == 0
+
+
+def test_zarr_format_setting_picks_the_format_of_new_nodes() -> None:
+    import chunkflow
+
+    assert chunkflow.zeros(3).zarr_format == 3
+    with config.set({FORMAT: "2"}):
+        assert config.get(FORMAT) == 2
+        assert chunkflow.zeros(3).zarr_format == 2
+        assert chunkflow.group().zarr_format == 2
+        assert chunkflow.create_array(None, shape=(2,), dtype="u1").zarr_format == 2
+        assert chunkflow.zeros(3, zarr_format=3).zarr_format == 3  # an argument wins
+    with pytest.raises(chunkflow.errors.SettingError, match="must be 2 or 3"):
+        config.set({FORMAT: 4})

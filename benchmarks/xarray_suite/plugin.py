@@ -4,7 +4,7 @@ Loaded with ``-p benchmarks.xarray_suite.plugin`` by ``run.py``. With the enviro
 variable ``CHUNKFLOW_XARRAY_SUITE=chunkflow`` every read xarray makes with
 ``engine="zarr"`` (``open_dataset``, ``open_zarr``, ``open_datatree``,
 ``open_groups``, which all ask :func:`xarray.backends.plugins.get_backend`) goes to
-:class:`chunkflow.xarray_backend.ChunkflowBackendEntrypoint` instead; writes stay with
+:class:`chunkflow.xarray.ChunkflowBackendEntrypoint` instead; writes stay with
 zarr-python, since ``to_zarr`` opens its ``ZarrStore`` directly and never asks
 ``get_backend``. Without the variable (or ``=zarr``) nothing is changed: the reference
 run. The plugin patches at ``pytest_configure``, before any test module is imported.
@@ -31,7 +31,7 @@ def _redirect_zarr_reads() -> None:
     from xarray.backends import plugins
     from xarray.backends.zarr import ZarrBackendEntrypoint
 
-    from chunkflow.xarray_backend import ChunkflowBackendEntrypoint
+    from chunkflow.xarray import ChunkflowBackendEntrypoint
 
     original = plugins.get_backend
 

@@ -49,7 +49,7 @@ ZARR_INTERNALS: tuple[tuple[str, str, str], ...] = (
     (r"TestZarr\w+::(test_async_load_multiple_variables|test_concurrent_load_multiple_objects"
      r"|test_indexing)\[", r"Expected 'getitem' to have been called",
      "mock zarr-python's AsyncArray / AsyncOIndex / AsyncVIndex.getitem and assert they "
-     "were awaited (the loaded values are tested in tests/test_xarray_engine.py)"),
+     "were awaited (the loaded values are tested in tests/xarray/test_suite_findings.py)"),
     (r"TestInstrumentedZarrStore::test_region_write$", r"\('get', ",
      "counts calls to zarr-python's store against zarr-python's own pattern: chunkflow "
      "asks for the v2 and v3 metadata documents of a node in one batch, one get more"),

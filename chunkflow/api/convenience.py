@@ -47,7 +47,7 @@ def save_array(
     store: StoreLike,
     arr: ArrayLike,
     *,
-    zarr_format: int = 3,
+    zarr_format: int | None = None,
     path: str | None = None,
     storage_options: dict[str, Any] | None = None,
     **create_kwargs: Any,
@@ -88,7 +88,7 @@ def save_array(
 def save_group(
     store: StoreLike,
     *args: ArrayLike,
-    zarr_format: int = 3,
+    zarr_format: int | None = None,
     path: str | None = None,
     storage_options: dict[str, Any] | None = None,
     **arrays: ArrayLike,
@@ -130,7 +130,7 @@ def save_group(
 def save(
     store: StoreLike,
     *args: ArrayLike,
-    zarr_format: int = 3,
+    zarr_format: int | None = None,
     path: str | None = None,
     storage_options: dict[str, Any] | None = None,
     **kwargs: Any,
@@ -308,7 +308,7 @@ def create_group(
     path: str | None = None,
     overwrite: bool = False,
     attributes: dict[str, Any] | None = None,
-    zarr_format: int = 3,
+    zarr_format: int | None = None,
     storage_options: dict[str, Any] | None = None,
 ) -> Group:
     """A new group, with zarr-python 3's keywords (``overwrite=``, ``attributes=``).

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from chunkflow.api.spec import DEFAULT, build_metadata
+from chunkflow.api.dtype_spec import items_dtype
+from chunkflow.api.spec import DEFAULT, build_metadata, resolve_zarr_format
 from chunkflow.api.zarr3_checks import ZARR3_ONLY
 from chunkflow.codecs.v3_codecs import BloscCodec
 from chunkflow.core.array import Array
@@ -76,7 +77,7 @@ def create(
     dimension_separator: str | None = None,
     chunk_key_encoding: KeyEncodingLike = None,
     dimension_names: Sequence[str | None] | None = None,
-    zarr_format: int = 3,
+    zarr_format: int | None = None,
     write_empty_chunks: bool = False,
     read_only: bool = False,
     storage_options: dict[str, Any] | None = None,
@@ -86,6 +87,7 @@ def create(
     cache: CacheLike = None,
     lock_timeout: float | None = None,
     recheck_cached_data: bool | str | float | None = None,
+    object_codec: Any = None,
 ) -> Array:
     """Create a new array.
 
@@ -97,7 +99,9 @@ def create(
         Chunk shape; ``True`` (default) picks about 1 MiB and up; ``None`` or ``-1``
         for a dimension means the whole dimension.
     dtype : dtype-like
-        numpy dtype; ``str`` stores variable-length UTF-8 strings.
+        numpy dtype; ``str`` stores variable-length UTF-8 strings, ``bytes``
+        variable-length bytes, ``"array:i8"`` ragged int64 arrays (v2), and zarr-python 3
+        data type objects are understood (see :mod:`chunkflow.api.dtype_spec`).
     compressor : numcodecs codec, dict or None
         Default: blosc lz4 with byte shuffle. ``None`` stores raw bytes.
     fill_value : scalar or None
@@ -116,8 +120,8 @@ def create(
         How chunk keys are spelled (v2 ``"."``/``"/"``; v3 ``"default"``/``"v2"``).
     dimension_names : sequence of str, optional
         v3 only.
-    zarr_format : {2, 3}
-        Format to write (default 3).
+    zarr_format : {2, 3}, optional
+        Format to write (default: the ``chunkflow.array.zarr-format`` setting, 3).
     write_empty_chunks : bool
         Store chunks equal to ``fill_value`` everywhere (default: delete them).
     read_only : bool
@@ -137,6 +141,10 @@ def create(
         Seconds to wait for a lock before raising (nothing is written then).
     recheck_cached_data : "open", bool, float or None
         How stale cached chunks may be when read (see :mod:`chunkflow.config`).
+    object_codec : numcodecs codec, optional
+        zarr-python 2's codec of ``dtype=object`` items (``numcodecs.VLenUTF8()``,
+        ``VLenBytes()``, ``JSON()``, ``MsgPack()``, ``Pickle()``, ``VLenArray(...)``,
+        ``Categorize(...)``): the first filter in v2; v3 takes the two ``vlen-*`` ones.
 
     Examples
     --------
@@ -155,8 +163,9 @@ def create(
         shape=shape, chunks=chunks, dtype=dtype, fill_value=fill_value, order=order,
         compressor=compressor, filters=filters, codecs=codecs,
         dimension_separator=dimension_separator, chunk_key_encoding=chunk_key_encoding,
-        dimension_names=dimension_names, zarr_format=zarr_format, attributes=attributes,
-        path=node_path,
+        dimension_names=dimension_names, zarr_format=resolve_zarr_format(zarr_format),
+        attributes=attributes,
+        path=node_path, object_codec=object_codec,
     )
     existing = node_kind(resolved, node_path)
     if existing is not None and not overwrite:
@@ -272,6 +281,8 @@ def array(data: ArrayLike, **kwargs: Any) -> Array:
     if not is_chunked_source(data):
         data = _as_numpy(data, kwargs.get("dtype"), kwargs.get("path"))
     kwargs.setdefault("dtype", data.dtype)
+    if kwargs.get("object_codec") is None:
+        kwargs["dtype"] = items_dtype(data, kwargs["dtype"])
     if getattr(data, "chunks", None) is not None and "chunks" not in kwargs:
         # A chunkflow source lends its stored-object shape (its shards, if sharded).
         chunks = data.write_chunks if isinstance(data, Array) else data.chunks

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from chunkflow.api.creation import MODES, open_array
+from chunkflow.api.spec import resolve_zarr_format
 from chunkflow.core.array import Array
 from chunkflow.core.consolidated import ConsolidatedIndex
 from chunkflow.core.documents import (
@@ -49,7 +50,7 @@ _GROUP_KWARGS = ("zarr_format", "attributes", "synchronizer", "cache", "lock_tim
 
 
 def group(store: StoreLike = None, *, overwrite: bool = False, path: str | None = None,
-          zarr_format: int = 3, attributes: dict[str, Any] | None = None,
+          zarr_format: int | None = None, attributes: dict[str, Any] | None = None,
           storage_options: dict[str, Any] | None = None, synchronizer: SynchronizerLike = None,
           cache: CacheLike = None, lock_timeout: float | None = None) -> Group:
     """Open the group at ``path``, creating it (in ``zarr_format``) when missing.
@@ -60,7 +61,8 @@ def group(store: StoreLike = None, *, overwrite: bool = False, path: str | None 
     >>> root.name, root.zarr_format, dict(root.attrs)
     ('/', 3, {'title': 'demo'})
     """
-    return _open_group(store, "w" if overwrite else "a", path, None, zarr_format, attributes,
+    return _open_group(store, "w" if overwrite else "a", path, None,
+                       resolve_zarr_format(zarr_format), attributes,
                        storage_options, MemberOptions(synchronizer, cache, lock_timeout), None)
 
 
@@ -76,7 +78,8 @@ def open_group(store: StoreLike = None, mode: str = "a", *, path: str | None = N
     mode : {"r", "r+", "a", "w", "w-"}
         As in zarr-python (``"a"``: create when missing).
     zarr_format : {2, 3}, optional
-        Format to look for first and to create (default: what exists, else 3).
+        Format to look for first and to create (default: what exists, else the
+        ``chunkflow.array.zarr-format`` setting, 3).
     use_consolidated : bool, optional
         ``None`` uses consolidated metadata when present; ``True`` requires it;
         ``False`` ignores it. With it, the whole hierarchy's metadata is one read.
@@ -90,7 +93,7 @@ def open_group(store: StoreLike = None, mode: str = "a", *, path: str | None = N
     /a
     └── b
     """
-    return _open_group(store, mode, path, zarr_format, zarr_format or 3, attributes,
+    return _open_group(store, mode, path, zarr_format, resolve_zarr_format(zarr_format), attributes,
                        storage_options, MemberOptions(synchronizer, cache, lock_timeout),
                        use_consolidated)
 

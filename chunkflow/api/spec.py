@@ -8,10 +8,19 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from chunkflow import config, storage
+from chunkflow.api.dtype_spec import (
+    VLEN_DATA_TYPES,
+    DtypeSpec,
+    default_fill_value,
+    normalize_dtype,
+)
 from chunkflow.codecs import (
+    OBJECT_CODEC_IDS,
     normalize_v2_compressor,
     normalize_v2_filters,
     normalize_v3_codecs,
+    object_serializer,
 )
 from chunkflow.errors import MetadataError
 from chunkflow.grid import normalize_chunks, normalize_shape
@@ -31,7 +40,7 @@ if TYPE_CHECKING:
     from chunkflow.grid import ChunksLike, KeyEncodingLike, ShapeLike
     from chunkflow.metadata import FillValueLike
 
-__all__ = ["DEFAULT", "ArraySpec", "build_metadata", "default_fill_value", "normalize_dtype"]
+__all__ = ["DEFAULT", "ArraySpec", "build_metadata", "resolve_zarr_format"]
 
 
 class _Default:
@@ -43,43 +52,22 @@ class _Default:
 
 DEFAULT: Any = _Default()
 
-_STRING_DTYPES = (str, "str", "string", "vlen-utf8")
 
-
-def normalize_dtype(dtype: DTypeLike) -> tuple[np.dtype, bool]:
-    """The numpy dtype to store and whether it holds variable-length strings.
+def resolve_zarr_format(zarr_format: int | None) -> int:
+    """``zarr_format``, or the ``chunkflow.array.zarr-format`` setting when it is None.
 
     Examples
     --------
-    >>> normalize_dtype("uint16")
-    (dtype('uint16'), False)
-    >>> normalize_dtype(str)
-    (dtype('O'), True)
+    >>> import chunkflow
+    >>> resolve_zarr_format(2), resolve_zarr_format(None)
+    (2, 3)
+    >>> with chunkflow.config.set({"chunkflow.array.zarr-format": 2}):
+    ...     resolve_zarr_format(None)
+    2
     """
-    if isinstance(dtype, (str, type)) and dtype in _STRING_DTYPES:
-        return np.dtype(object), True
-    try:
-        resolved = np.dtype(dtype)
-    except TypeError as err:
-        raise MetadataError(f"dtype {dtype!r} is not a numpy dtype: {err}") from None
-    if resolved.kind == "T":  # numpy's StringDType is stored as variable-length strings
-        return np.dtype(object), True
-    return resolved, False
-
-
-def default_fill_value(dtype: np.dtype, is_string: bool) -> Any:
-    """Zero of ``dtype`` (``""`` for strings), as zarr-python and tensorstore use.
-
-    Examples
-    --------
-    >>> default_fill_value(np.dtype("f4"), False)
-    np.float32(0.0)
-    """
-    if is_string:
-        return ""
-    if dtype.kind == "O":
-        return None
-    return np.zeros((), dtype=dtype)[()]
+    if zarr_format is None:
+        return int(config.get("chunkflow.array.zarr-format"))
+    return zarr_format
 
 
 def build_metadata(
@@ -98,6 +86,7 @@ def build_metadata(
     zarr_format: int,
     attributes: dict[str, Any] | None,
     path: str,
+    object_codec: Any = None,
 ) -> ArrayMetadata:
     """Validate creation arguments and build the array's metadata document.
 
@@ -112,14 +101,15 @@ def build_metadata(
     """
     where = f"array {path or '/'!r}"
     shape_t = normalize_shape(shape)
-    np_dtype, is_string = normalize_dtype(dtype)
+    dtype_spec = normalize_dtype(dtype, object_codec)
+    np_dtype = dtype_spec.dtype
     chunks_t = normalize_chunks(chunks, shape_t, max(np_dtype.itemsize, 1))
     if order not in ("C", "F"):
         raise MetadataError(f"{where}: order must be 'C' or 'F', got {order!r}")
     if fill_value is DEFAULT:
-        fill_value = default_fill_value(np_dtype, is_string)
+        fill_value = default_fill_value(dtype_spec)
     spec = ArraySpec(
-        shape=shape_t, chunks=chunks_t, dtype=np_dtype, is_string=is_string,
+        shape=shape_t, chunks=chunks_t, dtype=np_dtype, object_codec=dtype_spec.object_codec,
         fill_value=fill_value, order=order, compressor=compressor, filters=filters,
         codecs=codecs, dimension_separator=dimension_separator,
         chunk_key_encoding=chunk_key_encoding, dimension_names=dimension_names,
@@ -137,13 +127,15 @@ class ArraySpec:
     """The creation arguments of an array once shape, chunks, dtype, order and the
     default fill value are settled: what the v2 and v3 builders start from.
 
-    ``where`` names the array in error messages (``"array 'a/b'"``).
+    ``object_codec`` is the numcodecs config of the codec of ``object`` items (see
+    :mod:`chunkflow.api.dtype_spec`); ``where`` names the array in error messages
+    (``"array 'a/b'"``).
     """
 
     shape: tuple[int, ...]
     chunks: tuple[int, ...]
     dtype: np.dtype
-    is_string: bool
+    object_codec: dict[str, Any] | None
     fill_value: FillValueLike
     order: str
     compressor: CodecLike | None
@@ -163,16 +155,18 @@ def _build_v3(spec: ArraySpec) -> ArrayMetadataV3:
         # `bytes` codec: keep the fields in the order every reader parses (native),
         # or a big-endian field would be stored as is and read back byte-swapped.
         dtype = parse_data_type_v3(encode_data_type_v3(dtype))
+    object_codec = _v3_object_codec(spec)
     if fill_value is None:
-        fill_value = default_fill_value(dtype, spec.is_string)
+        fill_value = default_fill_value(DtypeSpec(dtype, object_codec))
     codec_docs = normalize_v3_codecs(
         spec.codecs,
         dtype=dtype,
         order=spec.order,
-        compressor="default" if spec.compressor is DEFAULT else spec.compressor,
+        compressor=_compressor(spec),
         filters=spec.filters,
         # order="F" (and "C"/"F" transpose orders) need the rank to build a permutation.
         ndim=len(spec.shape),
+        object_codec=None if object_codec is None else object_codec["id"],
     )
     names = None if spec.dimension_names is None else tuple(spec.dimension_names)
     if names is not None and len(names) != len(spec.shape):
@@ -190,7 +184,43 @@ def _build_v3(spec: ArraySpec) -> ArrayMetadataV3:
                                             where),
         attributes=dict(spec.attributes or {}),
         dimension_names=names,
+        data_type_doc=None if object_codec is None else VLEN_DATA_TYPES[object_codec["id"]],
     )
+
+
+def _v3_object_codec(spec: ArraySpec) -> dict[str, Any] | None:
+    """The codec of ``object`` items in v3: the one the dtype names, else the serializer
+    given in ``codecs=``, else ``vlen-utf8`` (``object`` is the ``"string"`` type)."""
+    if spec.dtype.kind != "O":
+        return None
+    codec = spec.object_codec
+    serializer = object_serializer(spec.codecs)
+    if codec is None:
+        codec = {"id": serializer or "vlen-utf8"}
+    if codec["id"] not in VLEN_DATA_TYPES:
+        raise MetadataError(
+            f"{spec.where}: object_codec {codec['id']!r} has no Zarr v3 data type (v3 stores "
+            f"object items as 'string' with vlen-utf8 or 'variable_length_bytes' with "
+            f"vlen-bytes); pass zarr_format=2"
+        )
+    if serializer is not None and serializer != codec["id"]:
+        raise MetadataError(
+            f"{spec.where}: Zarr v3 data type {VLEN_DATA_TYPES[codec['id']]!r} is stored with "
+            f"the {codec['id']!r} serializer, got {serializer!r} in codecs="
+        )
+    return codec
+
+
+def _compressor(spec: ArraySpec) -> Any:
+    if spec.compressor is not DEFAULT:
+        return spec.compressor
+    return "default" if spec.codecs is not None else _default_compressor()
+
+
+def _default_compressor() -> Any:
+    """zarr-python 2's ``zarr.storage.default_compressor``, read when an array is made
+    (users assign it, as in zarr-python 2's tutorial)."""
+    return storage.default_compressor
 
 
 def _build_v2(spec: ArraySpec) -> ArrayMetadataV2:
@@ -202,9 +232,7 @@ def _build_v2(spec: ArraySpec) -> ArrayMetadataV2:
         )
     if spec.dimension_names is not None:
         raise MetadataError(f"{where}: dimension_names needs zarr_format=3")
-    filter_docs = normalize_v2_filters(spec.filters)
-    if spec.is_string and not any(doc.get("id") == "vlen-utf8" for doc in filter_docs or ()):
-        filter_docs = ({"id": "vlen-utf8"},) + tuple(filter_docs or ())
+    filter_docs = _v2_filters(spec)
     separator = spec.dimension_separator
     if separator is None and spec.chunk_key_encoding is not None:
         name, separator = _key_encoding_pair(spec.chunk_key_encoding, where)
@@ -215,7 +243,7 @@ def _build_v2(spec: ArraySpec) -> ArrayMetadataV2:
     separator = separator or "."
     if separator not in (".", "/"):
         raise MetadataError(f"{where}: dimension_separator must be '.' or '/', got {separator!r}")
-    compressor = "default" if spec.compressor is DEFAULT else spec.compressor
+    compressor = _default_compressor() if spec.compressor is DEFAULT else spec.compressor
     return ArrayMetadataV2(
         shape=spec.shape,
         chunks=spec.chunks,
@@ -226,6 +254,22 @@ def _build_v2(spec: ArraySpec) -> ArrayMetadataV2:
         order=spec.order,
         dimension_separator=separator,
     )
+
+
+def _v2_filters(spec: ArraySpec) -> tuple[dict[str, Any], ...] | None:
+    """The filters, led by the object codec as zarr-python 2 puts it (unless the filters
+    hold it already); an object array without one is refused before anything is made."""
+    filter_docs = normalize_v2_filters(spec.filters) or ()
+    codec = spec.object_codec
+    if codec is not None and not any(doc.get("id") == codec["id"] for doc in filter_docs):
+        filter_docs = (normalize_v2_filters([codec]) or ()) + filter_docs
+    if spec.dtype.kind == "O" and not OBJECT_CODEC_IDS.intersection(d["id"] for d in filter_docs):
+        raise MetadataError(
+            f"{spec.where}: an object array needs object_codec= (numcodecs.VLenUTF8(), "
+            f"VLenBytes(), JSON(), MsgPack(), Pickle()...) or dtype=str / dtype=bytes, as in "
+            f"zarr-python 2"
+        )
+    return filter_docs or None
 
 
 def _v3_key_encoding(encoding: KeyEncodingLike, separator: str | None, where: str) -> tuple[str, str]:

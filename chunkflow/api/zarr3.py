@@ -18,13 +18,16 @@ zarr-python requires; for example shards=(45,) or shards=(60,)
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from chunkflow.api.creation import create
+from chunkflow.api.dtype_spec import DtypeSpec, items_dtype, normalize_dtype
 from chunkflow.api.partition import auto_partition
+from chunkflow.api.spec import resolve_zarr_format
 from chunkflow.api.zarr3_checks import (
     check_shards,
     check_stage,
@@ -33,6 +36,7 @@ from chunkflow.api.zarr3_checks import (
     merge_compressor,
     warn_order_v3,
 )
+from chunkflow.codecs import evolved
 from chunkflow.core.array import Array
 from chunkflow.errors import MetadataError
 
@@ -53,13 +57,19 @@ DEFAULT_V2_COMPRESSOR = {"id": "zstd", "level": 0}
 INDEX_CODECS = [DEFAULT_SERIALIZER, {"name": "crc32c"}]
 
 
-def _as_document(codec: CodecLike, zarr_format: int) -> dict[str, Any]:
+def _as_document(codec: CodecLike, zarr_format: int, items: DtypeSpec | None = None,
+                 ndim: int = 1) -> dict[str, Any]:
     """A codec as its JSON document: dicts as given, zarr-python and numcodecs objects
-    through their own serialization."""
+    through their own serialization (a zarr-python codec completed for ``items`` first,
+    as zarr-python completes it, see :func:`chunkflow.codecs.evolved`)."""
     if isinstance(codec, Mapping):
         return dict(codec)
     if zarr_format == 3 and hasattr(codec, "to_dict"):  # a zarr-python codec
-        return dict(codec.to_dict())
+        if items is not None:
+            object_codec = items.object_codec["id"] if items.object_codec else None
+            codec = evolved(codec, items.dtype, object_codec, ndim)
+        # json: the documents hold tuples (ShardingCodec's chunk_shape and codecs).
+        return dict(json.loads(json.dumps(codec.to_dict())))
     if hasattr(codec, "get_config"):  # a numcodecs codec
         config = dict(codec.get_config())
         if zarr_format == 2:
@@ -72,15 +82,15 @@ def _as_document(codec: CodecLike, zarr_format: int) -> dict[str, Any]:
 
 
 def _codec_list(
-    value: CodecLike | Sequence[CodecLike] | None, default: list[dict[str, Any]], zarr_format: int
+    value: CodecLike | Sequence[CodecLike] | None, default: list[dict[str, Any]],
+    zarr_format: int, items: DtypeSpec | None = None, ndim: int = 1,
 ) -> list[dict[str, Any]]:
     if isinstance(value, str) and value == "auto":
         return [dict(c) for c in default]
     if value is None:
         return []
-    if isinstance(value, (list, tuple)):
-        return [_as_document(c, zarr_format) for c in value]
-    return [_as_document(value, zarr_format)]
+    values = value if isinstance(value, (list, tuple)) else [value]
+    return [_as_document(c, zarr_format, items, ndim) for c in values]
 
 
 def _itemsize(dtype: DTypeLike) -> int:
@@ -90,11 +100,13 @@ def _itemsize(dtype: DTypeLike) -> int:
         return 1
 
 
-def _serializer(value: CodecLike) -> list[dict[str, Any]]:
+def _serializer(value: CodecLike, items: DtypeSpec, ndim: int) -> list[dict[str, Any]]:
+    """The serializer given, or none for "auto": the codecs layer then picks it by data
+    type as zarr-python does (``bytes``, ``vlen-utf8`` for strings, ``vlen-bytes``)."""
     if isinstance(value, (list, tuple)):
         raise MetadataError(f"serializer= takes one array->bytes codec, got a list of "
                             f"{len(value)}: {value!r}")
-    return _codec_list(value, [DEFAULT_SERIALIZER], 3)
+    return _codec_list(value, [], 3, items, ndim)
 
 
 def create_array(
@@ -111,7 +123,7 @@ def create_array(
     serializer: CodecLike = "auto",
     fill_value: FillValueLike = None,
     order: str | None = None,
-    zarr_format: int = 3,
+    zarr_format: int | None = None,
     attributes: dict[str, Any] | None = None,
     chunk_key_encoding: KeyEncodingLike = None,
     dimension_names: Sequence[str | None] | None = None,
@@ -131,7 +143,8 @@ def create_array(
     if data is not None:
         data = data if hasattr(data, "shape") and hasattr(data, "dtype") else np.asarray(data)
         shape = data.shape if shape is None else shape
-        dtype = data.dtype if dtype is None else dtype
+        dtype = items_dtype(data, data.dtype if dtype is None else dtype)
+    zarr_format = resolve_zarr_format(zarr_format)
     if shape is None or dtype is None:
         raise TypeError("create_array needs shape= and dtype= (or data=)")
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
@@ -157,9 +170,11 @@ def create_array(
                        dimension_separator=separator)
     else:
         warn_order_v3(order)
-        stages = {"filters": _codec_list(filters, [], 3),
-                  "serializer": _serializer(serializer),
-                  "compressors": _codec_list(compressors, [DEFAULT_V3_COMPRESSOR], 3)}
+        items, ndim = normalize_dtype(dtype), len(shape)
+        stages = {"filters": _codec_list(filters, [], 3, items, ndim),
+                  "serializer": _serializer(serializer, items, ndim),
+                  "compressors": _codec_list(compressors, [DEFAULT_V3_COMPRESSOR], 3, items,
+                                             ndim)}
         for keyword, documents in stages.items():
             check_stage(keyword, documents)
         inner = [*stages["filters"], *stages["serializer"], *stages["compressors"]]

@@ -3,6 +3,7 @@
 Commands: ``info`` and ``tree`` describe stores; ``copy`` converts, rechunks, shards
 and recompresses; ``rechunk`` rechunks within a memory budget; ``filter`` runs a
 scipy.ndimage filter with halos; ``pyramid`` writes an OME-Zarr multiscale image;
+``label`` labels connected components and ``measure`` tables the objects;
 ``reduce`` prints statistics; ``demo`` runs the whole job on a synthetic image. Each
 lives in its own module; :mod:`chunkflow.cli.errors` turns failures into one line and
 an exit code, and :mod:`chunkflow.cli.cleanup` removes what a failed command had
@@ -50,5 +51,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _any_url(args: argparse.Namespace) -> bool:
-    locations = (getattr(args, name, None) for name in ("path", "src", "dst"))
+    locations = (getattr(args, name, None)
+                 for name in ("path", "src", "dst", "labels", "intensity"))
     return any("://" in str(location) for location in locations if location is not None)

@@ -5,7 +5,18 @@ from __future__ import annotations
 import argparse
 
 import chunkflow
-from chunkflow.cli import browse, convert, demo, filters, pyramid, rechunk, resume, stats
+from chunkflow.cli import (
+    browse,
+    convert,
+    demo,
+    filters,
+    label,
+    measure,
+    pyramid,
+    rechunk,
+    resume,
+    stats,
+)
 from chunkflow.cli.options import add_common_options
 
 __all__ = ["DESCRIPTION", "build_parser"]
@@ -32,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_common_options(common)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
                                      title="commands")
-    for module in (browse, convert, rechunk, filters, pyramid, stats, resume, demo):
+    for module in (browse, convert, rechunk, filters, pyramid, label, measure, stats, resume,
+                   demo):
         module.register(commands, [common])
     return parser

@@ -30,12 +30,14 @@ from chunkflow.codecs.normalize import (
     CodecLike,
     compressor_of,
     default_v2_compressor,
+    evolved,
     normalize_v2_compressor,
     normalize_v2_filters,
     normalize_v3_codecs,
+    object_serializer,
     to_v3_codec,
 )
-from chunkflow.codecs.pipeline_v2 import V2Pipeline, v2_pipeline
+from chunkflow.codecs.pipeline_v2 import OBJECT_CODEC_IDS, V2Pipeline, v2_pipeline
 from chunkflow.codecs.pipeline_v3 import V3Pipeline, v3_pipeline
 from chunkflow.codecs.registry import NumcodecsCodec, V3Codec, codec_from_json
 from chunkflow.codecs.v3_codecs import (
@@ -50,6 +52,7 @@ from chunkflow.codecs.v3_codecs import (
 )
 
 __all__ = [
+    "OBJECT_CODEC_IDS",
     "BloscCodec",
     "BytesCodec",
     "CodecLike",
@@ -67,9 +70,11 @@ __all__ = [
     "codec_from_json",
     "compressor_of",
     "default_v2_compressor",
+    "evolved",
     "normalize_v2_compressor",
     "normalize_v2_filters",
     "normalize_v3_codecs",
+    "object_serializer",
     "to_v3_codec",
     "v2_pipeline",
     "v3_pipeline",

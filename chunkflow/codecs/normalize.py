@@ -18,6 +18,7 @@ Examples
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -43,6 +44,7 @@ from chunkflow.codecs.v3_codecs import (
     ZstdCodec,
 )
 from chunkflow.errors import UnsupportedCodecError
+from chunkflow.metadata import encode_data_type_v3
 
 if TYPE_CHECKING:
     from zarr.abc.codec import BaseCodec as ZarrPythonCodec
@@ -53,9 +55,11 @@ __all__ = [
     "CodecLike",
     "compressor_of",
     "default_v2_compressor",
+    "evolved",
     "normalize_v2_compressor",
     "normalize_v2_filters",
     "normalize_v3_codecs",
+    "object_serializer",
     "to_v3_codec",
 ]
 
@@ -134,7 +138,8 @@ def to_v3_codec(obj: CodecLike, itemsize: int = 1) -> V3Codec:
     if isinstance(obj, (dict, str)):
         return codec_from_json(obj)
     if callable(getattr(obj, "to_dict", None)):  # zarr-python codec objects
-        return codec_from_json(obj.to_dict())
+        # Their documents hold tuples (ShardingCodec's chunk_shape and codecs).
+        return codec_from_json(_plain_json(obj.to_dict()))
     raise UnsupportedCodecError(f"cannot use {obj!r} as a codec")
 
 
@@ -210,7 +215,8 @@ def _as_list(value: Any) -> list[Any]:
 
 def _default_codecs(dtype: np.dtype, order: str, ndim: int | None,
                     compressor: CodecLike | None,
-                    filters: CodecLike | Sequence[CodecLike] | None) -> list[V3Codec]:
+                    filters: CodecLike | Sequence[CodecLike] | None,
+                    object_codec: str | None = None) -> list[V3Codec]:
     itemsize = 1 if dtype.hasobject else dtype.itemsize
     codecs: list[V3Codec] = []
     if order == "F":
@@ -221,26 +227,26 @@ def _default_codecs(dtype: np.dtype, order: str, ndim: int | None,
     elif order != "C":
         raise ValueError(f"order must be 'C' or 'F', got {order!r}")
     for f in _as_list(filters):
-        codec = to_v3_codec(f, itemsize)
+        codec = to_v3_codec(evolved(f, dtype, object_codec, ndim), itemsize)
         if codec.kind != ARRAY_TO_ARRAY:
             raise UnsupportedCodecError(f"filter {codec.name!r} is not an array->array codec")
         codecs.append(codec)
     if isinstance(compressor, str) and compressor == "default":
         compressor = BloscCodec("lz4", 5, "shuffle", itemsize, 0)
     for c in _as_list(compressor):
-        codec = to_v3_codec(c, itemsize)
+        codec = to_v3_codec(evolved(c, dtype, object_codec, ndim), itemsize)
         if codec.kind != BYTES_TO_BYTES:
             raise UnsupportedCodecError(f"compressor {codec.name!r} is not a bytes->bytes codec")
         codecs.append(codec)
     return codecs
 
 
-def _complete(codecs: list[V3Codec], dtype: np.dtype, ndim: int | None) -> list[V3Codec]:
+def _complete(codecs: list[V3Codec], dtype: np.dtype, ndim: int | None,
+              object_codec: str | None = None) -> list[V3Codec]:
     """Insert the serializer if missing, fill endian and blosc typesize."""
     if not any(c.kind == ARRAY_TO_BYTES for c in codecs):
         at = next((i for i, c in enumerate(codecs) if c.kind == BYTES_TO_BYTES), len(codecs))
-        variable = dtype.hasobject or dtype.kind == "T"
-        codecs.insert(at, VLenUTF8Codec() if variable else BytesCodec("little"))
+        codecs.insert(at, _default_serializer(dtype, object_codec))
     shape: tuple[int, ...] = (1,) * (ndim or 0)  # sizes do not matter for dtype resolution
     out: list[V3Codec] = []
     for codec in codecs:
@@ -255,23 +261,56 @@ def _complete(codecs: list[V3Codec], dtype: np.dtype, ndim: int | None) -> list[
             typesize = 1 if dtype.hasobject else dtype.itemsize
             codec = BloscCodec(codec.cname, codec.clevel, codec.shuffle, typesize, codec.blocksize)
         elif isinstance(codec, ShardingCodec):
-            codec = _complete_sharding(codec, dtype, ndim)
+            codec = _complete_sharding(codec, dtype, ndim, object_codec)
         out.append(codec)
     split_codecs(out)
     return out
 
 
-def _complete_sharding(codec: ShardingCodec, dtype: np.dtype, ndim: int | None) -> ShardingCodec:
+def _default_serializer(dtype: np.dtype, object_codec: str | None) -> V3Codec:
+    """``bytes``, or for ``object`` items the codec they are stored with (``vlen-utf8``
+    unless ``object_codec`` says ``vlen-bytes``), as zarr-python 3 picks by data type."""
+    if not (dtype.hasobject or dtype.kind == "T"):
+        return BytesCodec("little")
+    return VLenBytesCodec() if object_codec == VLenBytesCodec.name else VLenUTF8Codec()
+
+
+def _complete_sharding(codec: ShardingCodec, dtype: np.dtype, ndim: int | None,
+                       object_codec: str | None) -> ShardingCodec:
     """The same completion for the inner chunks' and the index's codecs."""
-    def completed(docs: tuple[Any, ...], dtype: np.dtype, ndim: int | None) -> tuple[Any, ...]:
+    def completed(docs: tuple[Any, ...], dtype: np.dtype, ndim: int | None,
+                  object_codec: str | None) -> tuple[Any, ...]:
         itemsize = 1 if dtype.hasobject else dtype.itemsize
         items = [to_v3_codec(c, itemsize) for c in docs]
-        return tuple(_plain_json(c.to_json()) for c in _complete(items, dtype, ndim))
+        return tuple(_plain_json(c.to_json())
+                     for c in _complete(items, dtype, ndim, object_codec))
 
     index_ndim = None if ndim is None else ndim + 1  # the index has a trailing axis of 2
-    return ShardingCodec(codec.chunk_shape, completed(codec.codecs, dtype, ndim),
-                         completed(codec.index_codecs, np.dtype("<u8"), index_ndim),
+    return ShardingCodec(codec.chunk_shape, completed(codec.codecs, dtype, ndim, object_codec),
+                         completed(codec.index_codecs, np.dtype("<u8"), index_ndim, None),
                          codec.index_location)
+
+
+def object_serializer(codecs: CodecLike | Sequence[CodecLike] | None) -> str | None:
+    """The name of the variable-length serializer (``vlen-utf8`` or ``vlen-bytes``) among
+    ``codecs``, inside a shard too, or None.
+
+    Examples
+    --------
+    >>> object_serializer([{"name": "vlen-bytes"}, {"name": "zstd"}])
+    'vlen-bytes'
+    >>> object_serializer(None) is None
+    True
+    """
+    for item in _as_list(codecs):
+        if isinstance(item, str) and item in ("auto", "default"):
+            continue
+        codec = to_v3_codec(item)
+        if isinstance(codec, (VLenUTF8Codec, VLenBytesCodec)):
+            return codec.name
+        if isinstance(codec, ShardingCodec):
+            return object_serializer(list(codec.codecs))
+    return None
 
 
 def normalize_v3_codecs(
@@ -282,6 +321,7 @@ def normalize_v3_codecs(
     compressor: CodecLike | None = "default",
     filters: CodecLike | Sequence[CodecLike] | None = None,
     ndim: int | None = None,
+    object_codec: str | None = None,
 ) -> tuple[dict[str, Any], ...]:
     """The ``zarr.json`` ``codecs`` for a new v3 array.
 
@@ -300,6 +340,8 @@ def normalize_v3_codecs(
         array->array codecs used when `codecs` is None.
     ndim : int, optional
         Rank of the array; needed for ``order="F"`` and "C"/"F" transpose orders.
+    object_codec : {"vlen-utf8", "vlen-bytes"}, optional
+        The serializer of ``object`` items when none is given (default ``vlen-utf8``).
 
     Returns
     -------
@@ -316,13 +358,50 @@ def normalize_v3_codecs(
     """
     dtype = np.dtype(dtype)
     if codecs is None:
-        items = _default_codecs(dtype, order, ndim, compressor, filters)
+        items = _default_codecs(dtype, order, ndim, compressor, filters, object_codec)
     else:
-        if filters is not None or not (compressor is None or compressor == "default"):
+        if filters is not None or not (compressor is None or _is_default(compressor)):
             raise ValueError("pass either codecs= or compressor=/filters=, not both")
         itemsize = 1 if dtype.hasobject else dtype.itemsize
-        items = [to_v3_codec(c, itemsize) for c in _as_list(codecs)]
-    return tuple(_plain_json(c.to_json()) for c in _complete(items, dtype, ndim))
+        items = [to_v3_codec(evolved(c, dtype, object_codec, ndim), itemsize)
+                 for c in _as_list(codecs)]
+    return tuple(_plain_json(c.to_json()) for c in _complete(items, dtype, ndim, object_codec))
+
+
+def _is_default(compressor: Any) -> bool:
+    return isinstance(compressor, str) and compressor == "default"
+
+
+def evolved(codec: Any, dtype: np.dtype, object_codec: str | None = None,
+            ndim: int | None = None) -> Any:
+    """A zarr-python 3 codec object completed for an array of ``dtype`` as zarr-python
+    completes it when it creates the array (``evolve_from_array_spec``): a
+    ``BloscCodec()`` left without ``typesize``/``shuffle`` takes the item size's, and a
+    ``ShardingCodec`` completes its inner codecs. Anything else is returned as given.
+
+    Examples
+    --------
+    >>> from zarr.codecs import BloscCodec
+    >>> evolved(BloscCodec(), np.dtype("<i4")).to_dict()["configuration"]
+    {'typesize': 4, 'cname': 'zstd', 'clevel': 5, 'shuffle': 'shuffle', 'blocksize': 0}
+    """
+    evolve = getattr(codec, "evolve_from_array_spec", None)
+    if not callable(evolve) or not callable(getattr(codec, "to_dict", None)):
+        return codec
+    # zarr-python is optional: its objects exist only when it is installed.
+    from zarr.core.array_spec import ArrayConfig, ArraySpec
+    from zarr.core.buffer import default_buffer_prototype
+    from zarr.core.dtype import get_data_type_from_json
+
+    data_type: Any = {"vlen-utf8": "string", "vlen-bytes": "variable_length_bytes"}.get(
+        object_codec or "vlen-utf8") if dtype.hasobject else encode_data_type_v3(dtype)
+    with warnings.catch_warnings():  # zarr-python's "no v3 specification yet" warnings
+        warnings.simplefilter("ignore")
+        zdtype = get_data_type_from_json(data_type, zarr_format=3)
+        spec = ArraySpec(shape=(1,) * (ndim or 1), dtype=zdtype,
+                         fill_value=zdtype.default_scalar(), config=ArrayConfig.from_dict({}),
+                         prototype=default_buffer_prototype())
+        return evolve(spec)
 
 
 def compressor_of(zarr_format: int, doc: JSONValue) -> Codec | None:

@@ -8,6 +8,9 @@ text (``"512 MiB"``).
 
 Settings
 --------
+``chunkflow.array.zarr-format``
+    The Zarr format (2 or 3) of the arrays and groups created without ``zarr_format=``,
+    as zarr-python 3's ``default_zarr_format``. Default 3.
 ``chunkflow.cache.max-bytes``
     Budget of the decoded-chunk cache, one per process. Default ``"auto"``: 1 GiB or
     1/16 of physical memory, whichever is smaller; inside a dask distributed worker,
@@ -104,7 +107,7 @@ from chunkflow.errors import SettingError, UnknownSettingError
 
 __all__ = [
     "DEFAULTS_FILE", "SETTINGS", "byte_count", "get", "is_auto", "recheck_policy",
-    "request_count", "set", "thread_count", "values",
+    "request_count", "set", "thread_count", "values", "zarr_format",
 ]
 
 DEFAULTS_FILE = Path(__file__).resolve().with_name("chunkflow.yaml")
@@ -212,6 +215,21 @@ def request_count(what: str, value: object) -> int:
     return int(value.__index__())
 
 
+def zarr_format(what: str, value: object) -> int:
+    """A Zarr format version: 2 or 3.
+
+    Examples
+    --------
+    >>> zarr_format("zarr-format", "2")
+    2
+    """
+    if isinstance(value, str) and value.strip() in ("2", "3"):
+        value = int(value.strip())
+    if isinstance(value, bool) or value not in (2, 3):
+        raise SettingError(f"{what} must be 2 or 3, got {value!r}")
+    return int(value)  # type: ignore[call-overload]
+
+
 def recheck_policy(what: str, value: object) -> bool | str | float:
     """A recheck policy (see the module docs): ``"open"``, a bool, or seconds >= 0.
 
@@ -254,6 +272,7 @@ _PARSERS: dict[str, Callable[[str, Any], Any]] = {
     "chunkflow.io.threads": thread_count,
     "chunkflow.io.inflight-requests": request_count,
     "chunkflow.io.inflight-bytes": byte_count,
+    "chunkflow.array.zarr-format": zarr_format,
 }
 
 SETTINGS: tuple[str, ...] = tuple(_PARSERS)

@@ -227,11 +227,14 @@ class Array(ArrayProperties, BlockSelection):
     @staticmethod
     def _concrete_fill_value(metadata: ArrayMetadata) -> Any:
         # v2 "fill_value": null means undefined: missing chunks read as zeros ("" for
-        # strings), the choice zarr-python makes.
+        # strings, b"" for bytes), the choice zarr-python makes; None for other objects
+        # (JSON, msgpack... items), as zarr-python 2 reads them.
         if metadata.fill_value is not None:
             return metadata.fill_value
         if metadata.dtype.kind == "O":
-            return ""
+            ids = [doc.get("id") for doc in getattr(metadata, "filters", None) or ()]
+            return "" if "vlen-utf8" in ids else b"" if "vlen-bytes" in ids else (
+                None if ids else "")
         return np.zeros((), dtype=metadata.dtype)[()]
 
     def _lock_options(self) -> tuple[Any, float | None]:
@@ -475,7 +478,8 @@ class Array(ArrayProperties, BlockSelection):
         self._check_writable()
         with self._metadata_lock():
             self._refresh_if_shared()
-            resize_array(self._io, self._metadata, shape, self._write_metadata)
+            resize_array(self._io, self._metadata, shape, self._write_metadata,
+                         lambda metadata: self._staged(metadata)._io)
 
     def append(self, data: ArrayLike, axis: int = 0) -> tuple[int, ...]:
         """Append ``data`` along ``axis``; returns the new shape.
@@ -498,7 +502,8 @@ class Array(ArrayProperties, BlockSelection):
         with self._metadata_lock():
             self._refresh_if_shared()
             return append_to_array(self._metadata, self._path, data, axis,
-                                   stage=self._staged, publish=self._write_metadata)
+                                   stage=self._staged, publish=self._write_metadata,
+                                   transactional=self._store.transactional)
 
     def repair(self, temporary_max_age: float | None = None) -> Any:
         """Remove what interrupted writers left: data beyond the shape, temporary files.

@@ -49,7 +49,9 @@ class ConsolidatedIndex:
     def from_v2(cls, root: str, doc: dict[str, Any]) -> ConsolidatedIndex:
         """Parse a ``.zmetadata`` document found at the group ``root``."""
         where = f"group {root or '/'!r}: .zmetadata"
-        if doc.get("zarr_consolidated_format") != 1:
+        # Absent is accepted, as zarr-python 3 does: kerchunk's Parquet references
+        # (fsspec's LazyReferenceMapper) write {"metadata": ..., "record_size": ...}.
+        if doc.get("zarr_consolidated_format", 1) != 1:
             raise MetadataError(f"{where} must have zarr_consolidated_format 1, "
                                 f"got {doc.get('zarr_consolidated_format')!r}")
         metadata = doc.get("metadata")

@@ -17,6 +17,7 @@ from chunkflow.core.documents import (
 )
 from chunkflow.core.group_arrays import ArrayCreation
 from chunkflow.core.info import InfoReport
+from chunkflow.core.listing import named_by_metadata
 from chunkflow.core.member_options import MemberOptions
 from chunkflow.core.members import member_tree, open_members, scan_members, warn_invalid
 from chunkflow.core.navigation import GroupNavigation
@@ -192,11 +193,18 @@ class Group(NodeProperties, ArrayCreation, GroupNavigation):
             return index.get(path)
         return parse_node(fetch_nodes(self._store, [path]), path, self._zarr_format)
 
+    def _scan_members(self) -> tuple[dict[str, NodeRecord], dict[str, str]]:
+        """List the folder; an empty listing is checked against what the group's own
+        documents name (:mod:`chunkflow.core.listing`)."""
+        named = named_by_metadata(getattr(self._metadata, "consolidated_metadata", None),
+                                  self._attrs.asdict())
+        return scan_members(self._store, self._path, self._zarr_format, named)
+
     def _member_records(self) -> dict[str, NodeRecord]:
         index = self._live_index()
         if index is not None:
             return index.children(self._path)
-        records, invalid = scan_members(self._store, self._path, self._zarr_format)
+        records, invalid = self._scan_members()
         warn_invalid(self.name, invalid)
         return records
 
@@ -215,7 +223,7 @@ class Group(NodeProperties, ArrayCreation, GroupNavigation):
         if self._live_index() is not None:
             records, invalid = self._live_index().children(self._path), {}
         else:
-            records, invalid = scan_members(self._store, self._path, self._zarr_format)
+            records, invalid = self._scan_members()
         open_members(records, self._node, invalid)
         return invalid
 

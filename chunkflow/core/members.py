@@ -11,11 +11,12 @@ rest by name, with the reason; the group warns once per listing and offers
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from chunkflow.core.array import Array
 from chunkflow.core.documents import join_path
+from chunkflow.core.listing import refuse_unlisted_members
 from chunkflow.core.node_records import NodeRecord, fetch_nodes, parse_node
 from chunkflow.core.tree import TreeNode
 from chunkflow.errors import ChunkflowError
@@ -27,10 +28,19 @@ if TYPE_CHECKING:
 __all__ = ["member_tree", "open_members", "scan_members", "warn_invalid"]
 
 
-def scan_members(store: Store, path: str, zarr_format: int | None
+def scan_members(store: Store, path: str, zarr_format: int | None,
+                 named: Mapping[str, str] | None = None
                  ) -> tuple[dict[str, NodeRecord], dict[str, str]]:
-    """``(records by name, reasons by name)`` of the folders below the group ``path``."""
+    """``(records by name, reasons by name)`` of the folders below the group ``path``.
+
+    A listing without subfolders is checked against the members ``named`` by the
+    group's documents and against a recursive listing
+    (:func:`~chunkflow.core.listing.refuse_unlisted_members`): members it missed raise
+    :class:`~chunkflow.errors.IncompleteListingError`.
+    """
     _, subs = store.list_dir(path)
+    if not subs:
+        refuse_unlisted_members(store, path, zarr_format, named or {})
     invalid: dict[str, str] = {}
     usable: list[tuple[str, str]] = []
     for sub in subs:

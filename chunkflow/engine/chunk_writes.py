@@ -44,7 +44,10 @@ def write_chunks(
     scalar = ScalarChunk(io, value) if value.ndim == 0 else None
     # Shards are never cached whole (their inner chunks are, and the store's
     # announcement of this write drops those).
-    cache = None if io.shards is not None else io.options.resolve_cache()
+    # Object items do not all survive their codec unchanged (JSON turns tuples into
+    # lists, vlen-array None into an empty array): such chunks are cached when read back.
+    cache = None if io.shards is not None or io.pipeline.dtype.hasobject else (
+        io.options.resolve_cache())
     context = contextlib.nullcontext() if locked else io.locked(projections)
     with context:
         if io.store.latency_bound:
@@ -139,7 +142,9 @@ def _write_batch(
             else:
                 send(key, encoded)
             continue
-        part = value if scalar is not None else value[proj.out_selection]
+        # value[()] is a 0-d value's item: numpy stores a 0-d array put into one item of
+        # an object array as the array object itself.
+        part = value[()] if scalar is not None else value[proj.out_selection]
         if io.shards is not None and not interior:
             shard = _rewrite_shard(io, key, old_shards.get(key), proj, part)
             if shard is None:

@@ -4,6 +4,13 @@ Both work on what :class:`~chunkflow.Array` hands over (its chunk I/O, its metad
 and two callables: ``publish`` writes new metadata and returns the chunk I/O of the
 new shape, ``stage`` opens a handle on metadata not yet published), never on the
 array's private state.
+
+Elsewhere data goes first and metadata last, so that a crash leaves the old array. On
+a :attr:`transactional <chunkflow.storage.Store.transactional>` store (an Icechunk
+session) the commit makes the whole change visible at once, and the store refuses
+chunks outside the shape it holds: there a growing shape is published first and the
+data written into it, and a shrinking one is tidied while the old shape still holds
+what it drops.
 """
 
 from __future__ import annotations
@@ -28,9 +35,11 @@ __all__ = ["append_to_array", "resize_array"]
 
 
 def resize_array(io: ChunkIO, metadata: ArrayMetadata, shape_args: tuple[Any, ...],
-                 publish: Callable[[ArrayMetadata], ChunkIO]) -> None:
+                 publish: Callable[[ArrayMetadata], ChunkIO],
+                 stage: Callable[[ArrayMetadata], ChunkIO]) -> None:
     """Give the array of ``io`` and ``metadata`` a new shape (same rank); see
-    :meth:`chunkflow.Array.resize`.
+    :meth:`chunkflow.Array.resize`. ``stage`` gives the chunk I/O of metadata that is
+    not published.
 
     The caller holds the array-level lock when a synchronizer is set.
     """
@@ -43,13 +52,21 @@ def resize_array(io: ChunkIO, metadata: ArrayMetadata, shape_args: tuple[Any, ..
             f"array {io.path or '/'!r}: resize keeps the number of dimensions "
             f"({len(old_shape)}), got new shape {new_shape}"
         )
+    shrunk = [d for d, (n, o) in enumerate(zip(new_shape, old_shape)) if n < o]
+    new_metadata = metadata.with_shape(new_shape)
+    if io.store.transactional:
+        # One commit shows it all; the session refuses chunks outside its shape.
+        if shrunk:
+            trim_beyond_shape(stage(new_metadata), shrunk)
+        clear_grown_region(publish(new_metadata), old_shape, new_shape)
+        io.forget_cached()
+        return
     # Data first, metadata last: the grown region is cleared while it is still outside
     # the published shape (a crash leaves the old array intact), then the shape is
     # published. Shrinking publishes first (readers stop looking beyond the new shape)
     # and tidies afterwards; what a crash leaves there is garbage the next grow clears.
     clear_grown_region(io, old_shape, new_shape)
-    new_io = publish(metadata.with_shape(new_shape))
-    shrunk = [d for d, (n, o) in enumerate(zip(new_shape, old_shape)) if n < o]
+    new_io = publish(new_metadata)
     if shrunk:
         trim_beyond_shape(new_io, shrunk)
     io.forget_cached()
@@ -63,9 +80,11 @@ def append_to_array(
     *,
     stage: Callable[[ArrayMetadata], Any],
     publish: Callable[[ArrayMetadata], Any],
+    transactional: bool = False,
 ) -> tuple[int, ...]:
     """Append ``data`` along ``axis`` to the array at ``path`` described by ``metadata``;
-    see :meth:`chunkflow.Array.append`."""
+    see :meth:`chunkflow.Array.append`. ``transactional``: the store's commit publishes
+    the change (see the module's notes)."""
     if not is_chunked_source(data):
         # Convert before the shape changes, so bad data leaves the array as it was.
         data = convert_dtype(data, metadata.dtype, path)
@@ -91,6 +110,10 @@ def append_to_array(
         slice(old_shape[i], new_shape[i]) if i == axis else slice(None) for i in range(ndim)
     )
     grown = metadata.with_shape(new_shape)
+    if transactional:
+        publish(grown)  # the rows go into the published shape; the commit shows both
+        stage(grown)[region] = data
+        return new_shape
     # Data first, through a handle on the grown grid that nobody else sees yet: the
     # appended rows cover the whole grown region (overwriting whatever a crash or a
     # stale handle left there), and only then is the new shape published. A failure

@@ -43,6 +43,12 @@ def prepare_value(value: ArrayLike, dtype: np.dtype, indexer: Indexer, path: str
     chunkflow.errors.ShapeMismatchError: array 'x': cannot write a value of shape (3,) to a selection of shape
     (2,)
     """
+    if dtype.kind == "O" and tuple(indexer.sel_shape) == ():
+        # One item of an object array holds the value itself, a list or an array
+        # included, as numpy's ``a[i] = [1, 2]`` and zarr-python 2 store it.
+        item = np.empty((), dtype=object)
+        item[()] = value
+        return item
     array = convert_dtype(value, dtype, path)
     if array.ndim == 0:
         return array

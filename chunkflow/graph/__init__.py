@@ -14,11 +14,14 @@
   memory, through an intermediate array when it must;
 - :func:`pyramid` writes an OME-Zarr multiscale image, every level from the one
   before it in one job;
+- :func:`label` finds the connected components of an array larger than memory,
+  numbered as ``scipy.ndimage.label`` numbers them (:mod:`chunkflow.graph.labels`);
 - :func:`compute` runs any of it on the scheduler named by ``scheduler=``, with
   ``progress=``.
 """
 
 from chunkflow.graph import reductions
+from chunkflow.graph.labels import label, measure, segment
 from chunkflow.graph.map import MemoryPlanError, map_chunks, summarize_chunks
 from chunkflow.graph.pyramids import pyramid
 from chunkflow.graph.read import ArraySource, BlockChunks, to_dask
@@ -39,8 +42,8 @@ from chunkflow.graph.write import aligned_edges, store, to_chunkflow
 
 __all__ = [
     "ArraySource", "BlockChunks", "MemoryPlanError", "ReductionSource", "SchedulerLike",
-    "aligned_edges", "compute", "histogram", "map_chunks", "median", "nanmedian",
+    "aligned_edges", "compute", "histogram", "label", "map_chunks", "measure", "median", "nanmedian",
     "nanpercentile", "nanquantile", "percentile", "pyramid", "quantile", "rechunk", "reduce",
-    "reductions", "store",
+    "reductions", "segment", "store",
     "summarize_chunks", "to_chunkflow", "to_dask",
 ]

@@ -46,7 +46,8 @@ SchedulerLike: TypeAlias = "str | Client | None"
 
 # Names of the layers whose tasks are "output blocks": one task reads, writes or maps
 # one block. Progress counts these when a graph has them, and every task otherwise.
-BLOCK_PREFIXES = ("chunkflow-read-", "chunkflow-map-", "chunkflow-store-", "chunkflow-rechunk-")
+BLOCK_PREFIXES = ("chunkflow-read-", "chunkflow-map-", "chunkflow-store-", "chunkflow-rechunk-",
+                  "chunkflow-label-", "chunkflow-measure-")
 # Keys of the data a block task reads (the array, a map plan).
 DATA_PREFIXES = ("chunkflow-array-", "chunkflow-job-")
 _LOCAL_SCHEDULERS = {

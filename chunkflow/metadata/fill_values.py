@@ -6,7 +6,8 @@ JSON forms (both formats unless noted):
   (``"0x7fc00000"``, the v3 spelling; also accepted in v2); complex: ``[re, im]``.
 - datetime64 / timedelta64: the int64 count, ``NaT`` being ``-2**63``.
 - ``|S`` bytes, ``|V`` void and structured: standard Base64 of the *full* item
-  (short decoded values are padded with NUL; tensorstore refuses short ones).
+  (short decoded values are padded with NUL; tensorstore refuses short ones in v2);
+  v3 ``null_terminated_bytes`` without its trailing NULs, as zarr-python 3 writes it.
   v3 ``r<N>`` raw bits: a list of byte values.
 - ``<U`` unicode: the plain string, as zarr-python 2 and 3 write it (a full-item
   Base64 string is also understood when reading; no peer writes it).
@@ -136,7 +137,7 @@ def _parse_json(value: JSONValue, dtype: np.dtype, *, raw_bits: bool, vlen_bytes
     raise invalid(value, dtype, "a supported dtype")
 
 
-def _encode_json(value: Any, dtype: np.dtype, *, raw_bits: bool) -> Any:
+def _encode_json(value: Any, dtype: np.dtype, *, raw_bits: bool, full_item: bool = True) -> Any:
     kind = dtype.kind
     if kind in "OT":
         if isinstance(value, (bytes, bytearray)):
@@ -155,6 +156,10 @@ def _encode_json(value: Any, dtype: np.dtype, *, raw_bits: bool) -> Any:
         return int(np.array(value).view(np.int64))
     if kind == "U":
         return str(value)
+    if kind == "S" and not full_item:
+        # v3 null_terminated_bytes: the value without its trailing NULs, as zarr-python 3
+        # writes it (b"" is ""); readers pad it back to the item size.
+        return base64.standard_b64encode(bytes(value)).decode("ascii")
     raw = np.array(value, dtype=dtype).tobytes()  # the full item, padding included
     if raw_bits:
         return list(raw)
@@ -248,7 +253,7 @@ def encode_fill_value_v3(
                                raw_bits=_is_raw_bits(field_types.get(name)))
             for name in dtype.names
         }
-    return _encode_json(value, dtype, raw_bits=_is_raw_bits(data_type))
+    return _encode_json(value, dtype, raw_bits=_is_raw_bits(data_type), full_item=False)
 
 
 def _parse_struct_fill(value: dict[str, Any], dtype: np.dtype, field_types: dict[str, Any]) -> Any:
@@ -288,8 +293,19 @@ def is_all_fill(chunk: np.ndarray, fill_value: np.generic) -> bool:
         return bool(np.isnan(chunk).all())
     if kind in "mM" and np.isnat(fill_value):
         return bool(np.isnat(chunk).all())
+    if kind == "O":
+        # Items may be lists or arrays (JSON, vlen-array codecs): compare one by one.
+        return all(_same_item(item, fill_value) for item in chunk.flat)
     # The first element decides most data chunks without a full comparison (indexed,
     # not reshaped: reshaping a strided view would copy the whole chunk).
     if chunk[(0,) * chunk.ndim] != fill_value:
         return False
     return bool((chunk == fill_value).all())
+
+
+def _same_item(item: object, fill_value: object) -> bool:
+    if item is fill_value:
+        return True
+    if isinstance(item, np.ndarray) or isinstance(fill_value, np.ndarray):
+        return False
+    return type(item) is type(fill_value) and bool(item == fill_value)

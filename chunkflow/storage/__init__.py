@@ -11,6 +11,9 @@ Examples
 
 from __future__ import annotations
 
+from numcodecs import Blosc
+from numcodecs.abc import Codec
+
 from chunkflow.storage.base import Store
 from chunkflow.storage.factory import StoreLike, make_store
 from chunkflow.storage.fsspec_store import FsspecStore
@@ -23,6 +26,7 @@ from chunkflow.storage.zip import ZipStore
 
 __all__ = [
     "ByteRangeReader",
+    "DirectoryStore",
     "FsspecStore",
     "LocalStore",
     "MappingStore",
@@ -30,6 +34,16 @@ __all__ = [
     "Store",
     "StoreLike",
     "ZipStore",
+    "default_compressor",
     "make_store",
     "normalize_key",
 ]
+
+#: zarr-python 2's name for a store over a local folder.
+DirectoryStore = LocalStore
+
+#: The compressor of arrays created by :func:`chunkflow.create` (and ``zeros``, ``array``...)
+#: without ``compressor=``, read at creation: zarr-python 2's ``zarr.storage.default_compressor``,
+#: which users assign (``chunkflow.storage.default_compressor = numcodecs.Zstd(level=1)``).
+#: ``None`` creates uncompressed arrays. ``create_array`` keeps zarr-python 3's defaults.
+default_compressor: Codec | None = Blosc(cname="lz4", clevel=5, shuffle=Blosc.SHUFFLE)

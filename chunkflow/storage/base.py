@@ -85,6 +85,13 @@ class Store(MutableMapping[str, bytes]):
         :func:`chunkflow.graph.read.block_multiples`).
     reads_into : bool
         True where :meth:`get_into` reads a value into the caller's buffer (files).
+    transactional : bool
+        True where writes wait in a session until a commit makes them visible all at
+        once (an Icechunk session, through :class:`ZarrStoreAdapter
+        <chunkflow.storage.zarr_store.ZarrStoreAdapter>`). Atomicity then comes from
+        the commit, and such stores may refuse keys the published metadata does not
+        allow (Icechunk: chunks outside an array's shape), so ``resize`` and ``append``
+        publish a larger shape before writing into it.
 
     Examples
     --------
@@ -102,6 +109,7 @@ class Store(MutableMapping[str, bytes]):
     listing_is_cheap: ClassVar[bool] = False
     latency_bound: bool = False
     reads_into: ClassVar[bool] = False
+    transactional: bool = False
     _read_only_reason: str = ""
 
     # ------------------------------------------------------------------ hooks

@@ -29,6 +29,7 @@ from chunkflow.storage.fsspec_ranges import (
 from chunkflow.storage.keys import normalize_key, slice_bounds
 from chunkflow.storage.process_local import reference
 from chunkflow.storage.ranges import ByteRangeReader
+from chunkflow.storage.references import held_keys, references_token, target_protocols
 from chunkflow.storage.retries import raise_request_error, with_retry_defaults
 from chunkflow.storage.streams import (
     AsyncKeyStream,
@@ -128,9 +129,14 @@ class FsspecStore(Store):
         self.fs, root = fsspec.core.url_to_fs(url, **options)
         self.root = root.rstrip("/")
         self._base = self.root + "/" if self.root else ""
+        # The base as the file system names what it lists: with an empty root, memory://
+        # lists "/a" and reference:// lists "a"; "/" as the base would drop the latter.
+        self._listed_base = self.fs._strip_protocol(self._base + "k")[:-1]
         self.read_only = read_only
         #: Every request is a network round trip (see Store.latency_bound).
         self.latency_bound = not NEAR_PROTOCOLS & set(fs_protocols(self.fs))
+        if self.merges_ranges:  # references: as far as the farthest file they point into
+            self.latency_bound = not target_protocols(self.fs) <= NEAR_PROTOCOLS
         # s3fs's HEAD before each whole-object read (see batch_kwargs) is left out.
         self._whole = {"max_concurrency": 1} if "s3" in fs_protocols(self.fs) else {}
         if "zip" in fs_protocols(self.fs) and getattr(self.fs, "mode", "r") == "r":
@@ -141,10 +147,30 @@ class FsspecStore(Store):
             )
 
     @property
+    def merges_ranges(self) -> bool:
+        """Whether a batch read (:meth:`get_many`: one ``fs.cat`` of many keys) merges
+        the byte ranges of keys that lie in one file into few requests: fsspec's
+        ``ReferenceFileSystem`` (kerchunk and VirtualiZarr references) does, grouping
+        ranges less than its ``max_gap`` apart into blocks of at most ``max_block``
+        bytes. Reads of such stores go in batches, never one request per key.
+
+        Examples
+        --------
+        >>> FsspecStore("memory://doc-merges").merges_ranges
+        False
+        >>> refs = {"version": 1, "refs": {".zgroup": '{"zarr_format": 2}'}}
+        >>> FsspecStore("reference://", {"fo": refs}).merges_ranges
+        True
+        """
+        return "reference" in fs_protocols(self.fs)
+
+    @property
     def identity(self) -> str:
         if "::" in self.url:
             return self.url.rstrip("/")
         protocols = fs_protocols(self.fs)
+        if "reference" in protocols:
+            return self._references_identity()
         if "file" in protocols or "local" in protocols:
             # Same token as LocalStore over the same folder.
             return "file://" + os.path.realpath(self.root)
@@ -153,6 +179,12 @@ class FsspecStore(Store):
             "client_kwargs", {}
         ).get("endpoint_url")
         return f"{ident}@{endpoint}" if endpoint else ident
+
+    def _references_identity(self) -> str:
+        targets = {k: self.storage_options.get(k) for k in ("target_protocol", "remote_protocol")}
+        named = ",".join(f"{k}={v}" for k, v in targets.items() if v)
+        token = references_token(self.storage_options.get("fo"))
+        return f"reference://{token}" + (f"?{named}" if named else "")
 
     def __repr__(self) -> str:
         return f"FsspecStore({self.url!r}, read_only={self.read_only})"
@@ -201,12 +233,18 @@ class FsspecStore(Store):
 
     # ------------------------------------------------------------ reading
 
+    def _held(self, keys: list[str]) -> list[str]:
+        """``keys`` less those that references do not hold (see storage.references)."""
+        return held_keys(self.fs.references, keys) if self.merges_ranges else keys
+
     def _get(self, key: str) -> bytes:
+        if not self._held([key]):
+            raise KeyError(key)
         with self._translate(key):
             return bytes(self.fs.cat_file(self._path(key), **self._whole))
 
     def _get_many(self, keys: list[str]) -> dict[str, bytes]:
-        batch = [k for k in keys if not GLOB.search(k)]
+        batch = [k for k in self._held(keys) if not GLOB.search(k)]
         out: dict[str, bytes] = {}
         if batch:
             paths = {self._path(k): k for k in batch}
@@ -236,10 +274,12 @@ class FsspecStore(Store):
         """On asynchronous file systems (s3fs, HTTP...), ``window`` requests in flight
         on fsspec's event loop, each value handed out as it arrives (with no version:
         see :meth:`_get_many_versioned`); otherwise batches, as :meth:`Store.stream_many`.
+        Virtual references (:attr:`merges_ranges`) go in batches too: one batch of chunks
+        lying in one file is a few merged range requests, not one request per chunk.
         """
         checked = [normalize_key(k) for k in keys]
         if (not getattr(self.fs, "async_impl", False) or getattr(self.fs, "loop", None) is None
-                or any(GLOB.search(k) for k in checked)):
+                or self.merges_ranges or any(GLOB.search(k) for k in checked)):
             return super().stream_many(checked, window=window, lanes=lanes, versioned=versioned)
         return AsyncKeyStream(self.fs.loop, self._fetch_whole, checked, window)
 
@@ -330,6 +370,8 @@ class FsspecStore(Store):
         return FsspecRangeReader.expecting(key, self.fs, self._path(key), version)
 
     def _info(self, key: str) -> dict[str, Any]:
+        if not self._held([key]):
+            raise KeyError(key)
         with self._translate(key):
             info = self.fs.info(self._path(key))
             if info.get("type") == "directory":
@@ -410,8 +452,8 @@ class FsspecStore(Store):
             found = self.fs.find(path, detail=True)
         except FileNotFoundError:
             return {}
-        start = self._base + prefix + "/" if prefix else self._base
-        cut = len(self._base)
+        start = self._listed_base + prefix + "/" if prefix else self._listed_base
+        cut = len(self._listed_base)
         # find() on a file returns the file itself: keep only what lies below.
         return {p[cut:]: info for p, info in found.items() if p.startswith(start)}
 
@@ -425,7 +467,7 @@ class FsspecStore(Store):
             entries = self.fs.ls(path, detail=True)
         except FileNotFoundError:
             return [], []
-        start = path.rstrip("/") + "/"
+        start = self._listed_base + prefix + "/" if prefix else self._listed_base
         keys: list[str] = []
         dirs: list[str] = []
         for entry in entries:

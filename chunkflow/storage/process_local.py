@@ -79,13 +79,14 @@ def register(store: Store) -> None:
         _registry[store.identity] = store
 
 
-def reference(store: Store, description: str) -> tuple[Any, ...]:
-    """A ``__reduce__`` value that pickles ``store`` by reference (see module doc)."""
+def reference(store: Store, description: str, why: str | None = None) -> tuple[Any, ...]:
+    """A ``__reduce__`` value that pickles ``store`` by reference (see module doc);
+    ``why`` says why it cannot travel (default: its data lives in this process)."""
     register(store)
-    return (resolve, (store.identity, _token, description))
+    return (resolve, (store.identity, _token, description, why))
 
 
-def resolve(identity: str, token: str, description: str) -> Store:
+def resolve(identity: str, token: str, description: str, why: str | None = None) -> Store:
     """The store a reference names: the same object here, a detached one elsewhere.
 
     Parameters
@@ -96,6 +97,8 @@ def resolve(identity: str, token: str, description: str) -> Store:
         The :func:`process_token` of the process that pickled it.
     description : str
         How to name the store in errors (its ``repr``).
+    why : str, optional
+        Why the store cannot be used in another process, for the error there.
     """
     if token == _token:
         with _registry_lock:
@@ -106,7 +109,7 @@ def resolve(identity: str, token: str, description: str) -> Store:
     else:
         reason = (
             f"lives in the memory of another process (pid of this one: {os.getpid()}); "
-            "its contents are not shared with worker processes"
+            f"{why or 'its contents are not shared with worker processes'}"
         )
     return DetachedStore(identity, description, reason)
 

@@ -32,19 +32,23 @@ What the adapter cannot get from a zarr-python store:
 from __future__ import annotations
 
 import asyncio
-import os
+import pickle
 from collections.abc import Coroutine, Iterator
 from typing import Any, TypeVar
 
 from zarr.abc.store import Store as ZarrStore
 from zarr.buffer import default_buffer_prototype
 from zarr.core.sync import sync
-from zarr.storage import FsspecStore, LocalStore, ZipStore
+from zarr.storage import FsspecStore
 
 from chunkflow.storage.base import Store
-from chunkflow.storage.fsspec_store import NEAR_PROTOCOLS, fs_protocols
-from chunkflow.storage.mapping import object_token
 from chunkflow.storage.process_local import reference
+from chunkflow.storage.zarr_traits import (
+    identity_of,
+    is_transactional,
+    latency_bound,
+    process_local_reason,
+)
 
 __all__ = ["ZarrStoreAdapter", "is_zarr_store"]
 
@@ -82,13 +86,23 @@ class ZarrStoreAdapter(Store):
 
     Notes
     -----
-    The identity follows the data where zarr-python says where it is (a
+    The identity follows the data where the store says where it is (a
     ``LocalStore``'s folder, as chunkflow's ``LocalStore`` names it; a ``ZipStore``'s
-    file; an ``FsspecStore``'s URL); other stores are named by the object, and
-    adapters over one store object share it. A store whose location is known pickles
-    as itself; the others (in-memory stores, wrappers, object stores) pickle by
-    reference (see :mod:`chunkflow.storage.process_local`): a copy in another process
-    would read and write data nobody else sees.
+    file; an ``FsspecStore``'s or ``ObjectStore``'s URL; a read-only Icechunk session's
+    snapshot); other stores are named by the object, and adapters over one store object
+    share it.
+
+    The adapter pickles with its store, so dask workers read and write the store
+    itself: folders, object stores, Icechunk's read-only and fork sessions. A store
+    whose data lives in the memory of this process (zarr-python's ``MemoryStore``, a
+    ``memory://`` file system, a wrapper around one: see
+    :func:`~chunkflow.storage.zarr_traits.process_local_reason`), or that refuses to be
+    pickled (a writable Icechunk session), pickles by reference instead (see
+    :mod:`chunkflow.storage.process_local`): the same object in this process, and in
+    another an error that names the store and says why.
+
+    A store that keeps its writes in a session until a commit (Icechunk) makes the
+    adapter :attr:`~chunkflow.storage.Store.transactional`.
 
     Examples
     --------
@@ -113,9 +127,11 @@ class ZarrStoreAdapter(Store):
         # An instance attribute over the class's: a ZipStore cannot delete.
         self.supports_deletes = store.supports_deletes  # type: ignore[misc]
         self._prototype = default_buffer_prototype()
-        self._identity = _identity_of(store, self)
+        self._identity = identity_of(store, self)
         #: Every request is a network round trip (see Store.latency_bound).
-        self.latency_bound = _latency_bound(store)  # type: ignore[misc]
+        self.latency_bound = latency_bound(store)
+        #: Writes wait for a commit of the store's session (see Store.transactional).
+        self.transactional = is_transactional(store)
 
     @property
     def identity(self) -> str:
@@ -125,9 +141,17 @@ class ZarrStoreAdapter(Store):
         return f"ZarrStoreAdapter({self.store!r}, read_only={self.read_only})"
 
     def __reduce__(self) -> tuple[object, ...]:
-        if _process_local(self.store):
-            return reference(self, repr(self))
-        return (ZarrStoreAdapter, (self.store, self.read_only))
+        reason = process_local_reason(self.store)
+        if reason is not None:
+            return reference(self, repr(self), reason)
+        try:
+            # The store's own pickling decides whether it may travel (a writable
+            # Icechunk session refuses, and says why); the bytes are kept, not made twice.
+            payload = _dumps(self.store)
+        except Exception as err:  # noqa: BLE001 - any refusal: used here, not elsewhere
+            return reference(self, repr(self), f"{type(self.store).__name__} refuses to be "
+                             f"pickled ({type(err).__name__}: {err})")
+        return (_adapter_from_pickle, (payload, self.read_only, self._identity))
 
     def close(self) -> None:
         """Nothing: the zarr-python store belongs to the caller, who closes it."""
@@ -165,7 +189,15 @@ class ZarrStoreAdapter(Store):
     def _list_prefix(self, prefix: str) -> Iterator[str]:
         # zarr-python's prefixes are plain string prefixes ("a" lists "ab/x" too):
         # ask for "a/" for chunkflow's folder-like ones.
-        return iter(_run(self._collect(prefix + "/" if prefix else "")))
+        return iter(_run(self._listing(prefix)))
+
+    def _delete_prefix(self, prefix: str) -> None:
+        if not self.transactional:
+            super()._delete_prefix(prefix)  # every key at once (delete_dir may go one by one)
+            return
+        # Icechunk deletes a node whole with its own delete_dir; deleting the node's
+        # zarr.json and then its chunks one by one fails halfway, the node gone.
+        _run(self.store.delete_dir(prefix))
 
     def _getsize(self, key: str) -> int:
         size = _run(self._size(key))
@@ -207,59 +239,40 @@ class ZarrStoreAdapter(Store):
             return info.get("type") == "file"
         return True
 
+    async def _listing(self, prefix: str) -> list[str]:
+        """The keys below the folder-like ``prefix``, also from stores that refuse to
+        list some prefixes (Icechunk lists only below groups and arrays)."""
+        try:
+            return await self._collect(prefix + "/" if prefix else "")
+        except Exception:
+            # A prefix with nothing below (list_dir is empty) has no keys; else the
+            # nearest enclosing prefix the store lists, filtered. A failure of either
+            # raises its own error; the first one is then left chained.
+            if not prefix or not [name async for name in self.store.list_dir(prefix)]:
+                if prefix:
+                    return []
+                raise
+            parent = prefix.rpartition("/")[0]
+            return [key for key in await self._listing(parent)
+                    if key.startswith(prefix + "/")]
+
     async def _collect(self, prefix: str) -> list[str]:
         listing = self.store.list_prefix(prefix) if prefix else self.store.list()
         # Filtered again: an FsspecStore lists a key itself when asked for "key/".
         return [key async for key in listing if key.startswith(prefix)]
 
 
-def _latency_bound(store: ZarrStore) -> bool:
-    """Whether ``store`` sends each request over a network: an ``FsspecStore`` of a
-    remote file system, or an ``ObjectStore`` over anything but obstore's own local
-    and in-memory stores.
+def _dumps(store: ZarrStore) -> bytes:
+    """``store`` pickled (cloudpickle, as dask sends tasks: a store class defined in a
+    script travels too)."""
+    import cloudpickle
 
-    Examples
-    --------
-    >>> import fsspec, zarr
-    >>> remote = FsspecStore(fsspec.filesystem("http", asynchronous=True), path="x")
-    >>> _latency_bound(remote), _latency_bound(zarr.storage.MemoryStore())
-    (True, False)
-    """
-    if isinstance(store, FsspecStore):
-        return not NEAR_PROTOCOLS & set(fs_protocols(store.fs))
-    if type(store).__name__ == "ObjectStore":
-        inner = getattr(store, "store", None)
-        return type(inner).__name__ not in ("LocalStore", "MemoryStore")
-    return False
+    return cloudpickle.dumps(store, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def _process_local(store: ZarrStore) -> bool:
-    """Whether a copy of ``store`` in another process would not see this one's data."""
-    if isinstance(store, LocalStore):
-        return False
-    if isinstance(store, ZipStore):
-        return not store.read_only  # two processes appending to one zip corrupt it
-    if isinstance(store, FsspecStore):
-        return "memory" in fs_protocols(store.fs)
-    return True  # in-memory stores, wrappers and others: by reference, to be safe
-
-
-def _identity_of(store: ZarrStore, owner: object) -> str:
-    """Where the data lives, as chunkflow's own stores name it, or the object's token."""
-    if isinstance(store, LocalStore):
-        return "file://" + os.path.realpath(store.root)
-    if isinstance(store, ZipStore):
-        return "zip:" + os.path.realpath(store.path)
-    if isinstance(store, FsspecStore) and "memory" not in fs_protocols(store.fs):
-        return _fsspec_identity(store)
-    return f"zarr-python:{type(store).__name__}:{object_token(store, owner)}"
-
-
-def _fsspec_identity(store: FsspecStore) -> str:
-    """The location as chunkflow's FsspecStore names it (its endpoint included)."""
-    if {"file", "local"} & set(fs_protocols(store.fs)):
-        return "file://" + os.path.realpath(store.path)
-    ident = store.fs.unstrip_protocol(store.path.rstrip("/"))
-    options = getattr(store.fs, "storage_options", None) or {}
-    endpoint = options.get("endpoint_url") or options.get("client_kwargs", {}).get("endpoint_url")
-    return f"{ident}@{endpoint}" if endpoint else ident
+def _adapter_from_pickle(payload: bytes, read_only: bool, identity: str) -> ZarrStoreAdapter:
+    """An adapter over the store ``payload`` holds, named as the one pickled (a copy of a
+    store that travels holds the same data)."""
+    adapter = ZarrStoreAdapter(pickle.loads(payload), read_only=read_only)
+    adapter._identity = identity
+    return adapter

@@ -24,9 +24,9 @@ from dask.blockwise import Blockwise  # noqa: E402
 import chunkflow  # noqa: E402
 from chunkflow.errors import MetadataError  # noqa: E402
 from chunkflow.storage import MemoryStore  # noqa: E402
-from chunkflow.xarray_backend import ChunkflowBackendEntrypoint  # noqa: E402
+from chunkflow.xarray import ChunkflowBackendEntrypoint  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class NoConsolidatedStore(zarr.storage.WrapperStore):  # type: ignore[misc]
@@ -136,10 +136,14 @@ def test_consolidated_false_or_unsupported_does_not_warn(tmp_path: Path) -> None
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         xr.open_dataset(path, engine=ChunkflowBackendEntrypoint, consolidated=False)
-        # A zarr-python store that holds no consolidated metadata says so: no warning.
+        # A zarr-python store that holds no consolidated metadata says so: no warning,
+        # whichever way it is opened (as xarray's NoConsolidatedMetadataSupportStore tests).
         inner = NoConsolidatedStore(zarr.storage.LocalStore(path, read_only=True))
         ds = xr.open_dataset(inner, engine=ChunkflowBackendEntrypoint)
-    assert ds.temp.shape == (6, 10, 8)
+        tree = xr.open_datatree(inner, engine=ChunkflowBackendEntrypoint)
+        groups = xr.open_groups(inner, engine=ChunkflowBackendEntrypoint)
+        root = xr.open_dataset(inner, engine=ChunkflowBackendEntrypoint, group="/")
+    assert ds.temp.shape == tree["temp"].shape == groups["/"].temp.shape == root.temp.shape
 
 
 def test_consolidated_true_requires_consolidated_metadata(tmp_path: Path) -> None:
@@ -313,7 +317,7 @@ def test_entry_point_declared() -> None:
 PROBE = """
 import sys, warnings
 import numpy as np, xarray as xr
-from chunkflow.xarray_backend import ChunkflowBackendEntrypoint
+from chunkflow.xarray import ChunkflowBackendEntrypoint
 warnings.simplefilter("error")  # a duplicate or broken entry point warns
 engines = xr.backends.list_engines()
 assert isinstance(engines["chunkflow"], ChunkflowBackendEntrypoint), engines
@@ -415,14 +419,14 @@ def test_chunkflow_imports_without_xarray() -> None:
         "import sys; sys.modules['xarray'] = None\n"  # as if xarray were not installed
         "import chunkflow\n"
         "try:\n"
-        "    import chunkflow.xarray_backend\n"
+        "    import chunkflow.xarray\n"
         "except ImportError as error:\n"
         "    print(error)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "chunkflow.xarray_backend needs xarray" in done.stdout
+    assert "chunkflow.xarray needs xarray" in done.stdout
 
 
 def test_mode_is_read_only(tmp_path: Path) -> None:

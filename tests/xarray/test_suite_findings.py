@@ -24,8 +24,7 @@ zarr = pytest.importorskip("zarr", minversion="3.1")
 import chunkflow  # noqa: E402
 from chunkflow.errors import MetadataError, NodeNotFoundError  # noqa: E402
 from chunkflow.storage import MemoryStore  # noqa: E402
-from chunkflow.xarray_backend import ChunkflowBackendEntrypoint  # noqa: E402
-from chunkflow.xarray_engine.wrapper import ChunkflowArrayWrapper  # noqa: E402
+from chunkflow.xarray import ChunkflowArrayWrapper, ChunkflowBackendEntrypoint  # noqa: E402
 
 ENGINE = ChunkflowBackendEntrypoint
 pytestmark = [

@@ -1,0 +1,214 @@
+"""label: connected components of an array larger than memory, numbered as
+``scipy.ndimage.label`` numbers them.
+
+Examples
+--------
+>>> import numpy as np
+>>> import chunkflow
+>>> from scipy import ndimage
+>>> image = np.random.default_rng(1).random((60, 50)) > 0.6
+>>> z = chunkflow.array(image, chunks=(16, 16))
+>>> out, count = chunkflow.label(z, chunkflow.MemoryStore(), blocks=(1, 1))
+>>> expected, n = ndimage.label(image)
+>>> count == n, bool((out[:] == expected).all()), out.dtype
+(True, True, dtype('uint32'))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import dask.array as da
+import numpy as np
+from dask.base import tokenize
+from dask.delayed import Delayed
+
+from chunkflow.core.array import Array
+from chunkflow.core.jobs import source_parts
+from chunkflow.errors import LabelError
+from chunkflow.graph.jobs import function_parts
+from chunkflow.graph.labels.geometry import BlockGrid
+from chunkflow.graph.labels.graph import build_graph
+from chunkflow.graph.labels.output import OutputPlan, plan_output
+from chunkflow.graph.labels.plan import LabelJob, Source, label_voxel_bytes, plan_blocks
+from chunkflow.graph.labels.structure import normalize_structure
+from chunkflow.graph.read import as_source_array
+from chunkflow.graph.scheduler import compute as run
+
+if TYPE_CHECKING:
+    from numpy.typing import DTypeLike
+
+    from chunkflow.graph.read import ArraySource, BlockChunks
+    from chunkflow.graph.scheduler import ProgressArg, SchedulerLike
+
+__all__ = ["job_parts", "label", "open_source", "run_label_job", "source_identity", "source_token"]
+
+
+def open_source(source: ArraySource | da.Array, storage_options: Mapping[str, Any] | None,
+                what: str = "label") -> Source:
+    """``source`` as a :class:`Source`: an array (read past the process-wide chunk
+    cache, as map jobs read) or a dask array."""
+    if isinstance(source, da.Array):
+        if storage_options:
+            raise ValueError(f"{what}: storage_options apply to URLs, not to a dask array")
+        found = Source(lazy=source)
+    else:
+        array = as_source_array(source, storage_options,
+                                **({} if isinstance(source, Array) else {"cache": False}))
+        if array.options.cache is None:
+            array = array.with_options(cache=False)
+        found = Source(array=array)
+    if np.dtype(found.dtype).kind == "c":
+        raise LabelError(f"{what}: complex values have no foreground (got {found.dtype}), as "
+                         "in scipy.ndimage.label")
+    if not found.shape:
+        raise LabelError(f"{what}: the source is 0-dimensional; label arrays of 1 or more "
+                         "dimensions")
+    return found
+
+
+def source_identity(source: Source) -> dict[str, str]:
+    """The job parts that name the source (its stored bytes, or a dask graph's name)."""
+    if source.array is not None:
+        return source_parts([source.array])
+    return {"source (dask)": str(source.lazy.name)}
+
+
+def job_parts(parts: Mapping[str, str], source: Source, resume: bool,
+              job_name: str | None) -> dict[str, str]:
+    """What names a resumable labelling job: ``parts``, and the source (a dask
+    source's graph name gives way to ``job_name``)."""
+    if not resume:
+        return dict(parts)
+    if job_name is not None:
+        function_parts(None, None, job_name)  # checks the name
+        if source.lazy is not None:
+            return dict(parts)
+    return {**parts, **source_identity(source)}
+
+
+def run_label_job(job: LabelJob, output: OutputPlan, token: str, *, compute: bool,
+                  scheduler: SchedulerLike, progress: ProgressArg) -> Any:
+    """Build and run (or return, ``compute=False``) the graph of ``job``."""
+    graph, key = build_graph(job, output, token)
+    delayed = Delayed(key, graph)
+    if not compute:
+        return delayed
+    (array, count), = run(delayed, scheduler=scheduler, progress=progress)
+    array.forget_cached()  # blocks written by other processes
+    return array, count
+
+
+def label(
+    source: ArraySource | da.Array,
+    out: ArraySource,
+    *,
+    structure: Any = None,
+    dtype: DTypeLike = None,
+    chunks: tuple[int, ...] | None = None,
+    shards: tuple[int, ...] | None = None,
+    zarr_format: int | None = None,
+    blocks: BlockChunks = None,
+    max_memory: int | str | None = None,
+    scheduler: SchedulerLike = None,
+    progress: ProgressArg = False,
+    compute: bool = True,
+    resume: bool = False,
+    job_name: str | None = None,
+    overwrite: bool = False,
+    storage_options: Mapping[str, Any] | None = None,
+) -> Any:
+    """Label the connected components of ``source``'s nonzero values into ``out``.
+
+    The labels are those of ``scipy.ndimage.label(source[:], structure)``, bit for
+    bit: components are numbered 1, 2, ... by their first voxel in C order. The array
+    is never held whole: each block is labelled alone, twice (once to find what
+    touches its faces, once to write), and only the parts on block faces take part in
+    a global merge, done as a tree (see :mod:`chunkflow.graph.labels.graph`).
+
+    Parameters
+    ----------
+    source : chunkflow.Array, path, URL, store or dask array
+        The image; every nonzero value is foreground. A dask array (a lazy expression
+        such as ``chunkflow.to_dask(z) > 500``) is computed block by block, twice.
+    out : chunkflow.Array, path, URL or store
+        Where the labels go: a new array (created once the number of labels is known;
+        refused if something is there, unless ``overwrite``), or an existing integer
+        array of the source's shape, written whole.
+    structure : array-like, optional
+        As ``scipy.ndimage.label``'s: a symmetric boolean array of shape ``(3,) *
+        ndim``, the neighbours a voxel connects to (default: faces only). Blocks touch
+        across faces, edges and corners as the structure says.
+    dtype : optional
+        The labels' integer dtype for a new output. Default ``uint32``, ``uint64`` when
+        there are more than 2**32 - 1 labels; a dtype that cannot hold them is refused
+        (:class:`~chunkflow.errors.LabelError`) before anything is created or written.
+    chunks, shards, zarr_format : optional
+        A new output's chunk shape (default: the source's chunks), shard shape (Zarr
+        v3 sharding; tasks then write whole shards) and format (default 3).
+    blocks : optional
+        Blocks as whole chunks (shards) of the output: ``"auto"``, a byte size or chunks
+        per axis, as :func:`chunkflow.to_dask`'s ``chunks=``. Default: about 4 Mi voxels
+        per block, at least four blocks per worker thread.
+    max_memory : int or str, optional
+        What one block task may use (default: as :func:`chunkflow.map_chunks`). The
+        plan is checked before anything runs; a refusal
+        (:class:`~chunkflow.graph.budget.MemoryPlanError`) says which blocks would fit
+        and creates nothing.
+    scheduler, progress
+        See :func:`chunkflow.compute`.
+    compute : bool
+        Run now (default), or return a ``dask.delayed`` object that runs when computed,
+        to ``(array, count)``.
+    resume : bool
+        Record each written block in the output's store and skip the blocks an earlier
+        run of the same job recorded (the first pass and the merge run again; they
+        write nothing). Pass it on the first run too. A different unfinished job on
+        ``out`` is refused (:class:`~chunkflow.errors.JobMismatchError`).
+    job_name : str, optional
+        Names the job instead of the source's token (with a dask source whose graph
+        name changes between runs).
+    overwrite : bool
+        Replace what is at ``out``.
+    storage_options : dict, optional
+        fsspec options for URLs.
+
+    Returns
+    -------
+    (chunkflow.Array, int)
+        The labels and their number, as ``scipy.ndimage.label`` returns them.
+    """
+    src = open_source(source, storage_options)
+    shape = tuple(int(n) for n in src.shape)
+    kernel = normalize_structure(structure, len(shape))
+    output = plan_output("label", out, shape, tuple(max(1, c) for c in (chunks or src.chunks)),
+                         shards=shards, dtype=dtype, zarr_format=zarr_format,
+                         overwrite=overwrite, resume=resume, job_name=job_name,
+                         storage_options=storage_options,
+                         dimension_names=_dimension_names(src))
+    template = output.template()
+    chunks = [(src.dtype.itemsize, src.chunks), (template.dtype.itemsize, template.write_chunks)]
+    block = plan_blocks(template, label_voxel_bytes(src.dtype.itemsize, template.dtype.itemsize),
+                        chunks, blocks, max_memory, scheduler)
+    grid = BlockGrid(shape, tuple(max(1, b) for b in block))
+    job = LabelJob.create(grid, kernel, src)
+    parts = {"label": tokenize(kernel.tolist()), "block plan": tokenize(grid.block)}
+    output = output.with_job(job_parts(parts, src, resume, job_name), grid.numblocks)
+    token = tokenize("label", kernel.tolist(), grid, source_token(src), output, resume)
+    return run_label_job(job, output, token, compute=compute, scheduler=scheduler,
+                         progress=progress)
+
+
+def source_token(source: Source) -> Any:
+    """What names the source in a graph's token (no I/O)."""
+    if source.array is not None:
+        return (source.array.store.identity, source.array.path)
+    return source.lazy.name
+
+
+def _dimension_names(source: Source) -> Any:
+    if source.array is not None and source.array.zarr_format == 3:
+        return source.array.dimension_names
+    return None
+

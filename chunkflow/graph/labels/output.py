@@ -1,0 +1,210 @@
+"""Where labels go: the output checked before anything runs, and created (or opened)
+by one task once the number of labels is known.
+
+The label dtype depends on the count (``uint32``, ``uint64`` past 2**32 - 1 labels),
+which the first pass finds, so a new output is created by a task of the graph that
+waits for the count: a dtype that cannot hold the labels is refused there, before
+anything is created or written, and every other refusal (an array in the way, another
+unfinished job on the output, the memory plan) comes before the graph runs.
+
+The write pass records each finished block with ``resume=True`` (see
+:mod:`chunkflow.graph.jobs`): the job is named by the source, the structure (or the
+segmenter), the block plan and the output's metadata.
+
+Examples
+--------
+>>> label_dtype(None, 5), label_dtype(None, 2**32)
+(dtype('uint32'), dtype('uint64'))
+>>> label_dtype("u1", 300)
+Traceback (most recent call last):
+...
+chunkflow.errors.LabelError: label: 300 labels do not fit dtype uint8 (at most 255); ...
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from chunkflow.api.hierarchy import open_node
+from chunkflow.api.zarr3 import create_array
+from chunkflow.core.array import Array
+from chunkflow.core.jobs import Job, JobSpec, job_status, metadata_part, quiet_open
+from chunkflow.engine.pool import serial_io
+from chunkflow.errors import ContainsArrayError, LabelError, ReadOnlyError, ShapeMismatchError
+from chunkflow.graph.jobs import block_keys, unfinished_output
+from chunkflow.storage import Store
+
+if TYPE_CHECKING:
+    from numpy.typing import DTypeLike
+
+    from chunkflow.storage import StoreLike
+
+__all__ = ["OutputHandle", "OutputPlan", "label_dtype", "plan_output"]
+
+
+def label_dtype(requested: DTypeLike, count: int, what: str = "label") -> np.dtype:
+    """The dtype of the labels: ``requested`` if it holds ``count``, else the default.
+
+    Raises
+    ------
+    LabelError
+        ``requested`` is not an integer dtype, or cannot hold ``count``.
+    """
+    if requested is None:
+        return np.dtype("uint32") if count <= np.iinfo(np.uint32).max else np.dtype("uint64")
+    dtype = np.dtype(requested)
+    if dtype.kind not in "iu":
+        raise LabelError(f"{what}: dtype must be an integer dtype for labels, got {dtype}")
+    if count > np.iinfo(dtype).max:
+        raise LabelError(f"{what}: {count} labels do not fit dtype {dtype} (at most "
+                         f"{np.iinfo(dtype).max}); pass a wider dtype, or none (uint32, "
+                         "uint64 when needed). Nothing was written.")
+    return dtype
+
+
+@dataclass(frozen=True)
+class OutputHandle:
+    """The output as the write tasks see it: the array and its resumable job."""
+
+    array: Array
+    tracker: Job | None = None
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.array.dtype
+
+    def write(self, region: tuple[slice, ...], block: np.ndarray) -> None:
+        with serial_io():
+            self.array.set_basic_selection(region, block)
+
+    def run(self, index: tuple[int, ...], region: tuple[slice, ...],
+            write: Callable[[], bool]) -> bool:
+        """``write`` block ``index`` (at ``region``), unless a resumed job did; recorded."""
+        if self.tracker is None:
+            return write()
+        return self.tracker.run(index, write, True, lambda: block_keys(self.array, region))
+
+
+@dataclass(frozen=True)
+class OutputPlan:
+    """The output of a labelling job, checked, not yet created (or opened)."""
+
+    what: str
+    location: StoreLike | None
+    existing: Array | None
+    kwargs: Mapping[str, Any]
+    dtype: Any
+    overwrite: bool
+    storage_options: Mapping[str, Any] | None
+    resume: bool = False
+    job_name: str | None = None
+    parts: Mapping[str, str] = field(default_factory=dict)
+    grid: tuple[int, ...] = ()
+
+    def template(self) -> Array:
+        """The output in memory (no chunks), with the dtype asked for or uint32."""
+        if self.existing is not None:
+            return self.existing
+        dtype = np.dtype(self.dtype) if self.dtype is not None else np.dtype("uint32")
+        return create_array(None, dtype=dtype, **self.kwargs)
+
+    def spec(self, array: Array) -> JobSpec:
+        return JobSpec({**self.parts, "output metadata": metadata_part(array)}, self.job_name)
+
+    def with_job(self, parts: Mapping[str, str], grid: tuple[int, ...]) -> OutputPlan:
+        """The plan with the job's parts (the output's metadata aside) and block grid;
+        a resumed output carrying another unfinished job is refused here."""
+        plan = replace(self, parts=dict(parts), grid=tuple(grid))
+        if self.resume and self.existing is not None:
+            status = job_status(self.existing, count=False)
+            if status is not None:  # the same job continues; another one is refused
+                Job.open(self.existing, plan.spec(self.existing), plan.grid, resume=True)
+        return plan
+
+    def create(self, count: int) -> OutputHandle:
+        """Create (or open) the output for ``count`` labels, with its job."""
+        if self.existing is not None:
+            label_dtype(self.existing.dtype, count, self.what)
+            array = self.existing
+        else:
+            dtype = label_dtype(self.dtype, count, self.what)
+            template = create_array(None, dtype=dtype, **self.kwargs)
+            attributes = Job.mark(self.spec(template), self.grid) if self.resume else {}
+            array = create_array(self.location, dtype=dtype, **self.kwargs,
+                                 attributes=attributes, overwrite=self.overwrite, cache=False,
+                                 storage_options=dict(self.storage_options or {}) or None)
+        tracker = (Job.open(array, self.spec(array), self.grid, resume=True) if self.resume
+                   else Job.open(array, JobSpec({}), self.grid, resume=False))
+        return OutputHandle(array, tracker)
+
+
+def _absolute(location: Any) -> Any:
+    if isinstance(location, (str, os.PathLike)) and "://" not in str(location):
+        return os.path.abspath(location)
+    return location
+
+
+def plan_output(what: str, out: Any, shape: tuple[int, ...], chunks: tuple[int, ...],
+                *, shards: Any, dtype: DTypeLike, zarr_format: int | None, overwrite: bool,
+                resume: bool, job_name: str | None,
+                storage_options: Mapping[str, Any] | None,
+                dimension_names: Any = None) -> OutputPlan:
+    """Check ``out`` can take labels of ``shape`` (nothing is created here).
+
+    Raises
+    ------
+    ContainsArrayError
+        Something is at ``out`` (without ``overwrite``, and not this job's unfinished
+        output with ``resume=True``).
+    ShapeMismatchError, ReadOnlyError, LabelError
+        An existing output array that cannot take the labels.
+    """
+    if resume and overwrite:
+        raise LabelError(f"{what}: resume=True continues the output that exists and "
+                         "overwrite=True replaces it; pass one of them")
+    if dtype is not None:
+        label_dtype(dtype, 0, what)  # an integer dtype
+    if isinstance(out, Array):
+        existing: Array | None = out
+    elif isinstance(out, (str, os.PathLike, Store)):
+        existing = unfinished_output(out, storage_options=storage_options) if resume else None
+        if existing is None and not overwrite:
+            _refuse_existing(what, out, storage_options)
+    else:
+        raise TypeError(f"{what}: out must be a chunkflow.Array, a path, a URL or a store, "
+                        f"got {type(out).__name__}")
+    if existing is not None:
+        if existing.shape != shape:
+            raise ShapeMismatchError(f"{what}: out {existing.path or '/'!r} has shape "
+                                     f"{existing.shape}; the source has {shape}")
+        if existing.read_only:
+            raise ReadOnlyError(f"{what}: out {existing.path or '/'!r} is read-only")
+        label_dtype(existing.dtype, 0, what)
+        return OutputPlan(what, None, existing, {}, existing.dtype, False, storage_options,
+                          resume, job_name)
+    fmt = zarr_format if zarr_format is not None else (3 if shards is not None else 3)
+    kwargs: dict[str, Any] = {"shape": shape, "chunks": chunks, "fill_value": 0,
+                              "zarr_format": fmt}
+    if shards is not None:
+        kwargs["shards"] = tuple(int(s) for s in shards)
+    if dimension_names is not None and fmt == 3:
+        kwargs["dimension_names"] = dimension_names
+    plan = OutputPlan(what, _absolute(out), None, kwargs, dtype, overwrite, storage_options,
+                      resume, job_name)
+    plan.template()  # checks every creation argument, creating nothing
+    return plan
+
+
+def _refuse_existing(what: str, out: Any, storage_options: Mapping[str, Any] | None) -> None:
+    try:
+        with quiet_open():
+            open_node(out, mode="r", storage_options=dict(storage_options or {}) or None)
+    except (FileNotFoundError, KeyError):
+        return
+    raise ContainsArrayError(f"{what}: out {str(out)!r} holds an array or group already; "
+                             "pass overwrite=True to replace it")

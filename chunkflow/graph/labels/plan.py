@@ -1,0 +1,210 @@
+"""The plan of a labelling job: its source, its blocks, and one block task's memory,
+fixed before anything runs.
+
+Blocks are whole chunks (shards) of the output, so the write pass writes whole chunks
+and no two tasks touch one. By default blocks grow toward :data:`DEFAULT_BLOCK_VOXELS`
+(larger blocks leave fewer parts on faces for the merge), but never leave fewer than
+:data:`~chunkflow.graph.read.BLOCKS_PER_THREAD` blocks per worker thread where the
+output has that many chunks.
+
+A block task holds, at its peak (:func:`block_memory`): the block as read, its local
+labels (``int32``) and what ``scipy.ndimage.label`` allocates beside them (a merge
+table of up to one ``intp`` per two voxels), the map from local labels to global ones
+(up to one ``int64`` per two voxels), the output block, and one source and one output
+chunk being decoded or encoded. The merge tree's tasks hold the parts that cross their
+halves' faces: a surface, not a volume (see the benchmark's notes for figures).
+
+Examples
+--------
+>>> block_memory((1024, 1024), label_voxel_bytes(1, 4), [(1, (256, 256)), (4, (256, 256))])
+18153472
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+import dask.array as da
+import numpy as np
+from dask.utils import format_bytes
+from scipy import ndimage
+
+from chunkflow.core.array import Array
+from chunkflow.engine.pool import serial_io
+from chunkflow.graph.blocks import default_per_block
+from chunkflow.graph.budget import MemoryPlanError, default_max_memory, fitting_multiples
+from chunkflow.graph.labels.geometry import BlockGrid
+from chunkflow.graph.labels.parts import BlockInfo, block_pairs, scan_labels
+from chunkflow.graph.labels.structure import block_offsets
+from chunkflow.graph.labels.tree import MergeTree
+from chunkflow.graph.read import BLOCKS_PER_THREAD, block_multiples, worker_threads
+
+if TYPE_CHECKING:
+    from chunkflow.graph.read import BlockChunks
+    from chunkflow.graph.scheduler import SchedulerLike
+
+__all__ = ["DEFAULT_BLOCK_VOXELS", "LabelJob", "Source", "block_memory", "label_voxel_bytes",
+           "plan_blocks"]
+
+# Blocks grow toward this many voxels (16 MiB of int32 labels). Larger blocks leave
+# fewer parts on their faces to merge, and a task's memory is a few bytes per voxel.
+DEFAULT_BLOCK_VOXELS = 1 << 22
+
+
+@dataclass(frozen=True)
+class Source:
+    """What a block task reads: a chunkflow array, or a dask array (a lazy
+    expression, computed block by block in the task, on the task's own thread)."""
+
+    array: Array | None = None
+    lazy: da.Array | None = None
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.array.shape if self.array is not None else tuple(self.lazy.shape)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.array.dtype if self.array is not None else np.dtype(self.lazy.dtype)
+
+    @property
+    def chunks(self) -> tuple[int, ...]:
+        """Its chunk (shard) shape: what a new output is chunked like by default."""
+        if self.array is not None:
+            return self.array.write_chunks
+        return tuple(int(c[0]) if c else 1 for c in self.lazy.chunks)
+
+    def read(self, region: tuple[slice, ...]) -> np.ndarray:
+        if self.array is not None:
+            with serial_io():  # dask supplies the parallelism
+                return np.asarray(self.array.get_basic_selection(region))
+        return np.asarray(self.lazy[region].compute(scheduler="sync"))
+
+
+def _scipy_labels(data: np.ndarray, structure: np.ndarray) -> tuple[np.ndarray, int]:
+    labels, count = ndimage.label(data, structure)
+    return labels, int(count)
+
+
+@dataclass(frozen=True)
+class LabelJob:
+    """Everything a task of a labelling job needs, in the graph once: the blocks, the
+    structure, the source, and how a block is labelled and its parts paired with its
+    neighbours' (``scipy.ndimage.label`` and face slabs here; see
+    :class:`~chunkflow.graph.labels.segments.SegmentJob` for per-block segmenters).
+    """
+
+    grid: BlockGrid
+    structure: np.ndarray
+    source: Source
+    offsets: list[tuple[tuple[int, ...], list[tuple[int, ...]]]] = field(default_factory=list)
+
+    @cached_property
+    def tree(self) -> MergeTree:
+        return MergeTree(self.grid.numblocks)
+
+    @classmethod
+    def create(cls, grid: BlockGrid, structure: np.ndarray, source: Source) -> LabelJob:
+        return cls(grid, structure, source, block_offsets(structure))
+
+    def labels(self, index: tuple[int, ...]) -> tuple[np.ndarray, int]:
+        """Block ``index``'s local labels (numbered by first voxel) and their count."""
+        return _scipy_labels(self.source.read(self.grid.region(index)), self.structure)
+
+    def scan(self, index: tuple[int, ...]) -> tuple[Any, BlockInfo]:
+        """The first pass over block ``index``: what its pairs need, and its info."""
+        labels, count = self.labels(index)
+        return scan_labels(self.grid, index, labels, count)
+
+    def pairs(self, own: Any, other: Any, offset: tuple[int, ...],
+              voxels: list[tuple[int, ...]]) -> np.ndarray:
+        """Key pairs of the parts of two neighbouring blocks that are one object."""
+        return block_pairs(own, other, offset, voxels)
+
+    def check_again(self, index: tuple[int, ...], count: int, info: BlockInfo) -> None:
+        """The write pass labelled block ``index`` as the first pass did (scipy does)."""
+
+    def neighbours(self, index: tuple[int, ...]) -> list[tuple[tuple[int, ...], list[tuple[int, ...]]]]:
+        """The offsets to the blocks after ``index`` that it may touch, within the grid."""
+        return [(o, voxels) for o, voxels in self.offsets
+                if all(0 <= i + d < n for i, d, n in zip(index, o, self.grid.numblocks))]
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("tree", None)  # rebuilt where needed: cheaper than pickled
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
+
+def block_memory(block: Sequence[int], per_voxel: int,
+                 chunks: Sequence[tuple[int, Sequence[int]]]) -> int:
+    """The peak bytes of one block task: ``per_voxel`` bytes per voxel of the block, and
+    one chunk of each of ``chunks`` (itemsize, chunk shape) being decoded or encoded."""
+    return math.prod(block) * per_voxel + sum(itemsize * math.prod(chunk)
+                                              for itemsize, chunk in chunks)
+
+
+def label_voxel_bytes(source_itemsize: int, out_itemsize: int) -> int:
+    """A labelling block task's bytes per voxel (see the module notes)."""
+    return source_itemsize + 4 + 4 + 4 + out_itemsize
+
+
+def _default_multiples(shape: tuple[int, ...], unit: tuple[int, ...],
+                       scheduler: SchedulerLike) -> tuple[int, ...]:
+    return default_per_block(shape, unit, Ellipsis, 4, 4 * DEFAULT_BLOCK_VOXELS,
+                             BLOCKS_PER_THREAD * worker_threads(scheduler))
+
+
+def plan_blocks(template: Array, per_voxel: int, chunks: Sequence[tuple[int, Sequence[int]]],
+                blocks: BlockChunks, max_memory: int | str | None, scheduler: SchedulerLike,
+                what: str = "label") -> tuple[int, ...]:
+    """The block shape (whole chunks of ``template``, the output or the labels read),
+    checked against ``max_memory`` (see :func:`block_memory`).
+
+    Raises
+    ------
+    MemoryPlanError
+        One block task would need more than ``max_memory``; the message says which
+        blocks would fit. Nothing is created.
+    """
+    from chunkflow.config import byte_count
+
+    shape, unit = template.shape, template.write_chunks
+    multiples = (_default_multiples(shape, unit, scheduler) if blocks is None
+                 else block_multiples(template, Ellipsis, blocks))
+
+    def need(block: tuple[int, ...]) -> int:
+        return block_memory(block, per_voxel, chunks)
+
+    if max_memory is None:
+        limit, note = default_max_memory(scheduler)
+    else:
+        limit, note = byte_count(f"{what}: max_memory", max_memory), ""
+    block = tuple(min(k * u, n) for k, u, n in zip(multiples, unit, shape))
+    if need(block) > limit:
+        fit = fitting_multiples(multiples, unit, shape, lambda b: need(b) <= limit)
+        advice = (f"blocks={fit} (blocks of {tuple(k * u for k, u in zip(fit, unit))}) would fit"
+                  if fit is not None else
+                  f"not even one chunk {unit} per block fits: give the output smaller chunks "
+                  "or raise max_memory")
+        raise MemoryPlanError(
+            f"{what}: each block task would need about {format_bytes(need(block))} (blocks of "
+            f"{block}), more than max_memory {format_bytes(limit)}"
+            f"{f' ({note})' if note else ''}; {advice}")
+    return tuple(k * u for k, u in zip(multiples, unit))
+
+
+def neighbour_mapping(job: LabelJob) -> Mapping[tuple[int, ...], list[tuple[int, ...]]]:
+    """Block -> the blocks after it that it may touch (for building the graph)."""
+    return {index: [tuple(i + d for i, d in zip(index, o)) for o, _ in job.neighbours(index)]
+            for index in job.grid.blocks()}

@@ -1,0 +1,228 @@
+"""Object tables from partial results: what one block tells of each label in it, how
+two blocks' partial tables merge exactly, and the columns of
+``skimage.measure.regionprops_table`` they give.
+
+A partial table holds, per label present in a block: its voxel count, bounding box,
+coordinate sums (integers: exact), and with an intensity image the intensity sum,
+minimum and maximum, the intensity-weighted coordinate sums, and the intensity's mean
+and sum of squared deviations (``M2``), which merge as Chan et al.'s parallel
+variance::
+
+    n = n_a + n_b;  delta = mean_b - mean_a
+    mean = mean_a + delta * n_b / n;  M2 = M2_a + M2_b + delta**2 * n_a * n_b / n
+
+Only the statistics the asked properties need are kept.
+
+Examples
+--------
+>>> import numpy as np
+>>> labels = np.array([[1, 1, 0], [0, 2, 2]])
+>>> part = block_table(labels, None, (10, 0), {"count", "bbox", "coords"})
+>>> part["label"].tolist(), part["count"].tolist(), part["bbox_min"].tolist()
+([1, 2], [2, 2], [[10, 0], [11, 1]])
+>>> columns(merge_tables([part, part]), ["label", "area", "centroid"], 2)["centroid-1"]
+array([0.5, 1.5])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from scipy import ndimage
+
+from chunkflow.errors import LabelError
+
+__all__ = ["PARTIAL_PROPERTIES", "block_table", "columns", "compact_labels", "merge_tables",
+           "needed_stats"]
+
+#: Properties computed from partial results (one pass over the blocks); each with
+#: the statistics it needs.
+PARTIAL_PROPERTIES: dict[str, set[str]] = {
+    "label": set(),
+    "area": {"count"},
+    "num_pixels": {"count"},
+    "bbox": {"bbox"},
+    "centroid": {"coords"},
+    "centroid_weighted": {"weighted"},
+    "intensity_mean": {"sum"},
+    "intensity_min": {"min"},
+    "intensity_max": {"max"},
+    "intensity_std": {"moments"},
+}
+_INTENSITY = {"weighted", "sum", "min", "max", "moments"}
+Table = dict[str, np.ndarray]
+
+
+def needed_stats(properties: Iterable[str], has_intensity: bool) -> set[str]:
+    """The statistics a block must keep for ``properties`` (always the count: merges
+    weigh by it)."""
+    stats = {"count"}
+    for name in properties:
+        stats |= PARTIAL_PROPERTIES.get(name, set())
+    if "weighted" in stats:
+        stats.add("sum")
+    if not has_intensity and stats & _INTENSITY:
+        wanting = sorted(p for p in properties if PARTIAL_PROPERTIES.get(p, set()) & _INTENSITY)
+        raise LabelError(f"measure: {', '.join(wanting)} need an intensity image "
+                         "(intensity=)")
+    return stats
+
+
+def compact_labels(labels: np.ndarray, what: str = "measure") -> tuple[np.ndarray, np.ndarray]:
+    """(labels present but 0, ascending; each voxel's index among them + 1, 0 for 0).
+
+    Examples
+    --------
+    >>> present, index = compact_labels(np.array([[0, 9, 9], [4, 0, 9]]))
+    >>> present.tolist(), index.tolist()
+    ([4, 9], [[0, 2, 2], [1, 0, 2]])
+    """
+    flat = labels.reshape(-1)
+    if flat.size == 0:
+        return np.zeros(0, np.int64), np.zeros(labels.shape, np.int64)
+    low, high = int(flat.min()), int(flat.max())
+    if low < 0:
+        raise LabelError(f"{what}: labels must be non-negative integers, found {low}")
+    if high - low <= 4 * flat.size:  # a bincount over the range is cheaper than a sort
+        present = np.flatnonzero(np.bincount(flat - low, minlength=high - low + 1)) + low
+        present = present[present != 0]
+        lookup = np.zeros(high - low + 1, np.int64)
+        lookup[present - low] = np.arange(1, len(present) + 1)
+        return present.astype(np.int64), lookup[flat - low].reshape(labels.shape)
+    present, inverse = np.unique(flat, return_inverse=True)
+    offset = 1 if present[0] != 0 else 0
+    found = present[1 - offset:] if offset == 0 else present
+    return found.astype(np.int64), (inverse + offset).reshape(labels.shape)
+
+
+def _axis_values(shape: tuple[int, ...], axis: int, start: int) -> np.ndarray:
+    """Each voxel's coordinate along ``axis`` (plus ``start``), in C order, flat."""
+    view = [1] * len(shape)
+    view[axis] = shape[axis]
+    return np.broadcast_to(np.arange(start, start + shape[axis]).reshape(view), shape).reshape(-1)
+
+
+def block_table(labels: np.ndarray, intensity: np.ndarray | None, start: Sequence[int],
+                stats: set[str]) -> Table:
+    """The partial table of one block (``start``: its corner in the array)."""
+    present, index = compact_labels(labels)
+    k = len(present)
+    flat = index.reshape(-1)
+    table: Table = {"label": present, "count": np.bincount(flat, minlength=k + 1)[1:]}
+    if "bbox" in stats:
+        boxes = [s for s in ndimage.find_objects(index) if s is not None]
+        table["bbox_min"] = np.array([[s.start + o for s, o in zip(box, start)] for box in boxes],
+                                     np.int64).reshape(k, labels.ndim)
+        table["bbox_max"] = np.array([[s.stop + o for s, o in zip(box, start)] for box in boxes],
+                                     np.int64).reshape(k, labels.ndim)
+    if "coords" in stats:
+        table["coords"] = np.stack(
+            [np.bincount(flat, weights=_axis_values(labels.shape, a, start[a]), minlength=k + 1)[1:]
+             for a in range(labels.ndim)], axis=-1).round().astype(np.int64).reshape(k, labels.ndim)
+    if intensity is None:
+        return table
+    values = intensity.reshape(-1).astype(np.float64, copy=False)
+    total = np.bincount(flat, weights=values, minlength=k + 1)
+    if "sum" in stats:
+        table["sum"] = total[1:]
+    if "weighted" in stats:
+        table["weighted"] = np.stack(
+            [np.bincount(flat, weights=values * _axis_values(labels.shape, a, start[a]),
+                         minlength=k + 1)[1:] for a in range(labels.ndim)],
+            axis=-1).reshape(k, labels.ndim)
+    for name, ufunc, fill in (("min", np.minimum, np.inf), ("max", np.maximum, -np.inf)):
+        if name in stats:
+            extreme = np.full(k + 1, fill)
+            ufunc.at(extreme, flat, values)
+            table[name] = extreme[1:]
+    if "moments" in stats:
+        counts = np.bincount(flat, minlength=k + 1)
+        mean = total / np.maximum(counts, 1)
+        table["mean"] = mean[1:]
+        table["m2"] = np.bincount(flat, weights=(values - mean[flat]) ** 2, minlength=k + 1)[1:]
+    return table
+
+
+def merge_tables(tables: Sequence[Table]) -> Table:
+    """One table from partial tables of the same statistics (labels in several merge)."""
+    present = [t for t in tables if len(t["label"])]
+    if not present:
+        return dict(tables[0])
+    joined = {name: np.concatenate([t[name] for t in present]) for name in present[0]}
+    order = np.argsort(joined["label"], kind="stable")
+    joined = {name: value[order] for name, value in joined.items()}
+    labels, starts = np.unique(joined["label"], return_index=True)
+    if len(labels) == len(joined["label"]):
+        return joined
+    merged: Table = {"label": labels}
+    for name in ("count", "coords", "sum", "weighted"):
+        if name in joined:
+            merged[name] = np.add.reduceat(joined[name], starts, axis=0)
+    for name, ufunc in (("bbox_min", np.minimum), ("min", np.minimum),
+                        ("bbox_max", np.maximum), ("max", np.maximum)):
+        if name in joined:
+            merged[name] = ufunc.reduceat(joined[name], starts, axis=0)
+    if "mean" in joined:
+        # Chan et al., for any number of parts: the pooled mean, and each part's M2
+        # plus its count times its mean's squared distance from the pooled mean.
+        counts = joined["count"].astype(np.float64)
+        total = np.add.reduceat(counts, starts)
+        pooled = np.add.reduceat(counts * joined["mean"], starts) / total
+        group = np.repeat(np.arange(len(labels)), np.diff(np.append(starts, len(counts))))
+        spread = joined["m2"] + counts * (joined["mean"] - pooled[group]) ** 2
+        merged["mean"] = pooled
+        merged["m2"] = np.add.reduceat(spread, starts)
+    return merged
+
+
+def _split(name: str, values: np.ndarray) -> dict[str, np.ndarray]:
+    return {f"{name}-{a}": values[:, a] for a in range(values.shape[1])}
+
+
+def columns(table: Mapping[str, np.ndarray], properties: Sequence[str], ndim: int) -> Table:
+    """The ``regionprops_table`` columns of ``properties`` (partial ones only)."""
+    count = table["count"]
+    found: Table = {}
+    for name in properties:
+        if name == "label":
+            found["label"] = table["label"].astype(np.int64)
+        elif name == "area":
+            found["area"] = count.astype(np.float64)
+        elif name == "num_pixels":
+            found["num_pixels"] = count.astype(np.int64)
+        elif name == "bbox":
+            both = np.concatenate([table["bbox_min"], table["bbox_max"]], axis=1)
+            found.update(_split("bbox", both.reshape(len(count), 2 * ndim)))
+        elif name == "centroid":
+            found.update(_split("centroid", table["coords"] / count[:, None]))
+        elif name == "centroid_weighted":
+            found.update(_split("centroid_weighted", table["weighted"] / table["sum"][:, None]))
+        elif name == "intensity_mean":
+            found["intensity_mean"] = table["sum"] / count
+        elif name == "intensity_min":
+            found["intensity_min"] = table["min"].astype(np.float64)
+        elif name == "intensity_max":
+            found["intensity_max"] = table["max"].astype(np.float64)
+        elif name == "intensity_std":
+            found["intensity_std"] = np.sqrt(table["m2"] / count)
+    return found
+
+
+def empty_like_columns(properties: Sequence[str], ndim: int, stats: set[str]) -> Table:
+    """An empty table's columns (no labels anywhere)."""
+    empty: Table = {"label": np.zeros(0, np.int64), "count": np.zeros(0, np.int64),
+                    "bbox_min": np.zeros((0, ndim), np.int64),
+                    "bbox_max": np.zeros((0, ndim), np.int64),
+                    "coords": np.zeros((0, ndim), np.int64), "sum": np.zeros(0),
+                    "weighted": np.zeros((0, ndim)), "min": np.zeros(0), "max": np.zeros(0),
+                    "mean": np.zeros(0), "m2": np.zeros(0)}
+    return columns(empty, properties, ndim)
+
+
+def check_names(properties: Iterable[Any]) -> None:
+    """Refuse properties given as neither a name nor a callable."""
+    for prop in properties:
+        if not isinstance(prop, str) and not callable(prop):
+            raise LabelError(f"measure: a property is a name or a callable, got {prop!r}")

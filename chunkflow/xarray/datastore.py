@@ -1,0 +1,209 @@
+"""One chunkflow group as xarray's data store: variables, attributes, dimensions."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from xarray import Variable
+from xarray.backends import AbstractDataStore
+from xarray.core import indexing
+from xarray.core.utils import FrozenDict
+
+from chunkflow.core.array import Array
+from chunkflow.core.group import Group
+from chunkflow.core.ngff import read_multiscales
+from chunkflow.errors import MetadataError
+from chunkflow.graph.read import block_multiples
+from chunkflow.storage import make_store
+from chunkflow.xarray.opening import open_group_for_xarray
+from chunkflow.xarray.variables import codec_encoding, dims_and_attrs, fill_value_entries
+from chunkflow.xarray.wrapper import ChunkflowArrayWrapper
+
+if TYPE_CHECKING:
+    from chunkflow.cache import CacheLike
+    from chunkflow.storage import StoreLike
+
+__all__ = ["ChunkflowDataStore", "preferred_block"]
+
+
+def preferred_block(array: Array) -> tuple[int, ...]:
+    """The block shape xarray should read ``array`` in (``encoding["preferred_chunks"]``):
+    its I/O unit (shard or chunk), or on a latency-bound store :func:`chunkflow.to_dask`'s
+    default block there (see :mod:`chunkflow.xarray`).
+
+    Examples
+    --------
+    >>> import chunkflow
+    >>> preferred_block(chunkflow.zeros((100, 100), chunks=(10, 20)))
+    (10, 20)
+    """
+    unit = array.write_chunks
+    if not getattr(array.store, "latency_bound", False) or 0 in array.shape:
+        return tuple(unit)
+    multiples = block_multiples(array, ..., None)
+    return tuple(min(m * c, size) for m, c, size in zip(multiples, unit, array.shape))
+
+class ChunkflowDataStore(AbstractDataStore):
+    """The variables, attributes and dimensions of one chunkflow group, for xarray.
+
+    Parameters
+    ----------
+    group : chunkflow.Group
+        The group whose arrays become the variables.
+    use_zarr_fill_value_as_mask : bool, optional
+        ``True``: a v3 array's ``fill_value`` is its ``_FillValue`` (it masks). A v2
+        array's always is, as in xarray's zarr engine: see
+        :mod:`chunkflow.xarray.variables` for why.
+    close_store : bool
+        Close the group's store when xarray closes the dataset (stores this module
+        opened itself).
+    exclude : iterable of str
+        Arrays that are no variables here: ``drop_variables`` (never opened, so their
+        dimensions cannot conflict with the others', as with the zarr engine), or the
+        levels of a pyramid that :meth:`level` puts in nodes of their own.
+    attributes : bool
+        Whether the group's attributes are the dataset's (not for a level's node).
+
+    Examples
+    --------
+    >>> import chunkflow
+    >>> root = chunkflow.group()
+    >>> _ = root.create_array("v", shape=(3,), chunks=(2,), dtype="i2",
+    ...                       dimension_names=("x",))
+    >>> ChunkflowDataStore(root).get_dimensions()
+    {'x': 3}
+    """
+
+    def __init__(self, group: Group, use_zarr_fill_value_as_mask: bool | None = None,
+                 close_store: bool = False, exclude: Iterable[str] = (),
+                 attributes: bool = True) -> None:
+        self.group = group
+        self.use_zarr_fill_value_as_mask = use_zarr_fill_value_as_mask
+        self._close_store = close_store
+        self._exclude = frozenset(exclude)
+        self._attributes = attributes
+        self._arrays: dict[str, Array] | None = None
+        self._only: str | None = None
+
+    def pyramid_levels(self) -> list[str]:
+        """The arrays of this group that are levels of its OME-NGFF ``multiscales``
+        (``[]`` when it is no image): their dimensions conflict (each level halves
+        some), so they are no variables of one dataset.
+
+        Examples
+        --------
+        >>> import numpy as np, chunkflow
+        >>> from chunkflow.storage import MemoryStore
+        >>> store = MemoryStore()
+        >>> image = chunkflow.array(np.zeros((8, 8), "u1"))
+        >>> _ = chunkflow.pyramid(image, store, levels=2, scheduler="sync")
+        >>> ChunkflowDataStore(chunkflow.open_group(store)).pyramid_levels()
+        ['0', '1']
+        """
+        multiscales = read_multiscales(self.group.attrs.asdict())
+        if multiscales is None:
+            return []
+        members = set(self.group.array_keys())
+        return [path for path in multiscales.paths if path in members]
+
+    def without(self, names: Iterable[str]) -> ChunkflowDataStore:
+        """This data store less the arrays ``names`` (it closes the store as this would)."""
+        return ChunkflowDataStore(self.group, self.use_zarr_fill_value_as_mask,
+                                  close_store=self._close_store,
+                                  exclude=self._exclude | set(names))
+
+    def level(self, name: str) -> ChunkflowDataStore:
+        """A data store of the one array ``name`` of this group (a pyramid level), with
+        no attributes (they stay with the group's node)."""
+        store = ChunkflowDataStore(self.group, self.use_zarr_fill_value_as_mask,
+                                   attributes=False)
+        store._only = name
+        return store
+
+    @classmethod
+    def open(cls, source: Group | StoreLike, *, group: str | None = None, consolidated: bool | None = None,
+             storage_options: dict[str, Any] | None = None, zarr_format: int | None = None,
+             use_zarr_fill_value_as_mask: bool | None = None,
+             chunk_cache: CacheLike = None, exclude: Iterable[str] = ()) -> ChunkflowDataStore:
+        """Open the group ``group`` of ``source`` (path, URL, store or chunkflow.Group).
+
+        ``chunk_cache`` is chunkflow's decoded-chunk cache for the arrays: ``None`` the
+        process-wide one, ``False`` none, or a :class:`chunkflow.ChunkCache` (ignored
+        when ``source`` is an open group, whose own setting holds).
+        """
+        if isinstance(source, Group):
+            node = source[group] if group not in (None, "", "/") else source
+            if not isinstance(node, Group):
+                raise MetadataError(f"{group!r} in {source!r} is an array, expected a group")
+            return cls(node, use_zarr_fill_value_as_mask, exclude=exclude)
+        if isinstance(source, os.PathLike):
+            source = os.fspath(source)
+        owned = isinstance(source, str)  # a store made here from a path or URL
+        # zarr-python stores may say they hold no consolidated metadata (xarray asks too).
+        supports_consolidated = getattr(source, "supports_consolidated_metadata", True)
+        store = make_store(source, mode="r", storage_options=storage_options)
+        try:
+            node = open_group_for_xarray(store, (group or "").strip("/"), consolidated,
+                                         zarr_format, chunk_cache, supports_consolidated)
+        except BaseException:
+            if owned:
+                store.close()
+            raise
+        return cls(node, use_zarr_fill_value_as_mask, close_store=owned, exclude=exclude)
+
+    def arrays(self) -> dict[str, Array]:
+        """The group's arrays by name, opened once (from consolidated metadata if any)."""
+        if self._arrays is None:
+            if self._only is not None:
+                self._arrays = {self._only: self.group[self._only]}  # type: ignore[dict-item]
+            else:
+                self._arrays = {name: array for name, array in self.group.arrays()
+                                if name not in self._exclude}
+        return self._arrays
+
+    def open_store_variable(self, name: str, array: Array) -> Variable:
+        """One array as a lazily indexed xarray variable, with its encoding."""
+        dims, attrs = dims_and_attrs(array)
+        wrapper = ChunkflowArrayWrapper(array)
+        # As the zarr engine: "chunks" is the inner chunk, "shards" the shard; dask
+        # blocks of xarray's chunking fall on the stored objects' edges.
+        encoding: dict[str, Any] = {
+            "chunks": array.chunks,
+            "preferred_chunks": dict(zip(dims, preferred_block(array))),
+            "shards": array.shards,
+            **codec_encoding(array),
+            **fill_value_entries(array, attrs, self.use_zarr_fill_value_as_mask),
+        }
+        if wrapper.dtype.kind == "T":
+            encoding["dtype"] = wrapper.dtype  # as the zarr engine: written back as strings
+        return Variable(dims, indexing.LazilyIndexedArray(wrapper), attrs, encoding)
+
+    def get_variables(self) -> FrozenDict:
+        self.get_dimensions()  # refuse conflicting lengths, naming the array
+        return FrozenDict((k, self.open_store_variable(k, a)) for k, a in self.arrays().items())
+
+    def get_attrs(self) -> dict[str, Any]:
+        if not self._attributes:
+            return {}
+        return {k: v for k, v in self.group.attrs.asdict().items()
+                if not k.lower().startswith("_nc")}
+
+    def get_dimensions(self) -> dict[str, int]:
+        dimensions: dict[str, int] = {}
+        for array in self.arrays().values():
+            dims, _ = dims_and_attrs(array)
+            for dim, size in zip(dims, array.shape):
+                if dimensions.setdefault(dim, size) != size:
+                    raise MetadataError(
+                        f"array {array.path or '/'!r}: dimension {dim!r} has length {size}, "
+                        f"but another array gives it length {dimensions[dim]}"
+                    )
+        return dimensions
+
+    def close(self) -> None:
+        if self._close_store:
+            close = getattr(self.group.store, "close", None)
+            if close is not None:
+                close()

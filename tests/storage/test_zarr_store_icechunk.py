@@ -1,0 +1,89 @@
+"""Writes into an Icechunk session through chunkflow (one process): new arrays with
+mode "w", append and resize (the session refuses chunks outside the shape it holds),
+overwrite that never leaves the array deleted, prefix listings the session refuses.
+Values are compared with numpy and read back with zarr-python."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+zarr = pytest.importorskip("zarr", minversion="3")
+icechunk = pytest.importorskip("icechunk")
+
+import chunkflow  # noqa: E402
+from chunkflow.storage.zarr_store import ZarrStoreAdapter  # noqa: E402
+
+DATA = np.arange(100, dtype="i4").reshape(10, 10)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Any:
+    repo = icechunk.Repository.create(icechunk.local_filesystem_storage(str(tmp_path / "repo")))
+    session = repo.writable_session("main")
+    zarr.create_array(session.store, name="g/a", shape=DATA.shape, chunks=(4, 4),
+                      dtype="i4")[:] = DATA
+    session.commit("g/a")
+    return repo
+
+
+def _committed(repo: Any, path: str) -> np.ndarray:
+    return np.asarray(zarr.open_array(repo.readonly_session("main").store, path=path,
+                                      mode="r")[:])
+
+
+def test_mode_w_on_a_new_path(repo: Any) -> None:
+    session = repo.writable_session("main")
+    z = chunkflow.open(session.store, mode="w", path="g/new", shape=(5,), chunks=(2,),
+                       dtype="u2")
+    z[:] = [1, 2, 3, 4, 5]
+    session.commit("new")
+    assert _committed(repo, "g/new").tolist() == [1, 2, 3, 4, 5]
+    np.testing.assert_array_equal(_committed(repo, "g/a"), DATA)
+
+
+def test_append(repo: Any) -> None:
+    session = repo.writable_session("main")
+    z = chunkflow.open_array(session.store, path="g/a")
+    rows = np.full((3, 10), -1, dtype="i4")
+    assert z.append(rows) == (13, 10)
+    assert z.append(np.ones((13, 2), dtype="i4"), axis=1) == (13, 12)
+    expected = np.concatenate([np.concatenate([DATA, rows]), np.ones((13, 2), "i4")], axis=1)
+    np.testing.assert_array_equal(z[:], expected)
+    session.commit("appended")
+    np.testing.assert_array_equal(_committed(repo, "g/a"), expected)
+
+
+def test_resize_grow_and_shrink(repo: Any) -> None:
+    session = repo.writable_session("main")
+    z = chunkflow.open_array(session.store, path="g/a")
+    z.resize((6, 13))  # shrinks one axis, grows the other
+    z.resize((14, 13))  # rows 6.. read fill_value, never the old rows 6-9
+    expected = np.zeros((14, 13), dtype="i4")
+    expected[:6, :10] = DATA[:6]
+    np.testing.assert_array_equal(z[:], expected)
+    session.commit("resized")
+    np.testing.assert_array_equal(_committed(repo, "g/a"), expected)
+
+
+def test_overwrite_replaces_the_array(repo: Any) -> None:
+    session = repo.writable_session("main")
+    z = chunkflow.create_array(session.store, name="g/a", shape=(5,), chunks=(2,),
+                               dtype="f4", overwrite=True)
+    z[:] = 0.5
+    assert [name for name, _ in zarr.open_group(session.store, path="g").members()] == ["a"]
+    session.commit("replaced")
+    assert _committed(repo, "g/a").tolist() == [0.5] * 5
+
+
+def test_listing_below_prefixes_the_session_refuses(repo: Any) -> None:
+    # Icechunk lists only below groups and arrays ("bad key prefix" elsewhere).
+    store = ZarrStoreAdapter(repo.writable_session("main").store)
+    assert list(store.list_prefix("g/nothing")) == []
+    chunks = sorted(store.list_prefix("g/a/c"))
+    assert chunks == sorted(f"g/a/c/{i}/{j}" for i in range(3) for j in range(3))
+    assert sorted(store.list_prefix("g/a/c/2")) == ["g/a/c/2/0", "g/a/c/2/1", "g/a/c/2/2"]
+    assert store.list_dir("g/a/c") == ([], ["0", "1", "2"])
