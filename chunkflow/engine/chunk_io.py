@@ -217,8 +217,10 @@ class ChunkIO(ChunkSpace):
         if self.store.latency_bound:
             self._read_streamed(projections, out, keep)
             return
+        # Groups of one store call each, handed to whichever I/O thread is free: a
+        # slower thread (another process on its core) then takes fewer of them.
         map_groups(lambda group: self._read_group(group, out, keep, self._batch),
-                   projections, parallel=self.parallel)
+                   projections, parallel=self.parallel, batch=self._batch)
 
     def _first_whole_reads(self, cache: ChunkCache,
                            projections: Sequence[ChunkProjection]) -> frozenset[str]:
