@@ -46,9 +46,10 @@ def peak_rss() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def cpu_seconds() -> float:
+def cpu_seconds() -> tuple[float, float, int]:
+    """User and system CPU seconds of this process so far, and its page faults."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
+    return usage.ru_utime, usage.ru_stime, usage.ru_minflt + usage.ru_majflt
 
 
 class Checker:
@@ -229,12 +230,14 @@ def main(argv: list[str]) -> None:
     geo = floors.Geometry(path, int(side), int(chunk), int(inner), codec)
     checker = Checker("--verify" in argv)
     _imports(impl)
-    cpu, start = cpu_seconds(), time.perf_counter()
+    before, start = cpu_seconds(), time.perf_counter()
     result = run(impl, scenario, path, geo, int(concurrency), out, checker)
-    seconds, cpu = time.perf_counter() - start, cpu_seconds() - cpu
+    seconds = time.perf_counter() - start
+    user, system, faults = (b - a for a, b in zip(before, cpu_seconds()))
     peak = peak_rss()
     verdict = check(impl, scenario, result, geo, out, checker) if checker.verify else "unchecked"
-    print(json.dumps({"seconds": seconds, "cpu": cpu, "rss": peak, "check": verdict}))
+    print(json.dumps({"seconds": seconds, "cpu": user + system, "user": user, "sys": system,
+                      "faults": faults, "rss": peak, "check": verdict}))
 
 
 if __name__ == "__main__":
