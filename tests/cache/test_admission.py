@@ -58,7 +58,7 @@ def _array(tmp_path: Path, cache: ChunkCache, **kwargs: object) -> chunkflow.Arr
 
 
 def test_a_scan_leaves_the_cache_empty_and_a_second_scan_fills_it(tmp_path: Path) -> None:
-    cache = ChunkCache(1 << 20)
+    cache = ChunkCache(1 << 20, scan_resistant=True)
     z = _array(tmp_path, cache)
     expected = np.arange(32 * 32, dtype="i4").reshape(32, 32)
     for i in range(0, 32, 8):  # chunk by chunk, each read wholly once
@@ -73,7 +73,7 @@ def test_a_scan_leaves_the_cache_empty_and_a_second_scan_fills_it(tmp_path: Path
 
 
 def test_a_chunk_read_in_part_is_cached_at_once(tmp_path: Path) -> None:
-    cache = ChunkCache(1 << 20)
+    cache = ChunkCache(1 << 20, scan_resistant=True)
     z = _array(tmp_path, cache)
     z[1:5, 1:5]
     assert cache.stats.entries == 1
@@ -82,7 +82,7 @@ def test_a_chunk_read_in_part_is_cached_at_once(tmp_path: Path) -> None:
 def test_a_returned_chunk_never_shares_memory_with_the_cache(tmp_path: Path) -> None:
     # The first whole read decodes straight into the caller's array, the second caches
     # a copy of its own: writing to either result must not reach the cache.
-    cache = ChunkCache(1 << 20)
+    cache = ChunkCache(1 << 20, scan_resistant=True)
     z = _array(tmp_path, cache)
     first = z[0:8, 0:8]
     second = z[0:8, 0:8]
@@ -96,7 +96,7 @@ def test_inner_chunks_read_wholly_are_cached_from_their_second_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(local_module, "SETTLE_NS", -1)  # files have versions at once
-    cache = ChunkCache(1 << 20)
+    cache = ChunkCache(1 << 20, scan_resistant=True)
     z = chunkflow.create_array(str(tmp_path / "s.zarr"), shape=(32, 32), chunks=(8, 8),
                                shards=(16, 16), dtype="i4", cache=cache)
     expected = np.arange(32 * 32, dtype="i4").reshape(32, 32)
@@ -113,3 +113,21 @@ def test_inner_chunks_read_wholly_are_cached_from_their_second_read(
     z[1:3, 17:19]
     assert cache.stats.hits > hits
 
+
+
+def test_a_cache_made_by_hand_keeps_whole_reads_at_once(tmp_path: Path) -> None:
+    cache = ChunkCache(1 << 20)
+    z = _array(tmp_path, cache)
+    z[0:8, 0:8]
+    assert cache.stats.entries == 1
+
+
+def test_the_process_wide_cache_is_scan_resistant(tmp_path: Path) -> None:
+    z = chunkflow.zeros((16, 16), chunks=(8, 8), dtype="u1", store=str(tmp_path / "p.zarr"))
+    z[:] = 1
+    with chunkflow.config.set({"chunkflow.cache.max-bytes": "1 MiB"}):
+        chunkflow.get_cache().clear()
+        z[:]
+        assert chunkflow.cache_info().entries == 0
+        z[:]
+        assert chunkflow.cache_info().entries == 4

@@ -181,7 +181,7 @@ def test_a_handle_opened_after_another_process_wrote_sees_the_write(
     z = chunkflow.zeros((4, 4), chunks=(2, 2), dtype="f4", store=path)
     z[:] = 1.0
     z[:]
-    z[:]  # every chunk read wholly twice: cached in this process
+    z[:]  # every chunk read wholly twice: in the process-wide cache (scan resistant)
     stale_ok = chunkflow.open(path, recheck_cached_data=False)  # opened before the write
     always = chunkflow.open(path, recheck_cached_data=True)
     _run(f"import chunkflow; chunkflow.open({path!r}, mode='r+')[:] = 5.0")
@@ -207,7 +207,6 @@ def test_unchanged_chunks_are_rechecked_once_per_handle_without_rereading(
     z = chunkflow.zeros((4, 4), chunks=(2, 2), dtype="u2", store=path, cache=cache)
     z[:] = 3
     z[:]
-    z[:]  # read wholly twice: cached
     handle = chunkflow.open(path, cache=cache)
     before = cache.stats
     np.testing.assert_array_equal(handle[:], 3)
@@ -243,7 +242,6 @@ def test_a_fetch_overtaken_by_a_write_is_not_cached() -> None:
     cache = ChunkCache(1 << 20)
     z = chunkflow.zeros((4,), chunks=(4,), dtype="i4", store=store, cache=cache)
     z[:] = 1
-    z[:]  # read wholly once: the next whole read is cached (see chunkflow.cache.admission)
     cache.clear()
     store.armed = True
     result: list[np.ndarray] = []
