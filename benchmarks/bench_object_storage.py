@@ -14,7 +14,8 @@ every response and counting the requests it answers:
   tensorstore's ``s3`` kvstore).
 
 Workloads, each timed ``--repeat`` times (median [range]) with the requests the server
-saw in the last run and the CPU time the client and the server used in it. Client and
+saw in the last run and the CPU time the client and the server used per run (medians).
+Client and
 server share the machine's cores, so no reader can be faster than their summed CPU
 time over the cores: the floor printed beside each case.
 
@@ -28,11 +29,20 @@ time over the cores: the floor printed beside each case.
   chunks; ``--quick``: 1024^2 shards), one after another from a handle opened once;
 - over S3 only: a full write of the first array, and a ``map_chunks`` job (a 3x3
   mean filter, array to array) beside dask ``map_overlap`` + ``to_zarr`` with
-  zarr-python 3.
+  zarr-python 3;
+- over S3 only, the client backends: the full read and the full write of the first
+  array by chunkflow through obstore (``chunkflow.io.object-backend: obstore``),
+  through s3fs (``fsspec``) and through zarr-python's ``ObjectStore(S3Store)``, and by
+  zarr-python 3 over that ``ObjectStore``, with the client's CPU seconds per GiB moved,
+  the part of it above decoding (encoding) the same chunks in memory, which every
+  backend spends alike, and both as ratios to chunkflow's s3fs backend. moto serves
+  every request in Python, so the server's CPU, not the client's, bounds the wall time
+  here.
 
 Run by hand, with nothing else running::
 
     python benchmarks/bench_object_storage.py [--quick] [--repeat N] [--delay 0.02]
+    python benchmarks/bench_object_storage.py --only s3 --workloads backends
 """
 
 from __future__ import annotations
@@ -56,7 +66,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve()
 WINDOW = 256
-#: Seconds of each run, requests in the last, and its (client, server) CPU seconds.
+#: Seconds of each run, requests in the last, and (client, server) CPU seconds per run.
 Timing = tuple[list[float], int, tuple[float, float]]
 BUCKET = "bench"
 COUNTS = "/__counts__"
@@ -265,18 +275,20 @@ def _cpu_seconds(pid: int | None = None) -> float:
 
 
 def timed(func: Callable[[], object], repeat: int, served: Served) -> Timing:
-    """Seconds of each run; the requests the server answered and the CPU seconds the
-    client (this process, all its threads) and the server used, in the last one."""
-    times, requests, cpu = [], 0, (0.0, 0.0)
+    """Seconds of each run; the requests the server answered in the last one, and the
+    median CPU seconds the client (this process, all its threads) and the server used
+    per run (medians: other work on a shared machine inflates single runs)."""
+    times, requests, clients, servers = [], 0, [], []
     for _ in range(repeat):
         before = sum(served.counts().values())
         client, server = _cpu_seconds(), _cpu_seconds(served.process.pid)
         start = time.perf_counter()
         func()
         times.append(time.perf_counter() - start)
-        cpu = (_cpu_seconds() - client, _cpu_seconds(served.process.pid) - server)
+        clients.append(_cpu_seconds() - client)
+        servers.append(_cpu_seconds(served.process.pid) - server)
         requests = sum(served.counts().values()) - before - 1  # less the count's own
-    return times, requests, cpu
+    return times, requests, (statistics.median(clients), statistics.median(servers))
 
 
 def _fmt(times: list[float]) -> str:
@@ -422,6 +434,87 @@ def full_write(target: Target, image: np.ndarray, repeat: int) -> None:
     report("full write, same array", results)
 
 
+def object_store(target: Target, name: str) -> Any:
+    """zarr-python's ObjectStore over obstore's S3Store of ``name``."""
+    import obstore.store
+    import zarr.storage
+    inner = obstore.store.S3Store(BUCKET, prefix=name, endpoint=target.served.url,
+                                  access_key_id="testing", secret_access_key="testing",
+                                  region="us-west-2", client_options={"allow_http": True})
+    return zarr.storage.ObjectStore(inner)
+
+
+def report_cpu(title: str, results: dict[str, Timing], nbytes: int, base: str,
+               floor: str) -> None:
+    """One line per case: time, requests, the client's CPU seconds per GiB moved, that
+    CPU above the ``floor`` case's (decoding or encoding the same chunks in memory: the
+    share every backend spends alike), and both as ratios to the ``base`` case's."""
+    print(f"  {title}")
+    if base not in results or floor not in results:
+        return
+    gib = nbytes / 2**30
+    base_time = statistics.median(results[base][0])
+    base_cpu, floor_cpu = results[base][2][0], results[floor][2][0]
+    for name, (times, requests, (client, server)) in results.items():
+        share = (client - floor_cpu) / (base_cpu - floor_cpu)
+        above = f"{(client - floor_cpu) / gib:6.2f} s/GiB ({share:4.2f}x)"
+        print(f"    {name:<34} {_fmt(times):>28} {requests:4d} requests   "
+              f"client cpu {client / gib:6.2f} s/GiB ({client / base_cpu:4.2f}x), above the "
+              f"codec {above if name != floor else '-':>22}, server {server:5.2f} s, "
+              f"time {statistics.median(times) / base_time:4.2f}x")
+
+
+def backends(target: Target, image: np.ndarray, repeat: int) -> None:
+    """The full read and write through each client backend (see the module doc), beside
+    the same read and write of an in-memory array: the codec's share of the CPU."""
+    import zarr
+
+    import chunkflow
+    served, results = target.served, {}
+
+    def backend(choice: str) -> Any:
+        return chunkflow.config.set({"chunkflow.io.object-backend": choice})
+
+    memory = chunkflow.create_array(None, shape=image.shape, chunks=(512, 512), dtype="u2",
+                                    cache=False)
+    memory[:] = image
+    attempt(results, "chunkflow read, in memory", lambda: timed(lambda: memory[:], repeat, served))
+    for choice in ("obstore", "fsspec"):
+        with backend(choice):
+            z = target.chunkflow("full.zarr", cache=False)
+        assert type(z.store).__name__ == {"obstore": "ObstoreStore", "fsspec": "FsspecStore"}[choice]
+        np.testing.assert_array_equal(z[:], image)
+        attempt(results, f"chunkflow read, {choice}", lambda z=z: timed(lambda: z[:], repeat, served))
+    adapted = chunkflow.open_array(object_store(target, "full.zarr"), mode="r", cache=False)
+    attempt(results, "chunkflow read, zarr ObjectStore", lambda: timed(lambda: adapted[:], repeat, served))
+    theirs = zarr.open_array(object_store(target, "full.zarr"), mode="r")
+    attempt(results, "zarr-python 3 read, ObjectStore", lambda: timed(lambda: theirs[:], repeat, served))
+    report_cpu(f"client CPU, full read of {image.nbytes / 2**20:.0f} MiB", results, image.nbytes,
+               "chunkflow read, fsspec", "chunkflow read, in memory")
+    results = {}
+    attempt(results, "chunkflow write, in memory",
+            lambda: timed(lambda: memory.__setitem__(slice(None), image), repeat, served))
+    for choice in ("obstore", "fsspec"):
+        with backend(choice):
+            z = chunkflow.create_array(target.url(f"w-{choice}.zarr"), shape=image.shape,
+                                       chunks=(512, 512), dtype="u2", overwrite=True,
+                                       storage_options=target.options, cache=False)
+        attempt(results, f"chunkflow write, {choice}",
+                lambda z=z: timed(lambda: z.__setitem__(slice(None), image), repeat, served))
+    written = chunkflow.create_array(object_store(target, "w-adapter.zarr"), shape=image.shape,
+                                     chunks=(512, 512), dtype="u2", overwrite=True, cache=False)
+    attempt(results, "chunkflow write, zarr ObjectStore",
+            lambda: timed(lambda: written.__setitem__(slice(None), image), repeat, served))
+    zwritten = zarr.create_array(object_store(target, "w-zarr-os.zarr"), shape=image.shape,
+                                 chunks=(512, 512), dtype="u2", overwrite=True)
+    attempt(results, "zarr-python 3 write, ObjectStore",
+            lambda: timed(lambda: zwritten.__setitem__(slice(None), image), repeat, served))
+    for name in ("w-obstore.zarr", "w-fsspec.zarr"):
+        np.testing.assert_array_equal(target.chunkflow(name, cache=False)[:], image)
+    report_cpu("client CPU, full write of the same array", results, image.nbytes,
+               "chunkflow write, fsspec", "chunkflow write, in memory")
+
+
 def _mean3(block: np.ndarray) -> np.ndarray:
     from scipy import ndimage
     return ndimage.uniform_filter(block.astype("f4"), 3)
@@ -483,6 +576,20 @@ def upload(target: Target, folder: Path) -> None:
     fs.put(str(folder) + "/", f"{BUCKET}/", recursive=True)
 
 
+#: Each workload: how it runs, and whether it runs over S3 only.
+WORKLOADS: dict[str, tuple[Callable[..., None], bool]] = {
+    "read": (lambda target, full, sharded, count, repeat: full_read(target, full, repeat), False),
+    "xarray": (lambda target, full, sharded, count, repeat: xarray_read(target, full, repeat),
+               False),
+    "windows": (lambda target, full, sharded, count, repeat:
+                window_reads(target, sharded, count, repeat), False),
+    "write": (lambda target, full, sharded, count, repeat: full_write(target, full, repeat), True),
+    "map": (lambda target, full, sharded, count, repeat: map_job(target, full, repeat), True),
+    "backends": (lambda target, full, sharded, count, repeat: backends(target, full, repeat),
+                 True),
+}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="32 MiB, 1024^2 shards")
@@ -490,6 +597,8 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=0.02, help="seconds per request")
     parser.add_argument("--windows", type=int, default=None, help="default 100 (quick: 20)")
     parser.add_argument("--only", default="http,s3", help="targets: http, s3 or both")
+    parser.add_argument("--workloads", default="all",
+                        help="all, or some of: read,xarray,windows,write,map,backends")
     parser.add_argument("--serve", choices=["http", "s3"], help=argparse.SUPPRESS)
     parser.add_argument("--root", default=".", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -512,12 +621,10 @@ def main() -> None:
                 print(f"\n{kind}:")
                 if kind == "s3":
                     upload(target, folder)
-                full_read(target, full, args.repeat)
-                xarray_read(target, full, args.repeat)
-                window_reads(target, sharded, count, args.repeat)
-                if kind == "s3":
-                    full_write(target, full, args.repeat)
-                    map_job(target, full, args.repeat)
+                chosen = set(WORKLOADS if args.workloads == "all" else args.workloads.split(","))
+                for name, (run, s3_only) in WORKLOADS.items():
+                    if name in chosen and (kind == "s3" or not s3_only):
+                        run(target, full, sharded, count, args.repeat)
             finally:
                 served.close()
     finally:

@@ -10,10 +10,14 @@ Examples
 0.015
 """
 
+from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from chunkflow import config
+# Modules, reached as chunkflow.config and chunkflow.reductions but left out of
+# __all__: a star import gives functions and classes only.
+from chunkflow import config as config
 from chunkflow.api import (
+    Group,
     array,
     consolidate_metadata,
     create,
@@ -46,7 +50,15 @@ from chunkflow.api.convenience import (
     tree,
 )
 from chunkflow.cache import ChunkCache, cache_info, get_cache
-from chunkflow.core import Array, Group, Tree
+from chunkflow.core import Array, Tree
+from chunkflow.errors import (
+    ChunkflowError,
+    IncompleteJobWarning,
+    JobMismatchError,
+    JobTokenError,
+    MemoryPlanError,
+)
+from chunkflow.jobs import job_status
 from chunkflow.storage import (
     DirectoryStore,
     FsspecStore,
@@ -57,8 +69,10 @@ from chunkflow.storage import (
     ZipStore,
 )
 from chunkflow.sync import DistributedSynchronizer, ProcessSynchronizer, ThreadSynchronizer
+from chunkflow.version import __version__ as __version__
 
 if TYPE_CHECKING:
+    from chunkflow import reductions as reductions
     from chunkflow.graph import (
         compute,
         histogram,
@@ -70,71 +84,73 @@ if TYPE_CHECKING:
         nanpercentile,
         nanquantile,
         percentile,
-        pyramid,
         quantile,
-        rechunk,
         reduce,
-        reductions,
         segment,
         store,
         summarize_chunks,
         to_chunkflow,
         to_dask,
     )
+    from chunkflow.graph.pyramid import pyramid
+    from chunkflow.graph.rechunk import rechunk
 
-# The dask graph builders load dask.array (with pandas, scipy.sparse and xarray when
-# they are installed: about 70 MiB of memory and a second of start-up) on first use,
-# not on `import chunkflow`: reading and writing arrays needs none of it.
-_GRAPH_NAMES = frozenset({
-    "compute",
-    "histogram",
-    "label",
-    "map_chunks",
-    "measure",
-    "median",
-    "nanmedian",
-    "nanpercentile",
-    "nanquantile",
-    "percentile",
-    "pyramid",
-    "quantile",
-    "rechunk",
-    "reduce",
-    "reductions",
-    "segment",
-    "store",
-    "summarize_chunks",
-    "to_chunkflow",
-    "to_dask",
-})
+# The dask graph builders (and chunkflow.reductions, built on them) load dask.array,
+# with pandas, scipy.sparse and xarray when they are installed: about 70 MiB of memory
+# and a second of start-up. They load on first use, not on `import chunkflow`:
+# reading and writing arrays needs none of it.
+_LAZY = {
+    "compute": "chunkflow.graph",
+    "histogram": "chunkflow.graph",
+    "label": "chunkflow.graph",
+    "map_chunks": "chunkflow.graph",
+    "measure": "chunkflow.graph",
+    "median": "chunkflow.graph",
+    "nanmedian": "chunkflow.graph",
+    "nanpercentile": "chunkflow.graph",
+    "nanquantile": "chunkflow.graph",
+    "percentile": "chunkflow.graph",
+    "pyramid": "chunkflow.graph.pyramid",
+    "quantile": "chunkflow.graph",
+    "rechunk": "chunkflow.graph.rechunk",
+    "reduce": "chunkflow.graph",
+    "segment": "chunkflow.graph",
+    "store": "chunkflow.graph",
+    "summarize_chunks": "chunkflow.graph",
+    "to_chunkflow": "chunkflow.graph",
+    "to_dask": "chunkflow.graph",
+    "reductions": "chunkflow.reductions",  # a module: chunkflow.reductions itself
+}
 
 
 def __getattr__(name: str) -> Any:
-    if name in _GRAPH_NAMES:
-        from chunkflow import graph
-
-        value = getattr(graph, name)
-        globals()[name] = value  # found directly from now on
-        return value
-    raise AttributeError(f"module 'chunkflow' has no attribute {name!r}")
+    where = _LAZY.get(name)
+    if where is None:
+        raise AttributeError(f"module 'chunkflow' has no attribute {name!r}")
+    module = import_module(where)
+    value = module if name == "reductions" else getattr(module, name)
+    globals()[name] = value  # found directly from now on
+    return value
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | _GRAPH_NAMES)
-
-
-__version__ = "0.1.0"
+    return sorted(set(globals()) | set(_LAZY))
 
 
 __all__ = [
     "Array",
     "ChunkCache",
+    "ChunkflowError",
     "DirectoryStore",
     "DistributedSynchronizer",
     "FsspecStore",
     "Group",
+    "IncompleteJobWarning",
+    "JobMismatchError",
+    "JobTokenError",
     "LocalStore",
     "MappingStore",
+    "MemoryPlanError",
     "MemoryStore",
     "ProcessSynchronizer",
     "Store",
@@ -144,7 +160,6 @@ __all__ = [
     "array",
     "cache_info",
     "compute",
-    "config",
     "consolidate_metadata",
     "copy",
     "copy_all",
@@ -160,6 +175,7 @@ __all__ = [
     "get_cache",
     "group",
     "histogram",
+    "job_status",
     "label",
     "load",
     "map_chunks",
@@ -180,7 +196,6 @@ __all__ = [
     "quantile",
     "rechunk",
     "reduce",
-    "reductions",
     "save",
     "save_array",
     "save_group",

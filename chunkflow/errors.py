@@ -29,22 +29,28 @@ __all__ = [
     "ChunkflowError",
     "ContainsArrayError",
     "ContainsGroupError",
+    "DimensionNamesError",
     "DtypeMismatchError",
     "ExternalLinkError",
     "GroupNotFoundError",
     "IncompleteJobWarning",
     "IncompleteListingError",
     "InvalidKeyError",
+    "InvalidOutError",
     "InvalidSelectionError",
     "JobMismatchError",
     "JobTokenError",
     "LabelError",
     "LockTimeoutError",
+    "MemoryPlanError",
     "MetadataError",
+    "MissingDependencyError",
     "NodeNotFoundError",
+    "OpenError",
     "ProcessLocalStoreError",
     "PyramidError",
     "ReadOnlyError",
+    "RemovedOutputError",
     "SettingError",
     "ShapeMismatchError",
     "StoreRequestError",
@@ -54,6 +60,7 @@ __all__ = [
     "UnsupportedCodecError",
     "UnsupportedDtypeError",
     "UnsupportedFormatError",
+    "UsageError",
     "ValueOutOfRangeError",
     "ValuesChangedError",
 ]
@@ -123,6 +130,10 @@ class InvalidSelectionError(ChunkflowError, IndexError):
     """A selection has a form chunkflow cannot apply (wrong type, rank, step...)."""
 
 
+class InvalidOutError(ChunkflowError, TypeError):
+    """An ``out=`` argument is not an array a read can fill."""
+
+
 class InvalidKeyError(ChunkflowError, ValueError):
     """A store key is unsafe or malformed (``..``, absolute, empty segments)."""
 
@@ -156,6 +167,15 @@ class DtypeMismatchError(ChunkflowError, TypeError, ValueError):
 
 class LockTimeoutError(ChunkflowError, TimeoutError):
     """A synchronizer lock could not be acquired within the timeout."""
+
+
+class MemoryPlanError(ChunkflowError, MemoryError):
+    """A job's tasks would need more memory than its budget allows (``max_memory``).
+
+    Raised by the memory plan of :func:`~chunkflow.map_chunks`,
+    :func:`~chunkflow.rechunk` and :func:`~chunkflow.pyramid` before anything runs or
+    is created; the message says which block size or budget would fit.
+    """
 
 
 class ChunkTooLargeError(ChunkflowError, MemoryError):
@@ -249,3 +269,29 @@ class IncompleteJobWarning(UserWarning):
     fill value). Shown once per array and process; ``chunkflow status PATH`` lists
     the blocks that remain, and rerunning the job with ``resume=True`` finishes it.
     """
+
+
+class DimensionNamesError(MetadataError, KeyError):
+    """An array lacks a name for some dimension, which xarray needs.
+
+    A :class:`~chunkflow.errors.MetadataError` and, as xarray's zarr engine raises for
+    the same store, a ``KeyError``.
+    """
+
+    __str__ = Exception.__str__  # the message as written, not KeyError's repr of it
+
+
+class UsageError(ChunkflowError, ValueError):
+    """A command-line argument that parsed but makes no sense (exit code 2)."""
+
+
+class MissingDependencyError(ChunkflowError, ImportError):
+    """A command needs an optional package that is not installed (exit code 1)."""
+
+
+class OpenError(ChunkflowError, OSError):
+    """A path or URL could not be opened (missing, unreachable, not authorized)."""
+
+
+class RemovedOutputError(ChunkflowError, RuntimeError):
+    """A command failed part-way; the output it had created was removed."""

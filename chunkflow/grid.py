@@ -322,6 +322,8 @@ def normalize_chunks(chunks: ChunksLike, shape: tuple[int, ...], itemsize: int) 
     ((100, 100), (1, 4, 5))
     >>> normalize_chunks(False, (3, 0), 8), normalize_chunks(None, (), 8)
     ((3, 1), ())
+    >>> normalize_chunks((0, 2, 3), (0, 2, 3), 8)  # zarr-python's chunks for no data
+    (1, 2, 3)
     """
     shape = normalize_shape(shape)
     if chunks is None or chunks is True:
@@ -356,12 +358,14 @@ def _chunk_entry(
             f"chunks {chunks!r} for shape {shape}: entries must be integers, None or -1, "
             f"got {entry!r} (irregular dask-style chunks are not supported)"
         ) from err
-    if value == -1:
+    if value == -1 or (value == 0 and size == 0):
+        # 0 along a zero-length dimension, as zarr-python takes it: the whole (empty)
+        # dimension, stored as 1 (tensorstore refuses a chunk size of 0).
         return max(size, 1)
     if value < 1:
         raise ValueError(
             f"chunks {chunks!r} for shape {shape}: chunk sizes must be positive "
-            f"(or -1 / None for the whole dimension), got {value}"
+            f"(or -1 / None for the whole dimension, 0 for a zero-length one), got {value}"
         )
     return value
 

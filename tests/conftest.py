@@ -133,3 +133,12 @@ def cluster_client() -> Iterator[Any]:
                                   dashboard_address=":0") as cluster, \
             distributed.Client(cluster, set_as_default=False) as client:
         yield client
+
+
+@pytest.fixture
+def log(tmp_path: Path) -> Path:
+    """An empty folder for :func:`tests.helpers.jobs.logged_filter`: where it logs its
+    calls and finds the faults a test asks for."""
+    folder = tmp_path / "log"
+    folder.mkdir()
+    return folder

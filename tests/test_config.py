@@ -31,6 +31,7 @@ RECHECK = "chunkflow.cache.recheck-cached-data"
 THREADS = "chunkflow.io.threads"
 REQUESTS = "chunkflow.io.inflight-requests"
 INFLIGHT = "chunkflow.io.inflight-bytes"
+BACKEND = "chunkflow.io.object-backend"
 FORMAT = "chunkflow.array.zarr-format"
 DASK_ENV = ("DASK_CHUNKFLOW__CACHE__MAX_BYTES", "DASK_CHUNKFLOW__CACHE__COMPRESSED_BYTES",
             "DASK_CHUNKFLOW__CACHE__ENABLED", "DASK_CHUNKFLOW__CACHE__RECHECK_CACHED_DATA",
@@ -63,7 +64,8 @@ def test_defaults(clean_env: pytest.MonkeyPatch) -> None:
 
 def test_package_exports_the_settings_module() -> None:
     assert chunkflow.config is config and config.__name__ == "chunkflow.config"
-    assert SETTINGS == (MAX, COMPRESSED, ENABLED, RECHECK, THREADS, REQUESTS, INFLIGHT, FORMAT)
+    assert SETTINGS == (MAX, COMPRESSED, ENABLED, RECHECK, THREADS, REQUESTS, INFLIGHT,
+                        BACKEND, FORMAT)
     assert "config" not in chunkflow.cache.__all__  # one place for the settings
     assert set(chunkflow.cache.__all__) >= {"ChunkCache", "CacheStats", "get_cache", "cache_info"}
 
@@ -417,7 +419,7 @@ def test_io_threads_setting_sizes_the_pool_and_follows_changes(
 
 
 def test_auto_cache_budget_follows_a_worker_memory_limit() -> None:
-    from chunkflow.cache.budget import cache_bytes_for
+    from chunkflow.cache.capacity import cache_bytes_for
     from chunkflow.config.resources import auto_cache_bytes, worker_memory_limit
 
     assert worker_memory_limit() is None  # the test process hosts no worker
@@ -430,6 +432,14 @@ def test_auto_cache_budget_follows_a_worker_memory_limit() -> None:
         assert cache_bytes_for(400 * 2**20) == 64 * 2**20  # a set budget is kept
     with config.set({ENABLED: False}):
         assert cache_bytes_for(400 * 2**20) == 0
+
+
+def test_object_backend_choices() -> None:
+    assert config.get(BACKEND) == "auto"
+    with config.set({BACKEND: "OBSTORE"}):
+        assert config.get(BACKEND) == "obstore"
+    with pytest.raises(SettingError, match="'auto', 'obstore' or 'fsspec'.*'boto'"):
+        config.set({BACKEND: "boto"})
 
 
 def test_zarr_format_setting_picks_the_format_of_new_nodes() -> None:

@@ -1,6 +1,7 @@
 """Every notebook under notebooks/ runs top to bottom (code cells, in a scratch folder),
-and is stored with the outputs of such a run, plots included, for readers who open it on
-a repository page.
+twice in the same folder, writing only in a folder named after itself; and it is stored
+with the outputs of such a run, plots included, for readers who open it on a repository
+page.
 
 Notebooks read ``CHUNKFLOW_NOTEBOOK_SCALE`` (``small`` by default and here, ``full`` for
 the big run); here they draw with matplotlib's non-interactive Agg backend. After
@@ -56,14 +57,29 @@ def small_notebook_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Itera
     matplotlib.use(backend)
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_notebook_runs(path: Path, small_notebook_env: Path) -> None:
+def run_code_cells(path: Path, run: str) -> None:
+    """The code cells of ``path``, in order, in one namespace (as a kernel runs them)."""
     namespace: dict[str, object] = {"__name__": "__notebook__"}
     for index, source in enumerate(code_cells(path)):
         try:
             exec(compile(source, f"{path.name}[cell {index}]", "exec"), namespace)
         except Exception as err:  # pragma: no cover - the message is the point
-            raise AssertionError(f"{path.name}, code cell {index} failed: {err!r}") from err
+            raise AssertionError(f"{path.name}, {run} run, code cell {index} failed: "
+                                 f"{err!r}") from err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_runs_twice_in_one_folder(path: Path, small_notebook_env: Path) -> None:
+    """Top to bottom, then again in the same folder: the second run replaces what the
+    first wrote. Each run writes only in the notebook's own folder (named after it), so
+    notebooks run in one folder never meet either."""
+    for run in ("first", "second"):
+        run_code_cells(path, run)
+        written = sorted(entry.name for entry in small_notebook_env.iterdir())
+        assert written == [path.stem], (
+            f"{path.name}, {run} run: wrote {written} in the folder it ran in; everything "
+            f"it writes belongs in its own folder {path.stem}/")
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

@@ -170,3 +170,10 @@ def test_the_graph_is_what_the_readme_says() -> None:
     assert "at most half of\n  its blocks) re-plans" in README
     assert len(x[10:20, :1000].dask.layers) == 2, "a small slice re-plans, in two layers"
     assert "getitem" in x[10:2000:3].name, "a large slice is dask's getitem"
+
+
+def test_the_quick_command_leaves_out_the_slow_cases_and_ci_runs_everything() -> None:
+    quick = BLOCK.search(README[README.index("## Tests"):]).group(2).splitlines()[0]
+    assert quick.startswith('python -m pytest -n 2 -m "not slow"'), quick
+    ci_line = QUICKSTART.splitlines()[1]  # the line CI runs: every test
+    assert ci_line.endswith("python -m pytest -n 2") and "slow" not in ci_line, ci_line

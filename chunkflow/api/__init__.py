@@ -3,7 +3,6 @@ zarr-3 checks, spec building, ``chunks="auto"``, hierarchy opening, convenience
 (save/load) and copying.
 """
 
-from chunkflow.api import group_members  # noqa: F401  (installs Group.create_array's maker)
 from chunkflow.api.convenience import (
     copy,
     copy_all,
@@ -24,11 +23,10 @@ from chunkflow.api.creation import (
     full_like,
     ones,
     ones_like,
-    open_array,
-    open_like,
     zeros,
     zeros_like,
 )
+from chunkflow.api.group_members import Group
 from chunkflow.api.hierarchy import (
     consolidate_metadata,
     group,
@@ -36,9 +34,11 @@ from chunkflow.api.hierarchy import (
     open_group,
     open_node,
 )
+from chunkflow.api.opening import open_array, open_like
 from chunkflow.api.zarr3 import create_array, from_array
 
 __all__ = [
+    "Group",
     "array",
     "consolidate_metadata",
     "copy",

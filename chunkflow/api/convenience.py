@@ -18,7 +18,7 @@ import numpy as np
 
 from chunkflow.api.copying import copy, copy_all, copy_store
 from chunkflow.api.creation import array as create_array_from
-from chunkflow.api.creation import open_array
+from chunkflow.api.opening import open_array
 from chunkflow.core.array import Array
 from chunkflow.core.documents import node_kind, normalize_path, not_found_message
 from chunkflow.errors import NodeNotFoundError

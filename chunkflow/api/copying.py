@@ -16,15 +16,15 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Literal
 
-from chunkflow.api.copy_jobs import copy_array_resumable, resumable_here
+from chunkflow.api.block_copy import copy_array_resumable, resumable_here
 from chunkflow.core.array import Array
 from chunkflow.core.documents import join_path, node_kind, normalize_path
-from chunkflow.core.jobs import JOB_ATTRIBUTE
 from chunkflow.errors import (
     ContainsArrayError,
     ContainsGroupError,
     UnsupportedCodecError,
 )
+from chunkflow.jobs import without_mark
 from chunkflow.storage import Store, make_store
 
 if TYPE_CHECKING:
@@ -87,7 +87,7 @@ def copy(
         fsspec options (credentials, ``endpoint_url``...) when ``dest`` is a URL.
     resume : bool
         Copy arrays block by block, recording each finished block in the
-        destination (see :mod:`chunkflow.api.copy_jobs`); an array an interrupted
+        destination (see :mod:`chunkflow.api.block_copy`); an array an interrupted
         copy left unfinished is continued (only its missing blocks are copied)
         whatever ``if_exists`` says, and one another job is writing is refused
         (:class:`~chunkflow.errors.JobMismatchError`). Finished arrays follow
@@ -221,8 +221,8 @@ def _copy_node(source: Array | Group | ArrayLike, dest: Group, name: str, *, sha
         if if_exists == "replace":
             del dest[name]
             existing = None
-    attrs = {} if without_attrs else dict(getattr(source, "attrs", None) or {})
-    attrs.pop(JOB_ATTRIBUTE, None)  # a source's unfinished-job mark is not the copy's
+    # A source's unfinished-job mark is not the copy's.
+    attrs = {} if without_attrs else without_mark(dict(getattr(source, "attrs", None) or {}))
     if not is_group and resume:
         target = copy_array_resumable(source, dest, name,
                                       _array_kwargs(source, dest.zarr_format, kwargs),

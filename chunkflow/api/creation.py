@@ -1,8 +1,5 @@
-"""Creating and opening arrays: ``create``, ``open_array``, ``zeros``, ``array``...
-
-Modes follow zarr-python: ``r`` read only, must exist; ``r+`` read/write, must exist;
-``a`` read/write, create if missing (default); ``w`` create, replacing what is
-there; ``w-`` create, fail if something exists.
+"""Creating arrays: ``create``, ``zeros``, ``array``... (opening them:
+:mod:`chunkflow.api.opening`).
 """
 
 from __future__ import annotations
@@ -15,7 +12,6 @@ import numpy as np
 
 from chunkflow.api.dtype_spec import items_dtype
 from chunkflow.api.spec import DEFAULT, build_metadata, resolve_zarr_format
-from chunkflow.api.zarr3_checks import ZARR3_ONLY
 from chunkflow.codecs.v3_codecs import BloscCodec
 from chunkflow.core.array import Array
 from chunkflow.core.documents import (
@@ -26,7 +22,7 @@ from chunkflow.core.documents import (
 )
 from chunkflow.engine.options import ArrayOptions
 from chunkflow.engine.values import convert_dtype, is_chunked_source
-from chunkflow.errors import ArrayNotFoundError, ContainsArrayError, ContainsGroupError
+from chunkflow.errors import ContainsArrayError, ContainsGroupError
 from chunkflow.storage import make_store
 
 if TYPE_CHECKING:
@@ -40,7 +36,6 @@ if TYPE_CHECKING:
     from chunkflow.sync import SynchronizerLike
 
 __all__ = [
-    "MODES",
     "array",
     "create",
     "empty",
@@ -50,15 +45,10 @@ __all__ = [
     "like_kwargs",
     "ones",
     "ones_like",
-    "open_array",
-    "open_like",
     "zeros",
     "zeros_like",
 ]
 
-MODES = ("r", "r+", "a", "w", "w-")
-_OPEN_OPTIONS = ("write_empty_chunks", "allow_pickle", "synchronizer", "cache", "lock_timeout",
-                 "recheck_cached_data")
 
 
 def create(
@@ -182,52 +172,6 @@ def create(
     if overwrite:
         array.forget_cached()  # chunks of the array this one replaced
     return array
-
-
-def open_array(
-    store: StoreLike = None,
-    mode: str = "a",
-    *,
-    path: str | None = None,
-    storage_options: dict[str, Any] | None = None,
-    shape: ShapeLike | None = None,
-    **kwargs: Any,
-) -> Array:
-    """Open an array, creating it when ``mode`` allows and ``shape`` is given.
-
-    Examples
-    --------
-    >>> from chunkflow.storage import MemoryStore
-    >>> store = MemoryStore()
-    >>> z = open_array(store, mode="w", shape=(4,), chunks=(2,), dtype="u1")
-    >>> z[:] = [1, 2, 3, 4]
-    >>> open_array(store, mode="r")[:]
-    array([1, 2, 3, 4], dtype=uint8)
-    >>> open_array(store, mode="w", shape=(8,), chunks=(2,), shards=(4,), dtype="u1").shards
-    (4,)
-    """
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-    resolved = make_store(store, mode=mode, storage_options=storage_options)
-    node_path = normalize_path(path)
-    options = {k: kwargs.pop(k) for k in _OPEN_OPTIONS if k in kwargs}
-    if mode in ("r", "r+") or (mode == "a" and node_kind(resolved, node_path) is not None):
-        kwargs.pop("zarr_format", None)
-        return Array(resolved, node_path, read_only=mode == "r" or kwargs.get("read_only", False),
-                     **options)
-    if shape is None:
-        raise ArrayNotFoundError(
-            f"no array at path {node_path or '/'!r} in {resolved!r}; pass shape= (and "
-            f"dtype=, chunks=...) to create one with mode={mode!r}"
-        )
-    if ZARR3_ONLY.isdisjoint(kwargs):
-        return create(shape, store=resolved, path=node_path, overwrite=mode == "w", **options,
-                      **kwargs)
-    # zarr-python 3 keywords (shards=, compressors=...): its create_array's meanings.
-    from chunkflow.api.zarr3 import create_array  # it builds on this module
-
-    return create_array(resolved, name=node_path, shape=shape, overwrite=mode == "w",
-                        **options, **kwargs)
 
 
 def zeros(shape: ShapeLike, **kwargs: Any) -> Array:
@@ -394,9 +338,3 @@ def full_like(a: ArrayLike, fill_value: FillValueLike, **kwargs: Any) -> Array:
     array([7.5, 7.5, 7.5])
     """
     return create(**like_kwargs(a, **kwargs, fill_value=fill_value))
-
-
-def open_like(a: ArrayLike, path: StoreLike, **kwargs: Any) -> Array:
-    """Open (or create) the array at ``path`` with the properties of ``a``."""
-    like = like_kwargs(a, **kwargs)
-    return open_array(path, **like)

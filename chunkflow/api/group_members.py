@@ -1,6 +1,10 @@
-"""What :meth:`chunkflow.Group.create_array` runs: the creation functions of this package,
-installed in :mod:`chunkflow.core` when this package is imported (core lies below api in
-the import chain, so it cannot import them itself)."""
+"""``chunkflow.Group``: the core group with the creation functions of this package.
+
+:meth:`chunkflow.Group.create_array` runs :func:`create_member_array`. Core lies below
+api in the import chain and cannot import it, so core's group leaves the step empty
+(:class:`~chunkflow.core.group_arrays.ArrayCreation`) and this subclass fills it; every
+group opened through one is of its class.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +16,7 @@ from chunkflow.api import creation
 from chunkflow.api.zarr3 import create_array
 from chunkflow.api.zarr3_checks import ZARR3_ONLY
 from chunkflow.core import Array
-from chunkflow.core.group_arrays import set_array_maker
+from chunkflow.core import Group as CoreGroup
 from chunkflow.errors import ShapeMismatchError
 from chunkflow.storage import Store
 
@@ -21,7 +25,7 @@ if TYPE_CHECKING:
 
     from chunkflow.grid import ChunksLike, ShapeLike
 
-__all__ = ["create_member_array"]
+__all__ = ["Group", "create_member_array"]
 
 
 def create_member_array(store: Store, path: str, *, shape: ShapeLike, dtype: DTypeLike,
@@ -60,4 +64,8 @@ def create_member_array(store: Store, path: str, *, shape: ShapeLike, dtype: DTy
     return creation.create(shape, store=store, path=path, overwrite=overwrite, **kwargs)
 
 
-set_array_maker(create_member_array)
+
+class Group(CoreGroup):
+    __doc__ = CoreGroup.__doc__
+
+    _array_maker = staticmethod(create_member_array)

@@ -6,7 +6,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from chunkflow.api.creation import MODES, open_array
+from chunkflow.api.group_members import Group
+from chunkflow.api.opening import MODES, open_array
 from chunkflow.api.spec import resolve_zarr_format
 from chunkflow.core.array import Array
 from chunkflow.core.consolidated import ConsolidatedIndex
@@ -19,7 +20,6 @@ from chunkflow.core.documents import (
     normalize_path,
     not_found_message,
 )
-from chunkflow.core.group import Group
 from chunkflow.core.member_options import MemberOptions
 from chunkflow.core.node_records import (
     ZMETADATA,

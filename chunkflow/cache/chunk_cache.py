@@ -21,17 +21,17 @@ from __future__ import annotations
 
 import threading
 import time
-import weakref
 from collections.abc import Hashable, Iterable, Sequence
 
 import numpy as np
 
 from chunkflow.cache.admission import WholeReads
+from chunkflow.cache.everywhere import discard_everywhere, register
 from chunkflow.cache.families import Families
 from chunkflow.cache.stats import CacheStats
 from chunkflow.cache.tiers import CachedChunk, Tiers, build_tiers, chunk_weight
 from chunkflow.config import byte_count
-from chunkflow.storage.coherence import add_change_listener, location
+from chunkflow.storage.coherence import location
 
 __all__ = ["CacheKey", "CacheStats", "CachedChunk", "ChunkCache", "discard_everywhere"]
 
@@ -97,7 +97,7 @@ class ChunkCache:
             byte_count("max_bytes", max_bytes, text=False),
             byte_count("compressed_bytes", compressed_bytes, text=False),
         )
-        _CACHES.add(self)
+        register(self)  # every store change in this process reaches it
 
     def _rebuilt(self, max_bytes: int, compressed_bytes: int) -> Tiers:
         return build_tiers(max_bytes, compressed_bytes, self._count_eviction)
@@ -512,34 +512,3 @@ def _starting_with(tiers: Tiers, prefix: str) -> list[Hashable]:
     # an index would have to follow every eviction in both tiers. list(keys()) copies
     # them at once, so concurrent changes cannot break the iteration.
     return [k for k in list(tiers.data.keys()) if isinstance(k, str) and k.startswith(prefix)]
-
-
-# Every live cache of the process hears of every store change made in it.
-_CACHES: weakref.WeakSet[ChunkCache] = weakref.WeakSet()
-
-
-def discard_everywhere(prefix: str) -> None:
-    """Drop every chunk whose location starts with ``prefix`` from every cache here.
-
-    For changes made behind this process's back (another process, a cluster job) that
-    this process knows of.
-    """
-    for cache in list(_CACHES):
-        cache.discard_prefix(prefix)
-
-
-def _invalidate_everywhere(identity: str, keys: Sequence[str] | None, prefix: str | None) -> None:
-    caches = list(_CACHES)
-    if not caches:
-        return
-    if keys is not None:
-        locations = [location(identity, key) for key in keys]
-        for cache in caches:
-            cache.invalidate(locations)
-    else:
-        start = location(identity, prefix) + "/" if prefix else identity + "/"
-        for cache in caches:
-            cache.invalidate_prefix(start)
-
-
-add_change_listener(_invalidate_everywhere)

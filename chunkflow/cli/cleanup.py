@@ -34,14 +34,10 @@ import dask.threaded
 
 from chunkflow.cli.errors import describe
 from chunkflow.config.resources import usable_cores
-from chunkflow.errors import ChunkflowError
+from chunkflow.errors import RemovedOutputError
 
 __all__ = ["RemovedOutputError", "new_entries_removed_on_failure", "removed_on_failure",
            "waited_for"]
-
-
-class RemovedOutputError(ChunkflowError, RuntimeError):
-    """A command failed part-way; the output it had created was removed."""
 
 
 def _is_url(location: str) -> bool:

@@ -29,13 +29,12 @@ import numcodecs
 
 import chunkflow
 from chunkflow.cli.cleanup import waited_for
-from chunkflow.cli.errors import UsageError
 from chunkflow.cli.nodes import create_at, naming_source, open_array_at
 from chunkflow.cli.options import add_compute_options, parse_shape, progress_wanted, storage_options
 from chunkflow.cli.resume import add_resume_option, kept_for_resume, resumed_or_created
 from chunkflow.codecs.normalize import to_v3_codec
-from chunkflow.core.jobs import JOB_ATTRIBUTE, Job, JobSpec, metadata_part, source_parts
-from chunkflow.errors import ChunkflowError
+from chunkflow.errors import ChunkflowError, UsageError
+from chunkflow.jobs import job_identity, open_job, without_mark
 
 __all__ = ["parse_compressor", "register", "run_copy"]
 
@@ -125,7 +124,7 @@ def create_target(args: argparse.Namespace, source: chunkflow.Array, *,
         kwargs["compressor"] = compressor
     if source.fill_value is not None:
         kwargs["fill_value"] = source.fill_value
-    attributes = {k: v for k, v in source.attrs.items() if k != JOB_ATTRIBUTE}
+    attributes = without_mark(dict(source.attrs))
     if in_memory:
         return chunkflow.create(source.shape, chunks=chunks, dtype=source.dtype,
                                 zarr_format=zarr_format, **kwargs)
@@ -159,7 +158,7 @@ def copy_data(source: chunkflow.Array, target: chunkflow.Array, scheduler: str,
     writes when the chunk grids differ (measured: 190 MB held for a 256 MiB copy), so
     each slab is its own graph; slabs end on the target's chunk rows, so no two write
     one chunk. With ``resume`` each finished slab is recorded in the target (one job
-    of slabs, see :mod:`chunkflow.core.jobs`) and slabs an earlier run recorded are
+    of slabs, see :mod:`chunkflow.jobs`) and slabs an earlier run recorded are
     skipped.
     """
     if source.ndim == 0:
@@ -167,10 +166,8 @@ def copy_data(source: chunkflow.Array, target: chunkflow.Array, scheduler: str,
         return
     rest = tuple(slice(0, n) for n in source.shape[1:])
     parts = slabs(source.shape, target.write_chunks[0], source.dtype.itemsize, SLAB_BYTES)
-    spec = JobSpec({**source_parts([source], target),
-                    "slab plan": str([(r.start, r.stop) for r in parts]),
-                    "output metadata": metadata_part(target)})
-    job = Job.open(target, spec, (len(parts),), resume=resume)
+    job = open_job(target, (len(parts),), resume=resume, identity=lambda: job_identity(
+        target, plan={"slab plan": str([(r.start, r.stop) for r in parts])}, sources=[source]))
     if job is not None and job.n_done and progress:
         print(f"chunkflow copy: resuming, {job.n_done} of {job.total} slabs done before "
               "(skipped)", file=sys.stderr)

@@ -19,7 +19,8 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from chunkflow.errors import ChunkflowError
+# UsageError and MissingDependencyError live in chunkflow.errors (imported here too).
+from chunkflow.errors import ChunkflowError, MissingDependencyError, UsageError
 
 __all__ = ["MissingDependencyError", "UsageError", "describe", "run_guarded"]
 
@@ -32,14 +33,6 @@ _CREDENTIALS_HINT = (
     "(environment variables, the provider's config file, or --storage-option key=... "
     "--storage-option secret=...)"
 )
-
-
-class UsageError(ChunkflowError, ValueError):
-    """An argument that parsed but makes no sense (exit code 2)."""
-
-
-class MissingDependencyError(ChunkflowError, ImportError):
-    """A command needs an optional package that is not installed (exit code 1)."""
 
 
 def describe(err: BaseException) -> str:

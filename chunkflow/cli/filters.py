@@ -21,20 +21,15 @@ import numpy as np
 
 import chunkflow
 from chunkflow.cli.cleanup import waited_for
-from chunkflow.cli.errors import MissingDependencyError, UsageError
 from chunkflow.cli.nodes import create_at, naming_source, open_array_at
 from chunkflow.cli.options import add_compute_options, progress_wanted, storage_options
 from chunkflow.cli.resume import add_resume_option, kept_for_resume, resumed_or_created
-from chunkflow.graph import MemoryPlanError
-from chunkflow.graph.halo import BOUNDARIES
+from chunkflow.errors import MemoryPlanError, MissingDependencyError, UsageError
+from chunkflow.graph.map.halo import BOUNDARIES, SCIPY_MODES
 
 __all__ = ["apply_filter", "filter_depth", "register", "run_filter",
            "scipy_ndimage"]
 
-# scipy's name for each boundary; with a full halo only the array's edges use it, and
-# "none" (no halo past the edge) treats the edge as scipy's "reflect" does.
-_SCIPY_MODES = {"reflect": "reflect", "nearest": "nearest", "constant": "constant",
-                "periodic": "wrap", "none": "reflect"}
 GAUSSIAN_TRUNCATE = 4.0
 
 
@@ -62,7 +57,7 @@ def scipy_ndimage() -> Any:
 def apply_filter(window: np.ndarray, *, kind: str, size: float, boundary: str) -> np.ndarray:
     """Filter one window (block plus halo) with scipy.ndimage."""
     ndimage = scipy_ndimage()
-    mode = _SCIPY_MODES[boundary]
+    mode = SCIPY_MODES[boundary]
     if kind == "gaussian":
         return ndimage.gaussian_filter(window, sigma=size, mode=mode, truncate=GAUSSIAN_TRUNCATE)
     if kind == "median":

@@ -26,12 +26,10 @@ from scipy import ndimage
 
 import chunkflow
 from chunkflow.cli.cleanup import waited_for
-from chunkflow.cli.errors import UsageError
 from chunkflow.cli.nodes import naming_source, open_array_at
 from chunkflow.cli.options import add_compute_options, parse_shape, progress_wanted, storage_options
 from chunkflow.cli.resume import add_resume_option, kept_for_resume
-from chunkflow.errors import ContainsArrayError, ContainsGroupError, LabelError
-from chunkflow.graph.budget import MemoryPlanError
+from chunkflow.errors import ContainsArrayError, ContainsGroupError, LabelError, MemoryPlanError, UsageError
 
 __all__ = ["labels_refused", "register", "run_label"]
 

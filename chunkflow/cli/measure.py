@@ -33,10 +33,10 @@ import numpy as np
 
 import chunkflow
 from chunkflow.cli.cleanup import waited_for
-from chunkflow.cli.errors import MissingDependencyError
 from chunkflow.cli.label import labels_refused
 from chunkflow.cli.nodes import naming_source, open_array_at
 from chunkflow.cli.options import add_compute_options, progress_wanted, storage_options
+from chunkflow.errors import MissingDependencyError
 from chunkflow.graph.labels.measuring import DEFAULT_PROPERTIES
 
 __all__ = ["parse_properties", "register", "run_measure", "write_table"]

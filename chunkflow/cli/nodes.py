@@ -16,20 +16,18 @@ from collections.abc import Iterator
 from typing import Any
 
 import chunkflow
-from chunkflow.cli.errors import UsageError, describe
+from chunkflow.cli.errors import describe
 from chunkflow.errors import (
     ChunkDecodeError,
     ChunkflowError,
     ChunkTooLargeError,
     ContainsArrayError,
     ContainsGroupError,
+    OpenError,
+    UsageError,
 )
 
 __all__ = ["OpenError", "create_at", "naming_source", "open_array_at", "open_node_at"]
-
-
-class OpenError(ChunkflowError, OSError):
-    """A path or URL could not be opened (missing, unreachable, not authorized)."""
 
 
 def open_node_at(location: str, storage_options: dict[str, Any] | None = None,

@@ -18,13 +18,11 @@ from typing import Any
 
 import chunkflow
 from chunkflow.cli.cleanup import waited_for
-from chunkflow.cli.errors import UsageError
 from chunkflow.cli.nodes import naming_source, open_array_at
 from chunkflow.cli.options import add_compute_options, parse_shape, progress_wanted, storage_options
 from chunkflow.cli.resume import add_resume_option, kept_for_resume
-from chunkflow.errors import ContainsArrayError, ContainsGroupError, PyramidError
-from chunkflow.graph.budget import MemoryPlanError
-from chunkflow.graph.downsample import METHODS
+from chunkflow.errors import ContainsArrayError, ContainsGroupError, MemoryPlanError, PyramidError, UsageError
+from chunkflow.graph.pyramid.downsample import METHODS
 
 __all__ = ["options_named", "parse_factors", "parse_units", "register", "run_pyramid"]
 

@@ -24,11 +24,10 @@ import numpy as np
 import chunkflow
 from chunkflow.cli.cleanup import waited_for
 from chunkflow.cli.convert import COMPRESSORS, parse_compressor
-from chunkflow.cli.errors import UsageError
 from chunkflow.cli.nodes import naming_source, open_array_at
 from chunkflow.cli.options import add_compute_options, parse_shape, progress_wanted, storage_options
 from chunkflow.cli.resume import add_resume_option, kept_for_resume
-from chunkflow.graph import MemoryPlanError
+from chunkflow.errors import MemoryPlanError, UsageError
 
 __all__ = ["parse_chunks", "parse_region", "register", "run_rechunk"]
 

@@ -26,12 +26,11 @@ from collections.abc import Callable
 from typing import Any
 
 import chunkflow
+from chunkflow.api.unfinished import open_unfinished
 from chunkflow.cli.cleanup import removed_on_failure
 from chunkflow.cli.nodes import open_node_at
 from chunkflow.cli.options import add_storage_options, storage_options
-from chunkflow.core.jobs import job_status, metadata_part, quiet_open, remaining_blocks
-from chunkflow.errors import JobMismatchError
-from chunkflow.graph.jobs import unfinished_output
+from chunkflow.jobs import check_same_output, job_status, quiet_open, remaining_blocks
 
 __all__ = [
     "add_resume_option",
@@ -70,14 +69,11 @@ def resumed_or_created(args: argparse.Namespace,
     ``--dtype``, ``--chunks``...) is refused, naming the difference; nothing is written.
     """
     if args.resume:
-        existing = unfinished_output(args.dst, storage_options=storage_options(args, args.dst))
+        existing = open_unfinished(args.dst, storage_options=storage_options(args, args.dst))
         if existing is not None:
-            if metadata_part(make(None)) != metadata_part(existing):
-                raise JobMismatchError(
-                    f"{args.dst!r} is the unfinished output of a job that differs from "
-                    "this one in: output metadata (dtype, chunks, format or codecs). "
-                    "Nothing was written. Rerun the original command with --resume, or "
-                    "pass --overwrite without --resume to start over.")
+            check_same_output(existing, make(None), repr(args.dst),
+                              "Rerun the original command with --resume, or pass --overwrite "
+                              "without --resume to start over.")
             return existing
     return make(args.dst)
 

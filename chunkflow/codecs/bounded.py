@@ -34,12 +34,11 @@ from typing import TYPE_CHECKING, Any
 import numcodecs
 import numpy as np
 
+from chunkflow.codecs.frames import BufferLike, zstd_content_size
 from chunkflow.errors import ChunkDecodeError
 
 if TYPE_CHECKING:
     from numcodecs.abc import Codec
-
-    from chunkflow.codecs.stages import BufferLike
 
 __all__ = ["bounded_decode", "limit_for"]
 
@@ -89,8 +88,6 @@ def _incremental(decompressor: Any, data: memoryview, limit: int, name: str) -> 
 
 
 def _zstd(buf: Any, limit: int, name: str) -> Any:
-    from chunkflow.codecs.stages import zstd_content_size
-
     size = zstd_content_size(buf)
     if size is not None:
         if size > limit:

@@ -32,6 +32,8 @@ from numcodecs.abc import Codec
 from numcodecs.blosc import decompress as blosc_decompress
 
 from chunkflow.codecs.bounded import bounded_decode
+from chunkflow.codecs.checksums import CRC32C_CODECS, NUMCODECS_CRC32C, Crc32c, crc32c
+from chunkflow.codecs.frames import BufferLike, as_u8, head_bytes, zstd_content_size
 from chunkflow.errors import (
     ChunkDecodeError,
     ChunkEncodeError,
@@ -49,28 +51,22 @@ __all__ = [
     "make_bytes_stage",
 ]
 
-BufferLike = bytes | bytearray | memoryview | np.ndarray
-
 #: numcodecs ids whose decode can run arbitrary code.
 UNSAFE_IDS = frozenset({"pickle"})
 
-_ZSTD_MAGIC = 0xFD2FB528
+
+def _blosc_takes_typesize() -> bool:
+    try:
+        numcodecs.Blosc(typesize=1)
+    except TypeError:  # numcodecs < 0.16
+        return False
+    return True
+
+
+#: Whether numcodecs' Blosc takes ``typesize`` (0.16 on); before, its shuffle takes the
+#: item size of the buffer, and :func:`build_numcodec` leaves ``typesize`` out.
+BLOSC_TAKES_TYPESIZE = _blosc_takes_typesize()
 _BLOSC_SIZES = struct.Struct("<4xI4xI")  # nbytes, cbytes of the blosc header
-
-
-def as_u8(data: BufferLike) -> np.ndarray:
-    """Return a flat ``uint8`` view of `data` (no copy for contiguous input).
-
-    Examples
-    --------
-    >>> as_u8(b"ab").tolist()
-    [97, 98]
-    """
-    if isinstance(data, np.ndarray):
-        if data.dtype == np.uint8 and data.ndim == 1:
-            return data
-        return data.reshape(-1).view(np.uint8)
-    return np.frombuffer(data, dtype=np.uint8)
 
 
 def copy_exact(src: BufferLike, out: np.ndarray, name: str) -> None:
@@ -92,13 +88,6 @@ def copy_exact(src: BufferLike, out: np.ndarray, name: str) -> None:
             f"codec {name!r}: decoded {src_u8.size} bytes, expected {out.nbytes}"
         )
     as_u8(out)[...] = src_u8
-
-
-def _head(buf: BufferLike, n: int) -> bytes:
-    """The first `n` bytes of `buf` (fewer if shorter), cheaply for ``bytes``."""
-    if isinstance(buf, bytes):
-        return buf[:n]
-    return as_u8(buf)[:n].tobytes()
 
 
 def detach(buf: BufferLike, source: np.ndarray) -> bytes | memoryview:
@@ -159,9 +148,13 @@ def build_numcodec(config: dict[str, Any], *, allow_pickle: bool = False) -> Cod
     if not isinstance(config, dict) or not isinstance(config.get("id"), str):
         raise UnsupportedCodecError(f"a codec config needs a string 'id', got {config!r}")
     check_safe(config["id"], allow_pickle)
+    if config["id"] == "blosc" and not BLOSC_TAKES_TYPESIZE:
+        config = {key: value for key, value in config.items() if key != "typesize"}
     if config["id"] == "pickle":
         return TrustedPickle(**{k: v for k, v in config.items() if k != "id"})
     try:
+        if config["id"] == "crc32c" and NUMCODECS_CRC32C is None:
+            return Crc32c(**{key: value for key, value in config.items() if key != "id"})
         # get_codec pops "id" from its argument: hand it a copy.
         return numcodecs.get_codec(dict(config))
     except Exception as err:  # numcodecs raises ValueError/TypeError/KeyError...
@@ -289,7 +282,7 @@ class BloscStage(BytesStage):
     def decoded_size(self, buf: BufferLike) -> int | None:
         # Blosc header: version, versionlz, flags, typesize, nbytes<u4, blocksize<u4,
         # cbytes<u4.  Blosc trusts cbytes and would read past a truncated buffer.
-        head, size = _head(buf, 16), _nbytes(buf)
+        head, size = head_bytes(buf, 16), _nbytes(buf)
         if len(head) < 16:
             raise ChunkDecodeError(
                 f"codec {self.name!r}: {size} stored bytes, shorter than the "
@@ -332,35 +325,13 @@ class LZ4Stage(BytesStage):
     sized = True
 
     def decoded_size(self, buf: BufferLike) -> int | None:
-        head = _head(buf, 4)
+        head = head_bytes(buf, 4)
         if len(head) < 4:
             raise ChunkDecodeError(
                 f"codec {self.name!r}: {len(head)} stored bytes, shorter than the "
                 "4-byte lz4 size header"
             )
         return int.from_bytes(head, "little")
-
-
-def zstd_content_size(buf: BufferLike) -> int | None:
-    """Frame content size from a Zstandard frame header (None if absent/unknown).
-
-    Examples
-    --------
-    >>> from numcodecs import Zstd
-    >>> zstd_content_size(Zstd().encode(bytes(1000)))
-    1000
-    """
-    head = _head(buf, 18)  # magic, descriptor, window, dictionary id <= 4, size <= 8
-    if len(head) < 6 or int.from_bytes(head[:4], "little") != _ZSTD_MAGIC:
-        return None
-    descriptor = head[4]
-    fcs_flag, single_segment, dict_flag = descriptor >> 6, (descriptor >> 5) & 1, descriptor & 3
-    pos = 5 + (0 if single_segment else 1) + (0, 1, 2, 4)[dict_flag]
-    width = (1 if single_segment else 0, 2, 4, 8)[fcs_flag]
-    if width == 0 or len(head) < pos + width:
-        return None
-    size = int.from_bytes(head[pos : pos + width], "little")
-    return size + 256 if width == 2 else size
 
 
 class ZstdStage(BytesStage):
@@ -374,7 +345,7 @@ class ZstdStage(BytesStage):
 
 
 class Crc32cStage(BytesStage):
-    """CRC32C checksum appended little-endian (numcodecs ``CRC32C``).
+    """CRC32C checksum appended little-endian (``crc32c``: numcodecs' or :class:`Crc32c`).
 
     Decoding verifies the checksum and returns a view of the payload (no copy).
     """
@@ -389,7 +360,7 @@ class Crc32cStage(BytesStage):
             )
         payload = u8[:-4]
         stored = int.from_bytes(u8[-4:].tobytes(), "little")
-        computed = numcodecs.CRC32C.checksum(payload) & 0xFFFFFFFF
+        computed = crc32c(payload)
         if stored != computed:
             raise ChunkDecodeError(
                 f"codec {self.name!r}: checksum mismatch, stored {stored:#010x}, "
@@ -408,23 +379,29 @@ def make_bytes_stage(
     >>> make_bytes_stage("blosc", {"id": "blosc", "cname": "lz4"}, typesize=2).sized
     True
     """
-    view_typesize = 0
-    if config.get("id") == "blosc" and typesize is not None:
-        try:
-            codec = build_numcodec({**config, "typesize": typesize})
-        except UnsupportedCodecError:  # numcodecs < 0.16: no typesize argument
-            codec = build_numcodec(config)
-            view_typesize = typesize
-        return BloscStage(name, codec, view_typesize)
+    if config.get("id") == "blosc":
+        return _blosc_stage(name, config, typesize)
     codec = build_numcodec(config, allow_pickle=allow_pickle)
-    if isinstance(codec, numcodecs.Blosc):
-        stage = BloscStage(name, codec)
-        stage.itemsize_sensitive = config.get("typesize") is None
-        return stage
     if isinstance(codec, numcodecs.LZ4):
         return LZ4Stage(name, codec)
     if isinstance(codec, numcodecs.Zstd):
         return ZstdStage(name, codec)
-    if isinstance(codec, numcodecs.CRC32C) and getattr(codec, "location", "end") == "end":
+    if isinstance(codec, CRC32C_CODECS) and getattr(codec, "location", "end") == "end":
         return Crc32cStage(name, codec)
     return BytesStage(name, codec)
+
+
+def _blosc_stage(name: str, config: dict[str, Any], typesize: int | None) -> BloscStage:
+    """Blosc with the item size of its shuffle: ``typesize``, else the config's own.
+
+    numcodecs >= 0.16 takes ``typesize`` in its constructor; older releases shuffle by
+    the buffer's item size, so there the stage views the buffer as ``V<typesize>``.
+    """
+    size = typesize if typesize is not None else config.get("typesize")
+    if size is None:
+        stage = BloscStage(name, build_numcodec(config))
+        stage.itemsize_sensitive = True
+        return stage
+    if BLOSC_TAKES_TYPESIZE:
+        return BloscStage(name, build_numcodec({**config, "typesize": size}))
+    return BloscStage(name, build_numcodec(config), view_typesize=size)

@@ -55,6 +55,15 @@ Settings
     write has fetched and not yet decoded (or encoded and not yet sent), over all its
     threads. Default ``"128 MiB"``. The requests in flight are the smaller of the two
     limits (at least one chunk per thread).
+``chunkflow.io.object-backend``
+    What opens object URLs (``s3://``, ``gs://``, ``az://``, ``http(s)://``):
+    ``"obstore"`` (:class:`~chunkflow.storage.obstore_store.ObstoreStore`, Rust's
+    ``object_store``: the least client CPU per byte), ``"fsspec"``
+    (:class:`~chunkflow.storage.FsspecStore`: s3fs, gcsfs, adlfs, aiohttp), or
+    ``"auto"`` (the default): obstore when it is installed (``pip install
+    'chunkflow[obstore]'``) and knows every ``storage_options`` name given, fsspec
+    otherwise (see :func:`chunkflow.storage.obstore_config.object_backend`). Chained
+    URLs (``simplecache::s3://...``) always go to fsspec.
 
 Byte sizes may be given with a unit (``"512 MiB"``, ``"2GB"``), read by
 :func:`dask.utils.parse_bytes`. Flags accept ``True``/``False``, ``0``/``1`` and the
@@ -106,8 +115,8 @@ from chunkflow.config.resources import auto_cache_bytes, usable_cores
 from chunkflow.errors import SettingError, UnknownSettingError
 
 __all__ = [
-    "DEFAULTS_FILE", "SETTINGS", "byte_count", "get", "is_auto", "recheck_policy",
-    "request_count", "set", "thread_count", "values", "zarr_format",
+    "DEFAULTS_FILE", "SETTINGS", "byte_count", "get", "inflight_limits", "is_auto",
+    "recheck_policy", "request_count", "set", "thread_count", "values", "zarr_format",
 ]
 
 DEFAULTS_FILE = Path(__file__).resolve().with_name("chunkflow.yaml")
@@ -215,6 +224,20 @@ def request_count(what: str, value: object) -> int:
     return int(value.__index__())
 
 
+def object_backend_choice(what: str, value: object) -> str:
+    """What opens object URLs: ``"auto"``, ``"obstore"`` or ``"fsspec"``.
+
+    Examples
+    --------
+    >>> object_backend_choice("object-backend", " Obstore ")
+    'obstore'
+    """
+    word = value.strip().lower() if isinstance(value, str) else value
+    if word not in ("auto", "obstore", "fsspec"):
+        raise SettingError(f"{what} must be 'auto', 'obstore' or 'fsspec', got {value!r}")
+    return str(word)
+
+
 def zarr_format(what: str, value: object) -> int:
     """A Zarr format version: 2 or 3.
 
@@ -272,6 +295,7 @@ _PARSERS: dict[str, Callable[[str, Any], Any]] = {
     "chunkflow.io.threads": thread_count,
     "chunkflow.io.inflight-requests": request_count,
     "chunkflow.io.inflight-bytes": byte_count,
+    "chunkflow.io.object-backend": object_backend_choice,
     "chunkflow.array.zarr-format": zarr_format,
 }
 
@@ -379,3 +403,17 @@ def values(config: dict[str, Any] | None = None) -> dict[str, Any]:
 # holds, such as config a Nanny handed to its worker.
 dask.config.update_defaults(_BUILT_IN)
 values()  # a bad value (a DASK_CHUNKFLOW__ variable, a YAML file) fails the import
+
+
+def inflight_limits() -> tuple[int, int]:
+    """``(requests, bytes)``: the settings ``chunkflow.io.inflight-requests`` and
+    ``chunkflow.io.inflight-bytes`` (what one read or write of a latency-bound store
+    may have in flight). Every reader of the two settings reads them here.
+
+    Examples
+    --------
+    >>> with set({"chunkflow.io.inflight-requests": 8, "chunkflow.io.inflight-bytes": "1 MiB"}):
+    ...     inflight_limits()
+    (8, 1048576)
+    """
+    return get("chunkflow.io.inflight-requests"), get("chunkflow.io.inflight-bytes")

@@ -1,4 +1,4 @@
-"""The public objects: :class:`Array` (properties, blocks, selections, ``.info``), :class:`Group`
+"""The public objects: :class:`Array` (properties, selections, ``blocks``, ``.info``), :class:`Group`
 (navigation, members, trees, consolidated index), the node base they share, attributes,
 node documents and reprs.
 """

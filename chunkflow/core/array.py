@@ -4,54 +4,43 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from chunkflow.codecs import v2_pipeline, v3_pipeline
 from chunkflow.core.array_properties import ArrayProperties
+from chunkflow.core.array_selections import ArraySelections
 from chunkflow.core.attrs import Attributes
-from chunkflow.core.blocks import BlockSelection
+from chunkflow.core.chunk_grid_selection import ChunkGridSelection
 from chunkflow.core.documents import (
     ArrayMetadata,
     load_array_metadata,
     normalize_path,
     store_array_metadata,
 )
-from chunkflow.core.job_status import warn_if_incomplete
-from chunkflow.core.selection import SelectionAccessor, has_ellipsis, selection_kind
 from chunkflow.engine.chunk_io import ChunkIO
 from chunkflow.engine.layout import layout_of
 from chunkflow.engine.options import ArrayOptions
 from chunkflow.engine.repair import repair_array
-from chunkflow.engine.values import copy_from_source, is_chunked_source, prepare_value
 from chunkflow.grid import ChunkKeyEncoding, RegularChunkGrid
-from chunkflow.indexing import (
-    BasicIndexer,
-    ChunkProjection,
-    CoordinateIndexer,
-    MaskIndexer,
-    OrthogonalIndexer,
-    is_mask_selection,
-)
 from chunkflow.indexing.plans import BasicPlans
+from chunkflow.jobs import warn_if_incomplete
 from chunkflow.metadata import ArrayMetadataV2
 from chunkflow.storage import Store, make_store
 
 if TYPE_CHECKING:
-    from numpy.typing import ArrayLike, DTypeLike
+    from numpy.typing import ArrayLike
 
     from chunkflow.cache import CacheLike
     from chunkflow.grid import ShapeLike
-    from chunkflow.indexing import Indexer, Selection
     from chunkflow.storage import StoreLike
     from chunkflow.sync import SynchronizerLike
 
 __all__ = ["Array"]
 
 
-class Array(ArrayProperties, BlockSelection):
+class Array(ArrayProperties, ArraySelections, ChunkGridSelection):
     """A chunked, compressed N-dimensional array stored in Zarr v2 or v3 format.
 
     Open an existing array from its store (``Array(store, path)``) or create one with
@@ -82,6 +71,16 @@ class Array(ArrayProperties, BlockSelection):
         :mod:`chunkflow.config`; ``None`` follows the setting
         ``chunkflow.cache.recheck-cached-data`` (default ``"open"``).
 
+    Notes
+    -----
+    ``z[...]`` is numpy's indexing, for reads and writes: index arrays broadcast
+    together (their block placed where numpy places it), boolean masks of any rank,
+    ``None``, negative steps; a write with repeated indices stores the last value given,
+    as numpy does. What chunkflow does not support raises an ``IndexError``. ``oindex``,
+    ``vindex``, ``blocks`` and the ``get_*``/``set_*`` selection methods keep
+    zarr-python's meanings; field names select fields of structured dtypes
+    (``z["foo", 1:3]``, ``fields=``), as zarr-python 2 does.
+
     Examples
     --------
     >>> import chunkflow
@@ -94,6 +93,8 @@ class Array(ArrayProperties, BlockSelection):
     >>> again = chunkflow.Array(z.store)
     >>> int(again[:].sum())
     42
+    >>> z[[1, 2], [2, 4]]  # points, as numpy
+    array([7, 7], dtype=int32)
     """
 
     _kind = "array"
@@ -204,6 +205,7 @@ class Array(ArrayProperties, BlockSelection):
         grid = RegularChunkGrid(metadata.shape, metadata.chunks)
         name, separator = metadata.chunk_key_encoding
         allow_pickle = self._options.allow_pickle
+        pipeline: Any
         if isinstance(metadata, ArrayMetadataV2):
             pipeline = v2_pipeline(metadata.dtype, metadata.chunks, metadata.order,
                                    metadata.filters, metadata.compressor,
@@ -269,189 +271,21 @@ class Array(ArrayProperties, BlockSelection):
         self._setup(state["store"], state["path"], state["metadata"], state["attributes"],
                     state["options"])
 
+    def __eq__(self, other: object) -> bool:
+        # The same array: the same store location and path (zarr-python 2's rule),
+        # whatever the handles' options.
+        return (isinstance(other, Array) and other._store == self._store
+                and other._path == self._path)
+
+    def __hash__(self) -> int:
+        return hash((self._store, self._path))
+
     def __dask_tokenize__(self) -> tuple[Any, ...]:
         # Deterministic dask names: where the array lives and what its metadata says
         # about the data (attributes do not change a single value).
         described = {k: v for k, v in self._metadata.to_dict().items() if k != "attributes"}
         document = json.dumps(described, sort_keys=True, default=str)
         return ("chunkflow.Array", self._store.identity, self._path, document)
-
-    # -- reading ---------------------------------------------------------------
-
-    def __getitem__(self, selection: Selection) -> Any:
-        kind = selection_kind(selection, self.ndim)
-        if kind == "basic":
-            return self.get_basic_selection(selection)
-        if kind == "mask":
-            return self.get_mask_selection(selection)
-        if kind == "coordinate":
-            return self.get_coordinate_selection(selection)
-        return self.get_orthogonal_selection(selection)
-
-    def get_basic_selection(self, selection: Selection = Ellipsis, *,
-                            out: np.ndarray | None = None) -> Any:
-        """Read integers, slices (any step) and Ellipsis, like numpy basic indexing.
-
-        ``out``, as in zarr-python: an array (a view too) of the result's shape and of
-        this array's dtype, filled in place and returned.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> import chunkflow
-        >>> z = chunkflow.array(np.arange(6), chunks=4)
-        >>> padded = np.zeros(8, dtype=z.dtype)
-        >>> z.get_basic_selection(slice(1, 5), out=padded[2:6]).tolist()
-        [1, 2, 3, 4]
-        >>> padded.tolist()
-        [0, 0, 1, 2, 3, 4, 0, 0]
-        """
-        indexer, projections = self._plans.get(selection, self._io.grid)
-        if out is not None:
-            if out.shape != indexer.shape or out.dtype != self.dtype:
-                raise ValueError(
-                    f"array {self._path or '/'!r}: out has shape {out.shape} and dtype "
-                    f"{out.dtype}; the selection needs {indexer.shape} of {self.dtype}"
-                )
-            self._io.read(projections, out)
-            return out
-        result = self._read(indexer, projections)
-        if result.ndim == 0 and not has_ellipsis(selection):
-            return result[()]
-        return result
-
-    def get_orthogonal_selection(self, selection: Selection) -> np.ndarray:
-        """Read the outer product of per-dimension selections (``z.oindex[...]``)."""
-        return self._read(OrthogonalIndexer(selection, self._io.grid))
-
-    def get_coordinate_selection(self, selection: Selection) -> np.ndarray:
-        """Read points given by integer coordinate arrays (``z.vindex[...]``)."""
-        return self._read(CoordinateIndexer(selection, self._io.grid))
-
-    def get_mask_selection(self, mask: ArrayLike) -> np.ndarray:
-        """Read the elements where a boolean mask of the array's shape is true."""
-        return self._read(MaskIndexer(mask, self._io.grid))
-
-    def _read(self, indexer: Indexer,
-              projections: list[ChunkProjection] | None = None) -> np.ndarray:
-        out = np.empty(indexer.shape, dtype=self.dtype)
-        self._io.read(list(indexer) if projections is None else projections, out)
-        return out.reshape(indexer.sel_shape)
-
-    def modify(self, selection: Selection, func: Callable[[np.ndarray], Any]) -> None:
-        """Replace the values at ``selection`` by ``func(values)``, as one locked update.
-
-        With a synchronizer, the chunks are locked before the values are read (fresh
-        from the store) and released after the result is written, so concurrent
-        ``modify`` calls on overlapping regions never lose an update.
-
-        Examples
-        --------
-        >>> import chunkflow
-        >>> z = chunkflow.zeros(6, chunks=4, dtype="i4", synchronizer="thread")
-        >>> z.modify(slice(2, 5), lambda block: block + 1)
-        >>> z[:]
-        array([0, 0, 1, 1, 1, 0], dtype=int32)
-        """
-        self._check_writable()
-        indexer = BasicIndexer(selection, self._io.grid)
-        projections = list(indexer)
-        with self._io.locked(projections):
-            current = np.empty(indexer.shape, dtype=self.dtype)
-            self._io.read(projections, current, fresh=True)
-            result = func(current.reshape(indexer.sel_shape))
-            value = prepare_value(result, self.dtype, indexer, self._path)
-            self._io.write(projections, value, locked=True)
-
-    def __array__(self, dtype: DTypeLike = None, copy: bool | None = None) -> np.ndarray:
-        data = self[...]
-        return data if dtype is None else data.astype(dtype, copy=False)
-
-    def __len__(self) -> int:
-        if self.ndim == 0:
-            raise TypeError("len() of a 0-d array")
-        return self.shape[0]
-
-    def __iter__(self) -> Iterator[Any]:
-        if self.ndim == 0:
-            raise TypeError("iteration over a 0-d array")
-        step = self.write_chunks[0]  # one whole stored object per read
-        for start in range(0, self.shape[0], step):
-            yield from self[start:start + step]
-
-    @property
-    def oindex(self) -> SelectionAccessor:
-        """Orthogonal selection: ``z.oindex[[0, 2], 1:5]``."""
-        return SelectionAccessor(self.get_orthogonal_selection,
-                                 self.set_orthogonal_selection)
-
-    @property
-    def vindex(self) -> SelectionAccessor:
-        """Coordinate or mask selection: ``z.vindex[[0, 2], [1, 5]]``."""
-        return SelectionAccessor(self._get_vindex, self._set_vindex)
-
-    def _get_vindex(self, selection: Selection) -> np.ndarray:
-        if is_mask_selection(selection, self.ndim):
-            return self.get_mask_selection(selection)
-        return self.get_coordinate_selection(selection)
-
-    def _set_vindex(self, selection: Selection, value: ArrayLike) -> None:
-        if is_mask_selection(selection, self.ndim):
-            self.set_mask_selection(selection, value)
-        else:
-            self.set_coordinate_selection(selection, value)
-
-    # -- writing ---------------------------------------------------------------
-
-    def __setitem__(self, selection: Selection, value: ArrayLike) -> None:
-        kind = selection_kind(selection, self.ndim)
-        if kind == "basic":
-            self.set_basic_selection(selection, value)
-        elif kind == "mask":
-            self.set_mask_selection(selection, value)
-        elif kind == "coordinate":
-            self.set_coordinate_selection(selection, value)
-        else:
-            self.set_orthogonal_selection(selection, value)
-
-    def set_basic_selection(self, selection: Selection, value: ArrayLike) -> None:
-        """Write to integers, slices and Ellipsis; ``value`` broadcasts like numpy."""
-        self._check_writable()
-        indexer = BasicIndexer(selection, self._io.grid)
-        if is_chunked_source(value):
-            copy_from_source(self._io, self.dtype, indexer, value, self._reader_of(value))
-        else:
-            self._write(indexer, value)
-
-    def _reader_of(self, value: object) -> Callable[..., object] | None:
-        """``value.get_basic_selection`` (which reads into a given buffer) when ``value``
-        is a chunkflow array stored elsewhere than this one: then a copy from it runs
-        unit by unit in parallel (a copy within one array keeps its order)."""
-        if not isinstance(value, Array):
-            return None
-        io, other = self._io, value._io
-        if io.identity == other.identity and io.path == other.path:
-            return None
-        return value.get_basic_selection
-
-    def set_orthogonal_selection(self, selection: Selection, value: ArrayLike) -> None:
-        """Write to the outer product of per-dimension selections."""
-        self._check_writable()
-        self._write(OrthogonalIndexer(selection, self._io.grid), value)
-
-    def set_coordinate_selection(self, selection: Selection, value: ArrayLike) -> None:
-        """Write to points given by integer coordinate arrays."""
-        self._check_writable()
-        self._write(CoordinateIndexer(selection, self._io.grid), value)
-
-    def set_mask_selection(self, mask: ArrayLike, value: ArrayLike) -> None:
-        """Write where a boolean mask of the array's shape is true."""
-        self._check_writable()
-        self._write(MaskIndexer(mask, self._io.grid), value)
-
-    def _write(self, indexer: Indexer, value: ArrayLike) -> None:
-        prepared = prepare_value(value, self.dtype, indexer, self._path)
-        self._io.write(list(indexer), prepared)
 
     # -- shape changes ---------------------------------------------------------
 

@@ -10,16 +10,40 @@ zarr-python 2's ``.info`` did; on object storage it reads nothing from the store
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
+
+import numpy as np
 
 from chunkflow.core.info import InfoReport, format_bytes
-from chunkflow.core.job_status import job_status
 from chunkflow.core.reprs import describe_codecs
+from chunkflow.jobs import job_status
+from chunkflow.storage import Store
 
-if TYPE_CHECKING:
-    from chunkflow.core.array_properties import ArrayProperties
+__all__ = ["InfoSource", "array_info", "describe_stage"]
 
-__all__ = ["array_info", "describe_stage"]
+
+class InfoSource(Protocol):
+    """What ``.info`` reads of an array (a :class:`~chunkflow.Array` has it all)."""
+
+    name: str
+    path: str
+    attrs: Any
+    store: Store
+    zarr_format: int
+    dtype: np.dtype
+    fill_value: Any
+    shape: tuple[int, ...]
+    shards: tuple[int, ...] | None
+    chunks: tuple[int, ...]
+    order: str
+    read_only: bool
+    filters: Sequence[Any]
+    serializer: Any
+    compressors: Sequence[Any]
+    nbytes: int
+    nbytes_stored: int
+    nshards_initialized: int
+    nshards: int
 
 
 def describe_stage(codecs: Sequence[Any]) -> str:
@@ -39,7 +63,7 @@ def describe_stage(codecs: Sequence[Any]) -> str:
     return f"({', '.join(parts)})"
 
 
-def array_info(array: ArrayProperties, complete: bool = False) -> InfoReport:
+def array_info(array: InfoSource, complete: bool = False) -> InfoReport:
     """The ``.info`` report of ``array``, with the stored sizes and counts where listing
     the store is cheap or ``complete=True``.
 

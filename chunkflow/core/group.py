@@ -21,7 +21,6 @@ from chunkflow.core.listing import named_by_metadata
 from chunkflow.core.member_options import MemberOptions
 from chunkflow.core.members import member_tree, open_members, scan_members, warn_invalid
 from chunkflow.core.navigation import GroupNavigation
-from chunkflow.core.ngff import multiscales_rows, read_multiscales
 from chunkflow.core.node import NodeProperties
 from chunkflow.core.node_records import (
     NodeRecord,
@@ -38,6 +37,7 @@ from chunkflow.errors import (
     ContainsGroupError,
     GroupNotFoundError,
 )
+from chunkflow.metadata.ngff import multiscales_rows, read_multiscales
 from chunkflow.storage import Store, make_store
 
 if TYPE_CHECKING:
@@ -180,8 +180,8 @@ class Group(NodeProperties, ArrayCreation, GroupNavigation):
 
     def _node(self, record: NodeRecord) -> Array | Group:
         if record.kind == "group":
-            return Group._from_record(self._store, record, self._read_only,
-                                      self._member_options, self._live_index())
+            return type(self)._from_record(self._store, record, self._read_only,
+                                           self._member_options, self._live_index())
         options = ArrayOptions.from_kwargs(read_only=self._read_only,
                                            **self._member_options.array_kwargs())
         return Array._from_metadata(self._store, record.path, record.metadata,  # type: ignore[arg-type]
@@ -220,8 +220,10 @@ class Group(NodeProperties, ArrayCreation, GroupNavigation):
         >>> chunkflow.group().invalid_members()
         {}
         """
-        if self._live_index() is not None:
-            records, invalid = self._live_index().children(self._path), {}
+        index = self._live_index()
+        invalid: dict[str, str] = {}
+        if index is not None:
+            records = index.children(self._path)
         else:
             records, invalid = self._scan_members()
         open_members(records, self._node, invalid)
@@ -358,7 +360,8 @@ class Group(NodeProperties, ArrayCreation, GroupNavigation):
         ensure_ancestor_groups(self._store, path, self._zarr_format)
         meta = write_group(self._store, path, self._zarr_format, attributes)
         record = NodeRecord(path, "group", self._zarr_format, meta, attributes, {})
-        return Group._from_record(self._store, record, self._read_only, self._member_options)
+        return type(self)._from_record(self._store, record, self._read_only,
+                                       self._member_options)
 
     def require_group(self, name: str, *, overwrite: bool = False) -> Group:
         """Open the group ``name``, creating it when it does not exist."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 
@@ -18,33 +18,30 @@ if TYPE_CHECKING:
     from chunkflow.metadata import FillValueLike
     from chunkflow.storage import Store
 
-__all__ = ["ArrayCreation", "ArrayMaker", "set_array_maker"]
+__all__ = ["ArrayCreation", "ArrayMaker"]
 
 
 class ArrayMaker(Protocol):
     """How a group creates a member array: the creation functions of
     :mod:`chunkflow.api`, which build on this package and so cannot be imported by it.
     ``defaults`` are the group's (format, member options), ``create_kwargs`` the
-    caller's keywords, which win."""
+    caller's keywords, which win. ``chunkflow.Group`` (a subclass defined in
+    :mod:`chunkflow.api.group_members`) provides it."""
 
     def __call__(self, store: Store, path: str, *, shape: ShapeLike, dtype: DTypeLike, data: ArrayLike | None,
                  chunks: ChunksLike, overwrite: bool, defaults: dict[str, Any],
                  create_kwargs: dict[str, Any]) -> Array: ...
 
 
-_array_maker: ArrayMaker | None = None
-
-
-def set_array_maker(maker: ArrayMaker) -> None:
-    """Install how :meth:`Group.create_array` creates arrays (``chunkflow.api`` does this
-    when imported; core cannot import api without a cycle)."""
-    global _array_maker
-    _array_maker = maker
-
-
 class ArrayCreation:
-    """Mixin of :class:`~chunkflow.Group`: the methods that create arrays in it."""
+    """Mixin of :class:`~chunkflow.Group`: the methods that create arrays in it.
 
+    They create through ``_array_maker``, which this layer leaves empty: the api's
+    ``chunkflow.Group`` subclass sets it to its creation functions, and the groups a
+    group opens are of its own class.
+    """
+
+    _array_maker: ClassVar[ArrayMaker | None] = None
     _store: Store
     _zarr_format: int
     _member_options: MemberOptions
@@ -71,14 +68,16 @@ class ArrayCreation:
         """
         self._check_writable()
         path = self._child_path(name)
-        if _array_maker is None:  # pragma: no cover - chunkflow.api registers it on import
-            raise RuntimeError("import chunkflow (its api package creates arrays)")
+        if self._array_maker is None:
+            raise TypeError(f"group {path.rpartition('/')[0] or '/'!r}: a "
+                            "chunkflow.core.group.Group creates no arrays; open the group with "
+                            "chunkflow.open_group or chunkflow.Group")
         self._changed()
-        return _array_maker(self._store, path, shape=shape, dtype=dtype, data=data,
-                            chunks=chunks, overwrite=overwrite,
-                            defaults={"zarr_format": self._zarr_format,
-                                      **self._member_options.array_kwargs()},
-                            create_kwargs=create_kwargs)
+        return self._array_maker(self._store, path, shape=shape, dtype=dtype, data=data,
+                                 chunks=chunks, overwrite=overwrite,
+                                 defaults={"zarr_format": self._zarr_format,
+                                           **self._member_options.array_kwargs()},
+                                 create_kwargs=create_kwargs)
 
     create_dataset = create_array
 

@@ -27,9 +27,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from chunkflow.core.documents import join_path
-from chunkflow.core.ngff import read_multiscales
 from chunkflow.core.node_records import fetch_nodes, parse_node
 from chunkflow.errors import ChunkflowError, IncompleteListingError
+from chunkflow.metadata.ngff import read_multiscales
 from chunkflow.storage import Store
 
 __all__ = ["named_by_metadata", "refuse_unlisted_members"]

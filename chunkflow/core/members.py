@@ -11,8 +11,8 @@ rest by name, with the reason; the group warns once per listing and offers
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Protocol
 
 from chunkflow.core.array import Array
 from chunkflow.core.documents import join_path
@@ -22,10 +22,16 @@ from chunkflow.core.tree import TreeNode
 from chunkflow.errors import ChunkflowError
 from chunkflow.storage import Store, normalize_key
 
-if TYPE_CHECKING:
-    from chunkflow.core.group import Group
+__all__ = ["GroupMembers", "member_tree", "open_members", "scan_members", "warn_invalid"]
 
-__all__ = ["member_tree", "open_members", "scan_members", "warn_invalid"]
+
+class GroupMembers(Protocol):
+    """What :func:`member_tree` reads of a group (a :class:`~chunkflow.Group` has it)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def members(self) -> Iterable[tuple[str, Any]]: ...
 
 
 def scan_members(store: Store, path: str, zarr_format: int | None,
@@ -87,7 +93,7 @@ def warn_invalid(group_name: str, invalid: dict[str, str]) -> None:
         )
 
 
-def member_tree(group: Group, level: int | None, name: str | None = None) -> TreeNode:
+def member_tree(group: GroupMembers, level: int | None, name: str | None = None) -> TreeNode:
     """The members of ``group`` (a :class:`~chunkflow.Group`), ``level`` levels deep
     (``None``: all), as :class:`TreeNode` data; ``name`` labels the top line (default:
     the group's name).

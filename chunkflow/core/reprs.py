@@ -11,6 +11,8 @@ import html
 from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
+from chunkflow.jobs import job_status
+
 __all__ = ["array_html", "array_repr", "describe_codecs", "group_html", "group_repr"]
 
 # Stores whose listing is a local directory walk or a dict scan: the stored byte
@@ -124,8 +126,6 @@ def array_repr(array: _ArrayNode) -> str:
 def _job_field(array: _ArrayNode) -> str:
     """`` (job incomplete: 37 of 100 blocks done)`` for an unfinished job's output; the
     count needs a listing, made only where listing is cheap (``?`` elsewhere)."""
-    from chunkflow.core.job_status import job_status
-
     status = job_status(array, count=array.store.listing_is_cheap)  # type: ignore[arg-type]
     return "" if status is None else f" ({status.describe()})"
 

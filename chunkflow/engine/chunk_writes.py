@@ -16,25 +16,52 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import numpy as np
 
 from chunkflow.cache import ChunkCache
 from chunkflow.engine.freshness import current_copies
+from chunkflow.engine.options import ArrayOptions
 from chunkflow.engine.pool import batch_chunks, inflight_window, io_lanes, map_groups
 from chunkflow.engine.shard_writes import rewrite_shard
+from chunkflow.grid import RegularChunkGrid
 from chunkflow.indexing import ChunkProjection
 from chunkflow.metadata import is_all_fill
+from chunkflow.storage import Store
 
-if TYPE_CHECKING:
-    from chunkflow.engine.chunk_io import ChunkIO
+__all__ = ["ChunkWriter", "ScalarChunk", "write_chunks"]
 
-__all__ = ["ScalarChunk", "write_chunks"]
+
+class ChunkWriter(Protocol):
+    """What a write needs of :class:`chunkflow.engine.chunk_io.ChunkIO` (which calls
+    :func:`write_chunks` with itself; a protocol here keeps the two modules out of an
+    import circle)."""
+
+    store: Store
+    grid: RegularChunkGrid
+    pipeline: Any
+    fill_value: np.generic
+    options: ArrayOptions
+    shards: Any
+    parallel: bool
+    _chunk_bytes: int
+    _batch: int
+
+    def key(self, coords: tuple[int, ...]) -> str: ...
+    def location(self, key: str) -> str: ...
+    def is_interior(self, coords: tuple[int, ...]) -> bool: ...
+    def locked(self, projections: Sequence[ChunkProjection]
+               ) -> contextlib.AbstractContextManager[None]: ...
+    def empty_chunk(self, key: str = ...) -> np.ndarray: ...
+    def encode(self, key: str, chunk: np.ndarray) -> bytes: ...
+    def decode(self, key: str, data: bytes) -> np.ndarray: ...
+    def discard(self, keys: Sequence[str]) -> None: ...
+    def _decode_error(self, key: str, err: Exception) -> Exception: ...
 
 
 def write_chunks(
-    io: ChunkIO, projections: Sequence[ChunkProjection], value: np.ndarray, *, locked: bool = False
+    io: ChunkWriter, projections: Sequence[ChunkProjection], value: np.ndarray, *, locked: bool = False
 ) -> None:
     """Write ``value`` (shaped like the indexer's buffer, or 0-d) to the chunks.
 
@@ -62,7 +89,7 @@ def write_chunks(
 
 
 def _write_streamed(
-    io: ChunkIO,
+    io: ChunkWriter,
     projections: Sequence[ChunkProjection],
     value: np.ndarray,
     scalar: ScalarChunk | None,
@@ -85,7 +112,7 @@ def _write_streamed(
 
 
 def _write_group(
-    io: ChunkIO,
+    io: ChunkWriter,
     group: Sequence[ChunkProjection],
     value: np.ndarray,
     scalar: ScalarChunk | None,
@@ -101,7 +128,7 @@ def _write_group(
         _keep_written(io, cache, owned, versions, ticket)
 
 
-def _keep_written(io: ChunkIO, cache: ChunkCache | None, owned: dict[str, np.ndarray],
+def _keep_written(io: ChunkWriter, cache: ChunkCache | None, owned: dict[str, np.ndarray],
                   versions: Mapping[str, object], ticket: int) -> None:
     """Cache the chunks a write built itself, once stored (write-through).
 
@@ -115,7 +142,7 @@ def _keep_written(io: ChunkIO, cache: ChunkCache | None, owned: dict[str, np.nda
 
 
 def _write_batch(
-    io: ChunkIO,
+    io: ChunkWriter,
     group: Sequence[ChunkProjection],
     value: np.ndarray,
     scalar: ScalarChunk | None,
@@ -171,7 +198,7 @@ def _write_batch(
 
 
 def _rewrite_shard(
-    io: ChunkIO, key: str, old: bytes | None, proj: ChunkProjection, part: np.ndarray
+    io: ChunkWriter, key: str, old: bytes | None, proj: ChunkProjection, part: np.ndarray
 ) -> bytes | None:
     """The shard ``key`` with ``part`` written at ``proj`` (``None``: delete it)."""
     assert io.shards is not None
@@ -182,7 +209,7 @@ def _rewrite_shard(
 
 
 def _existing_chunks(
-    io: ChunkIO, keys: list[str], cache: ChunkCache | None
+    io: ChunkWriter, keys: list[str], cache: ChunkCache | None
 ) -> dict[str, np.ndarray]:
     """Writable decoded copies of the stored chunks ``keys`` (absent ones left out).
 
@@ -200,7 +227,7 @@ def _existing_chunks(
 class ScalarChunk:
     """One encoding of a whole chunk of a scalar, shared by every interior chunk."""
 
-    def __init__(self, io: ChunkIO, value: np.ndarray) -> None:
+    def __init__(self, io: ChunkWriter, value: np.ndarray) -> None:
         self._io = io
         self._value = value
         self._encoded: bytes | None = None

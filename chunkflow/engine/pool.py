@@ -33,7 +33,7 @@ import dask.config
 from chunkflow import config
 from chunkflow.config.resources import usable_cores
 
-__all__ = ["PARALLEL_MIN_CHUNK_BYTES", "batch_chunks", "inflight_limits", "inflight_window",
+__all__ = ["PARALLEL_MIN_CHUNK_BYTES", "batch_chunks", "inflight_window",
            "io_lanes", "io_threads", "map_groups", "map_sharing", "serial_io", "split_groups"]
 
 #: Chunks smaller than this are fetched and decoded inline (see the module docstring).
@@ -105,27 +105,11 @@ def io_threads() -> int:
     return usable_cores() if memo[1] is None else memo[1]
 
 
-def inflight_limits() -> tuple[int, int]:
-    """``(requests, bytes)``: the settings ``chunkflow.io.inflight-requests`` and
-    ``chunkflow.io.inflight-bytes`` (what one read or write of a latency-bound store
-    may have in flight).
-
-    Examples
-    --------
-    >>> with config.set({"chunkflow.io.inflight-requests": 8,
-    ...                  "chunkflow.io.inflight-bytes": "1 MiB"}):
-    ...     inflight_limits()
-    (8, 1048576)
-    """
-    return (config.get("chunkflow.io.inflight-requests"),  # type: ignore[return-value]
-            config.get("chunkflow.io.inflight-bytes"))
-
-
 def batch_chunks(chunk_bytes: int, threads: int | None = None) -> int:
     """Chunks per store call (one batch) of a latency-bound store, for chunks of
     ``chunk_bytes`` decoded bytes.
 
-    As many as :func:`inflight_limits` allow when each of ``threads`` (default
+    As many as :func:`~chunkflow.config.inflight_limits` allow when each of ``threads`` (default
     :func:`io_threads`; a dask computation runs that many tasks at once) has one batch
     in flight: ``min(requests, bytes // chunk_bytes) // threads``, at least 1. So a
     read holds at most its budget of fetched chunks, whatever its size (a chunk
@@ -139,7 +123,7 @@ def batch_chunks(chunk_bytes: int, threads: int | None = None) -> int:
     (32, 16)
     """
     size = max(chunk_bytes, 1)
-    requests, budget = inflight_limits()
+    requests, budget = config.inflight_limits()
     return max(1, min(requests, budget // size) // (threads or io_threads()))
 
 

@@ -69,6 +69,10 @@ def prepare_value(value: ArrayLike, dtype: np.dtype, indexer: Indexer, path: str
 def convert_dtype(value: ArrayLike, dtype: np.dtype, path: str) -> np.ndarray:
     """``value`` as a numpy array of ``dtype``; a clear error when it cannot be."""
     try:
+        if dtype.names is not None and not isinstance(value, np.ndarray):
+            # A tuple is one structured item, a list of tuples several: numpy reads
+            # them as records only when told the dtype.
+            return np.asarray(value, dtype=dtype)
         source = np.asarray(value) if dtype.kind != "O" else _object_array(value)
         if source.dtype == dtype:
             return source

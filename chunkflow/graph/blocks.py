@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from chunkflow.errors import BoundsCheckError, InvalidSelectionError
+from chunkflow.indexing import expand_ellipsis
 
 if TYPE_CHECKING:
     from chunkflow.indexing import Selection
@@ -141,18 +142,7 @@ def normalize_selection(selection: Selection, shape: Sequence[int]) -> tuple[int
     >>> normalize_selection((Ellipsis, -1), (4, 5, 6))
     (slice(None, None, None), slice(None, None, None), 5)
     """
-    entries = selection if isinstance(selection, tuple) else (selection,)
-    if sum(entry is Ellipsis for entry in entries) > 1:
-        raise InvalidSelectionError(f"selection {selection!r} has more than one Ellipsis")
-    if Ellipsis in entries:
-        at = next(i for i, entry in enumerate(entries) if entry is Ellipsis)
-        fill = (slice(None),) * (len(shape) - len(entries) + 1)
-        entries = entries[:at] + fill + entries[at + 1:]
-    if len(entries) > len(shape):
-        raise InvalidSelectionError(
-            f"selection {selection!r} has {len(entries)} entries for {len(shape)} dimensions"
-        )
-    entries = entries + (slice(None),) * (len(shape) - len(entries))
+    entries = expand_ellipsis(selection, tuple(shape), taken=_one_dim)
     out: list[int | slice] = []
     for dim, (entry, size) in enumerate(zip(entries, shape)):
         if isinstance(entry, slice):
@@ -170,6 +160,10 @@ def normalize_selection(selection: Selection, shape: Sequence[int]) -> tuple[int
                 "or Ellipsis; use z.oindex/z.vindex for arrays of indices"
             )
     return tuple(out)
+
+
+def _one_dim(entry: object) -> int:
+    return 1  # None and arrays are refused below, one dimension each
 
 
 def _edges(start: int, step: int, length: int, span: int) -> np.ndarray:

@@ -39,7 +39,6 @@ from dask.layers import ArrayBlockwiseDep
 from dask.utils import parse_bytes
 
 from chunkflow.api.hierarchy import open_node
-from chunkflow.config.resources import usable_cores
 from chunkflow.core.array import Array
 from chunkflow.engine.pool import batch_chunks, serial_io
 from chunkflow.errors import InvalidSelectionError
@@ -51,17 +50,16 @@ from chunkflow.graph.blocks import (
     default_per_block,
     dim_blocks,
 )
-from chunkflow.graph.scheduler import scheduler_choice
+from chunkflow.graph.scheduler import worker_threads
 from chunkflow.grid import ceil_div
 from chunkflow.storage import Store
 
 if TYPE_CHECKING:
-    from chunkflow.graph.scheduler import SchedulerLike
     from chunkflow.indexing import Selection
 
 __all__ = [
-    "ArraySource", "BlockChunks", "ChunkflowDaskArray", "SelectionDep", "active_client",
-    "as_source_array", "block_multiples", "to_dask", "worker_threads",
+    "ArraySource", "BlockChunks", "ChunkflowDaskArray", "SelectionDep", "as_source_array",
+    "block_multiples", "to_dask",
 ]
 
 #: An array to read, as the graph functions accept it: an open :class:`~chunkflow.Array`,
@@ -188,60 +186,14 @@ def read_block(array: Array, selection: tuple[int | slice, ...], serial: bool = 
         return np.asarray(array.get_basic_selection(selection))
 
 
-def active_client(scheduler: SchedulerLike = None) -> Any:
-    """The distributed client ``scheduler`` names or, by default, the active one.
-
-    ``None`` for a local scheduler or without a client (or a scheduler address, which
-    is not a client yet). A default ``Client`` sets dask's ``scheduler`` setting to
-    ``"dask.distributed"``; that is the active client too.
-
-    Examples
-    --------
-    >>> active_client("threads") is None
-    True
-    """
-    client = scheduler_choice(scheduler)[1]
-    return None if isinstance(client, str) else client
-
-
-def worker_threads(scheduler: SchedulerLike = None) -> int:
-    """The threads a dask computation started now (on ``scheduler``) would run on.
-
-    The distributed client's threads (all its workers'; by default the active
-    client's), 1 for ``"sync"``, else dask's ``num_workers`` setting, else the cores
-    this process may use (what dask's threaded scheduler starts).
-
-    Examples
-    --------
-    >>> worker_threads() >= 1
-    True
-    >>> with dask.config.set(num_workers=3):
-    ...     worker_threads()
-    3
-    """
-    choice, _ = scheduler_choice(scheduler)
-    client = active_client(scheduler)
-    # An asynchronous client cannot answer here without an event loop: it falls back.
-    if client is not None and not client.asynchronous:
-        threads = sum(client.nthreads().values())
-        if threads:
-            return int(threads)
-    if (choice or dask.config.get("scheduler", None)) in ("sync", "synchronous",
-                                                            "single-threaded"):
-        return 1
-    configured = dask.config.get("num_workers", None)
-    if configured:
-        return int(configured)
-    return usable_cores()
-
-
 def block_multiples(array: Array, selection: Selection, chunks: BlockChunks) -> tuple[int, ...]:
     """Chunks per block along each dimension, from ``to_dask``'s ``chunks=`` argument.
 
     ``None`` (the default): one block per chunk (per shard), as ``da.from_zarr``,
     except that chunks smaller than :data:`DEFAULT_MIN_BLOCK_BYTES` are grouped
     toward that size, never leaving fewer than :data:`BLOCKS_PER_THREAD` blocks per
-    :func:`worker_threads` where there are that many chunks. On a latency-bound store
+    worker thread (:func:`~chunkflow.graph.scheduler.worker_threads`) where there are
+    that many chunks. On a latency-bound store
     (``Store.latency_bound``: object stores, HTTP) chunks are grouped up to dask's
     ``array.chunk-size`` (at least one thread's share of the in-flight budget,
     :func:`~chunkflow.engine.pool.batch_chunks`), so that each task keeps many

@@ -34,10 +34,15 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import dask
 from dask.callbacks import Callback
 
+from chunkflow.config.resources import usable_cores
+
 if TYPE_CHECKING:
     from distributed import Client
 
-__all__ = ["BlockProgress", "SchedulerLike", "compute", "scheduler_choice"]
+__all__ = [
+    "BlockProgress", "SchedulerLike", "active_client", "compute", "local_threads",
+    "scheduler_choice", "tasks_per_process", "worker_threads",
+]
 
 #: What every ``scheduler=`` argument accepts (see :func:`scheduler_choice`): ``None``
 #: (dask's current scheduler), a local scheduler name (``"threads"``, ``"processes"``,
@@ -212,6 +217,82 @@ def _default_client() -> Any:
         return distributed.default_client()
     except ValueError:  # no client is active
         return None
+
+
+def active_client(scheduler: SchedulerLike = None) -> Any:
+    """The distributed client ``scheduler`` names or, by default, the active one.
+
+    ``None`` for a local scheduler or without a client (or a scheduler address, which
+    is not a client yet). A default ``Client`` sets dask's ``scheduler`` setting to
+    ``"dask.distributed"``; that is the active client too.
+
+    Examples
+    --------
+    >>> active_client("threads") is None
+    True
+    """
+    client = scheduler_choice(scheduler)[1]
+    return None if isinstance(client, str) else client
+
+
+def worker_threads(scheduler: SchedulerLike = None) -> int:
+    """The threads a dask computation started now (on ``scheduler``) would run on.
+
+    The distributed client's threads (all its workers'; by default the active
+    client's), 1 for ``"sync"``, else dask's ``num_workers`` setting, else the cores
+    this process may use (what dask's threaded scheduler starts).
+
+    Examples
+    --------
+    >>> worker_threads() >= 1
+    True
+    >>> with dask.config.set(num_workers=3):
+    ...     worker_threads()
+    3
+    """
+    choice, _ = scheduler_choice(scheduler)
+    client = active_client(scheduler)
+    # An asynchronous client cannot answer here without an event loop: it falls back.
+    if client is not None and not client.asynchronous:
+        threads = sum(client.nthreads().values())
+        if threads:
+            return int(threads)
+    if (choice or dask.config.get("scheduler", None)) in ("sync", "synchronous",
+                                                            "single-threaded"):
+        return 1
+    configured = dask.config.get("num_workers", None)
+    if configured:
+        return int(configured)
+    return usable_cores()
+
+
+def tasks_per_process(scheduler: SchedulerLike = None) -> int:
+    """Tasks one worker process runs at once: its threads (a cluster's largest worker,
+    this machine's threads), 1 for the ``processes`` and ``sync`` schedulers.
+
+    Examples
+    --------
+    >>> tasks_per_process("processes"), tasks_per_process("sync")
+    (1, 1)
+    """
+    client = active_client(scheduler)
+    if client is not None and not client.asynchronous:
+        threads = client.nthreads().values()
+        return max(threads, default=1)
+    choice, _ = scheduler_choice(scheduler)
+    local = choice if choice is not None else dask.config.get("scheduler", None)
+    if local in ("processes", "multiprocessing"):
+        return 1
+    return worker_threads(scheduler)
+
+
+def local_threads(scheduler: SchedulerLike = None) -> bool:
+    """Whether ``scheduler`` runs tasks on this process's threads (dask's threaded
+    scheduler, whose thread count a computation may lower with ``num_workers``)."""
+    if active_client(scheduler) is not None or scheduler_choice(scheduler)[1] is not None:
+        return False
+    choice = scheduler_choice(scheduler)[0] or dask.config.get("scheduler", None)
+    return choice in (None, "threads", "threading")
 
 
 def compute(

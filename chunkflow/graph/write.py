@@ -44,24 +44,20 @@ from dask.delayed import Delayed
 from dask.highlevelgraph import HighLevelGraph
 
 from chunkflow.api.creation import create
+from chunkflow.api.unfinished import open_unfinished
 from chunkflow.core.array import Array
-from chunkflow.errors import (
-    InvalidSelectionError,
-    JobMismatchError,
-    ReadOnlyError,
-    ShapeMismatchError,
-)
-from chunkflow.graph.jobs import (
-    Job,
-    block_keys,
-    function_parts,
-    job_progress,
-    metadata_part,
-    open_job,
-    unfinished_output,
-)
+from chunkflow.errors import InvalidSelectionError, ReadOnlyError, ShapeMismatchError
 from chunkflow.graph.scheduler import ProgressArg
 from chunkflow.graph.scheduler import compute as run
+from chunkflow.jobs import (
+    Job,
+    block_keys,
+    check_same_output,
+    function_parts,
+    job_identity,
+    job_progress,
+    open_job,
+)
 
 if TYPE_CHECKING:
     import dask.array as da
@@ -255,9 +251,9 @@ def _open_store_job(source: da.Array, target: Array, region: tuple[slice, ...], 
     grid = tuple(len(e) - 1 for e in edges)
     parts = function_parts(source.name, None, job_name, what="source dask array") \
         if resume else {}
-    return open_job(target, grid, resume=resume, job_name=job_name, parts=lambda: {
-        **parts, "regions and block plan": tokenize(region, edges),
-        "output metadata": metadata_part(target)})
+    return open_job(target, grid, resume=resume, identity=lambda: job_identity(
+        target, plan={"regions and block plan": tokenize(region, edges)}, function=parts,
+        job_name=job_name))
 
 
 def store(
@@ -295,7 +291,7 @@ def store(
     resume : bool
         Record each finished write block in the target's store and skip (without
         computing their source blocks) those an earlier run of the same job
-        recorded; see :mod:`chunkflow.graph.jobs`. The job is identified by the
+        recorded; see :mod:`chunkflow.jobs`. The job is identified by the
         source's dask name (deterministic for arrays built from chunkflow, zarr or
         numpy data), the regions, the block plan and the targets' metadata.
     job_name : str, optional
@@ -420,16 +416,16 @@ def to_chunkflow(
         chunks = tuple(int(n) for n in x.chunksize) if x.ndim else ()
     spec = dict(shape=x.shape, chunks=chunks, dtype=create_kwargs.pop("dtype", x.dtype),
                 **create_kwargs)
-    target = unfinished_output(url_or_store, path, storage_options) if resume else None
+    target = open_unfinished(url_or_store, path, storage_options) if resume else None
     if target is None:
         target = create(**spec, store=url_or_store, path=path, overwrite=overwrite,
                         storage_options=storage_options)
-    elif metadata_part(create(**spec)) != metadata_part(target):
-        raise JobMismatchError(
-            f"to_chunkflow: array {target.path or '/'!r} in {target.store.identity} is the "
-            "output of an unfinished job that differs from this one in: output metadata "
-            "(the creation arguments). Nothing was written. Rerun the original job with "
-            "resume=True, or pass resume=False, overwrite=True to start over.")
+    else:
+        check_same_output(
+            target, create(**spec),
+            f"to_chunkflow: array {target.path or '/'!r} in {target.store.identity}",
+            "Rerun the original job with resume=True, or pass resume=False, overwrite=True "
+            "to start over.")
     pending = store(x, target, compute=compute, scheduler=scheduler, progress=progress,
                     resume=resume, job_name=job_name)
     return target if compute else (target, pending)

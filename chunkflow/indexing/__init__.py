@@ -1,8 +1,12 @@
 """Selections -> per-chunk projections; pure arithmetic, no I/O.
 
 Per-dimension indexers live in :mod:`chunkflow.indexing.dims`; the N-d indexers, which
-take their product, in :mod:`chunkflow.indexing.selections`; the predicates that tell
-selection kinds apart in :mod:`chunkflow.indexing.predicates`.
+take their product, in :mod:`chunkflow.indexing.selections`; the point indexers
+(``vindex``, masks, numpy's advanced indexing) in :mod:`chunkflow.indexing.points`;
+numpy's rules for ``array[...]`` in :mod:`chunkflow.indexing.numpy_rules`; ``...``
+expansion in :mod:`chunkflow.indexing.expand`; structured fields in
+:mod:`chunkflow.indexing.fields`; the predicates that tell selection kinds apart in
+:mod:`chunkflow.indexing.predicates`.
 
 Examples
 --------
@@ -26,6 +30,16 @@ True
 
 from __future__ import annotations
 
+from chunkflow.indexing.expand import expand_ellipsis
+from chunkflow.indexing.fields import (
+    Fields,
+    fields_dtype,
+    pop_fields,
+    select_fields,
+    writable_field,
+)
+from chunkflow.indexing.numpy_rules import NumpyIndexer
+from chunkflow.indexing.points import CoordinateIndexer, MaskIndexer, PointsIndexer
 from chunkflow.indexing.predicates import (
     Selection,
     SelectionItem,
@@ -36,9 +50,7 @@ from chunkflow.indexing.predicates import (
 from chunkflow.indexing.selections import (
     BasicIndexer,
     ChunkProjection,
-    CoordinateIndexer,
     Indexer,
-    MaskIndexer,
     OrthogonalIndexer,
 )
 
@@ -46,12 +58,20 @@ __all__ = [
     "BasicIndexer",
     "ChunkProjection",
     "CoordinateIndexer",
+    "Fields",
     "Indexer",
     "MaskIndexer",
+    "NumpyIndexer",
     "OrthogonalIndexer",
+    "PointsIndexer",
     "Selection",
     "SelectionItem",
+    "expand_ellipsis",
+    "fields_dtype",
     "is_basic_selection",
     "is_coordinate_selection",
     "is_mask_selection",
+    "pop_fields",
+    "select_fields",
+    "writable_field",
 ]

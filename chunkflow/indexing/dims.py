@@ -22,9 +22,10 @@ import numpy as np
 
 from chunkflow.errors import BoundsCheckError, InvalidSelectionError
 from chunkflow.grid import ceil_div
+from chunkflow.indexing.expand import expand_ellipsis
 
 if TYPE_CHECKING:
-    from chunkflow.indexing.predicates import Selection
+    from chunkflow.indexing.selection_types import Selection
 
 __all__ = [
     "DimProjection",
@@ -33,6 +34,7 @@ __all__ = [
     "expand_selection",
     "int_array_dim",
     "int_dim",
+    "is_array_like",
     "normalize_int_array",
     "slice_dim",
 ]
@@ -77,6 +79,19 @@ def as_int(value: object) -> int | None:
     return None
 
 
+def is_array_like(value: object) -> bool:
+    """Whether ``value`` is an index array: a list, a numpy array, or anything numpy
+    converts (``__array__``: a chunkflow, zarr or dask array, read in full).
+
+    Examples
+    --------
+    >>> is_array_like([1, 2]), is_array_like(np.arange(2)), is_array_like("ab")
+    (True, True, False)
+    """
+    return isinstance(value, (np.ndarray, list)) or (
+        hasattr(value, "__array__") and not isinstance(value, (str, bytes, np.generic)))
+
+
 def _out_of_bounds(index: int, dim: int, size: int, shape: tuple[int, ...]) -> BoundsCheckError:
     return BoundsCheckError(
         f"index {index} is out of bounds for dimension {dim} with size {size} "
@@ -87,7 +102,8 @@ def _out_of_bounds(index: int, dim: int, size: int, shape: tuple[int, ...]) -> B
 def expand_selection(selection: Selection, shape: tuple[int, ...]) -> tuple[Any, ...]:
     """Return ``selection`` as a tuple with exactly one entry per dimension.
 
-    Expands ``...``, pads with full slices, and refuses ``None`` and too many entries.
+    Expands ``...``, pads with full slices, and refuses ``None`` and too many entries
+    (each entry takes one dimension: this is for basic and orthogonal selections).
 
     Examples
     --------
@@ -97,28 +113,16 @@ def expand_selection(selection: Selection, shape: tuple[int, ...]) -> tuple[Any,
     ()
     """
     sel = selection if isinstance(selection, tuple) else (selection,)
-    n_ellipsis = 0
-    for entry in sel:
-        if entry is None:
-            raise InvalidSelectionError(
-                f"selection {selection!r}: None / np.newaxis is not supported; "
-                "add axes to the result with numpy afterwards"
-            )
-        if entry is Ellipsis:
-            n_ellipsis += 1
-    if n_ellipsis > 1:
-        raise InvalidSelectionError(f"selection {selection!r} has more than one Ellipsis")
-    nreal = len(sel) - n_ellipsis
-    if nreal > len(shape):
+    if any(entry is None for entry in sel):
         raise InvalidSelectionError(
-            f"too many indices in selection {selection!r} for an array of shape {shape} "
-            f"({nreal} entries for {len(shape)} dimensions)"
+            f"selection {selection!r}: None / np.newaxis is not supported here; "
+            "array[...] takes it, as numpy does"
         )
-    if n_ellipsis:
-        at = next(i for i, entry in enumerate(sel) if entry is Ellipsis)
-        fill = (slice(None),) * (len(shape) - nreal)
-        return sel[:at] + fill + sel[at + 1:]
-    return sel + (slice(None),) * (len(shape) - nreal)
+    return expand_ellipsis(sel, shape, taken=_one_dim)
+
+
+def _one_dim(entry: object) -> int:
+    return 1
 
 
 def int_dim(index: int, dim: int, size: int, chunk: int, shape: tuple[int, ...]) -> DimProjection:

@@ -9,13 +9,10 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from types import EllipsisType
-from typing import SupportsIndex, TypeAlias
-
 import numpy as np
 
-from chunkflow.indexing.dims import as_int
+from chunkflow.indexing.dims import as_int, is_array_like
+from chunkflow.indexing.selection_types import Selection, SelectionItem
 
 __all__ = [
     "Selection",
@@ -24,15 +21,6 @@ __all__ = [
     "is_coordinate_selection",
     "is_mask_selection",
 ]
-
-#: One dimension's part of a selection: an integer, a slice, ``...``, or an integer
-#: array or list (indices, coordinates) or a boolean one (a mask).
-SelectionItem: TypeAlias = SupportsIndex | slice | EllipsisType | Sequence[int] | Sequence[bool] | np.ndarray
-
-#: What ``array[...]`` and the ``get_*_selection`` methods accept: one item or a tuple of
-#: them, one per dimension (fewer are completed with full slices).
-Selection: TypeAlias = SelectionItem | tuple[SelectionItem, ...]
-
 
 def is_basic_selection(selection: Selection) -> bool:
     """Return whether ``selection`` holds only integers, slices and ``...``.
@@ -61,7 +49,7 @@ def is_coordinate_selection(selection: Selection, ndim: int) -> bool:
 
 
 def _is_int_array(value: object) -> bool:
-    if not isinstance(value, (np.ndarray, list)):
+    if not is_array_like(value):
         return False
     arr = np.asarray(value)
     return arr.dtype.kind in "iu" or (arr.size == 0 and arr.dtype != bool)
@@ -77,7 +65,7 @@ def is_mask_selection(selection: Selection, ndim: int) -> bool:
     (True, False)
     """
     sel = selection if isinstance(selection, tuple) else (selection,)
-    if len(sel) != 1 or not isinstance(sel[0], (np.ndarray, list)):
+    if len(sel) != 1 or not is_array_like(sel[0]):
         return False
     arr = np.asarray(sel[0])
     return arr.dtype == bool and arr.ndim == ndim

@@ -27,7 +27,6 @@ Examples
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator, Sequence
 from functools import partial
 from itertools import product
@@ -44,7 +43,7 @@ from chunkflow.indexing.dims import (
     expand_selection,
     int_array_dim,
     int_dim,
-    normalize_int_array,
+    is_array_like,
     slice_dim,
 )
 
@@ -54,10 +53,9 @@ if TYPE_CHECKING:
 __all__ = [
     "BasicIndexer",
     "ChunkProjection",
-    "CoordinateIndexer",
     "Indexer",
-    "MaskIndexer",
     "OrthogonalIndexer",
+    "Reshaping",
 ]
 
 
@@ -86,7 +84,11 @@ class ChunkProjection(NamedTuple):
 
 
 class Indexer(Protocol):
-    """What the array layer needs from an indexer."""
+    """What the array layer needs from an indexer.
+
+    ``shape`` is the buffer the projections fill, ``sel_shape`` that buffer reshaped
+    (in the plan's order of dimensions) and ``result_shape`` the shape of the result.
+    """
 
     shape: tuple[int, ...]
     sel_shape: tuple[int, ...]
@@ -95,14 +97,51 @@ class Indexer(Protocol):
 
     def __iter__(self) -> Iterator[ChunkProjection]: ...
 
+    @property
+    def reorders(self) -> bool:
+        """Whether the result's dimensions are in another order than the plan's (then
+        values written go through :meth:`value_in_plan_order`)."""
+
+    @property
+    def result_shape(self) -> tuple[int, ...]: ...
+
+    def result(self, buffer: np.ndarray) -> np.ndarray: ...
+
+    def value_in_plan_order(self, value: np.ndarray) -> np.ndarray: ...
+
+
+class Reshaping:
+    """The results of indexers whose ``sel_shape`` is the result's shape."""
+
+    sel_shape: tuple[int, ...]
+    reorders = False
+
+    @property
+    def result_shape(self) -> tuple[int, ...]:
+        """The shape of the result."""
+        return self.sel_shape
+
+    def result(self, buffer: np.ndarray) -> np.ndarray:
+        """The result from the filled buffer (a view of it)."""
+        return buffer.reshape(self.sel_shape)
+
+    def value_in_plan_order(self, value: np.ndarray) -> np.ndarray:
+        """A value for the result, as the buffer's projections take it (unchanged)."""
+        return value
+
 
 # tuple.__new__ builds the NamedTuple in C; the Python-level __new__ would dominate the
 # per-chunk cost of large aligned reads.
 _make_projection = partial(tuple.__new__, ChunkProjection)
 
 
-class _ProductIndexer:
+class _ProductIndexer(Reshaping):
     """Shared machinery: the projection is the product of per-dimension projections."""
+
+    #: Whether chunk selections index as numpy does (arrays broadcast together with
+    #: the integers) rather than per axis through ``np.ix_``; for callers that arrange
+    #: for both to agree.
+    pointwise = False
 
     def __init__(self, dims: list[DimProjection], grid: RegularChunkGrid) -> None:
         self.grid = grid
@@ -122,13 +161,15 @@ class _ProductIndexer:
         self.nchunks: int = nchunks
         # Several array indices (or one plus an integer, which numpy also treats as an
         # advanced index) would broadcast together instead of acting per axis.
-        self._needs_ix = nfancy > 1 or (nfancy == 1 and bool(self.drop_axes))
+        self._needs_ix = not self.pointwise and (
+            nfancy > 1 or (nfancy == 1 and bool(self.drop_axes)))
 
     def __iter__(self) -> Iterator[ChunkProjection]:
         dims = self._dims
         coords = product(*[d.chunk_indices for d in dims])
-        chunk_sels = product(*[d.chunk_selections for d in dims])
-        out_sels = product(*[d.out_selections for d in dims if not d.dropped])
+        chunk_sels: Iterator[tuple[Any, ...]] = product(*[d.chunk_selections for d in dims])
+        out_sels: Iterator[tuple[Any, ...]] = product(
+            *[d.out_selections for d in dims if not d.dropped])
         complete = map(all, product(*[d.complete for d in dims]))
         if self._needs_ix:
             chunk_sels = map(partial(_ix, lengths=self.grid.chunks), chunk_sels)
@@ -227,7 +268,7 @@ def _orthogonal_dim(
     index = as_int(entry)
     if index is not None:
         return int_dim(index, dim, size, chunk, shape)
-    if isinstance(entry, (np.ndarray, list)):
+    if is_array_like(entry):
         arr = np.asarray(entry)
         if arr.dtype == bool:
             return bool_array_dim(arr, dim, size, chunk, shape)
@@ -241,147 +282,3 @@ def _orthogonal_dim(
         f"orthogonal selection entries must be integers, slices, or 1-d integer or boolean "
         f"arrays, got {entry!r} for dimension {dim} of shape {shape}"
     )
-
-
-class CoordinateIndexer:
-    """Point selection (``vindex``): integer arrays broadcast together, one point each.
-
-    ``shape`` is ``(npoints,)`` (the buffer to allocate) and ``sel_shape`` the broadcast
-    shape the user sees. Points are grouped by chunk so each chunk is visited once.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from chunkflow.grid import RegularChunkGrid
-    >>> idx = CoordinateIndexer(([[3, 0], [1, 2]], 1), RegularChunkGrid((4, 2), (2, 2)))
-    >>> idx.shape, idx.sel_shape, idx.nchunks
-    ((4,), (2, 2), 2)
-    >>> for p in idx:
-    ...     print(p.chunk_coords, [a.tolist() for a in p.chunk_selection], p.out_selection)
-    (0, 0) [[0, 1], [1, 1]] (array([1, 2]),)
-    (1, 0) [[1, 0], [1, 1]] (array([0, 3]),)
-    """
-
-    def __init__(self, selection: Selection, grid: RegularChunkGrid) -> None:
-        sel = selection if isinstance(selection, tuple) else (selection,)
-        if len(sel) != len(grid.shape):
-            raise InvalidSelectionError(
-                f"coordinate selection {selection!r} needs one integer array per dimension "
-                f"of shape {grid.shape} ({len(grid.shape)}), got {len(sel)}"
-            )
-        arrays = [_coordinate_array(e, d, grid.shape) for d, e in enumerate(sel)]
-        try:
-            sel_shape = np.broadcast_shapes(*(a.shape for a in arrays))
-        except ValueError as err:
-            raise InvalidSelectionError(
-                f"coordinate arrays of shapes {[a.shape for a in arrays]} do not broadcast "
-                "together"
-            ) from err
-        points = [np.broadcast_to(a, sel_shape).reshape(-1) for a in arrays]
-        self._setup(points, math.prod(sel_shape), tuple(sel_shape), grid)
-
-    def _setup(
-        self, points: list[np.ndarray], npoints: int, sel_shape: tuple[int, ...],
-        grid: RegularChunkGrid,
-    ) -> None:
-        self.grid = grid
-        self.shape: tuple[int, ...] = (npoints,)
-        self.sel_shape: tuple[int, ...] = sel_shape
-        self.drop_axes: tuple[int, ...] = ()
-        self._order: np.ndarray | None = None
-        if npoints == 0:
-            self._starts: list[int] = []
-            self._stops: list[int] = []
-            self._coords: list[tuple[int, ...]] = []
-            self._local: list[np.ndarray] = []
-        elif not points:  # a 0-d array: its one chunk holds the point
-            self._starts, self._stops, self._coords, self._local = [0], [npoints], [()], []
-        else:
-            self._group(points, grid)
-        self.nchunks: int = len(self._coords)
-
-    def _group(self, points: list[np.ndarray], grid: RegularChunkGrid) -> None:
-        chunk_coords = [p // c for p, c in zip(points, grid.chunks)]
-        ids = _chunk_ids(chunk_coords, grid.grid_shape)
-        if ids.size > 1 and not bool((ids[1:] >= ids[:-1]).all()):
-            self._order = order = np.argsort(ids, kind="stable")
-            ids = ids[order]
-            points = [p[order] for p in points]
-            chunk_coords = [c[order] for c in chunk_coords]
-        change = (np.flatnonzero(ids[1:] != ids[:-1]) + 1).tolist()
-        self._starts, self._stops = [0, *change], [*change, ids.size]
-        self._coords = list(zip(*(c[self._starts].tolist() for c in chunk_coords)))
-        self._local = [p - c * n for p, c, n in zip(points, chunk_coords, grid.chunks)]
-
-    def __iter__(self) -> Iterator[ChunkProjection]:
-        order, local = self._order, self._local
-        for coords, a, b in zip(self._coords, self._starts, self._stops):
-            # (None,) views a 0-d chunk as shape (1,), matching out[a:b] both ways.
-            chunk_sel = tuple(x[a:b] for x in local) if local else (None,)
-            out_sel = (slice(a, b),) if order is None else (order[a:b],)
-            yield ChunkProjection(coords, chunk_sel, out_sel, False)
-
-    def __len__(self) -> int:
-        return self.nchunks
-
-    def __repr__(self) -> str:
-        return (f"{type(self).__name__}(shape={self.shape}, sel_shape={self.sel_shape}, "
-                f"nchunks={self.nchunks}, grid={self.grid})")
-
-
-def _coordinate_array(entry: SelectionItem, dim: int, shape: tuple[int, ...]) -> np.ndarray:
-    index = as_int(entry)
-    if index is not None:
-        entry = np.asarray(index)
-    elif not isinstance(entry, (np.ndarray, list)):
-        raise InvalidSelectionError(
-            f"coordinate selection entries must be integers or integer arrays, got {entry!r} "
-            f"for dimension {dim} of shape {shape}"
-        )
-    arr = np.asarray(entry)
-    if arr.dtype == bool:
-        raise InvalidSelectionError(
-            f"boolean array for dimension {dim} in a coordinate selection; pass a single "
-            f"boolean mask of the array's shape {shape} instead"
-        )
-    return normalize_int_array(arr, dim, shape[dim], shape)
-
-
-def _chunk_ids(chunk_coords: list[np.ndarray], grid_shape: tuple[int, ...]) -> np.ndarray:
-    """One sortable id per point: C-order rank of its chunk in the grid."""
-    if math.prod(grid_shape) < 2**62:
-        ids = np.zeros(chunk_coords[0].shape, dtype=np.int64)
-        for c, g in zip(chunk_coords, grid_shape):
-            ids *= g
-            ids += c
-        return ids
-    # Astronomically large grids overflow int64 ranks: rank the distinct chunks instead.
-    _, inverse = np.unique(np.stack(chunk_coords, axis=1), axis=0, return_inverse=True)
-    return inverse.reshape(-1)
-
-
-class MaskIndexer(CoordinateIndexer):
-    """A boolean array of the array's shape; the selected points in C order.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from chunkflow.grid import RegularChunkGrid
-    >>> mask = np.eye(3, dtype=bool)
-    >>> idx = MaskIndexer(mask, RegularChunkGrid((3, 3), (2, 2)))
-    >>> idx.shape, idx.sel_shape, [p.chunk_coords for p in idx]
-    ((3,), (3,), [(0, 0), (1, 1)])
-    """
-
-    def __init__(self, selection: Selection, grid: RegularChunkGrid) -> None:
-        sel = selection if isinstance(selection, tuple) else (selection,)
-        mask = np.asarray(sel[0]) if len(sel) == 1 else None
-        if mask is None or mask.dtype != bool or mask.shape != grid.shape:
-            raise InvalidSelectionError(
-                f"mask selection must be one boolean array of the array's shape {grid.shape}, "
-                f"got {selection!r}"
-            )
-        # np.nonzero refuses 0-d input; a 0-d mask selects its one element or nothing.
-        points = list(np.nonzero(mask)) if mask.ndim else []
-        npoints = int(mask.sum())
-        self._setup(points, npoints, (npoints,), grid)

@@ -76,13 +76,19 @@ class Where:
             raise self.error(key, f"a list of at most {MAX_DIMS} ints (numpy's limit)", value)
         return tuple(value)
 
-    def chunks(self, value: JSONValue, key: str, ndim: int, part: str = "") -> tuple[int, ...]:
-        if not (isinstance(value, list) and all(is_int(n) and 1 <= n <= MAX_EXTENT for n in value)):
+    def chunks(self, value: JSONValue, key: str, shape: tuple[int, ...],
+               part: str = "") -> tuple[int, ...]:
+        """The chunk shape; a 0 along a zero-length dimension (zarr-python writes it
+        for ``chunks=(0, ...)``) reads as 1, the chunk shape chunkflow writes there."""
+        if not (isinstance(value, list) and all(is_int(n) and 0 <= n <= MAX_EXTENT for n in value)):
             raise self.error(key, "a list of positive ints", value, part=part)
-        if len(value) != ndim:
-            expected = f"a list of {ndim} ints (one per dimension of shape)"
+        if len(value) != len(shape):
+            expected = f"a list of {len(shape)} ints (one per dimension of shape)"
             raise self.error(key, expected, value, part=part)
-        return tuple(value)
+        if any(n == 0 and size != 0 for n, size in zip(value, shape)):
+            raise self.error(key, "a list of positive ints (0 only for a zero-length "
+                             "dimension)", value, part=part)
+        return tuple(max(n, 1) for n in value)
 
     def codec_list(self, value: JSONValue, key: str, id_key: str) -> tuple[dict[str, Any], ...]:
         if not isinstance(value, list):

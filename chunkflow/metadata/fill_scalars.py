@@ -20,17 +20,16 @@ import base64
 import binascii
 import datetime
 import math
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TypeAlias
 
 import numpy as np
 
 from chunkflow.errors import MetadataError
 
-if TYPE_CHECKING:
-    from chunkflow.metadata.fill_values import FillValueLike
-
 __all__ = [
     "NUMERIC_KINDS",
+    "FillValueLike",
     "bytes_from_user",
     "decode_base64",
     "from_base64",
@@ -42,6 +41,15 @@ __all__ = [
     "unicode_from_user",
     "void_from_user",
 ]
+
+#: A fill value as users give it (see
+#: :func:`~chunkflow.metadata.fill_values.normalize_fill_value`): a Python or NumPy
+#: scalar, bytes or a string, a sequence (a complex pair, a structured record), a
+#: mapping of field names (a structured record), or ``None`` (no fill value, Zarr v2).
+FillValueLike: TypeAlias = (
+    bool | int | float | complex | str | bytes | np.generic | Sequence[object]
+    | Mapping[str, object] | None
+)
 
 
 _SPECIAL_FLOATS = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}

@@ -30,8 +30,7 @@ np.float32(nan)
 from __future__ import annotations
 
 import base64
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -41,6 +40,7 @@ if TYPE_CHECKING:
     from chunkflow.metadata.json import JSONValue
 from chunkflow.metadata.fill_scalars import (
     NUMERIC_KINDS,
+    FillValueLike,
     bytes_from_user,
     decode_base64,
     from_base64,
@@ -62,13 +62,6 @@ __all__ = [
     "parse_fill_value_v3",
 ]
 
-#: A fill value as users give it (see :func:`normalize_fill_value`): a Python or NumPy
-#: scalar, bytes or a string, a sequence (a complex pair, a structured record), a
-#: mapping of field names (a structured record), or ``None`` (no fill value, Zarr v2).
-FillValueLike: TypeAlias = (
-    bool | int | float | complex | str | bytes | np.generic | Sequence[object]
-    | Mapping[str, object] | None
-)
 
 def normalize_fill_value(value: FillValueLike, dtype: np.dtype) -> Any:
     """Turn a user-given fill value into a NumPy scalar of ``dtype``.

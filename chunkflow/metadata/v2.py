@@ -59,7 +59,7 @@ class ArrayMetadataV2:
         where = Where("array", None, ".zarray")
         set_ = object.__setattr__
         set_(self, "shape", tuple(int(n) for n in self.shape))
-        set_(self, "chunks", where.chunks(list(self.chunks), "chunks", len(self.shape)))
+        set_(self, "chunks", where.chunks(list(self.chunks), "chunks", self.shape))
         if any(n < 0 for n in self.shape):
             raise where.error("shape", "non-negative ints", list(self.shape))
         set_(self, "dtype", np.dtype(self.dtype))
@@ -129,8 +129,8 @@ class ArrayMetadataV2:
         ...     "filters": None}, "a/b")  # doctest: +NORMALIZE_WHITESPACE
         Traceback (most recent call last):
         ...
-        chunkflow.errors.MetadataError: array 'a/b': .zarray key 'chunks' must be a list of positive ints, got
-        [0]
+        chunkflow.errors.MetadataError: array 'a/b': .zarray key 'chunks' must be a list of positive ints (0
+        only for a zero-length dimension), got [0]
         """
         where = Where("array", path, ".zarray")
         if not isinstance(doc, dict):
@@ -139,7 +139,7 @@ class ArrayMetadataV2:
             where.require(doc, key)
         where.zarr_format(doc, 2)
         shape = where.shape(doc)
-        chunks = where.chunks(doc["chunks"], "chunks", len(shape))
+        chunks = where.chunks(doc["chunks"], "chunks", shape)
         try:
             dtype = parse_dtype_v2(doc["dtype"])
         except MetadataError as err:

@@ -71,7 +71,7 @@ class ArrayMetadataV3:
         where = Where("array", None, "zarr.json")
         set_ = object.__setattr__
         set_(self, "shape", where.shape({"shape": [int(n) for n in self.shape]}))
-        set_(self, "chunks", where.chunks(list(self.chunks), "chunks", len(self.shape)))
+        set_(self, "chunks", where.chunks(list(self.chunks), "chunks", self.shape))
         set_(self, "dtype", np.dtype(self.dtype))
         if self.data_type_doc is None:
             encode_data_type_v3(self.dtype)  # fail now, not when the document is written
@@ -166,7 +166,7 @@ class ArrayMetadataV3:
         names = doc.get("dimension_names")
         return cls(
             shape=shape,
-            chunks=_chunk_shape(where, doc["chunk_grid"], len(shape)),
+            chunks=_chunk_shape(where, doc["chunk_grid"], shape),
             dtype=dtype,
             fill_value=fill_value,
             codecs=_codecs(where, doc["codecs"]),
@@ -283,14 +283,14 @@ def _refuse_unknown_keys(where: Where, doc: dict[str, Any], known: frozenset[str
         )
 
 
-def _chunk_shape(where: Where, grid: JSONValue, ndim: int) -> tuple[int, ...]:
+def _chunk_shape(where: Where, grid: JSONValue, shape: tuple[int, ...]) -> tuple[int, ...]:
     if not (isinstance(grid, dict) and grid.get("name") == "regular"):
         raise where.error("chunk_grid", '{"name": "regular", ...} (the only chunk grid '
                           "chunkflow supports)", grid, UnsupportedFormatError)  # fmt: skip
     config = grid.get("configuration")
     if not isinstance(config, dict) or "chunk_shape" not in config:
         raise where.error("chunk_grid", "an object with configuration.chunk_shape", grid)
-    return where.chunks(config["chunk_shape"], "chunk_grid", ndim, "configuration.chunk_shape")
+    return where.chunks(config["chunk_shape"], "chunk_grid", shape, "configuration.chunk_shape")
 
 
 def _chunk_key_encoding(where: Where, doc: JSONValue) -> tuple[str, str]:

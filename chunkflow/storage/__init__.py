@@ -1,4 +1,5 @@
-"""Stores: bytes by key, on local disk, in memory, in a zip file or any fsspec URL.
+"""Stores: bytes by key, on local disk, in memory, in a zip file, any fsspec URL, or
+object URLs through obstore (:class:`ObstoreStore`, imported with obstore when first used).
 
 Examples
 --------
@@ -10,6 +11,8 @@ Examples
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from numcodecs import Blosc
 from numcodecs.abc import Codec
@@ -31,6 +34,7 @@ __all__ = [
     "LocalStore",
     "MappingStore",
     "MemoryStore",
+    "ObstoreStore",
     "Store",
     "StoreLike",
     "ZipStore",
@@ -47,3 +51,12 @@ DirectoryStore = LocalStore
 #: which users assign (``chunkflow.storage.default_compressor = numcodecs.Zstd(level=1)``).
 #: ``None`` creates uncompressed arrays. ``create_array`` keeps zarr-python 3's defaults.
 default_compressor: Codec | None = Blosc(cname="lz4", clevel=5, shuffle=Blosc.SHUFFLE)
+
+
+def __getattr__(name: str) -> Any:
+    # ObstoreStore imports obstore, an optional dependency: only when asked for.
+    if name == "ObstoreStore":
+        from chunkflow.storage.obstore_store import ObstoreStore
+
+        return ObstoreStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

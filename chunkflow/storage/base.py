@@ -14,20 +14,21 @@ prove a copy current without reading the bytes again.
 
 from __future__ import annotations
 
-import abc
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, MutableMapping
-from typing import Any, ClassVar
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
+from typing import ClassVar
 
 from chunkflow.errors import ReadOnlyError
 from chunkflow.storage.coherence import changed_prefix, changing
+from chunkflow.storage.hooks import StoreHooks
 from chunkflow.storage.keys import (
+    Buffer,
+    Version,
     as_buffer,
     check_range,
     normalize_key,
     normalize_prefix,
-    slice_bounds,
 )
-from chunkflow.storage.ranges import ByteRangeReader, BytesRangeReader
+from chunkflow.storage.ranges import ByteRangeReader
 from chunkflow.storage.retries import raise_request_error
 from chunkflow.storage.streams import (
     BatchKeyStream,
@@ -40,22 +41,14 @@ from chunkflow.storage.streams import (
 
 __all__ = ["Buffer", "Store", "Version"]
 
-#: A value the store accepts: anything supporting the buffer protocol.
-Buffer = Any
 
-Version = Hashable
-"""A token naming one state of a stored value: it changes whenever the bytes do
-(a file's inode and times, an object's ETag, a write counter). ``None`` means the
-backend cannot tell, and never proves anything current."""
-
-
-class Store(MutableMapping[str, bytes]):
+class Store(StoreHooks, MutableMapping[str, bytes]):
     """Abstract base of every chunkflow store: a mutable mapping of ``str`` to bytes.
 
     A backend implements :attr:`identity` and the hooks ``_get``, ``_set``,
     ``_delete`` and ``_list_prefix`` (abstract: a subclass missing one raises
     ``TypeError`` when instantiated); batch, prefix, size, version and byte-range
-    hooks have defaults built on them.
+    hooks have defaults built on them (:class:`~chunkflow.storage.hooks.StoreHooks`).
 
     Keys are ``/``-separated relative paths (see
     :func:`~chunkflow.storage.normalize_key`).  Values may be given as any
@@ -83,8 +76,6 @@ class Store(MutableMapping[str, bytes]):
         and ``chunkflow.io.inflight-bytes`` allow, and :func:`~chunkflow.to_dask`
         groups chunks into large blocks (see
         :func:`chunkflow.graph.read.block_multiples`).
-    reads_into : bool
-        True where :meth:`get_into` reads a value into the caller's buffer (files).
     transactional : bool
         True where writes wait in a session until a commit makes them visible all at
         once (an Icechunk session, through :class:`ZarrStoreAdapter
@@ -92,6 +83,8 @@ class Store(MutableMapping[str, bytes]):
         the commit, and such stores may refuse keys the published metadata does not
         allow (Icechunk: chunks outside an array's shape), so ``resize`` and ``append``
         publish a larger shape before writing into it.
+    reads_into : bool
+        True where :meth:`get_into` reads a value into the caller's buffer (files).
 
     Examples
     --------
@@ -108,126 +101,9 @@ class Store(MutableMapping[str, bytes]):
     supports_deletes: ClassVar[bool] = True
     listing_is_cheap: ClassVar[bool] = False
     latency_bound: bool = False
-    reads_into: ClassVar[bool] = False
     transactional: bool = False
+    reads_into: ClassVar[bool] = False
     _read_only_reason: str = ""
-
-    # ------------------------------------------------------------------ hooks
-    # Keys arrive normalized, values as buffers. A backend must implement the
-    # abstract ones (identity, _get, _set, _delete, _list_prefix): a class that
-    # forgets one cannot be instantiated (TypeError naming it), as in zarr-python.
-    # Every other hook has a default built on those, which backends override
-    # when they can do better (one batched request, a ranged read).
-
-    @abc.abstractmethod
-    def _get(self, key: str) -> bytes:
-        """The value of ``key``; the backend's one place that raises ``KeyError``."""
-
-    @abc.abstractmethod
-    def _set(self, key: str, value: bytes | memoryview) -> None:
-        """Store ``value`` at ``key`` (read-only backends raise here)."""
-
-    @abc.abstractmethod
-    def _delete(self, key: str) -> None:
-        """Remove ``key``; ``KeyError`` if it is absent."""
-
-    def _contains(self, key: str) -> bool:
-        try:
-            self._get(key)
-        except KeyError:
-            return False
-        return True
-
-    @abc.abstractmethod
-    def _list_prefix(self, prefix: str) -> Iterator[str]:
-        """The full keys below ``prefix`` (``""``: every key), in any order."""
-
-    def _get_many(self, keys: list[str]) -> dict[str, bytes]:
-        out: dict[str, bytes] = {}
-        for key in keys:
-            try:
-                out[key] = self._get(key)
-            except KeyError:
-                pass
-        return out
-
-    def _set_many(self, items: dict[str, bytes | memoryview]) -> None:
-        for key, value in items.items():
-            self._set(key, value)
-
-    def _delete_many(self, keys: list[str]) -> None:
-        for key in keys:
-            try:
-                self._delete(key)
-            except KeyError:
-                pass
-
-    def _get_into(self, key: str, buffer_for: Callable[[int], memoryview]) -> bytes | memoryview:
-        # Backends that read into a caller's buffer override this (and reads_into).
-        return self._get(key)
-
-    def _get_range(self, key: str, start: int, length: int | None) -> bytes:
-        # Through the pinned reader: a backend that only implements _open_ranges
-        # gets ranged get_range for free, and both see one value.
-        with self._open_ranges(key) as reader:
-            begin, end = slice_bounds(reader.size, start, length)
-            return reader.read([(begin, end)])[0]
-
-    def _open_ranges(self, key: str) -> ByteRangeReader:
-        # The whole value, fetched once with its version, pins itself. Backends
-        # with ranged reads override this.
-        found = self._get_many_versioned([key])
-        if key not in found:
-            raise KeyError(key)
-        data, version = found[key]
-        return BytesRangeReader(key, data, version)
-
-    def _open_ranges_expecting(self, key: str, version: Version) -> ByteRangeReader:
-        # Backends that verify reads after the fact override this to skip the open.
-        return self._open_ranges(key)
-
-    def _list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
-        cut = len(prefix) + 1 if prefix else 0
-        keys: set[str] = set()
-        dirs: set[str] = set()
-        for key in self._list_prefix(prefix):
-            rest = key[cut:]
-            head, sep, _ = rest.partition("/")
-            (dirs if sep else keys).add(head)
-        return sorted(keys), sorted(dirs)
-
-    def _delete_prefix(self, prefix: str) -> None:
-        self._delete_many(list(self._list_prefix(prefix)))
-
-    def _getsize(self, key: str) -> int:
-        return len(self._get(key))
-
-    def _getsize_prefix(self, prefix: str) -> int:
-        return sum(self._getsize(key) for key in self._list_prefix(prefix))
-
-    def _versions(self, keys: list[str]) -> dict[str, Version | None]:
-        # Backends that can tell versions override this; None proves nothing.
-        return dict.fromkeys(keys)
-
-    def _get_many_versioned(self, keys: list[str]) -> dict[str, tuple[bytes, Version | None]]:
-        # Versions first, then bytes: a version may be older than the bytes it comes
-        # with (a cache then re-reads once too often), never newer (a cache would then
-        # take old bytes for current ones).
-        versions = self._versions(keys)
-        return {key: (data, versions.get(key)) for key, data in self._get_many(keys).items()}
-
-    def _set_many_versioned(self, items: dict[str, bytes | memoryview]) -> dict[str, Version | None]:
-        self._set_many(items)
-        return dict.fromkeys(items)
-
-    @property
-    @abc.abstractmethod
-    def identity(self) -> str:
-        """A stable token naming where the data lives (used as a cache key part).
-
-        Two stores over the same location have the same identity; two
-        independent in-memory stores never do.
-        """
 
     # -------------------------------------------------------- mapping protocol
 

@@ -14,6 +14,7 @@ from chunkflow.storage.fsspec_store import FsspecStore
 from chunkflow.storage.local import LocalStore
 from chunkflow.storage.mapping import MappingStore
 from chunkflow.storage.memory import MemoryStore
+from chunkflow.storage.obstore_config import object_backend
 from chunkflow.storage.zip import ZipStore
 
 if TYPE_CHECKING:
@@ -69,6 +70,10 @@ def _make_store(
                                   over it (read-only for mode ``"r"``)
     a ``Mapping``                 :class:`MappingStore` over it
     ``"file://path"``             :class:`LocalStore` (atomic local writes)
+    ``s3://``, ``gs://``,         :class:`~chunkflow.storage.obstore_store.ObstoreStore`
+    ``az://``, ``http(s)://``     when obstore is installed (the setting
+                                  ``chunkflow.io.object-backend``: see
+                                  :func:`~chunkflow.storage.obstore_config.object_backend`)
     other ``"...://..."``,        :class:`FsspecStore` with `storage_options`
     ``"a::b"`` URLs
     a path ending in ``.zip``     :class:`ZipStore`: mode ``"r"`` reads,
@@ -83,7 +88,8 @@ def _make_store(
     mode : {"r", "r+", "a", "w", "w-"}
         Zarr access mode; ``"r"`` gives a read-only store.
     storage_options : dict, optional
-        fsspec options; only valid for URLs.
+        Options of the URL's file system (fsspec's names; obstore takes the same
+        where they map); only valid for URLs.
 
     Examples
     --------
@@ -126,6 +132,10 @@ def _make_store(
         _refuse_options(storage_options, f"zip file {local_zip!r}")
         return ZipStore(local_zip, mode="r" if read_only else ("w" if mode == "w" else "a"))
     if is_url and not (store.startswith("file://") and "::" not in store):
+        if object_backend(store, storage_options) == "obstore":
+            from chunkflow.storage.obstore_store import ObstoreStore  # imports obstore
+
+            return ObstoreStore(store, storage_options, read_only=read_only)
         return FsspecStore(store, storage_options, read_only=read_only)
     _refuse_options(storage_options, f"local path {store!r}")
     path = LocalFileSystem._strip_protocol(store) if is_url else store

@@ -11,7 +11,7 @@ together, on the file system's event loop (:func:`batch_kwargs`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from chunkflow import config
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
 
 __all__ = ["FsspecRangeReader", "batch_kwargs", "change_token", "coalesce", "fs_protocols",
-           "is_missing_error", "open_fsspec_ranges", "version_token"]
+           "is_missing_error", "open_fsspec_ranges", "split_coalesced", "version_token"]
 
 # Error codes some backends raise (botocore ClientError) instead of FileNotFoundError.
 _MISSING_CODES = {"NoSuchKey", "404", "NotFound", "NoSuchBucket"}
@@ -75,7 +75,7 @@ def batch_kwargs(fs: AbstractFileSystem, count: int) -> dict[str, Any]:
     """
     if not getattr(fs, "async_impl", False):
         return {}
-    limit = config.get("chunkflow.io.inflight-requests")
+    limit = config.inflight_limits()[0]
     return {"batch_size": max(1, min(count, limit))}
 
 
@@ -129,6 +129,30 @@ def coalesce(ranges: Sequence[tuple[int, int]]) -> list[tuple[int, int, list[int
         else:
             joined.append((start, stop, [index]))
     return joined
+
+
+def split_coalesced(ranges: Sequence[tuple[int, int]],
+                    joined: Sequence[tuple[int, int, list[int]]], fetched: Sequence[bytes],
+                    changed: Callable[[str], Exception]) -> list[bytes]:
+    """The bytes of each of ``ranges``, cut from ``fetched``: the bytes of each joined
+    range of :func:`coalesce` (``joined``). A joined range that came back with another
+    length means the value changed: ``changed(detail)`` is raised.
+
+    Examples
+    --------
+    >>> ranges = [(0, 2), (2, 4), (8, 9)]
+    >>> split_coalesced(ranges, coalesce(ranges), [b"abcd", b"i"], ValueError)
+    [b'ab', b'cd', b'i']
+    """
+    parts: list[bytes] = [b""] * len(ranges)
+    for data, (start, stop, members) in zip(fetched, joined):
+        if len(data) != stop - start:
+            raise changed(f"range ({start}, {stop}) came back with {len(data)} bytes")
+        view = memoryview(data)
+        for index in members:
+            first, last = ranges[index]
+            parts[index] = bytes(view[first - start:last - start])
+    return parts
 
 
 class FsspecRangeReader(ByteRangeReader):
@@ -199,19 +223,12 @@ class FsspecRangeReader(ByteRangeReader):
         results = self._fs.cat_ranges([self._path] * len(joined), [j[0] for j in joined],
                                       [j[1] for j in joined], on_error="return",
                                       **batch_kwargs(self._fs, len(joined)))
-        parts: list[bytes] = [b""] * len(ranges)
-        for data, (start, stop, members) in zip(results, joined):
+        for data in results:
             if isinstance(data, BaseException):
                 if is_missing_error(data):
                     raise self._changed("it was deleted") from data
                 raise data
-            if len(data) != stop - start:
-                raise self._changed(f"range ({start}, {stop}) came back with {len(data)} bytes")
-            view = memoryview(data)
-            for index in members:
-                first, last = ranges[index]
-                parts[index] = bytes(view[first - start:last - start])
-        return parts
+        return split_coalesced(ranges, joined, results, self._changed)
 
     def _verify(self) -> None:
         # A listing cache (s3fs's dircache) could answer with the old info.

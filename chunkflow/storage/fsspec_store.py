@@ -30,7 +30,7 @@ from chunkflow.storage.keys import normalize_key, slice_bounds
 from chunkflow.storage.process_local import reference
 from chunkflow.storage.ranges import ByteRangeReader
 from chunkflow.storage.references import held_keys, references_token, target_protocols
-from chunkflow.storage.retries import raise_request_error, with_retry_defaults
+from chunkflow.storage.retries import raise_request_error, uses_s3fs, with_retry_defaults
 from chunkflow.storage.streams import (
     AsyncKeyStream,
     AsyncPutStream,
@@ -68,7 +68,7 @@ def s3_pool_options(options: dict[str, Any]) -> dict[str, Any]:
     {'config_kwargs': {'max_pool_connections': 8}}
     """
     chosen = dict(options.get("config_kwargs") or {})
-    chosen.setdefault("max_pool_connections", config.get("chunkflow.io.inflight-requests"))
+    chosen.setdefault("max_pool_connections", config.inflight_limits()[0])
     return {**options, "config_kwargs": chosen}
 
 
@@ -123,7 +123,7 @@ class FsspecStore(Store):
         options = dict(self.storage_options)
         if "::" not in url and get_protocol(url) in ("file", "local"):
             options.setdefault("auto_mkdir", True)  # create parent folders on write
-        if "::" not in url and get_protocol(url) in ("s3", "s3a"):
+        if uses_s3fs(url):  # not for another implementation registered for s3://
             options = s3_pool_options(options)
         options = with_retry_defaults(url, options)  # long jobs outlast transient errors
         self.fs, root = fsspec.core.url_to_fs(url, **options)
@@ -138,7 +138,7 @@ class FsspecStore(Store):
         if self.merges_ranges:  # references: as far as the farthest file they point into
             self.latency_bound = not target_protocols(self.fs) <= NEAR_PROTOCOLS
         # s3fs's HEAD before each whole-object read (see batch_kwargs) is left out.
-        self._whole = {"max_concurrency": 1} if "s3" in fs_protocols(self.fs) else {}
+        self._whole = {"max_concurrency": 1} if uses_s3fs(url) else {}
         if "zip" in fs_protocols(self.fs) and getattr(self.fs, "mode", "r") == "r":
             self.read_only = True
             self._read_only_reason = (
@@ -216,17 +216,6 @@ class FsspecStore(Store):
         if write and isinstance(err, PermissionError):
             return ReadOnlyError(f"cannot write key {key!r} to {self!r}: the backend refused ({err})")
         return None
-
-    @contextlib.contextmanager
-    def _translate(self, key: str, *, write: bool = False) -> Iterator[None]:
-        """The one place where backend errors become KeyError/ReadOnlyError."""
-        try:
-            yield
-        except Exception as err:
-            new = self._translated(key, err, write)
-            if new is None:
-                raise
-            raise new from err
 
     def _path(self, key: str) -> str:
         return self._base + key

@@ -19,10 +19,20 @@ without '.' or '..' segments, empty segments, backslashes, NUL or a leading driv
 from __future__ import annotations
 
 import re
+from collections.abc import Hashable
+from typing import Any
 
 from chunkflow.errors import InvalidKeyError
 
-__all__ = ["as_buffer", "normalize_key", "normalize_prefix", "slice_bounds"]
+__all__ = ["Buffer", "Version", "as_buffer", "normalize_key", "normalize_prefix", "slice_bounds"]
+
+#: A value the store accepts: anything supporting the buffer protocol.
+Buffer = Any
+
+Version = Hashable
+"""A token naming one state of a stored value: it changes whenever the bytes do
+(a file's inode and times, an object's ETag, a write counter). ``None`` means the
+backend cannot tell, and never proves anything current."""
 
 # A safe key is one or more segments joined by "/"; a segment is neither "." nor
 # ".." and holds no "/", backslash (a separator on Windows) or NUL (truncates C

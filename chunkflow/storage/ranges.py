@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING
 from chunkflow.errors import StoreValueChangedError
 
 if TYPE_CHECKING:
-    from chunkflow.storage.base import Version
+    from chunkflow.storage.keys import Version
 
 __all__ = ["ByteRangeReader", "BytesRangeReader", "FileRangeReader", "check_ranges"]
 

@@ -3,7 +3,10 @@
 Retrying is the client libraries' job, and they do it well: botocore (under s3fs)
 retries throttling, ``5xx`` answers and dropped connections with jittered exponential
 backoff, and s3fs retries a few network errors of its own on top. chunkflow only sets
-their defaults for long jobs (:func:`with_retry_defaults`): botocore's ``"standard"``
+their defaults for long jobs (:func:`with_retry_defaults`), and only where the file
+system really is s3fs (:func:`uses_s3fs`: another implementation registered for
+``s3://``, such as ``obstore.fsspec.register("s3")``, gets no option of s3fs's):
+botocore's ``"standard"``
 retry mode (which, unlike the ``"legacy"`` default, also retries ``502``/``504`` and
 the ``RequestTimeout`` family) with 10 attempts per request instead of 5. Measured
 through :class:`~chunkflow.testing.FaultProxy` on a moto server: with 30% of requests
@@ -12,6 +15,10 @@ botocore's defaults. Whatever the user passes in ``storage_options`` wins.
 
 fsspec's HTTP file system and aiohttp have no retries (fsspec pull request 2124 adds
 them); reads over ``http(s)://`` are not retried.
+
+obstore (chunkflow's :class:`~chunkflow.storage.obstore_store.ObstoreStore`) retries
+in Rust's ``object_store`` with its own ``RetryConfig``; see
+:func:`~chunkflow.storage.obstore_config.obstore_retries`.
 
 What still fails after the retries is raised as a
 :class:`~chunkflow.errors.StoreRequestError` naming the store and the keys
@@ -26,11 +33,13 @@ import errno
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+import fsspec
 from fsspec.utils import get_protocol
 
 from chunkflow.errors import ChunkflowError, StoreRequestError
 
-__all__ = ["S3_RETRIES", "is_request_error", "raise_request_error", "with_retry_defaults"]
+__all__ = ["S3_RETRIES", "is_request_error", "raise_request_error", "uses_s3fs",
+           "with_retry_defaults"]
 
 #: botocore's retry settings for S3 (``config_kwargs={"retries": ...}`` of s3fs).
 S3_RETRIES: dict[str, Any] = {"mode": "standard", "total_max_attempts": 10}
@@ -39,7 +48,28 @@ S3_RETRIES: dict[str, Any] = {"mode": "standard", "total_max_attempts": 10}
 _MEANINGFUL = (FileNotFoundError, FileExistsError, IsADirectoryError, NotADirectoryError,
                PermissionError)
 # Client libraries whose errors (some not OSErrors) are request failures.
-_CLIENT_MODULES = {"botocore", "aiobotocore", "aiohttp", "s3fs", "gcsfs", "adlfs"}
+_CLIENT_MODULES = {"botocore", "aiobotocore", "aiohttp", "s3fs", "gcsfs", "adlfs", "obstore"}
+
+
+def uses_s3fs(url: str) -> bool:
+    """Whether fsspec opens ``url`` with s3fs: an unchained ``s3://`` (or ``s3a://``)
+    URL whose protocol is served by s3fs's file system, not by another implementation
+    registered for it (``obstore.fsspec.register("s3")``).
+
+    Examples
+    --------
+    >>> uses_s3fs("s3://bucket/a.zarr"), uses_s3fs("gs://bucket/a.zarr")
+    (True, False)
+    >>> uses_s3fs("simplecache::s3://bucket/a.zarr")
+    False
+    """
+    if "::" in url or get_protocol(url) not in ("s3", "s3a"):
+        return False
+    try:
+        implementation = fsspec.get_filesystem_class(get_protocol(url))
+    except (ImportError, ValueError):
+        return False
+    return implementation.__module__.partition(".")[0] == "s3fs"
 
 
 def with_retry_defaults(url: str, storage_options: dict[str, Any]) -> dict[str, Any]:
@@ -49,7 +79,7 @@ def with_retry_defaults(url: str, storage_options: dict[str, Any]) -> dict[str, 
     Parameters
     ----------
     url : str
-        The fsspec URL; only unchained ``s3://`` (or ``s3a://``) URLs get defaults.
+        The fsspec URL; only those opened by s3fs get defaults (:func:`uses_s3fs`).
     storage_options : dict
         What the user passed; never changed.
 
@@ -64,7 +94,7 @@ def with_retry_defaults(url: str, storage_options: dict[str, Any]) -> dict[str, 
     {}
     """
     options = copy.deepcopy(storage_options)
-    if "::" in url or get_protocol(url) not in ("s3", "s3a"):
+    if not uses_s3fs(url):
         return options
     config = options.setdefault("config_kwargs", {})
     config.setdefault("retries", dict(S3_RETRIES))

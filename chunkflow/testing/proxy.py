@@ -73,20 +73,31 @@ class _Handler(BaseHTTPRequestHandler):
         proxy = self.server.proxy
         body = self._body()
         fault, stage = proxy._draw(self.command)
-        if proxy.delay:
-            time.sleep(proxy.delay)
-        if fault is not None and stage == "before":
-            self._fail(fault)
-            return
         try:
-            status, reason, headers, data = proxy._forward(self.command, self.path,
-                                                           self.headers.items(), body)
+            answer = self._answer(proxy, body, fault, stage)
+        finally:
+            proxy._done()  # before the client can see the answer (and send again)
+        if isinstance(answer, str):
+            self._fail(answer)
+        else:
+            self._send(*answer)
+
+    def _answer(self, proxy: FaultProxy, body: bytes, fault: FaultKind | None,
+                stage: str) -> FaultKind | tuple[int, str, list[tuple[str, str]], bytes]:
+        """The upstream's answer to pass on, or the fault to answer with instead."""
+        if proxy.delay:
+            proxy._pause(proxy.delay)
+        if fault is not None and stage == "before":
+            return fault
+        try:
+            answer = proxy._forward(self.command, self.path, self.headers.items(), body)
         except (http.client.HTTPException, OSError):
-            self._fail("drop")  # the upstream went away: so does the answer
-            return
-        if fault is not None:  # stage "after": the upstream did the work, the answer is lost
-            self._fail(fault)
-            return
+            return "drop"  # the upstream went away: so does the answer
+        # Stage "after": the upstream did the work, the answer is lost.
+        return fault if fault is not None else answer
+
+    def _send(self, status: int, reason: str, headers: list[tuple[str, str]],
+              data: bytes) -> None:
         self.send_response(status, reason)
         for name, value in headers:
             if name.lower() not in _HOP_HEADERS and name.lower() != "content-length":
@@ -126,7 +137,9 @@ class FaultProxy:
 
     Use it as a context manager (it starts on entry and stops on exit), then point the
     client at :attr:`url` instead of the upstream server.  Requests are counted by
-    method in :attr:`requests`, injected failures in :attr:`failures`.
+    method in :attr:`requests`, injected failures in :attr:`failures`, and the most
+    requests it held at once (arrived, not yet answered) in :attr:`most_in_flight`:
+    how many a client really keeps in flight.
 
     Parameters
     ----------
@@ -206,6 +219,8 @@ class FaultProxy:
         self.fail_stage = fail_stage
         self.requests: Counter[str] = Counter()
         self.failures: Counter[str] = Counter()
+        self.most_in_flight = 0
+        self._in_flight = 0
         self._host, self._port = parts.hostname, parts.port or 80
         self._port_wanted = port
         self._rng = random.Random(seed)
@@ -253,10 +268,11 @@ class FaultProxy:
         self.stop()
 
     def reset(self) -> None:
-        """Zero the request and failure counters."""
+        """Zero the request and failure counters, and :attr:`most_in_flight`."""
         with self._lock:
             self.requests.clear()
             self.failures.clear()
+            self.most_in_flight = self._in_flight
 
     def __repr__(self) -> str:
         where = self.url if self._server is not None else "stopped"
@@ -266,13 +282,24 @@ class FaultProxy:
     # ------------------------------------------------------------ per request
 
     def _draw(self, method: str) -> tuple[FaultKind | None, str]:
-        """Count a request and decide whether (and how) it fails."""
+        """Count a request (also as in flight) and decide whether (and how) it fails."""
         with self._lock:
             self.requests[method] += 1
+            self._in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self._in_flight)
             if method not in self.fail_methods or self._rng.random() >= self.fail_share:
                 return None, self.fail_stage
             self.failures[method] += 1
             return self._rng.choice(self.faults), self.fail_stage
+
+    def _done(self) -> None:
+        """A request answered (or failed): no longer in flight."""
+        with self._lock:
+            self._in_flight -= 1
+
+    def _pause(self, seconds: float) -> None:
+        """Wait out the delay of one request (each in its own handler thread)."""
+        time.sleep(seconds)
 
     def _connection(self) -> http.client.HTTPConnection:
         conn = getattr(self._local, "conn", None)

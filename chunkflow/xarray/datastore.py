@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from xarray import Variable
@@ -13,9 +13,9 @@ from xarray.core.utils import FrozenDict
 
 from chunkflow.core.array import Array
 from chunkflow.core.group import Group
-from chunkflow.core.ngff import read_multiscales
 from chunkflow.errors import MetadataError
 from chunkflow.graph.read import block_multiples
+from chunkflow.metadata.ngff import read_multiscales
 from chunkflow.storage import make_store
 from chunkflow.xarray.opening import open_group_for_xarray
 from chunkflow.xarray.variables import codec_encoding, dims_and_attrs, fill_value_entries
@@ -180,7 +180,7 @@ class ChunkflowDataStore(AbstractDataStore):
             encoding["dtype"] = wrapper.dtype  # as the zarr engine: written back as strings
         return Variable(dims, indexing.LazilyIndexedArray(wrapper), attrs, encoding)
 
-    def get_variables(self) -> FrozenDict:
+    def get_variables(self) -> Mapping[str, Variable]:
         self.get_dimensions()  # refuse conflicting lengths, naming the array
         return FrozenDict((k, self.open_store_variable(k, a)) for k, a in self.arrays().items())
 

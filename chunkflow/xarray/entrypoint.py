@@ -55,7 +55,7 @@ class ChunkflowBackendEntrypoint(BackendEntrypoint):
         "chunk_cache", "mode",
     )
 
-    def guess_can_open(self, filename_or_obj: Group | StoreLike) -> bool:
+    def guess_can_open(self, filename_or_obj: object) -> bool:
         return False
 
     def open_dataset(  # type: ignore[override]
@@ -84,7 +84,7 @@ class ChunkflowBackendEntrypoint(BackendEntrypoint):
             use_zarr_fill_value_as_mask=use_zarr_fill_value_as_mask, chunk_cache=chunk_cache,
             exclude=[drop_variables] if isinstance(drop_variables, str) else drop_variables or (),
         )
-        decoders = dict(mask_and_scale=mask_and_scale, decode_times=decode_times,
+        decoders: dict[str, Any] = dict(mask_and_scale=mask_and_scale, decode_times=decode_times,
                         concat_characters=concat_characters, decode_coords=decode_coords,
                         drop_variables=drop_variables, use_cftime=use_cftime,
                         decode_timedelta=decode_timedelta)

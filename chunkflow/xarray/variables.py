@@ -30,23 +30,13 @@ from typing import Any
 import numpy as np
 
 from chunkflow.core.array import Array
-from chunkflow.errors import MetadataError
+from chunkflow.errors import DimensionNamesError, MetadataError
 
 __all__ = ["DIMENSION_KEY", "DimensionNamesError", "codec_encoding", "decode_fill_attribute",
            "dims_and_attrs", "fill_value_entries"]
 
 #: The v2 attribute xarray stores the dimension names in (hidden from ``attrs``).
 DIMENSION_KEY = "_ARRAY_DIMENSIONS"
-
-
-class DimensionNamesError(MetadataError, KeyError):
-    """An array lacks a name for some dimension, which xarray needs.
-
-    A :class:`~chunkflow.errors.MetadataError` and, as xarray's zarr engine raises for
-    the same store, a ``KeyError``.
-    """
-
-    __str__ = Exception.__str__  # the message as written, not KeyError's repr of it
 
 
 def dims_and_attrs(array: Array) -> tuple[tuple[str, ...], dict[str, Any]]:
@@ -74,7 +64,7 @@ def dims_and_attrs(array: Array) -> tuple[tuple[str, ...], dict[str, Any]]:
             f"dimensions in {where}, found {list(names)!r} (names are required for xarray "
             f"to determine variable dimensions)"
         )
-    return tuple(names), attrs
+    return tuple(str(name) for name in names), attrs
 
 
 def codec_encoding(array: Array) -> dict[str, Any]:
@@ -106,7 +96,7 @@ def _zarr_codecs(documents: Any) -> Any:
         if doc["name"] == "bytes" and "endian" not in doc.get("configuration", {}):
             # Stored without an endian (1-byte types): zarr-python's array holds
             # endian=None, where from_dict would fill in the default.
-            return codec_class(endian=None)
+            return codec_class(endian=None)  # type: ignore[call-arg]  # BytesCodec's own keyword
         return codec_class.from_dict(doc)
 
     if documents is None:

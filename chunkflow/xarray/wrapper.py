@@ -44,7 +44,7 @@ def holds_text(array: Array) -> bool:
 
 def text_dtype() -> np.dtype:
     """The dtype xarray's zarr engine gives variable-length strings with this NumPy."""
-    string_dtype = getattr(np.dtypes, "StringDType", None)
+    string_dtype = getattr(getattr(np, "dtypes", None), "StringDType", None)  # numpy >= 2
     if string_dtype is not None:
         return np.dtype(string_dtype())
     return np.dtype(object, metadata={"element_type": str})

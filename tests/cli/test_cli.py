@@ -7,11 +7,12 @@ import json
 import os
 import subprocess
 import sys
-import time
+import threading
 from pathlib import Path
 from typing import Any
 
 import dask
+import dask.threaded
 import numpy as np
 import pytest
 
@@ -75,6 +76,7 @@ def test_no_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None
     assert code == 2 and "COMMAND" in err and "demo" in err
 
 
+@pytest.mark.slow
 def test_python_dash_m_runs_the_command_line(tmp_path: Path) -> None:
     done = run_module("--version")
     assert done.returncode == 0 and done.stdout.strip() == f"chunkflow {chunkflow.__version__}"
@@ -231,6 +233,7 @@ def test_filter_equals_scipy_on_the_whole_image(
     np.testing.assert_allclose(result[:], expected(data), rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_filter_on_processes(capsys: pytest.CaptureFixture[str],
                              stored: tuple[str, np.ndarray], tmp_path: Path) -> None:
     ndimage = pytest.importorskip("scipy.ndimage")
@@ -323,6 +326,7 @@ def test_a_corrupt_chunk_names_it_and_the_output_is_removed(
     assert chunkflow.open(str(dst), mode="r").shape == data.shape
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scheduler", ["threads", "processes"])
 def test_a_destination_that_was_there_is_never_removed(
         capsys: pytest.CaptureFixture[str], tmp_path: Path, scheduler: str) -> None:
@@ -354,11 +358,37 @@ def test_an_interrupted_command_removes_what_it_created(
     assert not out.exists()
 
 
+class _CountingPool(dask.threaded.ContextAwareThreadPoolExecutor):
+    """dask's pool class, counting the tasks it is running right now."""
+
+    made: list[_CountingPool] = []
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.running = 0
+        self._count = threading.Lock()
+        self.made.append(self)
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            with self._count:
+                self.running += 1
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                with self._count:
+                    self.running -= 1
+        return super().submit(counted, *args, **kwargs)
+
+
 def test_chunks_still_being_written_do_not_outlive_the_cleanup(
-        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+        capsys: pytest.CaptureFixture[str], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     # Many chunks, the very first one corrupt: dask raises while other threads still
     # filter and write theirs (measured: without waiting for them, out.zarr came back
     # within a second of its removal); the cleanup waits, so nothing outlives it.
+    monkeypatch.setattr(dask.threaded, "ContextAwareThreadPoolExecutor", _CountingPool)
+    monkeypatch.setattr(_CountingPool, "made", [])
     data = image((2048, 2048))
     src = tmp_path / "src.zarr"
     z = chunkflow.create(data.shape, chunks=(128, 128), dtype=data.dtype, store=str(src))
@@ -367,7 +397,8 @@ def test_chunks_still_being_written_do_not_outlive_the_cleanup(
     dst = tmp_path / "out.zarr"
     code, _, err = run(capsys, "filter", src, dst, "--median", "5")
     assert code == 1 and "removed the unfinished" in err
-    time.sleep(2)
+    # The command ran its tasks in a pool of its own, and none of them still runs.
+    assert [pool.running for pool in _CountingPool.made] == [0]
     assert not dst.exists()
 
 

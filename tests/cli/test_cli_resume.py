@@ -11,11 +11,12 @@ import pytest
 
 import chunkflow
 from chunkflow.cli import convert, main
-from chunkflow.core.jobs import RECORDS_FOLDER
+from chunkflow.jobs import RECORDS_FOLDER
 from chunkflow.storage import LocalStore
 from tests.helpers.jobs import data_keys
 
-# Tests open unfinished outputs on purpose; the warning itself is tested in test_jobs.py.
+# Tests open unfinished outputs on purpose; the warning itself is tested in
+# tests/graph/map/test_resume.py.
 pytestmark = pytest.mark.filterwarnings("ignore::chunkflow.errors.IncompleteJobWarning")
 
 SHAPE, CHUNKS = (64, 40), (16, 20)  # 4 x 2 chunks

@@ -19,6 +19,8 @@ from chunkflow.errors import (
     UnsupportedCodecError,
 )
 
+pytestmark = pytest.mark.lowest_deps  # also run at the lowest dependency versions
+
 RNG = np.random.default_rng(42)
 
 

@@ -59,6 +59,7 @@ def _read_peak(z: chunkflow.Array) -> tuple[BaseException | None, int]:
     return error, peak
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(BOMBS))
 @pytest.mark.parametrize("fmt", [2, 3])
 def test_bomb_is_refused_in_bounded_memory(name: str, fmt: int) -> None:
@@ -84,6 +85,7 @@ def test_bomb_is_refused_in_bounded_memory(name: str, fmt: int) -> None:
     assert peak < 16 * 2**20, f"peak {peak / 2**20:.0f} MiB while refusing a {name} bomb"
 
 
+@pytest.mark.slow
 def test_variable_length_chunks_are_capped_too() -> None:
     import numcodecs
 

@@ -15,6 +15,8 @@ from chunkflow.codecs.pipeline_v3 import v3_pipeline
 from chunkflow.codecs.sharding import ShardingCodec
 from chunkflow.errors import ChunkDecodeError, UnsupportedCodecError
 
+pytestmark = pytest.mark.lowest_deps  # also run at the lowest dependency versions
+
 BYTES = {"name": "bytes", "configuration": {"endian": "little"}}
 CRC = {"name": "crc32c"}
 

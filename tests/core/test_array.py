@@ -18,6 +18,8 @@ from chunkflow.errors import (
 )
 from chunkflow.storage import LocalStore, MemoryStore
 
+pytestmark = pytest.mark.lowest_deps  # also run at the lowest dependency versions
+
 
 @pytest.mark.parametrize("zarr_format", [2, 3])
 def test_creation_functions(zarr_format: int) -> None:

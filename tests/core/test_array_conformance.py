@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 import chunkflow
 
 # A zip file cannot replace a member; the store appends and warns, which is expected here.
-pytestmark = pytest.mark.filterwarnings("ignore:.*appends a newer member:UserWarning")
+pytestmark = [pytest.mark.filterwarnings("ignore:.*appends a newer member:UserWarning"),
+              pytest.mark.lowest_deps]
 
 SETTINGS = settings(
     max_examples=20,

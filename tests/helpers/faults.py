@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 
 import chunkflow
-from chunkflow.core.jobs import job_status
 from chunkflow.errors import IncompleteJobWarning
+from chunkflow.jobs import job_status
 from tests.helpers.jobs import calls, logged_filter
 
 ROOT = Path(__file__).resolve().parents[2]

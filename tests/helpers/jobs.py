@@ -4,11 +4,15 @@ does not change between runs (its arguments are the same folders)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import dask
 import numpy as np
 
 from chunkflow.storage import Store
@@ -58,3 +62,19 @@ def logged_block(block: np.ndarray, log: str, block_info: dict | None = None) ->
         return block * 3 + 1
     index = tuple(block_info[0]["chunk-location"])
     return logged_filter(block, log=log, block_info={"block_index": index})
+
+
+@contextlib.contextmanager
+def settled_thread_pool(workers: int = 2) -> Iterator[ThreadPoolExecutor]:
+    """dask's ``"threads"`` scheduler on a pool of its own, shut down on exit.
+
+    dask raises at a task's first error, but the tasks it already handed to its pool
+    still run (and write, and record themselves). Leaving the block waits for each of
+    them to end, so what they left is all there to inspect.
+    """
+    pool = ThreadPoolExecutor(workers, thread_name_prefix="settled")
+    try:
+        with dask.config.set(pool=pool):
+            yield pool
+    finally:
+        pool.shutdown(wait=True)

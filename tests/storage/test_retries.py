@@ -53,16 +53,23 @@ def test_s3_stores_use_the_standard_retry_mode(s3_server: dict[str, Any]) -> Non
 
 
 @pytest.mark.s3
-def test_an_array_survives_a_third_of_requests_failing(s3_server: dict[str, Any]) -> None:
-    # Faults of every kind (500, 503, dropped connections), on writes and reads.
+@pytest.mark.parametrize("backend", ["fsspec", "obstore"])
+def test_an_array_survives_a_third_of_requests_failing(s3_server: dict[str, Any],
+                                                       backend: str) -> None:
+    # Faults of every kind (500, 503, dropped connections), on writes and reads; s3fs
+    # retries with botocore's settings, obstore with its RetryConfig (OBSTORE_RETRIES).
     data = np.arange(80 * 100, dtype="i4").reshape(80, 100)
-    with FaultProxy(s3_server["endpoint_url"], fail_share=0.3, seed=5) as proxy:
+    with FaultProxy(s3_server["endpoint_url"], fail_share=0.3, seed=5) as proxy, \
+            chunkflow.config.set({"chunkflow.io.object-backend": backend}):
         options = {**s3_server, "endpoint_url": proxy.url}
         url = _url()
         z = chunkflow.create(data.shape, chunks=(10, 10), dtype="i4", store=url,
                              storage_options=options)
         z[:] = data
-        got = chunkflow.open(url, storage_options=options, cache=False)[:]
+        got = chunkflow.open(url, storage_options=options, cache=False)
+        assert type(got.store).__name__ == {"fsspec": "FsspecStore",
+                                            "obstore": "ObstoreStore"}[backend]
+        got = got[:]
     np.testing.assert_array_equal(got, data)
     assert proxy.failures["PUT"] > 10 and proxy.failures["GET"] > 10
 
@@ -126,3 +133,38 @@ def test_missing_keys_and_refusals_keep_their_types(tmp_path: Any) -> None:
         store["k"] = b"1"
     assert not isinstance(pytest.raises(KeyError, store.__getitem__, "m").value,
                           StoreRequestError)
+
+
+@pytest.fixture
+def obstore_registered_for_s3() -> Any:
+    """obstore's fsspec file system registered for ``s3://`` (as its docs suggest), and
+    s3fs registered again afterwards."""
+    obstore_fsspec = pytest.importorskip("obstore.fsspec")
+    import s3fs
+
+    obstore_fsspec.register("s3", asynchronous=True)
+    try:
+        with chunkflow.config.set({"chunkflow.io.object-backend": "fsspec"}):
+            yield
+    finally:
+        fsspec.register_implementation("s3", s3fs.S3FileSystem, clobber=True)
+
+
+@pytest.mark.s3
+def test_s3fs_options_only_for_s3fs(s3_server: dict[str, Any],
+                                    obstore_registered_for_s3: None) -> None:
+    # Another implementation of s3:// gets the user's options only: obstore refuses
+    # s3fs's config_kwargs (UnknownConfigurationKeyError).
+    options = {"config": {"endpoint": s3_server["endpoint_url"], "region": "us-west-2",
+                          "access_key_id": s3_server["key"],
+                          "secret_access_key": s3_server["secret"]},
+               "client_options": {"allow_http": True}}
+    data = np.arange(60, dtype="u2").reshape(6, 10)
+    url = _url()
+    z = chunkflow.create_array(url, shape=data.shape, chunks=(4, 4), dtype="u2",
+                               storage_options=options)
+    z[:] = data
+    opened = chunkflow.open_array(url, mode="r", storage_options=options)
+    assert type(opened.store.fs).__module__.startswith("obstore")
+    np.testing.assert_array_equal(opened[:], data)
+    assert with_retry_defaults("s3://b/a", {"region": "x"}) == {"region": "x"}

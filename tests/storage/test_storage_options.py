@@ -45,8 +45,6 @@ NO_URL: dict[str, str] = {
     "get_cache": "the in-process cache",
     "compute": "runs dask collections (**kwargs go to dask.compute)",
     "store": "writes into open chunkflow arrays (targets), not locations",
-    "memory_budget": "the scheduler's memory",
-    "reduction_block_bytes": "arithmetic on the budget",
 }
 
 
@@ -54,8 +52,12 @@ def public_callables() -> dict[str, Callable[..., Any]]:
     """Every public callable, by name (``reductions.mean`` for the reductions module's)."""
     found: dict[str, Callable[..., Any]] = {}
     for module, prefix in ((chunkflow, ""), (chunkflow.reductions, "reductions.")):
-        for name in module.__all__:
+        # sum, min and max are public but stay out of __all__ (they would hide builtins).
+        extra = chunkflow.reductions.OPERATIONS if prefix else ()
+        for name in dict.fromkeys([*module.__all__, *extra]):
             obj = getattr(module, name)
+            if isinstance(obj, type) and issubclass(obj, BaseException):
+                continue  # errors and warnings take a message
             if callable(obj) and not inspect.ismodule(obj):
                 if prefix and getattr(chunkflow, name, None) is obj:
                     continue  # the same function as chunkflow's, listed once
@@ -242,8 +244,6 @@ CALLS: dict[str, Callable[[S3], None]] = {
     "nanquantile": _order("nanquantile", 0.5),
     "median": _order("median"),
     "nanmedian": _order("nanmedian"),
-    "reductions.reduction_input": lambda s3: _same(chunkflow.reductions.reduction_input(
-        s3.source, storage_options=s3.options)[0]),
     **{f"reductions.{op}": _reduction(op) for op in chunkflow.reductions.OPERATIONS},
 }
 

@@ -84,6 +84,7 @@ def _process_writer(array: chunkflow.Array, seed: int, count: int) -> None:
     add_ones(array, seed, count)
 
 
+@pytest.mark.slow
 @LAYOUTS
 def test_processes_never_lose_increments(tmp_path: Path, layout: str) -> None:
     z = new_array(tmp_path / "p.zarr", layout, ProcessSynchronizer(tmp_path / "locks"))
@@ -104,6 +105,7 @@ def _process_appender(array: chunkflow.Array, worker: int, rows: int) -> None:
         array.append(np.full((1, 3), worker * 1000 + row, dtype="i4"))
 
 
+@pytest.mark.slow
 def test_concurrent_appends_from_processes_land_once(tmp_path: Path) -> None:
     sync = ProcessSynchronizer(tmp_path / "locks")
     z = chunkflow.zeros((0, 3), chunks=(4, 3), dtype="i4", store=str(tmp_path / "a.zarr"),

@@ -4,7 +4,7 @@ delays in parallel, and fails the share and the methods it is told to, reproduci
 from __future__ import annotations
 
 import http.client
-import time
+import threading
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -76,18 +76,39 @@ def test_head_answers_keep_the_upstream_length(
     assert proxy.requests["HEAD"] == 1
 
 
+class _GatedProxy(FaultProxy):
+    """A proxy whose delays end only once ``parties`` requests wait in them at once:
+    delays that queued instead of overlapping would never get there."""
+
+    def __init__(self, upstream: str, delay: float, parties: int) -> None:
+        super().__init__(upstream, delay=delay)
+        self.gate = threading.Barrier(parties)
+        self.pauses: list[float] = []
+
+    def _pause(self, seconds: float) -> None:
+        self.pauses.append(seconds)
+        self.gate.wait(timeout=60)  # a queued delay breaks the barrier: the request fails
+
+
 def test_delay_applies_per_request_and_in_parallel(upstream: str, prefix: str) -> None:
-    with FaultProxy(upstream, delay=0.2) as proxy:
-        _request(proxy.url, "PUT", f"/{prefix}/d", b"1")
-        start = time.perf_counter()
-        assert _request(proxy.url, "GET", f"/{prefix}/d") == (200, b"1")
-        assert time.perf_counter() - start >= 0.2
-        start = time.perf_counter()
+    with FaultProxy(upstream) as plain:
+        _request(plain.url, "PUT", f"/{prefix}/d", b"1")
+    with _GatedProxy(upstream, delay=0.2, parties=20) as proxy:
         with ThreadPoolExecutor(20) as pool:
             answers = list(pool.map(lambda _: _request(proxy.url, "GET", f"/{prefix}/d"),
                                     range(20)))
-        assert time.perf_counter() - start < 20 * 0.2 / 4  # overlapped, not queued
-    assert answers == [(200, b"1")] * 20
+        assert answers == [(200, b"1")] * 20
+        assert proxy.pauses == [0.2] * 20 and not proxy.gate.broken
+        assert proxy.most_in_flight == 20
+        proxy.reset()
+        assert proxy.most_in_flight == 0
+
+
+def test_most_in_flight_counts_overlapping_requests_only(upstream: str, prefix: str) -> None:
+    with FaultProxy(upstream) as proxy:
+        for _ in range(5):
+            assert _request(proxy.url, "PUT", f"/{prefix}/s", b"s")[0] == 200
+        assert proxy.requests["PUT"] == 5 and proxy.most_in_flight == 1
 
 
 def test_a_burst_of_connections_is_queued_not_refused(upstream: str, prefix: str) -> None:

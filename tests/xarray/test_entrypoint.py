@@ -329,6 +329,7 @@ print("ok")
 """
 
 
+@pytest.mark.slow
 def test_entry_point_from_pyproject_reaches_xarray(tmp_path: Path) -> None:
     """The pyproject's entry point, installed as package metadata, makes
     engine="chunkflow" work through xarray's own plugin discovery."""
@@ -414,6 +415,7 @@ def test_urls_and_zip_files(tmp_path: Path) -> None:
     ds.close()
 
 
+@pytest.mark.slow
 def test_chunkflow_imports_without_xarray() -> None:
     code = (
         "import sys; sys.modules['xarray'] = None\n"  # as if xarray were not installed

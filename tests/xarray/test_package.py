@@ -22,6 +22,7 @@ def test_former_module_names_the_same_classes() -> None:
         assert getattr(former, name) is getattr(package, name)
 
 
+@pytest.mark.slow
 def test_package_does_not_shadow_xarray() -> None:
     """Inside chunkflow.xarray, ``import xarray`` is the xarray package, whichever of the
     two is imported first (a fresh interpreter for each order)."""

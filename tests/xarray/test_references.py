@@ -14,9 +14,11 @@ pytest.importorskip("zarr", minversion="3.1")
 from chunkflow.errors import IncompleteListingError  # noqa: E402
 from chunkflow.storage import LocalStore  # noqa: E402
 from chunkflow.xarray import ChunkflowBackendEntrypoint  # noqa: E402
+from tests.helpers.range_server import serve_ranges  # noqa: E402
 from tests.helpers.references import (  # noqa: E402
     KINDS,
     netcdf_dataset,
+    references,
     storage_options,
     write_netcdf,
 )
@@ -64,3 +66,29 @@ def test_no_empty_dataset_from_a_listing_that_misses_the_arrays(
     with pytest.raises(IncompleteListingError, match=r"'temp' \(named by a recursive listing"):
         xr.open_dataset(BlindFolders(path), engine=ChunkflowBackendEntrypoint,
                         consolidated=False)
+
+
+def test_references_over_http_read_in_merged_ranges(tmp_path: Path) -> None:
+    """chunks={} over references into a NetCDF file served over HTTP (an HTTP server on
+    127.0.0.1 counting range requests): fewer requests than chunks, where engine="zarr"
+    (zarr-python's FsspecStore: one request per chunk) makes one per chunk."""
+    write_netcdf(tmp_path / "data.nc")
+    with serve_ranges(tmp_path) as server:
+        so = {"fo": references(f"{server.url}/data.nc"), "remote_protocol": "http"}
+        ours = xr.open_dataset("reference://", engine=ChunkflowBackendEntrypoint,
+                               storage_options=so, chunks={})
+        server.reset()
+        ours = ours.compute(scheduler="sync")
+        our_requests = len(server.ranged("data.nc"))
+        # zarr-python asks for an asynchronous reference file system: its HTTP target
+        # must be asynchronous too, not fsspec's cached synchronous instance.
+        theirs = xr.open_dataset("reference://", engine="zarr", chunks={}, zarr_format=2,
+                                 storage_options={**so, "remote_options": {"asynchronous": True}})
+        server.reset()
+        theirs = theirs.compute(scheduler="sync")
+        their_requests = len(server.ranged("data.nc"))
+    xr.testing.assert_identical(ours, theirs)
+    xr.testing.assert_identical(ours, netcdf_dataset())
+    chunks = 4 * 2 * 2 + 2  # temp and mask (the coordinates were read at open, for indexes)
+    assert their_requests == chunks
+    assert our_requests < chunks / 2, (our_requests, chunks)

@@ -26,8 +26,7 @@ from typing import Any
 import numpy as np
 from dask.utils import format_bytes
 
-from chunkflow.errors import LabelError
-from chunkflow.graph.budget import MemoryPlanError
+from chunkflow.errors import LabelError, MemoryPlanError
 from chunkflow.graph.labels.geometry import BlockGrid
 from chunkflow.graph.labels.plan import Source
 
@@ -47,7 +46,8 @@ def crop_bytes(voxels: Any, label_itemsize: int, intensity_itemsize: int) -> Any
     return voxels * (label_itemsize + intensity_itemsize + _WORK_BYTES)
 
 
-def crop_table(labels: np.ndarray, intensity: np.ndarray | None, chosen: Sequence[int],
+def crop_table(labels: np.ndarray, intensity: np.ndarray | None,
+               chosen: Sequence[int] | np.ndarray,
                names: Sequence[str], functions: Sequence[Callable[..., Any]]) -> dict[str, np.ndarray]:
     """``regionprops_table`` of the labels ``chosen`` (the other voxels set to 0)."""
     from skimage.measure import regionprops_table
@@ -105,23 +105,14 @@ def plan_crops(grid: BlockGrid, labels: np.ndarray, low: np.ndarray, high: np.nd
             f"{format_bytes(limit)}: {named}{more}; raise max_memory or ask only for "
             "properties computed from partial results")
     first = low // np.asarray(grid.block)
-    last = (high - 1) // np.asarray(grid.block)
-    inside = np.all(first == last, axis=1)
-    plan: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-    order = np.lexsort(first.T[::-1]) if len(first) else np.zeros(0, np.int64)
-    for i in order:
-        index = tuple(int(b) for b in first[i])
-        ins, out, boxes = plan.get(index, ([], [], []))  # type: ignore[arg-type]
-        if inside[i]:
-            ins.append(labels[i])
-        else:
-            out.append(labels[i])
-            boxes.append(np.concatenate([low[i], high[i]]))
-        plan[index] = (ins, out, boxes)  # type: ignore[assignment]
-    ndim = grid.ndim
-    return {index: (np.asarray(ins, np.int64), np.asarray(out, np.int64),
-                    np.asarray(boxes, np.int64).reshape(len(out), 2 * ndim))
-            for index, (ins, out, boxes) in plan.items()}
+    inside = np.all(first == (high - 1) // np.asarray(grid.block), axis=1)
+    chosen: dict[tuple[int, ...], tuple[list[int], list[int]]] = {}
+    for i in range(len(labels)):
+        ins, out = chosen.setdefault(tuple(int(b) for b in first[i]), ([], []))
+        (ins if inside[i] else out).append(i)
+    return {index: (labels[ins].astype(np.int64), labels[out].astype(np.int64),
+                    np.concatenate([low[out], high[out]], axis=1).astype(np.int64))
+            for index, (ins, out) in chosen.items()}
 
 
 def merge_crop_tables(parts: Sequence[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:

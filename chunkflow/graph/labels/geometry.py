@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -55,7 +56,7 @@ class BlockGrid:
     def ndim(self) -> int:
         return len(self.shape)
 
-    @property
+    @cached_property
     def numblocks(self) -> tuple[int, ...]:
         return tuple(max(1, math.ceil(n / b)) for n, b in zip(self.shape, self.block))
 

@@ -65,16 +65,26 @@ class _Builder:
         self.graph[self.job_key] = job
         self.tree = job.tree
         self.blocks = job.grid.blocks()
+        self.names = {stage: self.name(stage) for stage in (
+            "scan", "faces", "info", "pairs", "up", "down", "hist", "offsets", "labelsup",
+            "labelsdown", "write")}
+
+    def name(self, stage: str) -> str:
+        prefix = "chunkflow-label" if stage in ("scan", "write") else "chunkflow-labelmerge"
+        return f"{prefix}-{stage}-{self.token}"
 
     def key(self, stage: str, *parts: Any) -> Key:
-        prefix = "chunkflow-label" if stage in ("scan", "write") else "chunkflow-labelmerge"
+        """A task's key: the stage's name and the parts (ints, or tuples of them) flat."""
         flat: list[int] = []
         for part in parts:
             flat.extend(part if isinstance(part, tuple) else (part,))
-        return (f"{prefix}-{stage}-{self.token}", *flat)
+        return (self.name(stage), *flat)
+
+    def block(self, stage: str, index: tuple[int, ...]) -> Key:
+        return (self.names[stage], *index)
 
     def node(self, stage: str, box: Box) -> Key:
-        return self.key(stage, box[0], box[1])
+        return (self.names[stage], *box[0], *box[1])
 
     def add(self, key: Key, *task: Any) -> Key:
         self.graph[key] = task
@@ -84,17 +94,17 @@ class _Builder:
     def scan(self) -> None:
         job = self.job_key
         for b in self.blocks:
-            scanned = self.add(self.key("scan", b), tasks.scan, job, b)
-            self.add(self.key("faces", b), tasks.pick, scanned, 0)
-            self.add(self.key("info", b), tasks.pick, scanned, 1)
+            scanned = self.add(self.block("scan", b), tasks.scan, job, b)
+            self.add(self.block("faces", b), tasks.pick, scanned, 0)
+            self.add(self.block("info", b), tasks.pick, scanned, 1)
         self.meets: dict[Box, list[Key]] = defaultdict(list)
         for b in self.blocks:
             near = self.job.neighbours(b)
             if not near:
                 continue
             others = [tuple(i + d for i, d in zip(b, o)) for o, _ in near]
-            key = self.add(self.key("pairs", b), tasks.pairs, job, b, self.key("faces", b),
-                           *[self.key("faces", other) for other in others])
+            key = self.add(self.block("pairs", b), tasks.pairs, job, b, self.block("faces", b),
+                           *[self.block("faces", other) for other in others])
             for box in {self.tree.common(b, other) for other in others}:
                 self.meets[box].append(key)
 
@@ -111,7 +121,7 @@ class _Builder:
 
     def up_key(self, box: Box) -> Key:
         """A node's way up, or a block's info (a leaf is its own state)."""
-        return self.node("up", box) if self.tree.children(box) else self.key("info", box[0])
+        return self.node("up", box) if self.tree.children(box) else self.block("info", box[0])
 
     def finals(self, b: tuple[int, ...]) -> Key | None:
         """The key of the final keys a block's exposed parts get (``None``: one block)."""
@@ -122,13 +132,13 @@ class _Builder:
     def numbering(self) -> Key:
         ndim = self.job.grid.ndim
         for b in self.blocks:
-            self.add(self.key("hist", b), tasks.hist, self.job_key, b, self.key("info", b),
+            self.add(self.block("hist", b), tasks.hist, self.job_key, b, self.block("info", b),
                      self.finals(b))
         self.level_sums: dict[tuple[int, tuple[int, ...]], Key] = {}
         for d in range(ndim):
             groups: dict[tuple[int, ...], list[Key]] = defaultdict(list)
             for b in self.blocks:
-                groups[b[:d + 1]].append(self.key("hist", b))
+                groups[b[:d + 1]].append(self.block("hist", b))
             for prefix, hists in groups.items():
                 # One block: its hist itself (tasks take the level they need).
                 self.level_sums[(d, prefix)] = (hists[0] if len(hists) == 1
@@ -142,7 +152,7 @@ class _Builder:
                 after = self._cover(d, b[:d], b[d] + 1, numblocks[d])
                 arrays += before + after
                 counts.append((len(before), len(after)))
-            self.add(self.key("offsets", b), tasks.offsets, self.job_key, b, self.key("info", b),
+            self.add(self.block("offsets", b), tasks.offsets, self.job_key, b, self.block("info", b),
                      self.finals(b), counts, *arrays)
         total = self._cover(0, (), 0, numblocks[0])
         return self.add(self.key("total"), tasks.sum_level, 0, *total)
@@ -173,7 +183,7 @@ class _Builder:
 
     # ---------------------------------------------------------------- labels
     def labels(self) -> None:
-        up: dict[Box, Key] = {self.tree.leaf(b): self.key("offsets", b) for b in self.blocks}
+        up: dict[Box, Key] = {self.tree.leaf(b): self.block("offsets", b) for b in self.blocks}
         for box in self.tree.nodes:
             parent = self.tree.parents.get(box)
             if parent is None:
@@ -194,9 +204,9 @@ class _Builder:
     # ----------------------------------------------------------------- write
     def write(self, output: OutputPlan, total: Key) -> Key:
         created = self.add(self.key("create"), create_output, output, total)
-        written = [self.add(self.key("write", b), tasks.write, self.job_key, b, created,
-                            self.key("info", b), self.finals(b), self.known(b),
-                            self.key("offsets", b))
+        written = [self.add(self.block("write", b), tasks.write, self.job_key, b, created,
+                            self.block("info", b), self.finals(b), self.known(b),
+                            self.block("offsets", b))
                    for b in self.blocks]
         return self.add(self.key("done"), finish, created, total, *written)
 

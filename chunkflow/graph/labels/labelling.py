@@ -25,9 +25,7 @@ from dask.base import tokenize
 from dask.delayed import Delayed
 
 from chunkflow.core.array import Array
-from chunkflow.core.jobs import source_parts
 from chunkflow.errors import LabelError
-from chunkflow.graph.jobs import function_parts
 from chunkflow.graph.labels.geometry import BlockGrid
 from chunkflow.graph.labels.graph import build_graph
 from chunkflow.graph.labels.output import OutputPlan, plan_output
@@ -35,6 +33,7 @@ from chunkflow.graph.labels.plan import LabelJob, Source, label_voxel_bytes, pla
 from chunkflow.graph.labels.structure import normalize_structure
 from chunkflow.graph.read import as_source_array
 from chunkflow.graph.scheduler import compute as run
+from chunkflow.jobs import function_parts, source_parts
 
 if TYPE_CHECKING:
     from numpy.typing import DTypeLike
@@ -42,7 +41,7 @@ if TYPE_CHECKING:
     from chunkflow.graph.read import ArraySource, BlockChunks
     from chunkflow.graph.scheduler import ProgressArg, SchedulerLike
 
-__all__ = ["job_parts", "label", "open_source", "run_label_job", "source_identity", "source_token"]
+__all__ = ["job_parts", "label", "open_source", "run_label_job", "source_identity"]
 
 
 def open_source(source: ArraySource | da.Array, storage_options: Mapping[str, Any] | None,
@@ -72,7 +71,7 @@ def source_identity(source: Source) -> dict[str, str]:
     """The job parts that name the source (its stored bytes, or a dask graph's name)."""
     if source.array is not None:
         return source_parts([source.array])
-    return {"source (dask)": str(source.lazy.name)}
+    return {"source (dask)": str(source.token)}
 
 
 def job_parts(parts: Mapping[str, str], source: Source, resume: bool,
@@ -154,7 +153,7 @@ def label(
     max_memory : int or str, optional
         What one block task may use (default: as :func:`chunkflow.map_chunks`). The
         plan is checked before anything runs; a refusal
-        (:class:`~chunkflow.graph.budget.MemoryPlanError`) says which blocks would fit
+        (:class:`~chunkflow.MemoryPlanError`) says which blocks would fit
         and creates nothing.
     scheduler, progress
         See :func:`chunkflow.compute`.
@@ -188,23 +187,18 @@ def label(
                          storage_options=storage_options,
                          dimension_names=_dimension_names(src))
     template = output.template()
-    chunks = [(src.dtype.itemsize, src.chunks), (template.dtype.itemsize, template.write_chunks)]
+    reads = [(src.dtype.itemsize, src.chunks), (template.dtype.itemsize, template.write_chunks)]
     block = plan_blocks(template, label_voxel_bytes(src.dtype.itemsize, template.dtype.itemsize),
-                        chunks, blocks, max_memory, scheduler)
+                        reads, blocks, max_memory, scheduler)
     grid = BlockGrid(shape, tuple(max(1, b) for b in block))
     job = LabelJob.create(grid, kernel, src)
     parts = {"label": tokenize(kernel.tolist()), "block plan": tokenize(grid.block)}
     output = output.with_job(job_parts(parts, src, resume, job_name), grid.numblocks)
-    token = tokenize("label", kernel.tolist(), grid, source_token(src), output, resume)
+    token = tokenize("label", kernel.tolist(), grid, src.token, output, resume)
     return run_label_job(job, output, token, compute=compute, scheduler=scheduler,
                          progress=progress)
 
 
-def source_token(source: Source) -> Any:
-    """What names the source in a graph's token (no I/O)."""
-    if source.array is not None:
-        return (source.array.store.identity, source.array.path)
-    return source.lazy.name
 
 
 def _dimension_names(source: Source) -> Any:

@@ -35,7 +35,6 @@ from dask.delayed import Delayed
 from chunkflow.api.zarr3 import create_array
 from chunkflow.config import byte_count
 from chunkflow.errors import LabelError, ShapeMismatchError
-from chunkflow.graph.budget import default_max_memory
 from chunkflow.graph.labels.crops import (
     CropJob,
     check_crop_names,
@@ -54,6 +53,7 @@ from chunkflow.graph.labels.tables import (
     merge_tables,
     needed_stats,
 )
+from chunkflow.graph.memory import default_max_memory
 from chunkflow.graph.scheduler import compute as run
 
 if TYPE_CHECKING:
@@ -148,7 +148,7 @@ def measure(
         callable (``f(region_mask)`` or ``f(region_mask, intensity_crop)``, a column
         named by the function, as skimage's ``extra_properties``) are computed from each
         object's bounding-box crop in a second pass; an object whose crop does not fit
-        ``max_memory`` is named in a :class:`~chunkflow.graph.budget.MemoryPlanError`.
+        ``max_memory`` is named in a :class:`~chunkflow.MemoryPlanError`.
     blocks : optional
         Blocks as whole chunks of ``labels``, as :func:`chunkflow.label`'s.
     max_memory : int or str, optional
@@ -202,11 +202,7 @@ def measure(
 
 
 def _identity(source: Source | None) -> Any:
-    if source is None:
-        return None
-    if source.array is not None:
-        return (source.array.store.identity, source.array.path)
-    return source.lazy.name
+    return None if source is None else source.token
 
 
 def _crop_pass(grid: BlockGrid, labels: Source, intensity: Source | None,

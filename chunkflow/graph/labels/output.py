@@ -8,7 +8,7 @@ anything is created or written, and every other refusal (an array in the way, an
 unfinished job on the output, the memory plan) comes before the graph runs.
 
 The write pass records each finished block with ``resume=True`` (see
-:mod:`chunkflow.graph.jobs`): the job is named by the source, the structure (or the
+:mod:`chunkflow.jobs`): the job is named by the source, the structure (or the
 segmenter), the block plan and the output's metadata.
 
 Examples
@@ -31,12 +31,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from chunkflow.api.hierarchy import open_node
+from chunkflow.api.unfinished import open_unfinished
 from chunkflow.api.zarr3 import create_array
 from chunkflow.core.array import Array
-from chunkflow.core.jobs import Job, JobSpec, job_status, metadata_part, quiet_open
 from chunkflow.engine.pool import serial_io
 from chunkflow.errors import ContainsArrayError, LabelError, ReadOnlyError, ShapeMismatchError
-from chunkflow.graph.jobs import block_keys, unfinished_output
+from chunkflow.jobs import Job, JobSpec, block_keys, job_identity, job_status, quiet_open
 from chunkflow.storage import Store
 
 if TYPE_CHECKING:
@@ -114,7 +114,8 @@ class OutputPlan:
         return create_array(None, dtype=dtype, **self.kwargs)
 
     def spec(self, array: Array) -> JobSpec:
-        return JobSpec({**self.parts, "output metadata": metadata_part(array)}, self.job_name)
+        # self.parts: the function's, the plan's and the source's parts, made before.
+        return job_identity(array, plan=self.parts, job_name=self.job_name)
 
     def with_job(self, parts: Mapping[str, str], grid: tuple[int, ...]) -> OutputPlan:
         """The plan with the job's parts (the output's metadata aside) and block grid;
@@ -172,7 +173,7 @@ def plan_output(what: str, out: Any, shape: tuple[int, ...], chunks: tuple[int, 
     if isinstance(out, Array):
         existing: Array | None = out
     elif isinstance(out, (str, os.PathLike, Store)):
-        existing = unfinished_output(out, storage_options=storage_options) if resume else None
+        existing = open_unfinished(out, storage_options=storage_options) if resume else None
         if existing is None and not overwrite:
             _refuse_existing(what, out, storage_options)
     else:

@@ -69,8 +69,12 @@ def level_counts(coords: tuple[np.ndarray, ...], count: int,
     counts: list[np.ndarray] = [np.array(count, np.int64)]
     for d in range(1, len(extent)):
         flat = np.ravel_multi_index(coords[:d], extent[:d]) if count else np.zeros(0, np.int64)
+        # A block keeps these until its write pass: the smallest type that holds them
+        # (at most the voxels after the first d coordinates; uint16 for the rows of
+        # blocks narrower than 65536 along the last axis).
+        small = np.min_scalar_type(int(np.prod(extent[d:])))
         counts.append(np.bincount(flat, minlength=int(np.prod(extent[:d])))
-                      .astype(np.int64).reshape(extent[:d]))
+                      .astype(small).reshape(extent[:d]))
     return tuple(counts)
 
 

@@ -35,13 +35,15 @@ from scipy import ndimage
 
 from chunkflow.core.array import Array
 from chunkflow.engine.pool import serial_io
+from chunkflow.errors import MemoryPlanError
 from chunkflow.graph.blocks import default_per_block
-from chunkflow.graph.budget import MemoryPlanError, default_max_memory, fitting_multiples
 from chunkflow.graph.labels.geometry import BlockGrid
 from chunkflow.graph.labels.parts import BlockInfo, block_pairs, scan_labels
 from chunkflow.graph.labels.structure import block_offsets
 from chunkflow.graph.labels.tree import MergeTree
-from chunkflow.graph.read import BLOCKS_PER_THREAD, block_multiples, worker_threads
+from chunkflow.graph.memory import default_max_memory, fitting_multiples
+from chunkflow.graph.read import BLOCKS_PER_THREAD, block_multiples
+from chunkflow.graph.scheduler import worker_threads
 
 if TYPE_CHECKING:
     from chunkflow.graph.read import BlockChunks
@@ -63,9 +65,13 @@ class Source:
     array: Array | None = None
     lazy: da.Array | None = None
 
+    def _lazy(self) -> da.Array:
+        assert self.lazy is not None, "a Source holds an array or a dask array"
+        return self.lazy
+
     @property
     def shape(self) -> tuple[int, ...]:
-        return self.array.shape if self.array is not None else tuple(self.lazy.shape)
+        return self.array.shape if self.array is not None else tuple(self._lazy().shape)
 
     @property
     def ndim(self) -> int:
@@ -73,20 +79,27 @@ class Source:
 
     @property
     def dtype(self) -> np.dtype:
-        return self.array.dtype if self.array is not None else np.dtype(self.lazy.dtype)
+        return self.array.dtype if self.array is not None else np.dtype(self._lazy().dtype)
 
     @property
     def chunks(self) -> tuple[int, ...]:
         """Its chunk (shard) shape: what a new output is chunked like by default."""
         if self.array is not None:
             return self.array.write_chunks
-        return tuple(int(c[0]) if c else 1 for c in self.lazy.chunks)
+        return tuple(int(c[0]) if c else 1 for c in self._lazy().chunks)
+
+    @property
+    def token(self) -> Any:
+        """What names the source in a graph's token (no I/O)."""
+        if self.array is not None:
+            return (self.array.store.identity, self.array.path)
+        return self._lazy().name
 
     def read(self, region: tuple[slice, ...]) -> np.ndarray:
         if self.array is not None:
             with serial_io():  # dask supplies the parallelism
                 return np.asarray(self.array.get_basic_selection(region))
-        return np.asarray(self.lazy[region].compute(scheduler="sync"))
+        return np.asarray(self._lazy()[region].compute(scheduler="sync"))
 
 
 def _scipy_labels(data: np.ndarray, structure: np.ndarray) -> tuple[np.ndarray, int]:

@@ -42,14 +42,14 @@ import numpy as np
 from dask.base import tokenize
 
 from chunkflow.errors import LabelError, ShapeMismatchError
-from chunkflow.graph.halo import normalize_depth
-from chunkflow.graph.jobs import function_parts
 from chunkflow.graph.labels.geometry import BlockGrid, face_bit
-from chunkflow.graph.labels.labelling import job_parts, open_source, run_label_job, source_token
+from chunkflow.graph.labels.labelling import job_parts, open_source, run_label_job
 from chunkflow.graph.labels.output import plan_output
 from chunkflow.graph.labels.parts import BlockInfo, block_info
 from chunkflow.graph.labels.plan import LabelJob, label_voxel_bytes, plan_blocks
 from chunkflow.graph.labels.tables import compact_labels
+from chunkflow.graph.map.halo import normalize_depth
+from chunkflow.jobs import function_parts
 
 if TYPE_CHECKING:
     from numpy.typing import DTypeLike
@@ -298,7 +298,7 @@ def segment(
     parts = {**fn_parts, "segment": tokenize(halo, float(min_overlap)),
              "block plan": tokenize(job.grid.block)}
     output = output.with_job(job_parts(parts, src, resume, job_name), job.grid.numblocks)
-    token = tokenize("segment", fn, kwargs, halo, min_overlap, job.grid, source_token(src),
+    token = tokenize("segment", fn, kwargs, halo, min_overlap, job.grid, src.token,
                      output, resume)
     return run_label_job(job, output, token, compute=compute, scheduler=scheduler,
                          progress=progress)

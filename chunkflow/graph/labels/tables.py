@@ -35,7 +35,7 @@ from scipy import ndimage
 from chunkflow.errors import LabelError
 
 __all__ = ["PARTIAL_PROPERTIES", "block_table", "columns", "compact_labels", "merge_tables",
-           "needed_stats"]
+           "needed_stats", "slots_of"]
 
 #: Properties computed from partial results (one pass over the blocks); each with
 #: the statistics it needs.
@@ -104,44 +104,79 @@ def _axis_values(shape: tuple[int, ...], axis: int, start: int) -> np.ndarray:
     return np.broadcast_to(np.arange(start, start + shape[axis]).reshape(view), shape).reshape(-1)
 
 
+def slots_of(labels: np.ndarray, what: str = "measure") -> tuple[np.ndarray, np.ndarray,
+                                                                np.ndarray]:
+    """(labels present but 0, ascending; each voxel's slot, flat; each present label's
+    slot). Slots are ``label - min`` where the labels span no more values than voxels
+    (one pass, no lookup), else from a sort.
+
+    Examples
+    --------
+    >>> present, slots, chosen = slots_of(np.array([[0, 5, 5], [4, 0, 5]]))
+    >>> present.tolist(), slots.tolist(), chosen.tolist()
+    ([4, 5], [0, 5, 5, 4, 0, 5], [4, 5])
+    >>> present, slots, chosen = slots_of(np.array([[0, 90, 90], [4, 0, 90]]))  # sparse
+    >>> present.tolist(), slots.tolist(), chosen.tolist()
+    ([4, 90], [0, 2, 2, 1, 0, 2], [1, 2])
+    """
+    flat = labels.reshape(-1)
+    if flat.size == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.intp), np.zeros(0, np.intp)
+    low, high = int(flat.min()), int(flat.max())
+    if low < 0:
+        raise LabelError(f"{what}: labels must be non-negative integers, found {low}")
+    if high - low < flat.size:
+        slots = flat.astype(np.intp) - low if low else flat.astype(np.intp, copy=False)
+        chosen = np.flatnonzero(np.bincount(slots, minlength=high - low + 1))
+        present = chosen + low
+        keep = present != 0
+        return present[keep].astype(np.int64), slots, chosen[keep]
+    present, index = compact_labels(labels, what)
+    return present, index.reshape(-1).astype(np.intp, copy=False), \
+        np.arange(1, len(present) + 1, dtype=np.intp)
+
+
 def block_table(labels: np.ndarray, intensity: np.ndarray | None, start: Sequence[int],
                 stats: set[str]) -> Table:
     """The partial table of one block (``start``: its corner in the array)."""
-    present, index = compact_labels(labels)
+    present, flat, chosen = slots_of(labels)
     k = len(present)
-    flat = index.reshape(-1)
-    table: Table = {"label": present, "count": np.bincount(flat, minlength=k + 1)[1:]}
+    size = int(flat.max()) + 1 if flat.size else 1
+
+    def per_label(weights: np.ndarray | None = None) -> np.ndarray:
+        return np.bincount(flat, weights=weights, minlength=size)[chosen]
+
+    table: Table = {"label": present, "count": per_label()}
     if "bbox" in stats:
-        boxes = [s for s in ndimage.find_objects(index) if s is not None]
-        table["bbox_min"] = np.array([[s.start + o for s, o in zip(box, start)] for box in boxes],
+        boxes = ndimage.find_objects((flat + 1).reshape(labels.shape), max_label=size)
+        picked = [boxes[i] for i in chosen]
+        table["bbox_min"] = np.array([[s.start + o for s, o in zip(box, start)] for box in picked],
                                      np.int64).reshape(k, labels.ndim)
-        table["bbox_max"] = np.array([[s.stop + o for s, o in zip(box, start)] for box in boxes],
+        table["bbox_max"] = np.array([[s.stop + o for s, o in zip(box, start)] for box in picked],
                                      np.int64).reshape(k, labels.ndim)
     if "coords" in stats:
         table["coords"] = np.stack(
-            [np.bincount(flat, weights=_axis_values(labels.shape, a, start[a]), minlength=k + 1)[1:]
-             for a in range(labels.ndim)], axis=-1).round().astype(np.int64).reshape(k, labels.ndim)
+            [per_label(_axis_values(labels.shape, a, start[a])) for a in range(labels.ndim)],
+            axis=-1).round().astype(np.int64).reshape(k, labels.ndim)
     if intensity is None:
         return table
     values = intensity.reshape(-1).astype(np.float64, copy=False)
-    total = np.bincount(flat, weights=values, minlength=k + 1)
+    total = np.bincount(flat, weights=values, minlength=size)
     if "sum" in stats:
-        table["sum"] = total[1:]
+        table["sum"] = total[chosen]
     if "weighted" in stats:
         table["weighted"] = np.stack(
-            [np.bincount(flat, weights=values * _axis_values(labels.shape, a, start[a]),
-                         minlength=k + 1)[1:] for a in range(labels.ndim)],
-            axis=-1).reshape(k, labels.ndim)
+            [per_label(values * _axis_values(labels.shape, a, start[a]))
+             for a in range(labels.ndim)], axis=-1).reshape(k, labels.ndim)
     for name, ufunc, fill in (("min", np.minimum, np.inf), ("max", np.maximum, -np.inf)):
         if name in stats:
-            extreme = np.full(k + 1, fill)
+            extreme = np.full(size, fill)
             ufunc.at(extreme, flat, values)
-            table[name] = extreme[1:]
+            table[name] = extreme[chosen]
     if "moments" in stats:
-        counts = np.bincount(flat, minlength=k + 1)
-        mean = total / np.maximum(counts, 1)
-        table["mean"] = mean[1:]
-        table["m2"] = np.bincount(flat, weights=(values - mean[flat]) ** 2, minlength=k + 1)[1:]
+        mean = total / np.maximum(np.bincount(flat, minlength=size), 1)
+        table["mean"] = mean[chosen]
+        table["m2"] = per_label((values - mean[flat]) ** 2)
     return table
 
 

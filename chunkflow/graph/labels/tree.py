@@ -69,41 +69,51 @@ class MergeTree:
                 depth = min(depth, self.steps[axis][shared])
         return self._box_at(first, depth)
 
+    @cached_property
+    def _halves(self) -> dict[Box, tuple[Box, Box]]:
+        """Every node's two halves, found in one walk from the root (a node keeps its
+        box until a split divides it: a split past the grid's edge divides nothing)."""
+        halves: dict[Box, tuple[Box, Box]] = {}
+        stack = [(self.root, 0)]
+        while stack:
+            box, depth = stack.pop()
+            lo, hi = box
+            while depth < len(self.order):
+                axis = self.order[depth]
+                middle = lo[axis] + self.spans[depth][axis] // 2
+                depth += 1
+                if middle < hi[axis]:
+                    low = (lo, tuple(middle if a == axis else h for a, h in enumerate(hi)))
+                    high = (tuple(middle if a == axis else v for a, v in enumerate(lo)), hi)
+                    halves[box] = (low, high)
+                    stack += [(low, depth), (high, depth)]
+                    break
+        return halves
+
     def children(self, box: Box) -> tuple[Box, ...]:
-        """The two halves of ``box`` (``()`` for a leaf). A split that would leave one
-        half empty (past the grid's edge) is no node: the box splits further down."""
-        lo, hi = box
-        if all(h - low == 1 for low, h in zip(lo, hi)):
-            return ()
-        for depth, axis in enumerate(self.order):
-            if self._box_at(lo, depth) != box:
-                continue  # a larger box, or (below the split) a smaller one
-            middle = lo[axis] + self.spans[depth][axis] // 2
-            if middle < hi[axis]:
-                low_hi = tuple(middle if a == axis else h for a, h in enumerate(hi))
-                high_lo = tuple(middle if a == axis else low for a, low in enumerate(lo))
-                return (lo, low_hi), (high_lo, hi)
-        raise AssertionError(f"no split for node {box}")
+        """The two halves of ``box`` (``()`` for a leaf, a single block)."""
+        return self._halves.get(box, ())
 
     @cached_property
     def nodes(self) -> list[Box]:
         """Every node that merges two halves, children before parents."""
         found: list[Box] = []
-
-        def visit(box: Box) -> None:
+        stack: list[tuple[Box, bool]] = [(self.root, False)]
+        while stack:
+            box, expanded = stack.pop()
             halves = self.children(box)
-            for half in halves:
-                visit(half)
-            if halves:
+            if not halves:
+                continue
+            if expanded:
                 found.append(box)
-
-        visit(self.root)
+            else:
+                stack += [(box, True), *((half, False) for half in reversed(halves))]
         return found
 
     @cached_property
     def parents(self) -> dict[Box, Box]:
         """Each node's parent (the root has none)."""
-        return {child: node for node in self.nodes for child in self.children(node)}
+        return {child: node for node, halves in self._halves.items() for child in halves}
 
     def leaf(self, index: tuple[int, ...]) -> Box:
         return tuple(index), tuple(i + 1 for i in index)

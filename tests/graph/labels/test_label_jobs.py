@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
 import warnings
 from pathlib import Path
@@ -19,10 +18,11 @@ import pytest
 from scipy import ndimage
 
 import chunkflow
-from chunkflow.core.jobs import RECORDS_FOLDER, job_status
 from chunkflow.errors import IncompleteJobWarning, JobMismatchError
+from chunkflow.jobs import RECORDS_FOLDER, job_status
 from chunkflow.storage import FsspecStore, LocalStore
 from tests.helpers.labels import blobs, logged_block, logged_calls
+from tests.helpers.waiting import wait_until
 
 pytestmark = pytest.mark.filterwarnings("ignore::chunkflow.errors.IncompleteJobWarning")
 
@@ -41,7 +41,7 @@ def _label(src: Any, out: Any, **kwargs: Any) -> tuple[chunkflow.Array, int]:
     return chunkflow.label(src, out, structure=np.ones((3, 3), bool), blocks=(1, 1), **kwargs)
 
 
-@pytest.mark.parametrize("scheduler", ["threads", "processes"])
+@pytest.mark.parametrize("scheduler", ["threads", pytest.param("processes", marks=pytest.mark.slow)])
 def test_folder_to_folder_on_local_schedulers(tmp_path: Path, scheduler: str) -> None:
     src, expected = _source(tmp_path)
     out, count = _label(src, str(tmp_path / "out.zarr"), scheduler=scheduler)
@@ -51,6 +51,7 @@ def test_folder_to_folder_on_local_schedulers(tmp_path: Path, scheduler: str) ->
     assert job_status(reopened) is None
 
 
+@pytest.mark.slow
 def test_on_a_local_cluster(tmp_path: Path, cluster_client: Any) -> None:
     src, expected = _source(tmp_path)
     out, count = _label(src, str(tmp_path / "out.zarr"), scheduler=cluster_client,
@@ -147,11 +148,12 @@ def test_a_killed_run_resumes_bit_identical(tmp_path: Path) -> None:
     proc = subprocess.Popen([sys.executable, "-c", _SCRIPT,
                              json.dumps({"src": src, "out": out, "log": str(log)})],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 120
-    while _records(out) < 4:  # some blocks written and recorded
-        assert proc.poll() is None, proc.communicate()[1].decode()
-        assert time.monotonic() < deadline, "the job wrote nothing within 120 s"
-        time.sleep(0.005)
+
+    def written() -> bool:  # some blocks written and recorded (or the job died)
+        return _records(out) >= 4 or proc.poll() is not None
+
+    wait_until(written, "four recorded blocks", timeout=120, interval=0.005)
+    assert proc.poll() is None, proc.communicate()[1].decode()
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=30)
     with warnings.catch_warnings():

@@ -11,8 +11,7 @@ from hypothesis import strategies as st
 from scipy import ndimage
 
 import chunkflow
-from chunkflow.errors import ContainsArrayError, LabelError
-from chunkflow.graph.budget import MemoryPlanError
+from chunkflow.errors import ContainsArrayError, LabelError, MemoryPlanError
 from chunkflow.graph.labels import label
 from tests.helpers.labels import blobs, checkerboard, spiral, spiral_3d
 
@@ -46,7 +45,8 @@ def cases(draw: st.DrawFn, ndim: int) -> tuple[np.ndarray, tuple[int, ...], np.n
     return image, chunks, structure
 
 
-@pytest.mark.parametrize("ndim", [1, 2, 3, 4])
+@pytest.mark.parametrize("ndim", [1, 2, pytest.param(3, marks=pytest.mark.slow),
+                                  pytest.param(4, marks=pytest.mark.slow)])
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_random_images_grids_and_structures(ndim: int, data: st.DataObject) -> None:

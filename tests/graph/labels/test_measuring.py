@@ -11,8 +11,7 @@ from hypothesis import strategies as st
 from scipy import ndimage
 
 import chunkflow
-from chunkflow.errors import LabelError
-from chunkflow.graph.budget import MemoryPlanError
+from chunkflow.errors import LabelError, MemoryPlanError
 from tests.helpers.labels import blobs, spiral
 
 skimage_measure = pytest.importorskip("skimage.measure")

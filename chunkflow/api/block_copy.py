@@ -1,0 +1,111 @@
+"""Resumable array copies: ``copy(..., resume=True)`` block by block, with records.
+
+A copy with ``resume=True`` writes the destination array in blocks of whole write
+chunks (shards) of about :data:`COPY_BLOCK_BYTES`, records each finished block (see
+:mod:`chunkflow.jobs`) and, when an earlier copy into the same array was
+interrupted, copies only the blocks it did not record. The destination is created
+with the job's mark in its attributes (one write), so an interrupted copy is never
+mistaken for a finished one, even by ``if_exists="skip"``.
+
+Examples
+--------
+>>> import numpy as np
+>>> import chunkflow
+>>> from chunkflow.api import group
+>>> src = chunkflow.array(np.arange(100).reshape(10, 10), chunks=(4, 4))
+>>> dst = group()
+>>> chunkflow.copy(src, dst, "x", resume=True)
+(1, 0, 800)
+>>> int(dst["x"][9, 9]), "chunkflow_job" in dst["x"].attrs
+(99, False)
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import TYPE_CHECKING, Any
+
+from chunkflow.core.array import Array
+from chunkflow.core.documents import join_path
+from chunkflow.jobs import Job, job_identity, job_status, without_mark
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from chunkflow.core.group import Group
+
+__all__ = ["COPY_BLOCK_BYTES", "copy_array_resumable", "copy_blocks"]
+
+#: A resumable copy reads and writes blocks of about this many bytes (whole chunks).
+COPY_BLOCK_BYTES = 16 * 2**20
+
+
+def copy_blocks(shape: tuple[int, ...], chunks: tuple[int, ...], itemsize: int,
+                target: int | None = None) -> tuple[int, ...]:
+    """Block shape in elements: whole ``chunks``, grown from the last axis to ``target``.
+
+    Examples
+    --------
+    >>> copy_blocks((100, 100), (10, 10), 8, target=8000)
+    (10, 100)
+    >>> copy_blocks((100, 100), (10, 10), 8, target=1)
+    (10, 10)
+    """
+    target = COPY_BLOCK_BYTES if target is None else target
+    block = list(chunks)
+    for axis in reversed(range(len(shape))):
+        nbytes = math.prod(block) * itemsize
+        fits = max(1, target // max(1, nbytes))
+        block[axis] = min(shape[axis], block[axis] * fits) if shape[axis] else block[axis]
+        if block[axis] < shape[axis]:
+            break
+    return tuple(block)
+
+
+def _regions(shape: tuple[int, ...], block: tuple[int, ...]) -> tuple[tuple[int, ...],
+                                                                        list[tuple[int, ...]]]:
+    grid = tuple(math.ceil(n / b) if n else 0 for n, b in zip(shape, block))
+    return grid, list(itertools.product(*(range(g) for g in grid)))
+
+
+def copy_array_resumable(source: Array | ArrayLike, dest: Group, name: str,
+                         kwargs: dict[str, Any], *, resume: bool,
+                         job_name: str | None, attributes: dict[str, Any] | None = None,
+                         existing: bool = False) -> Array:
+    """Copy ``source`` into ``dest[name]`` block by block, resuming an unfinished copy.
+
+    ``existing``: ``dest[name]`` exists and carries this copy's unfinished job.
+
+    Raises
+    ------
+    JobMismatchError
+        ``dest[name]`` carries another job (another source, other creation arguments).
+    """
+    from chunkflow.api.hierarchy import group
+
+    template = group(zarr_format=dest.zarr_format).create_array(name, **kwargs)
+    block = copy_blocks(template.shape, template.write_chunks, template.dtype.itemsize)
+    grid, indices = _regions(template.shape, block)
+    spec = job_identity(template, plan={"block plan": str(block)}, sources=[source],
+                        job_name=job_name)
+    attrs = without_mark(attributes)
+    if existing:
+        target = dest[name]
+    else:
+        target = dest.create_array(name, **kwargs, attributes={**attrs, **Job.mark(spec, grid)})
+    job = Job.open(target, spec, grid, resume=True)
+    assert job is not None
+    for index in indices:
+        region = tuple(slice(i * b, min(n, (i + 1) * b)) for i, b, n in zip(index, block, target.shape))
+        job.run(index, lambda region=region: target.__setitem__(region, source[region]), None,
+                lambda region=region: f"array region {[(s.start, s.stop) for s in region]} of "
+                                      f"{join_path(dest.path, name)!r}")
+    job.finish(target)
+    return target
+
+
+def resumable_here(dest: Group, name: str) -> bool:
+    """Whether ``dest[name]`` is an array an unfinished job is writing."""
+    node = dest[name]
+    return isinstance(node, Array) and job_status(node, count=False) is not None

@@ -1,0 +1,118 @@
+"""The plan of a rechunk: the source, its region, the passes and the output to create,
+checked before anything is created (:func:`prepare_rechunk`).
+
+Examples
+--------
+>>> import chunkflow
+>>> z = chunkflow.zeros((8, 8), chunks=(1, 8), dtype="u1")
+>>> plan = prepare_rechunk(z, (8, 1), max_memory="1 MiB", scheduler="sync")
+>>> plan.choice.intermediate_chunks is None, len(plan.choice.passes)
+(True, 1)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from dask.base import tokenize
+
+from chunkflow.config import byte_count
+from chunkflow.core.array import Array
+from chunkflow.graph.read import BLOCKS_PER_THREAD, as_source_array
+from chunkflow.graph.rechunk.arrays import (
+    OutputSpec,
+    TargetChunks,
+    output_template,
+    source_region,
+    target_chunk_shape,
+)
+from chunkflow.graph.rechunk.memory import refuse_plan, task_budget, task_counts
+from chunkflow.graph.rechunk.passes import PassChoice, choose_passes, intermediate_dtype
+from chunkflow.graph.scheduler import local_threads
+from chunkflow.jobs import metadata_part
+
+if TYPE_CHECKING:
+    from numpy.typing import DTypeLike
+
+    from chunkflow.graph.read import ArraySource
+    from chunkflow.graph.scheduler import SchedulerLike
+    from chunkflow.storage import StoreLike
+
+__all__ = ["RechunkPlan", "prepare_rechunk"]
+
+
+@dataclass(frozen=True)
+class RechunkPlan:
+    """A checked rechunk, not yet run: its passes, and what to create for it."""
+
+    source: Array
+    offset: tuple[int, ...]
+    choice: PassChoice
+    output: OutputSpec
+    template: Array
+    token: str
+    threads: int | None = None  # a local threaded run uses this many threads
+
+    @property
+    def intermediate_name(self) -> str:
+        """The intermediate array's path in ``temp`` (one per job)."""
+        return f"chunkflow-rechunk-{self.token}"
+
+    @property
+    def intermediate_dtype(self) -> np.dtype:
+        """The smaller of the source's and the output's dtypes."""
+        return intermediate_dtype(self.source.dtype, self.template.dtype)
+
+    @property
+    def intermediate_fill(self) -> Any:
+        """The output's fill value in the intermediate's dtype. Every element is written,
+        so any value is correct; with this one, blocks that are all fill value in the
+        output are not stored in the intermediate either."""
+        fill = self.template.fill_value if self.template.fill_value is not None else 0
+        return np.asarray(fill, self.template.dtype).astype(self.intermediate_dtype)[()]
+
+
+def prepare_rechunk(source: ArraySource, target_chunks: TargetChunks, *,
+                    max_memory: int | str, temp: StoreLike | None = None,
+                    target_shards: Sequence[int] | None = None, zarr_format: int | None = None,
+                    compressors: Any = ..., dtype: DTypeLike = None, region: Any = None,
+                    scheduler: SchedulerLike = None,
+                    storage_options: Mapping[str, Any] | None = None) -> RechunkPlan:
+    """Open, check and plan a rechunk, creating nothing (see :func:`rechunk`).
+
+    Examples
+    --------
+    >>> import chunkflow
+    >>> z = chunkflow.zeros((64, 512, 512), chunks=(1, 512, 512), dtype="u2")
+    >>> plan = prepare_rechunk(z, (64, 64, 64), max_memory="16 MiB", temp="unused",
+    ...                        scheduler="sync")
+    >>> plan.choice.intermediate_chunks, plan.choice.task_memory <= 16 * 2**20
+    ((8, 64, 512), True)
+    """
+    array = as_source_array(source, storage_options,
+                            **({} if isinstance(source, Array) else {"cache": False}))
+    if array.options.cache is None:
+        array = array.with_options(cache=False)
+    _, offset, shape = source_region(region, array)
+    chunks = target_chunk_shape(target_chunks, array, shape)
+    spec, template = output_template(array, shape, chunks, target_shards, dtype,
+                                     zarr_format, compressors)
+    limit = byte_count("rechunk: max_memory", max_memory)
+    aligned = all(o % c == 0 and (o + n) % c == 0
+                  for o, n, c in zip(offset, shape, array.chunks))
+    for tasks in task_counts(scheduler):  # fewer threads, each with more memory
+        choice = choose_passes(shape, array.chunks, template.write_chunks, array.dtype,
+                               template.dtype, task_budget=task_budget(limit, tasks),
+                               min_blocks=BLOCKS_PER_THREAD * tasks, source_aligned=aligned)
+        if choice is not None and (choice.intermediate_chunks is None or temp is not None):
+            break
+    else:
+        refuse_plan(choice, array, template, shape, limit, tasks, temp is not None, aligned)
+    assert choice is not None
+    token = tokenize(array.store.identity, array.path, offset, shape,
+                     metadata_part(template), choice.passes)
+    return RechunkPlan(array, offset, choice, spec, template, token,
+                       tasks if local_threads(scheduler) else None)

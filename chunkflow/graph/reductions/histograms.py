@@ -1,0 +1,120 @@
+"""histogram: numpy's counts and bin edges over an array larger than memory.
+
+Each block is counted by numpy against numpy's own edges, so the counts add up to
+``numpy.histogram``'s over the whole array.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from chunkflow.graph.reductions.plan import reduction_input, split_every
+from chunkflow.graph.reductions.tree import tree_reduce
+from chunkflow.graph.scheduler import ProgressArg, compute
+
+if TYPE_CHECKING:
+    from chunkflow.graph.read import BlockChunks
+    from chunkflow.graph.reductions.plan import ReductionSource
+    from chunkflow.graph.scheduler import SchedulerLike
+    from chunkflow.indexing import Selection
+
+__all__ = ["histogram"]
+
+StorageOptions = Mapping[str, Any] | None
+
+
+def _block_histogram(block: np.ndarray, bins: Any, range: Any) -> np.ndarray:
+    # numpy's own counting, against numpy's own edges: each value's bin depends only on
+    # the value, the bins, the range and the dtype, so the blocks' counts add up to
+    # numpy's counts over the whole array.
+    return np.histogram(block, bins=bins, range=range)[0].astype(np.int64)
+
+
+def histogram(
+    source: ReductionSource,
+    bins: int | Sequence[float] | np.ndarray = 10,
+    range: tuple[float, float] | None = None,
+    *,
+    density: bool = False,
+    weights: None = None,
+    selection: Selection = Ellipsis,
+    chunks: BlockChunks = None,
+    memory_limit: int | str | None = None,
+    scheduler: SchedulerLike = None,
+    progress: ProgressArg = False,
+    storage_options: StorageOptions = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Counts and bin edges of all values, exactly as :func:`numpy.histogram`.
+
+    The edges are numpy's (:func:`numpy.histogram_bin_edges`: float32 edges for float32
+    data, float64 for integers), and each block is counted against them by numpy, so the
+    counts equal ``numpy.histogram(source[...], bins, range)``'s. Without ``range`` (and
+    with ``bins`` a number), a first pass finds the exact minimum and maximum in the
+    array's dtype, as numpy does.
+
+    Parameters
+    ----------
+    source : chunkflow.Array, path, URL, store or dask array
+        As :func:`reduce`.
+    bins : int or sequence of edges
+        A number of equal bins, or monotonically increasing edges. numpy's estimator
+        names (``"auto"``, ``"fd"``...) need the whole data and are refused.
+    range : (float, float), optional
+        Lower and upper edges; default the data's minimum and maximum.
+    density : bool
+        Return numpy's probability density instead of counts.
+    weights : None
+        Not supported (refused when given).
+    selection, chunks, memory_limit, scheduler, progress, storage_options
+        As :func:`reduce`.
+
+    Returns
+    -------
+    counts, edges : numpy.ndarray
+        As ``numpy.histogram`` returns them.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import chunkflow
+    >>> data = np.linspace(-1, 1, 1000, dtype="f4")
+    >>> z = chunkflow.array(data, chunks=64)
+    >>> counts, edges = histogram(z, bins=7)
+    >>> expected = np.histogram(data, bins=7)
+    >>> np.array_equal(counts, expected[0]), edges.dtype, np.array_equal(edges, expected[1])
+    (True, dtype('float32'), True)
+    """
+    if weights is not None:
+        raise ValueError("histogram: weights= is not supported; pass weights=None "
+                         "(or count with chunkflow.summarize_chunks and numpy.histogram)")
+    if isinstance(bins, str):
+        raise ValueError(f"histogram: bins={bins!r} (a numpy bin estimator) needs the whole "
+                         "data in memory; give a number of bins or the edges")
+    x, block_bytes = reduction_input(source, selection, chunks, memory_limit, scheduler,
+                                     storage_options)
+    if range is None and np.ndim(bins) == 0 and x.size:
+        low, high = compute(x.min(), x.max(), scheduler=scheduler, progress=progress)
+        # numpy takes a.min() and a.max() in the array's dtype: so do we (the edges'
+        # dtype follows from them).
+        range = (np.asarray(low, x.dtype)[()], np.asarray(high, x.dtype)[()])
+        if not (np.isfinite(range[0]) and np.isfinite(range[1])):
+            raise ValueError(f"histogram: autodetected range of [{range[0]}, {range[1]}] is "
+                             "not finite (as numpy says); pass range=")
+    # numpy's edges (and its errors for bad bins or a non-finite range), before any pass.
+    edges = np.histogram_bin_edges(np.empty(0, x.dtype), bins=bins, range=range)
+    counts = np.zeros(len(edges) - 1, np.int64)
+    if x.size:
+        block_bins = edges if np.ndim(bins) else bins
+        lazy = tree_reduce(x, partial(_block_histogram, bins=block_bins, range=range),
+                           every=split_every(x, None, block_bytes))
+        (counts,) = compute(lazy, scheduler=scheduler, progress=progress)
+    counts = counts.astype(np.intp)
+    if density:
+        # numpy's formula, on the total counts.
+        widths = np.array(np.diff(edges), float)
+        return counts / widths / counts.sum(), edges
+    return counts, edges

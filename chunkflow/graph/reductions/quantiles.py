@@ -1,0 +1,361 @@
+"""Exact percentiles, quantiles and medians of arrays larger than memory.
+
+numpy's answer, bit for bit, for any data and any chunking, in a bounded memory: the
+values at the ranks numpy's ``linear`` method needs are found by a radix selection over
+order-preserving integer keys (:mod:`~chunkflow.graph.reductions.order_keys`):
+
+1. one pass counts, over all blocks, the keys by their top bits (16 at most): a
+   histogram of a fixed size, whatever the data;
+2. the cumulative counts say in which bucket each wanted rank lies, and its rank
+   inside that bucket; ties and constant data just make a full bucket;
+3. the next pass counts the next bits of the keys in those buckets only, and so on,
+   until the values in the chosen buckets fit the budget: one last pass gathers them
+   and selects exactly (or, after the last bit, each key is known outright).
+
+All ranks of all ``q`` move together: a float32 array takes two or three passes (each
+resolves up to 16 bits of the keys), a float64 one up to four or five. NaN is counted in
+the first pass (numpy's NaN rules follow from the count). Merging per-block percentiles,
+as ``dask.array.percentile`` does, is only right when every block looks like the whole;
+nothing here approximates (for dask's approximation, call it on ``chunkflow.to_dask``).
+
+Examples
+--------
+>>> import numpy as np
+>>> import chunkflow
+>>> data = np.random.default_rng(0).normal(size=(60, 50)).astype("f4")
+>>> z = chunkflow.array(data, chunks=(7, 9))
+>>> np.array_equal(percentile(z, [5, 50, 95]), np.percentile(data, [5, 50, 95]))
+True
+>>> median(z) == np.median(data)
+np.True_
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import dask.array as da
+import numpy as np
+
+from chunkflow.errors import ValuesChangedError
+from chunkflow.graph.memory import parse_budget
+from chunkflow.graph.reductions.order_keys import (
+    check_dtype,
+    digit_counts,
+    first_counts,
+    from_keys,
+    linear_quantile,
+    matching_keys,
+    median_of,
+    median_ranks,
+    prepare_q,
+    quantile_ranks,
+    wanted_ranks,
+)
+from chunkflow.graph.reductions.plan import reduction_input
+from chunkflow.graph.reductions.tree import gather_tree, tree_reduce
+from chunkflow.graph.scheduler import ProgressArg, compute
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from chunkflow.graph.read import BlockChunks
+    from chunkflow.graph.reductions.plan import ReductionSource
+    from chunkflow.graph.scheduler import SchedulerLike
+    from chunkflow.indexing import Selection
+
+__all__ = ["median", "nanmedian", "nanpercentile", "nanquantile", "percentile", "quantile"]
+
+# The widest digit one counting pass resolves (a 2^16-bucket histogram per wanted
+# bucket, 512 KiB of counts).
+MAX_DIGIT_BITS = 16
+
+
+@dataclass(frozen=True)
+class _Options:
+    """Where the data comes from and how a pass runs (shared by every pass)."""
+
+    what: str
+    scheduler: SchedulerLike
+    progress: ProgressArg
+    budget: int
+    threads: int
+
+
+def _digit_bits(bits: int, level: int, buckets: int, budget: int) -> int:
+    """Bits the next pass resolves: up to 16, fewer when many buckets are followed
+    (their counts, 8 bytes each, take at most a 32nd of a thread's budget: a combine
+    step holds four of them and its sum)."""
+    fits = int(np.log2(max(2, budget // 32 // 8 // max(1, buckets))))
+    return max(1, min(MAX_DIGIT_BITS, bits - level, fits))
+
+
+def _count_pass(x: da.Array, prefixes: np.ndarray, level: int, digit_bits: int,
+                options: _Options) -> np.ndarray:
+    lazy = tree_reduce(x, partial(digit_counts, prefixes=prefixes, level=level,
+                                  digit_bits=digit_bits), every=4)
+    (counts,) = compute(lazy, scheduler=options.scheduler, progress=options.progress)
+    return counts.reshape(len(prefixes), 1 << digit_bits)
+
+
+def _changed(what: str) -> ValuesChangedError:
+    return ValuesChangedError(
+        f"the array's values changed between the passes of {what} (a pass found a "
+        "different number of values in a bucket than the pass before); nothing was "
+        "returned: run it again while nothing writes to the array")
+
+
+def _narrow(counts: np.ndarray, prefixes: np.ndarray, digit_bits: int,
+            inside: dict[int, tuple[int, int]]) -> dict[int, tuple[int, int, int]]:
+    """For each rank (row of its bucket, rank inside it): the bucket one digit deeper
+    that holds it, as (prefix, rank inside, values in it)."""
+    cumulative = counts.cumsum(axis=1)
+    chosen = {}
+    for rank, (row, within) in inside.items():
+        bucket = int(np.searchsorted(cumulative[row], within, side="right"))
+        before = int(cumulative[row, bucket - 1]) if bucket else 0
+        prefix = (int(prefixes[row]) << digit_bits) | bucket
+        chosen[rank] = (prefix, within - before, int(counts[row, bucket]))
+    return chosen
+
+
+def _select(x: da.Array, first: np.ndarray, first_bits: int, ranks: list[int],
+            options: _Options) -> dict[int, Any]:
+    """The values at ``ranks`` in key order (NaN keys included), from the first pass's
+    counts."""
+    dtype = x.dtype
+    bits = 8 * dtype.itemsize
+    ukey = np.dtype(f"u{dtype.itemsize}")
+    capacity = max(1, options.budget // options.threads // 4 // dtype.itemsize)
+    prefixes = np.zeros(1, ukey)
+    counts, level, digit_bits = first.reshape(1, -1), 0, first_bits
+    inside = {r: (0, r) for r in ranks}  # rank -> (row of its bucket, rank inside it)
+    while True:
+        chosen = _narrow(counts, prefixes, digit_bits, inside)
+        level += digit_bits
+        sizes = {prefix: size for prefix, _, size in chosen.values()}
+        wanted = sorted(sizes)
+        prefixes = np.array(wanted, ukey)
+        if level == bits:  # every bit known: the key is the value
+            return {r: from_keys(np.array([p], ukey), dtype)[0]
+                    for r, (p, _, _) in chosen.items()}
+        if sum(sizes.values()) <= capacity:
+            return _gather(x, prefixes, level, chosen, options)
+        inside = {r: (wanted.index(p), w) for r, (p, w, _) in chosen.items()}
+        digit_bits = _digit_bits(bits, level, len(wanted), options.budget // options.threads)
+        counts = _count_pass(x, prefixes, level, digit_bits, options)
+        if counts.sum(axis=1).tolist() != [sizes[p] for p in wanted]:
+            raise _changed(options.what)
+
+
+def _gather(x: da.Array, prefixes: np.ndarray, level: int,
+            chosen: dict[int, tuple[int, int, int]], options: _Options) -> dict[int, Any]:
+    lazy = gather_tree(x, partial(matching_keys, prefixes=prefixes, level=level),
+                       dtype=prefixes.dtype)
+    (keys,) = compute(lazy, scheduler=options.scheduler, progress=options.progress)
+    high = keys >> (8 * keys.dtype.itemsize - level)
+    values = {}
+    for rank, (prefix, within, size) in chosen.items():
+        candidates = keys[high == prefix]
+        if len(candidates) != size:
+            raise _changed(options.what)
+        values[rank] = from_keys(np.partition(candidates, within)[within:within + 1],
+                                 x.dtype)[0]
+    return values
+
+
+@dataclass(frozen=True)
+class _Found:
+    """What the passes found: values at ranks among the ``n`` non-NaN values."""
+
+    n: int
+    nans: int
+    values: dict[int, Any]
+
+
+def _order_statistics(source: ReductionSource, ranks_of: Any, what: str, skip_nan: bool,
+                      selection: Selection, chunks: BlockChunks, memory_limit: int | str | None,
+                      scheduler: SchedulerLike, progress: ProgressArg,
+                      storage_options: Mapping[str, Any] | None) -> tuple[_Found, np.dtype[Any]]:
+    """Count, then select the values at ``ranks_of(n)`` (n: the non-NaN values); none
+    when NaN makes the answer NaN (``skip_nan`` false)."""
+    x, _ = reduction_input(source, selection, chunks, memory_limit, scheduler, storage_options)
+    dtype = check_dtype(x.dtype, what)
+    if x.dtype != dtype:
+        x = x.astype(dtype)
+    if x.size == 0:
+        raise ValueError(f"{what} of an empty selection (shape {x.shape}) is undefined")
+    budget, threads = parse_budget(memory_limit, scheduler)
+    options = _Options(what, scheduler, progress, budget, threads)
+    first_bits = _digit_bits(8 * dtype.itemsize, 0, 1, budget // threads)
+    lazy = tree_reduce(x, partial(first_counts, digit_bits=first_bits), every=4)
+    (first,) = compute(lazy, scheduler=scheduler, progress=progress)
+    nans, below = int(first[-2]), int(first[-1])
+    n = int(x.size) - nans
+    ranks = ranks_of(n) if n and (skip_nan or not nans) else []
+    # NaN with the sign bit set has the lowest keys: ranks among keys start above them.
+    found = _select(x, first[:-2], first_bits, [r + below for r in ranks], options) \
+        if ranks else {}
+    values = {r: found[r + below] for r in ranks}
+    return _Found(n, nans, values), dtype
+
+
+def _quantile(source: ReductionSource, q: ArrayLike, *, percent: bool, skip_nan: bool, what: str,
+              **kwargs: Any) -> Any:
+    q_array, weak_q = prepare_q(q, percent)
+
+    def ranks_of(n: int) -> list[int]:
+        return wanted_ranks(n, quantile_ranks(n, q_array))
+
+    found, dtype = _order_statistics(source, ranks_of, what, skip_nan, **kwargs)
+    if found.nans and skip_nan and not found.n:
+        warnings.warn("All-NaN slice encountered", RuntimeWarning, stacklevel=3)
+        return np.full(q_array.shape, np.nan, dtype=dtype)[()]
+    has_nan = bool(found.nans) and not skip_nan
+    n = found.n + (found.nans if has_nan else 0)
+    if has_nan:  # the result is NaN: only its dtype matters, which any value gives
+        return linear_quantile(n, q_array, weak_q, dtype, lambda r: 0, has_nan=True)
+    return linear_quantile(n, q_array, weak_q, dtype, found.values.__getitem__)
+
+
+def _median(source: ReductionSource, *, skip_nan: bool, what: str, **kwargs: Any) -> Any:
+    found, dtype = _order_statistics(source, median_ranks, what, skip_nan, **kwargs)
+    if found.nans and (not skip_nan or not found.n):
+        if skip_nan:
+            warnings.warn("All-NaN slice encountered", RuntimeWarning, stacklevel=3)
+        return dtype.type(np.nan)
+    middle = np.array([found.values[r] for r in median_ranks(found.n)], dtype=dtype)
+    return median_of(middle)
+
+
+_PARAMETERS = """
+    Parameters
+    ----------
+    source : chunkflow.Array, path, URL, store or dask array
+        As :func:`chunkflow.reduce`.
+    {q}axis : None
+        Only ``None`` (all values); per-axis order statistics are refused.
+    method : {{"linear"}}
+        numpy's default method, the only one supported (not taken by the medians).
+    selection, chunks, memory_limit, scheduler, progress, storage_options
+        As :func:`chunkflow.reduce`. ``memory_limit`` bounds what one worker holds: a
+        block with its keys, a histogram of at most 16 bits per followed bucket, and
+        the values gathered for the final selection (a quarter of a thread's share).
+
+    Returns
+    -------
+    numpy scalar or array
+        numpy's result, same value and dtype, bit for bit.
+"""
+
+
+def _check_call(axis: object, method: str, what: str) -> None:
+    if axis is not None:
+        raise ValueError(f"{what}: axis={axis!r} is not supported; only axis=None (all values "
+                         "of the selection). Select a part with selection= instead")
+    if method != "linear":
+        raise ValueError(f"{what}: method={method!r} is not supported; only numpy's default "
+                         "'linear'")
+
+
+def _document(summary: str, q: str, example: str) -> str:
+    q_doc = f"q : float or sequence of floats\n        {q}\n    " if q else ""
+    return (f"{summary}\n{_PARAMETERS.format(q=q_doc)}\n    Examples\n    --------\n"
+            "    >>> import numpy as np\n    >>> import chunkflow\n"
+            "    >>> data = np.arange(12.0).reshape(3, 4)\n    >>> data[1, 1] = np.nan\n"
+            f"    >>> z = chunkflow.array(data, chunks=(2, 2))\n{example}")
+
+
+def percentile(source: ReductionSource, q: ArrayLike, *, axis: None = None, method: str = "linear",
+               selection: Selection = Ellipsis, chunks: BlockChunks = None,
+               memory_limit: int | str | None = None, scheduler: SchedulerLike = None,
+               progress: ProgressArg = False,
+               storage_options: Mapping[str, Any] | None = None) -> Any:
+    _check_call(axis, method, "percentile")
+    return _quantile(source, q, percent=True, skip_nan=False, what="percentile",
+                     selection=selection, chunks=chunks, memory_limit=memory_limit,
+                     scheduler=scheduler, progress=progress, storage_options=storage_options)
+
+
+def nanpercentile(source: ReductionSource, q: ArrayLike, *, axis: None = None, method: str = "linear",
+                  selection: Selection = Ellipsis, chunks: BlockChunks = None,
+                  memory_limit: int | str | None = None, scheduler: SchedulerLike = None,
+                  progress: ProgressArg = False,
+                  storage_options: Mapping[str, Any] | None = None) -> Any:
+    _check_call(axis, method, "nanpercentile")
+    return _quantile(source, q, percent=True, skip_nan=True, what="nanpercentile",
+                     selection=selection, chunks=chunks, memory_limit=memory_limit,
+                     scheduler=scheduler, progress=progress, storage_options=storage_options)
+
+
+def quantile(source: ReductionSource, q: ArrayLike, *, axis: None = None, method: str = "linear",
+             selection: Selection = Ellipsis, chunks: BlockChunks = None,
+             memory_limit: int | str | None = None, scheduler: SchedulerLike = None,
+             progress: ProgressArg = False,
+             storage_options: Mapping[str, Any] | None = None) -> Any:
+    _check_call(axis, method, "quantile")
+    return _quantile(source, q, percent=False, skip_nan=False, what="quantile",
+                     selection=selection, chunks=chunks, memory_limit=memory_limit,
+                     scheduler=scheduler, progress=progress, storage_options=storage_options)
+
+
+def nanquantile(source: ReductionSource, q: ArrayLike, *, axis: None = None, method: str = "linear",
+                selection: Selection = Ellipsis, chunks: BlockChunks = None,
+                memory_limit: int | str | None = None, scheduler: SchedulerLike = None,
+                progress: ProgressArg = False,
+                storage_options: Mapping[str, Any] | None = None) -> Any:
+    _check_call(axis, method, "nanquantile")
+    return _quantile(source, q, percent=False, skip_nan=True, what="nanquantile",
+                     selection=selection, chunks=chunks, memory_limit=memory_limit,
+                     scheduler=scheduler, progress=progress, storage_options=storage_options)
+
+
+def median(source: ReductionSource, *, axis: None = None, selection: Selection = Ellipsis,
+           chunks: BlockChunks = None,
+           memory_limit: int | str | None = None, scheduler: SchedulerLike = None,
+           progress: ProgressArg = False,
+           storage_options: Mapping[str, Any] | None = None) -> Any:
+    _check_call(axis, "linear", "median")
+    return _median(source, skip_nan=False, what="median", selection=selection, chunks=chunks,
+                   memory_limit=memory_limit, scheduler=scheduler, progress=progress,
+                   storage_options=storage_options)
+
+
+def nanmedian(source: ReductionSource, *, axis: None = None, selection: Selection = Ellipsis,
+              chunks: BlockChunks = None,
+              memory_limit: int | str | None = None, scheduler: SchedulerLike = None,
+              progress: ProgressArg = False,
+              storage_options: Mapping[str, Any] | None = None) -> Any:
+    _check_call(axis, "linear", "nanmedian")
+    return _median(source, skip_nan=True, what="nanmedian", selection=selection, chunks=chunks,
+                   memory_limit=memory_limit, scheduler=scheduler, progress=progress,
+                   storage_options=storage_options)
+
+
+percentile.__doc__ = _document(
+    "Exactly ``numpy.percentile(source[selection], q)``, in bounded memory.",
+    "Percentages, 0 to 100.",
+    "    >>> percentile(z, [0, 100])\n    array([nan, nan])\n"
+    "    >>> float(percentile(z, 50, selection=(0,)))\n    1.5\n")
+nanpercentile.__doc__ = _document(
+    "Exactly ``numpy.nanpercentile(source[selection], q)``: NaN left out.",
+    "Percentages, 0 to 100.",
+    "    >>> nanpercentile(z, [0, 50, 100]).tolist()\n    [0.0, 6.0, 11.0]\n")
+quantile.__doc__ = _document(
+    "Exactly ``numpy.quantile(source[selection], q)``, in bounded memory.",
+    "Quantiles, 0 to 1.",
+    "    >>> quantile(z, [0.0, 0.5], selection=(2,)).tolist()\n    [8.0, 9.5]\n")
+nanquantile.__doc__ = _document(
+    "Exactly ``numpy.nanquantile(source[selection], q)``: NaN left out.",
+    "Quantiles, 0 to 1.",
+    "    >>> float(nanquantile(z, 0.5))\n    6.0\n")
+median.__doc__ = _document(
+    "Exactly ``numpy.median(source[selection])``, in bounded memory.", "",
+    "    >>> print(median(z), median(z, selection=(0,)))\n    nan 1.5\n")
+nanmedian.__doc__ = _document(
+    "Exactly ``numpy.nanmedian(source[selection])``: NaN left out.", "",
+    "    >>> float(nanmedian(z))\n    6.0\n")
