@@ -1,4 +1,5 @@
-"""chunkflow vs zarr-python 3 vs tensorstore: array reads and writes on a local folder.
+"""chunkflow vs zarr-python 3 (with and without zarrs) vs tensorstore: array reads and
+writes on a local folder.
 
 Run by hand (not part of the test suite)::
 
@@ -28,6 +29,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from functools import partial
+from importlib.util import find_spec
 from pathlib import Path
 
 import numpy as np
@@ -130,6 +132,29 @@ class ZarrCase:
         return self.array[:, index]
 
 
+class ZarrsCase(ZarrCase):
+    """zarr-python 3 with the zarrs codec pipeline (Rust), as the issue's peer."""
+
+    name = "zarrs"
+    settings = {"codec_pipeline.path": "zarrs.ZarrsCodecPipeline"}
+
+    def __init__(self, path: Path, shape, chunks) -> None:
+        with zarr.config.set(self.settings):
+            super().__init__(path, shape, chunks)
+
+    def write(self, data: np.ndarray) -> None:
+        with zarr.config.set(self.settings):
+            super().write(data)
+
+    def read(self) -> np.ndarray:
+        with zarr.config.set(self.settings):
+            return super().read()
+
+    def column(self, index: int) -> np.ndarray:
+        with zarr.config.set(self.settings):
+            return super().column(index)
+
+
 class TensorstoreCase:
     name = "tensorstore"
 
@@ -216,6 +241,7 @@ class FloorCase:
 def run(folder: Path, repeat: int, quick: bool = False) -> None:
     cases = [ChunkflowCase, ChunkflowDefaultCase]
     cases += [ZarrCase] if zarr is not None else []
+    cases += [ZarrsCase] if zarr is not None and find_spec("zarrs") is not None else []
     cases += [TensorstoreCase] if ts is not None else []
     big = make_data((2048, 2048) if quick else (8192, 8192))
     small = make_data((1024, 1024) if quick else (4096, 4096), seed=1)

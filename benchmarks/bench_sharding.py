@@ -1,5 +1,9 @@
 """Random 256x256 windows of a sharded array: chunkflow vs zarr-python 3 vs tensorstore.
 
+Also the 3-D case of issue 30 (:func:`volume`): 512^3 uint16 in 256^3 shards of 64^3
+inner chunks, blosc lz4, written, read whole and read in 200 random 64^3 windows, by
+chunkflow (``cache=False``), zarr-python 3 with and without zarrs, and tensorstore.
+
 The array is 8192x8192 uint32 in 4096x4096 shards (64 MiB decoded each) of 256x256
 inner chunks, zstd-compressed, in a local folder (written once by chunkflow; the three
 libraries read the same files). Each library reads the same random windows, not
@@ -218,6 +222,118 @@ def lost_writes(folder: Path, library: str, rounds: int = 4) -> float:
     return statistics.median(lost)
 
 
+# ----------------------------------------------------------------- a volume
+
+BLOSC_LZ4 = {"name": "blosc", "configuration": {"cname": "lz4", "clevel": 5,
+                                                "shuffle": "shuffle", "typesize": 2,
+                                                "blocksize": 0}}
+
+
+def _volume_libraries(folder: Path, side: int, shard: int,
+                      inner: int) -> dict[str, tuple[Any, Callable[[Any], Any], Callable[[Any, Any], None]]]:
+    """Per library: an array handle of its own (created empty), a read and a write
+    function (``read(selection)``, ``write(selection, value)``)."""
+    found: dict[str, tuple[Any, Callable[[Any], Any], Callable[[Any, Any], None]]] = {}
+    z = chunkflow.create_array(str(folder / "vol-chunkflow.zarr"), shape=(side,) * 3,
+                               chunks=(inner,) * 3, shards=(shard,) * 3, dtype="u2",
+                               compressors=BLOSC_LZ4, fill_value=0, cache=False)
+    found["chunkflow"] = (z, z.__getitem__, z.__setitem__)
+    try:
+        import zarr
+    except ImportError:
+        return found
+    from importlib.util import find_spec
+
+    flavours = {"zarr-python": {}}
+    if find_spec("zarrs") is not None:
+        flavours["zarrs"] = {"codec_pipeline.path": "zarrs.ZarrsCodecPipeline"}
+    for name, settings in flavours.items():
+        with zarr.config.set(settings):
+            array = zarr.create_array(str(folder / f"vol-{name}.zarr"), shape=(side,) * 3,
+                                      chunks=(inner,) * 3, shards=(shard,) * 3, dtype="u2",
+                                      compressors=zarr.codecs.BloscCodec(
+                                          cname="lz4", clevel=5, shuffle="shuffle"),
+                                      fill_value=0)
+
+        def read(selection: Any, array: Any = array, settings: Any = settings) -> Any:
+            with zarr.config.set(settings):
+                return array[selection]
+
+        def write(selection: Any, value: Any, array: Any = array,
+                  settings: Any = settings) -> None:
+            with zarr.config.set(settings):
+                array[selection] = value
+
+        found[name] = (array, read, write)
+    try:
+        import tensorstore as ts
+    except ImportError:
+        return found
+    spec = {"driver": "zarr3", "kvstore": {"driver": "file", "path": str(folder / "vol-ts.zarr")},
+            "context": {"cache_pool": {"total_bytes_limit": 0}},
+            "metadata": {"shape": [side] * 3, "data_type": "uint16", "fill_value": 0,
+                         "chunk_grid": {"name": "regular",
+                                        "configuration": {"chunk_shape": [shard] * 3}},
+                         "codecs": [{"name": "sharding_indexed", "configuration": {
+                             "chunk_shape": [inner] * 3,
+                             "codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
+                                        BLOSC_LZ4],
+                             "index_codecs": [{"name": "bytes",
+                                               "configuration": {"endian": "little"}},
+                                              {"name": "crc32c"}]}}]}}
+    tarray = ts.open(spec, create=True, delete_existing=True).result()
+    found["tensorstore"] = (tarray, lambda sel: tarray[sel].read().result(),
+                            lambda sel, value: tarray[sel].write(value).result())
+    return found
+
+
+def volume(folder: Path, repeat: int, quick: bool) -> None:
+    """The issue's 3-D case: 512^3 uint16 in 256^3 shards of 64^3 inner chunks, blosc
+    lz4: full write, full read, and 200 random 64^3 windows (unaligned: most touch 8
+    inner chunks), each library on its own copy, no decoded-chunk cache anywhere."""
+    side, shard, inner, count = (256, 128, 32, 50) if quick else (512, 256, 64, 200)
+    z = np.arange(side, dtype="f4")
+    data = (1000 + 300 * np.sin(z[:, None, None] / 37) * np.cos(z[None, :, None] / 53)
+            * np.sin(z[None, None, :] / 41)).astype("u2")
+    data += np.random.default_rng(3).integers(0, 8, data.shape, dtype="u2")
+    rng = np.random.default_rng(4)
+    corners = rng.integers(0, side - inner, (count, 3))
+    chosen = [tuple(slice(int(c), int(c) + inner) for c in corner) for corner in corners]
+    libraries = _volume_libraries(folder, side, shard, inner)
+    times: dict[str, dict[str, list[float]]] = {name: {"write": [], "read": [], "windows": []}
+                                                for name in libraries}
+    everything = (slice(None),) * 3
+    for _ in range(repeat):  # interleaved: noise hits every library alike
+        for name, (_, read, write) in libraries.items():
+            start = time.perf_counter()
+            write(everything, data)
+            times[name]["write"].append(time.perf_counter() - start)
+            start = time.perf_counter()
+            got = read(everything)
+            times[name]["read"].append(time.perf_counter() - start)
+            start = time.perf_counter()
+            for window in chosen:
+                read(window)
+            times[name]["windows"].append(time.perf_counter() - start)
+    for name, (_, read, _) in libraries.items():
+        assert np.array_equal(np.asarray(read(everything)), data), f"{name}: full read differs"
+        assert np.array_equal(np.asarray(read(chosen[0])), data[chosen[0]]), f"{name}: window"
+    del got
+    print(f"\n{side}^3 uint16 in {shard}^3 shards of {inner}^3 inner chunks, blosc lz4; "
+          f"seconds, median [range] of {repeat}; ratios: the peer's time / chunkflow's")
+    for case, label in (("write", "full write"), ("read", "full read"),
+                        ("windows", f"{count} random {inner}^3 windows")):
+        ours = statistics.median(times["chunkflow"][case])
+        line = f"  {label:<26}"
+        for name in libraries:
+            values = times[name][case]
+            line += (f" {name} {statistics.median(values):.3f} "
+                     f"[{min(values):.3f}-{max(values):.3f}]")
+        ratios = [f"{statistics.median(times[n][case]) / ours:.2f}x {n}"
+                  for n in libraries if n != "chunkflow"]
+        print(line + " | " + ", ".join(ratios))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="2048^2 in 1024^2 shards")
@@ -258,6 +374,7 @@ def main() -> None:
             print(f"  chunkflow vs tensorstore: x{ts_time / base_time:.2f} (tensorstore's time / "
                   f"chunkflow's; goal >= 1.5); tensorstore "
                   f"{ts_time / statistics.median(floors[2]):.2f}x the two-thread floor")
+        volume(folder, args.repeat, args.quick)
         ms, kib, hit_rate = panning(path, image, side, steps=16 if args.quick else 64)
         print(f"  chunkflow with its cache, panning by a quarter window: {ms:.2f} ms and "
               f"{kib:.1f} KiB read per window, {hit_rate:.0%} of inner chunks from the cache")

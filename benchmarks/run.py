@@ -21,6 +21,10 @@ Runs, one after another, each in its own process:
 ``rechunk``    2 GiB to new chunks in 256 MiB (rechunker, dask p2p and tasks)
 ``pyramid``    an OME-Zarr mean pyramid of 16384^2 uint16 (ome-zarr-py, ngff-zarr)
 ``labels``     label + measure of 8192^2 and 512^3 (dask-image; scipy + skimage in memory)
+``zarrs``      zarrs/zarr_benchmarks' scenarios on 1024^3 uint16: read all, chunk by
+               chunk, inner chunk by inner chunk, round trip, standalone and through
+               dask (zarr-python 3 with and without zarrs, tensorstore; the numcodecs
+               and disk floors); ``pip install ".[bench]"`` for the peers
 =============  =====================================================================
 
 ``--quick`` uses small sizes and one repeat (under a minute or two on 2 cores);
@@ -56,6 +60,7 @@ BENCHMARKS = {
     "rechunk": "bench_rechunk.py",
     "pyramid": "bench_pyramid.py",
     "labels": "bench_labels.py",
+    "zarrs": "bench_zarrs.py",
 }
 
 

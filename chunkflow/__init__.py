@@ -10,10 +10,12 @@ Examples
 0.015
 """
 
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 # Modules, reached as chunkflow.config and chunkflow.reductions but left out of
 # __all__: a star import gives functions and classes only.
 from chunkflow import config as config
-from chunkflow import reductions as reductions
 from chunkflow.api import (
     Group,
     array,
@@ -57,27 +59,6 @@ from chunkflow.errors import (
     MemoryPlanError,
     OutputIsSourceError,
 )
-from chunkflow.graph import (
-    compute,
-    histogram,
-    label,
-    map_chunks,
-    measure,
-    median,
-    nanmedian,
-    nanpercentile,
-    nanquantile,
-    percentile,
-    quantile,
-    reduce,
-    segment,
-    store,
-    summarize_chunks,
-    to_chunkflow,
-    to_dask,
-)
-from chunkflow.graph.pyramid import pyramid
-from chunkflow.graph.rechunk import rechunk
 from chunkflow.jobs import job_status
 from chunkflow.storage import (
     DirectoryStore,
@@ -90,6 +71,72 @@ from chunkflow.storage import (
 )
 from chunkflow.sync import DistributedSynchronizer, ProcessSynchronizer, ThreadSynchronizer
 from chunkflow.version import __version__ as __version__
+
+if TYPE_CHECKING:
+    from chunkflow import reductions as reductions
+    from chunkflow.graph import (
+        compute,
+        histogram,
+        label,
+        map_chunks,
+        measure,
+        median,
+        nanmedian,
+        nanpercentile,
+        nanquantile,
+        percentile,
+        quantile,
+        reduce,
+        segment,
+        store,
+        summarize_chunks,
+        to_chunkflow,
+        to_dask,
+    )
+    from chunkflow.graph.pyramid import pyramid
+    from chunkflow.graph.rechunk import rechunk
+
+# The dask graph builders (and chunkflow.reductions, built on them) load dask.array,
+# with pandas, scipy.sparse and xarray when they are installed: about 70 MiB of memory
+# and a second of start-up. They load on first use, not on `import chunkflow`:
+# reading and writing arrays needs none of it.
+_LAZY = {
+    "compute": "chunkflow.graph",
+    "histogram": "chunkflow.graph",
+    "label": "chunkflow.graph",
+    "map_chunks": "chunkflow.graph",
+    "measure": "chunkflow.graph",
+    "median": "chunkflow.graph",
+    "nanmedian": "chunkflow.graph",
+    "nanpercentile": "chunkflow.graph",
+    "nanquantile": "chunkflow.graph",
+    "percentile": "chunkflow.graph",
+    "pyramid": "chunkflow.graph.pyramid",
+    "quantile": "chunkflow.graph",
+    "rechunk": "chunkflow.graph.rechunk",
+    "reduce": "chunkflow.graph",
+    "segment": "chunkflow.graph",
+    "store": "chunkflow.graph",
+    "summarize_chunks": "chunkflow.graph",
+    "to_chunkflow": "chunkflow.graph",
+    "to_dask": "chunkflow.graph",
+    "reductions": "chunkflow.reductions",  # a module: chunkflow.reductions itself
+}
+
+
+def __getattr__(name: str) -> Any:
+    where = _LAZY.get(name)
+    if where is None:
+        raise AttributeError(f"module 'chunkflow' has no attribute {name!r}")
+    module = import_module(where)
+    value = module if name == "reductions" else getattr(module, name)
+    globals()[name] = value  # found directly from now on
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "Array",

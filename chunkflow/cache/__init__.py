@@ -131,7 +131,9 @@ def _settings() -> _Resolved:
     compressed = _setting("chunkflow.cache.compressed-bytes")
     with _cache_lock:
         if _cache is None:
-            _cache = ChunkCache(max_bytes, compressed)
+            # Scan resistant: reads that cover chunks wholly (scans, copies, dask
+            # computations) leave the shared cache alone until a chunk comes back.
+            _cache = ChunkCache(max_bytes, compressed, scan_resistant=True)
         elif _cache.max_bytes != max_bytes or _cache.compressed_max_bytes != compressed:
             _cache.resize(max_bytes, compressed)
         cache = _cache

@@ -25,6 +25,7 @@ from collections.abc import Hashable, Iterable, Sequence
 
 import numpy as np
 
+from chunkflow.cache.admission import WholeReads
 from chunkflow.cache.everywhere import discard_everywhere, register
 from chunkflow.cache.families import Families
 from chunkflow.cache.stats import CacheStats
@@ -59,6 +60,11 @@ class ChunkCache:
     compressed_bytes : int
         Budget of a second tier keeping chunks evicted from the fast tier, compressed;
         0 (the default) means no second tier.
+    scan_resistant : bool
+        Cache a chunk that a read covers wholly only from its second whole read on
+        (see :mod:`chunkflow.cache.admission`), so that scans leave the cache alone.
+        The process-wide cache is; a cache made by hand caches every chunk it is
+        given, unless asked.
 
     Examples
     --------
@@ -71,7 +77,8 @@ class ChunkCache:
     (1, 1, 100)
     """
 
-    def __init__(self, max_bytes: int, compressed_bytes: int = 0) -> None:
+    def __init__(self, max_bytes: int, compressed_bytes: int = 0, *,
+                 scan_resistant: bool = False) -> None:
         self._lock = threading.Lock()
         # Counters have their own lock: hits count without waiting for insertions, and
         # evictions are counted inside zict calls made under self._lock.
@@ -85,6 +92,7 @@ class ChunkCache:
         # Inner chunks cached on their own, by the shard they were decoded from: an
         # invalidation of the shard drops them all.
         self._families = Families()
+        self._whole = WholeReads() if scan_resistant else None
         self._tiers: Tiers = self._rebuilt(
             byte_count("max_bytes", max_bytes, text=False),
             byte_count("compressed_bytes", compressed_bytes, text=False),
@@ -181,6 +189,23 @@ class ChunkCache:
     def __len__(self) -> int:
         """Number of chunks cached in both tiers."""
         return len(self._tiers.data)
+
+    def first_whole_reads(self, keys: Sequence[CacheKey]) -> set[CacheKey]:
+        """The ``keys`` that a read covering them wholly should not cache: with
+        ``scan_resistant``, those not read wholly before (see
+        :mod:`chunkflow.cache.admission`); else none.
+
+        Examples
+        --------
+        >>> cache = ChunkCache(1 << 10, scan_resistant=True)
+        >>> cache.first_whole_reads(["s/a/0"]), cache.first_whole_reads(["s/a/0"])
+        ({'s/a/0'}, set())
+        >>> ChunkCache(1 << 10).first_whole_reads(["s/a/0"])
+        set()
+        """
+        if self._whole is None:
+            return set()
+        return self._whole.first_reads(keys)  # type: ignore[return-value]
 
     # -- tickets and insertions --------------------------------------------------------
 

@@ -87,11 +87,16 @@ class CodecPipeline(Protocol):
     dtype: np.dtype[Any]
     chunk_shape: tuple[int, ...]
 
-    def encode(self, chunk: np.ndarray) -> bytes | memoryview:
-        """Encode one chunk of exactly ``chunk_shape``."""
+    def encode(self, chunk: np.ndarray, *, detached: bool = True) -> bytes | memoryview:
+        """Encode one chunk of exactly ``chunk_shape`` (``detached=False``: the result
+        may be a view of ``chunk``)."""
 
     def decode(self, data: bytes | memoryview) -> np.ndarray:
         """Decode to a new writable ``chunk_shape`` array of ``dtype``."""
 
     def decode_into(self, data: bytes | memoryview, out: np.ndarray) -> None:
         """Decode into `out` (decompressing in place when the layout allows)."""
+
+    def stored_view(self, out: np.ndarray) -> memoryview | None:
+        """The bytes of `out` when stored chunks are its very bytes (no codec
+        transforms them), so that reading a chunk into them decodes it; else ``None``."""

@@ -110,8 +110,12 @@ class V2Pipeline:
         )
 
     # -- encode ---------------------------------------------------------------
-    def encode(self, chunk: np.ndarray) -> bytes | memoryview:
+    def encode(self, chunk: np.ndarray, *, detached: bool = True) -> bytes | memoryview:
         """Encode one chunk of exactly ``chunk_shape`` (any layout, castable dtype).
+
+        ``detached=False`` lets the result be a view of ``chunk`` when no codec
+        changes its bytes, for a caller that hands the bytes to a store before
+        ``chunk`` can change (stores copy what they keep).
 
         Examples
         --------
@@ -146,6 +150,8 @@ class V2Pipeline:
             raise ChunkEncodeError("cannot store an object array: no filter encoded its items")
         if self._compressor is not None:
             buf = self._compressor.encode(buf)
+        if not detached and not isinstance(buf, bytes):
+            return memoryview(as_u8(buf))
         return detach(buf, chunk)
 
     # -- decode ---------------------------------------------------------------
@@ -201,6 +207,28 @@ class V2Pipeline:
             np.copyto(out, scratch if self.order == "C" else scratch.T)
             return
         np.copyto(out, self._decode_array(data))
+
+    def stored_view(self, out: np.ndarray) -> memoryview | None:
+        """The bytes of `out` (a ``chunk_shape`` array) when stored chunks are exactly
+        its bytes: no compressor nor filters, the array's dtype, `out` contiguous in
+        the stored order and writable. Reading a stored chunk into them decodes it.
+
+        Examples
+        --------
+        >>> p = v2_pipeline("<i4", (2, 2), "F", None, None)
+        >>> out = np.empty((2, 2), "<i4", order="F")
+        >>> p.stored_view(out)[:] = p.encode(np.array([[1, 2], [3, 4]]))
+        >>> out.tolist(), p.stored_view(np.empty((2, 2), "<i4"))
+        ([[1, 2], [3, 4]], None)
+        """
+        if self._compressor is not None or self._filters or self._is_object:
+            return None
+        contiguous = out.flags.c_contiguous if self.order == "C" else out.flags.f_contiguous
+        if (out.shape != self.chunk_shape or out.dtype != self.dtype or not contiguous
+                or not out.flags.writeable):
+            return None
+        stored = out if self.order == "C" else out.T
+        return memoryview(stored.reshape(-1).view(np.uint8))
 
     def _decode_flat(self, data: BufferLike, out: np.ndarray) -> None:
         if self._compressor is None:

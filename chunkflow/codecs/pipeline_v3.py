@@ -192,8 +192,12 @@ class V3Pipeline:
         names = [c.name for c in self.codecs]
         return f"V3Pipeline(dtype={self.dtype}, chunk_shape={self.chunk_shape}, codecs={names})"
 
-    def encode(self, chunk: np.ndarray) -> bytes | memoryview:
+    def encode(self, chunk: np.ndarray, *, detached: bool = True) -> bytes | memoryview:
         """Encode one chunk of exactly ``chunk_shape``.
+
+        ``detached=False`` lets the result be a view of ``chunk`` when no codec
+        changes its bytes (uncompressed, in the stored layout), for a caller that hands
+        the bytes to a store before ``chunk`` can change (stores copy what they keep).
 
         Examples
         --------
@@ -213,7 +217,7 @@ class V3Pipeline:
             buf = as_u8(buf)
         for bstage in self._b2b:
             buf = bstage.encode(buf)
-        return detach(buf, chunk)
+        return detach(buf, chunk) if detached else _as_bytes(buf)
 
     def decode(self, data: BufferLike) -> np.ndarray:
         """Decode stored bytes to a new writable chunk of ``chunk_shape`` and ``dtype``.
@@ -275,6 +279,26 @@ class V3Pipeline:
             return
         np.copyto(out, self._decode_array(data))
 
+    def stored_view(self, out: np.ndarray) -> memoryview | None:
+        """The bytes of `out` (a ``chunk_shape`` array) when stored chunks are exactly
+        its bytes: only the ``bytes`` codec in `out`'s byte order, `out` C-contiguous
+        and writable. Reading a stored chunk into them decodes it, with no copy.
+
+        Examples
+        --------
+        >>> p = v3_pipeline("<u2", (2, 2), [{"name": "bytes", "configuration": {"endian": "little"}}])
+        >>> out = np.empty((2, 2), "<u2")
+        >>> p.stored_view(out)[:] = p.encode(np.array([[1, 2], [3, 4]], "u2"))
+        >>> out.tolist(), p.stored_view(out.T), p.stored_view(out.astype(">u2"))
+        ([[1, 2], [3, 4]], None, None)
+        """
+        if not self._fast or self._b2b or self._perm is not None:
+            return None
+        if (out.shape != self.chunk_shape or out.dtype != self._stored_dtype
+                or not out.flags.c_contiguous or not out.flags.writeable):
+            return None
+        return memoryview(out.reshape(-1).view(np.uint8))
+
     def _staged(self, chunk: np.ndarray) -> np.ndarray:
         """`chunk`, copied into this thread's scratch buffer if not already laid out
         as stored (a view into a larger array, another byte order): compressors need
@@ -303,6 +327,10 @@ class V3Pipeline:
         for astage in reversed(self._a2a):
             arr = astage.decode(arr)
         return arr
+
+
+def _as_bytes(buf: BufferLike) -> bytes | memoryview:
+    return buf if isinstance(buf, bytes) else memoryview(as_u8(buf))
 
 
 def v3_pipeline(

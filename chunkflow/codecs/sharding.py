@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from chunkflow.buffers import scratch_buffer
 from chunkflow.codecs.stages import BufferLike, as_u8
 from chunkflow.errors import ChunkDecodeError, UnsupportedCodecError
 from chunkflow.metadata import is_all_fill
@@ -179,11 +180,25 @@ class ShardingStage:
         overhead = len(as_u8(one.encode(np.zeros((1,) * len(self.grid) + (2,), "<u8")))) - 16
         self.index_nbytes = 16 * self.count + overhead
         self.index_at_start = codec.index_location == "start"
+        # Inner chunks of 64 KiB and more are checked for fill one by one (see encode).
+        inner_bytes = self.dtype.itemsize * math.prod(inner)
+        self._stage_inner = inner_bytes >= 65536 and not (
+            self.dtype.hasobject or self.dtype.kind == "V")
 
     def region(self, flat: int) -> tuple[slice, ...]:
         """The part of the shard that inner chunk number ``flat`` (C order) covers."""
-        coords = np.unravel_index(flat, self.grid)
-        return tuple(slice(int(i) * c, (int(i) + 1) * c) for i, c in zip(coords, self.inner_shape))
+        region = []
+        for count, size in zip(self.grid[::-1], self.inner_shape[::-1]):
+            flat, i = divmod(flat, count)
+            region.append(slice(i * size, i * size + size))
+        return tuple(region[::-1])
+
+    def _staged_inner(self, inner: np.ndarray) -> np.ndarray:
+        """``inner`` copied into this thread's reused contiguous buffer (which the
+        inner pipeline then encodes as it is; a raw result is copied out of it)."""
+        staged = scratch_buffer(self.inner_shape, self.dtype, slot="shard inner")
+        np.copyto(staged, inner)
+        return staged
 
     def _blocks(self, shard: np.ndarray) -> np.ndarray:
         """``shard`` viewed as (grid..., inner chunk...) without copying."""
@@ -208,14 +223,26 @@ class ShardingStage:
         return np.flatnonzero(~empty.reshape(-1))
 
     def encode(self, shard: np.ndarray) -> bytes:
-        """Shard bytes: the inner chunks that are not all fill, then (or before) the index."""
+        """Shard bytes: the inner chunks that are not all fill, then (or before) the index.
+
+        Inner chunks all fill are not stored (they read as the fill value, like
+        zarr-python's shards). Large inner chunks are copied one by one into a reused
+        contiguous buffer, checked there and encoded from it (one pass over each);
+        small ones are checked all at once first, so that a sparse shard of many tiny
+        inner chunks costs no Python step per empty one.
+        """
         shard = np.ascontiguousarray(shard) if not shard.flags.c_contiguous else shard
         index = np.full((self.count, 2), MISSING, dtype="<u8")
         parts: list[bytes] = []
         offset = self.index_nbytes if self.index_at_start else 0
-        for i in self._stored(shard).tolist():
-            # Not stored when all fill: reads as the fill value, like zarr-python's shards.
-            data = bytes(self.inner.encode(shard[self.region(i)]))
+        staged = self._staged_inner if self._stage_inner else None
+        for i in (range(self.count) if staged is not None else self._stored(shard).tolist()):
+            inner = shard[self.region(i)]
+            if staged is not None:
+                inner = staged(inner)
+                if is_all_fill(inner, self.fill_value):
+                    continue
+            data = bytes(self.inner.encode(inner))
             index[i] = (offset, len(data))
             offset += len(data)
             parts.append(data)

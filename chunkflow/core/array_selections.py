@@ -210,9 +210,20 @@ class ArraySelections:
         self._check_writable()
         indexer = BasicIndexer(selection, self._io.grid)
         if fields is None and is_chunked_source(value):
-            copy_from_source(self._io, self.dtype, indexer, value)
+            copy_from_source(self._io, self.dtype, indexer, value, self._reader_of(value))
         else:
             self._set(indexer, value, fields)
+
+    def _reader_of(self, value: object) -> Callable[..., object] | None:
+        """``value.get_basic_selection`` (which reads into a given buffer) when ``value``
+        is a chunkflow array stored elsewhere than this one: then a copy from it runs
+        unit by unit in parallel (a copy within one array keeps its order)."""
+        if not isinstance(value, ArraySelections):
+            return None
+        io, other = self._io, value._io
+        if io.identity == other.identity and io.path == other.path:
+            return None
+        return value.get_basic_selection
 
     def set_orthogonal_selection(self, selection: Selection, value: ArrayLike, *,
                                  fields: Fields = None) -> None:

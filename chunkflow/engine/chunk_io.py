@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 import numpy as np
 
@@ -43,6 +43,17 @@ __all__ = ["BATCH_BYTES", "ChunkIO"]
 
 #: Decoded bytes of the chunks fetched by one store call.
 BATCH_BYTES = 4 * 1024 * 1024
+
+_BYTES = np.dtype(np.uint8)
+
+
+class _Keep(NamedTuple):
+    """What a read caches: into ``cache``, with the ``ticket`` taken before fetching,
+    every chunk it decodes except those of the keys ``skip``."""
+
+    cache: ChunkCache
+    ticket: int
+    skip: frozenset[str]
 
 
 @dataclass
@@ -101,7 +112,7 @@ class ChunkIO(ChunkSpace):
                 "could not be allocated; expected chunks that fit in memory"
             ) from err
 
-    def decode(self, key: str, data: bytes) -> np.ndarray:
+    def decode(self, key: str, data: bytes | memoryview) -> np.ndarray:
         """Decode one chunk, naming the array and chunk key if it is corrupt."""
         try:
             return self._allocating(key, lambda: self.pipeline.decode(data))
@@ -110,7 +121,7 @@ class ChunkIO(ChunkSpace):
         except Exception as err:
             raise self._decode_error(key, err) from err
 
-    def decode_into(self, key: str, data: bytes, out: np.ndarray) -> None:
+    def decode_into(self, key: str, data: bytes | memoryview, out: np.ndarray) -> None:
         """Decode one chunk into ``out`` (chunk-shaped, maybe a view), naming it if corrupt."""
         try:
             self._allocating(key, lambda: self.pipeline.decode_into(data, out))
@@ -119,10 +130,14 @@ class ChunkIO(ChunkSpace):
         except Exception as err:
             raise self._decode_error(key, err) from err
 
-    def encode(self, key: str, chunk: np.ndarray) -> bytes:
-        """Encode one chunk, naming the array and chunk key on failure."""
+    def encode(self, key: str, chunk: np.ndarray) -> bytes | memoryview:
+        """Encode one chunk, naming the array and chunk key on failure.
+
+        The result may be a view of ``chunk`` (uncompressed chunks): it goes to the
+        store, which copies what it keeps, before the write returns to its caller.
+        """
         try:
-            return self.pipeline.encode(chunk)
+            return self.pipeline.encode(chunk, detached=False)
         except Exception as err:
             raise ChunkEncodeError(
                 f"array {self.path or '/'!r}: chunk {key!r} could not be encoded: {err}"
@@ -182,8 +197,7 @@ class ChunkIO(ChunkSpace):
         ``fresh`` bypasses the cache (a locked read-modify-write must see the store).
         """
         cache = None if fresh else self.options.resolve_cache()
-        keep: ChunkCache | None = None
-        ticket = 0
+        keep: _Keep | None = None
         if self.shards is not None:
             projections = self.shards.read(projections, out, cache)
             cache = None  # what is left are whole shards, read without the cache
@@ -191,26 +205,41 @@ class ChunkIO(ChunkSpace):
             projections = serve_hits(self, cache, projections, out)
             if not projections:
                 return
+            # Counted as read wholly even when not kept: the next whole read caches.
+            skip = self._first_whole_reads(cache, projections)
             # A read larger than half the budget would only churn the cache.
             if len(projections) * self._chunk_bytes <= cache.max_bytes // 2:
-                keep = cache
-                # Taken before fetching: a write landing meanwhile makes the cache
-                # refuse the copies fetched here.
-                ticket = cache.ticket()
+                # The ticket is taken before fetching: a write landing meanwhile makes
+                # the cache refuse the copies fetched here.
+                keep = _Keep(cache, cache.ticket(), skip)
         if not projections:
             return
         if self.store.latency_bound:
-            self._read_streamed(projections, out, keep, ticket)
+            self._read_streamed(projections, out, keep)
             return
-        map_groups(lambda group: self._read_group(group, out, keep, ticket, self._batch),
-                   projections, parallel=self.parallel)
+        # Groups of one store call each, handed to whichever I/O thread is free: a
+        # slower thread (another process on its core) then takes fewer of them.
+        map_groups(lambda group: self._read_group(group, out, keep, self._batch),
+                   projections, parallel=self.parallel, batch=self._batch)
+
+    def _first_whole_reads(self, cache: ChunkCache,
+                           projections: Sequence[ChunkProjection]) -> frozenset[str]:
+        """The keys of the chunks read wholly here and never before: not cached (see
+        :mod:`chunkflow.cache.admission`)."""
+        whole = {}
+        for proj in projections:
+            if proj.is_complete_chunk:
+                key, loc = self.keys(proj.chunk_coords)
+                whole[loc] = key
+        if not whole:
+            return frozenset()
+        return frozenset(whole[loc] for loc in cache.first_whole_reads(list(whole)))
 
     def _read_streamed(
         self,
         projections: Sequence[ChunkProjection],
         out: np.ndarray,
-        keep: ChunkCache | None,
-        ticket: int,
+        keep: _Keep | None,
     ) -> None:
         """Read from a latency-bound store: the in-flight budget of requests out at
         once (:func:`~chunkflow.engine.pool.inflight_window`), each chunk decoded by
@@ -218,12 +247,13 @@ class ChunkIO(ChunkSpace):
         wanted = {self.key(p.chunk_coords): p for p in projections}
         lanes = io_lanes(len(wanted))
         window = inflight_window(self._chunk_bytes, lanes)
+        versioned = keep is not None and len(keep.skip) < len(wanted)
         with self.store.stream_many(list(wanted), window=window, lanes=lanes,
-                                    versioned=keep is not None) as stream:
+                                    versioned=versioned) as stream:
             def drain(_: object) -> None:  # one lane: one I/O thread's share
                 try:
                     for key, data, version in stream.take():
-                        self._place(wanted[key], key, data, version, out, keep, ticket)
+                        self._place(wanted[key], key, data, version, out, keep)
                 except BaseException:
                     stream.close()  # the other lanes stop too
                     raise
@@ -234,50 +264,76 @@ class ChunkIO(ChunkSpace):
         self,
         group: Sequence[ChunkProjection],
         out: np.ndarray,
-        keep: ChunkCache | None,
-        ticket: int,
+        keep: _Keep | None,
         batch: int,
     ) -> None:
         for start in range(0, len(group), batch):
-            self._read_batch(group[start:start + batch], out, keep, ticket)
+            self._read_batch(group[start:start + batch], out, keep)
 
     def _read_batch(
         self,
         group: Sequence[ChunkProjection],
         out: np.ndarray,
-        keep: ChunkCache | None,
-        ticket: int,
+        keep: _Keep | None,
     ) -> None:
         keys = [self.key(p.chunk_coords) for p in group]
-        if keep is not None:
+        if keep is not None and any(key not in keep.skip for key in keys):
             # Kept chunks are cached with the versions of the bytes they came from.
             versioned = self.store.get_many_versioned(keys)
             for proj, key in zip(group, keys):
                 data, version = versioned.get(key, (None, None))
-                self._place(proj, key, data, version, out, keep, ticket)
+                self._place(proj, key, data, version, out, keep)
+            return
+        if self.store.reads_into:
+            for proj, key in zip(group, keys):
+                self._read_into(proj, key, out)
             return
         found = self.store.get_many(keys)
         for proj, key in zip(group, keys):
-            self._place(proj, key, found.get(key), None, out, None, 0)
+            self._place(proj, key, found.get(key), None, out, None)
+
+    def _read_into(self, proj: ChunkProjection, key: str, out: np.ndarray) -> None:
+        """Read one chunk that is not kept from a store that reads into buffers
+        (``Store.reads_into``): a whole interior chunk stored as is (uncompressed, in
+        ``out``'s layout) straight into its place in ``out``; anything else into this
+        thread's reused fetch buffer, then decoded (no fresh memory per chunk)."""
+        direct = None
+        if proj.is_complete_chunk and self.is_interior(proj.chunk_coords):
+            direct = self.pipeline.stored_view(out[proj.out_selection] if proj.out_selection
+                                               else out[...])
+        used = False
+
+        def buffer_for(size: int) -> memoryview:
+            nonlocal used
+            if direct is not None and size == direct.nbytes:
+                used = True
+                return direct
+            return memoryview(scratch_buffer((size,), _BYTES, slot="fetch"))
+
+        data = self.store.get_into(key, buffer_for)
+        if used and data is not None and len(data) == direct.nbytes:  # type: ignore[union-attr]
+            return  # the chunk is in place
+        # A short read into `out` (a file truncated by a foreign writer) fails to
+        # decode here, naming the chunk.
+        self._place(proj, key, data, None, out, None)
 
     def _place(
         self,
         proj: ChunkProjection,
         key: str,
-        data: bytes | None,
+        data: bytes | memoryview | None,
         version: object,
         out: np.ndarray,
-        keep: ChunkCache | None,
-        ticket: int,
+        keep: _Keep | None,
     ) -> None:
         """Decode one fetched chunk (``None``: missing) into its part of ``out``, and
-        cache it with ``version`` if ``keep`` is given."""
+        cache it with ``version`` if ``keep`` says so."""
         if data is None:
             out[proj.out_selection] = self.fill_value
-        elif keep is not None:
+        elif keep is not None and key not in keep.skip:
             chunk = self.decode(key, data)
             out[proj.out_selection] = chunk[proj.chunk_selection]
-            keep.put(self.location(key), chunk, version, ticket=ticket)
+            keep.cache.put(self.location(key), chunk, version, ticket=keep.ticket)
         elif proj.is_complete_chunk and self.is_interior(proj.chunk_coords):
             # A whole interior chunk decodes straight into the output (its region
             # is a view: the indexer makes complete chunks' out_selection slices).

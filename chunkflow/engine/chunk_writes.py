@@ -84,6 +84,7 @@ def write_chunks(
             lambda group: _write_group(io, group, value, scalar, cache),
             projections,
             parallel=io.parallel,
+            batch=io._batch,  # one store call per group, to whichever thread is free
         )
 
 

@@ -229,8 +229,10 @@ def map_groups(
     the caller is not the main thread (already inside a worker), or inside
     :func:`serial_io`. Otherwise the items are split into a few groups per thread, so
     that batch store calls stay large while the load stays balanced; with ``batch``
-    (a latency-bound store's :func:`batch_chunks`), into groups of at most that many
-    items, each one store call, so that every thread keeps a full batch in flight.
+    (one store call's worth of chunks; a latency-bound store's :func:`batch_chunks`),
+    into groups of at most that many items, which the threads take as they become
+    free: a thread slowed down (by another process on its core) takes fewer, and on a
+    latency-bound store every thread keeps a full batch in flight.
 
     Examples
     --------

@@ -40,7 +40,8 @@ from chunkflow.cache import ChunkCache
 from chunkflow.cache.families import child_key
 from chunkflow.codecs.sharding import MISSING, ShardingStage
 from chunkflow.engine.freshness import recheck, recheck_threshold
-from chunkflow.engine.pool import PARALLEL_MIN_CHUNK_BYTES, map_sharing
+from chunkflow.engine.pool import PARALLEL_MIN_CHUNK_BYTES, io_threads, map_groups, map_sharing
+from chunkflow.engine.shard_geometry import shifted_selection, touched_inner_chunks, unit_step_parts
 from chunkflow.errors import ChunkDecodeError, StoreValueChangedError
 from chunkflow.grid import RegularChunkGrid
 from chunkflow.indexing import BasicIndexer, ChunkProjection
@@ -48,7 +49,8 @@ from chunkflow.indexing import BasicIndexer, ChunkProjection
 if TYPE_CHECKING:
     from chunkflow.engine.chunk_space import ChunkSpace
 
-__all__ = ["ShardPart", "ShardReader", "shifted_selection", "touched_inner_chunks"]
+__all__ = ["ShardPart", "ShardReader", "shifted_selection", "touched_inner_chunks",
+           "unit_step_parts"]  # the last three from shard_geometry
 
 #: Attempts at reading one snapshot of a shard that keeps changing before fetching
 #: it whole (one request, atomic in every store).
@@ -66,77 +68,6 @@ class KnownIndex(NamedTuple):
 
 
 _T = TypeVar("_T")
-
-
-def _axis_positions(entry: Any, size: int) -> np.ndarray:
-    """The positions along one axis that a chunk-selection entry picks."""
-    if isinstance(entry, slice):
-        return np.arange(*entry.indices(size))
-    return np.asarray(entry).reshape(-1)
-
-
-def touched_inner_chunks(
-    chunk_selection: tuple[Any, ...], inner: Sequence[int], grid: Sequence[int]
-) -> tuple[np.ndarray, tuple[int, ...], tuple[int, ...]]:
-    """Which inner chunks of a shard a chunk selection touches.
-
-    Returns their numbers (C order over the shard's inner grid, sorted) and the
-    origin and shape, in elements, of the box of inner chunks that holds them.
-
-    Examples
-    --------
-    >>> flats, origin, shape = touched_inner_chunks((slice(3, 6), 9), (4, 4), (4, 4))
-    >>> flats.tolist(), origin, shape
-    ([2, 6], (0, 8), (8, 4))
-    >>> touched_inner_chunks((np.array([1, 13]), np.array([2, 14])), (4, 4), (4, 4))[0].tolist()
-    [0, 15]
-    """
-    shape = tuple(n * c for n, c in zip(grid, inner))
-    arrays = [entry for entry in chunk_selection if isinstance(entry, np.ndarray)]
-    pointwise = len(arrays) >= 2 and all(a.ndim == 1 for a in arrays)
-    if pointwise and len(arrays) == len(chunk_selection):
-        # Coordinates (vindex, masks): the inner chunks of the points themselves, not
-        # of the outer product of their axes.
-        indices = tuple(np.asarray(a) // c for a, c in zip(chunk_selection, inner))
-        flats = np.unique(np.ravel_multi_index(indices, grid))
-        lows = tuple(int(i.min()) for i in indices)
-        highs = tuple(int(i.max()) for i in indices)
-    else:
-        per_axis = [np.unique(_axis_positions(entry, size) // c)
-                    for entry, size, c in zip(chunk_selection, shape, inner)]
-        mesh = np.meshgrid(*per_axis, indexing="ij")
-        flats = np.sort(np.ravel_multi_index(tuple(m.reshape(-1) for m in mesh), grid))
-        lows = tuple(int(a[0]) for a in per_axis)
-        highs = tuple(int(a[-1]) for a in per_axis)
-    origin = tuple(lo * c for lo, c in zip(lows, inner))
-    box = tuple((hi - lo + 1) * c for lo, hi, c in zip(lows, highs, inner))
-    return flats, origin, box
-
-
-def shifted_selection(chunk_selection: tuple[Any, ...], origin: Sequence[int],
-                      shape: Sequence[int]) -> tuple[Any, ...]:
-    """``chunk_selection`` (over a shard of ``shape``) moved to a box starting at ``origin``.
-
-    Examples
-    --------
-    >>> shifted_selection((slice(5, 9), 6, np.array([8, 9])), (4, 4, 8), (16, 16, 16))
-    (slice(1, 5, 1), 2, array([0, 1]))
-    >>> shifted_selection((slice(6, None, -3),), (4,), (8,))  # down to index 0... of the box
-    (slice(2, None, -3),)
-    """
-    moved: list[Any] = []
-    for entry, o, size in zip(chunk_selection, origin, shape):
-        if isinstance(entry, slice):
-            start, stop, step = entry.indices(size)
-            stop -= o
-            # A negative step running to the box's first element: stop must be None,
-            # never a negative number (that would count from the end).
-            moved.append(slice(start - o, stop if stop >= 0 else None, step))
-        elif isinstance(entry, np.ndarray):
-            moved.append(entry - o)
-        else:
-            moved.append(int(entry) - o)
-    return tuple(moved)
 
 
 @dataclass(frozen=True)
@@ -211,16 +142,25 @@ class ShardReader:
                 # A read larger than half the budget would only churn the cache.
                 if wanted <= cache.max_bytes // 2:
                     keep, ticket = cache, cache.ticket()
-            map_sharing(lambda group: [self._read_part(p, out, cache, keep, ticket)
-                                      for p in group], parts, parallel=io.parallel)
+            def read(group: Sequence[ShardPart]) -> None:
+                for part in group:
+                    self._read_part(part, out, cache, keep, ticket)
+
+            if len(parts) > 2 * io_threads():
+                # Many shards: one per task, to whichever I/O thread is free.
+                map_groups(read, parts, parallel=io.parallel, batch=1)
+            else:  # a few (a window): the caller's thread takes its share
+                map_sharing(read, parts, parallel=io.parallel)
         return rest
 
     def _part(self, proj: ChunkProjection) -> ShardPart:
         key, loc = self.io.keys(proj.chunk_coords)
         if _is_basic(proj):
             grid = self.stage.grid
-            inner = tuple((int(np.ravel_multi_index(p.chunk_coords, grid)), p)
-                          for p in BasicIndexer(proj.chunk_selection, self._inner_grid))
+            inner = unit_step_parts(proj.chunk_selection, self.stage.inner_shape, grid)
+            if inner is None:
+                inner = tuple((int(np.ravel_multi_index(p.chunk_coords, grid)), p)
+                              for p in BasicIndexer(proj.chunk_selection, self._inner_grid))
             flats = np.array(sorted(flat for flat, _ in inner), dtype=np.intp)
             return ShardPart(proj, key, loc, flats, inner)
         flats, origin, box = touched_inner_chunks(
@@ -248,12 +188,27 @@ class ShardReader:
             target = np.empty(part.box, self.stage.dtype)
         else:
             target = out[proj.out_selection] if proj.out_selection else out[...]  # a view
-        map_sharing(lambda group: [self._place(part, flat, inner, target, hits, found, keep,
-                                              version, ticket) for flat, inner in group],
+        skip = self._first_whole_reads(part, cache, missing)
+        map_sharing(lambda group: [self._place(part, flat, inner, target, hits, found,
+                                              None if flat in skip else keep, version, ticket)
+                                   for flat, inner in group],
                    part.inner, parallel=parallel)
         if part.box:
             selection = shifted_selection(proj.chunk_selection, part.origin, self.stage.shape)
             out[proj.out_selection] = target[selection]
+
+    @staticmethod
+    def _first_whole_reads(part: ShardPart, cache: ChunkCache | None,
+                           missing: list[int]) -> set[int]:
+        """The inner chunks ``missing`` that this read covers wholly, for the first
+        time: not cached (see :mod:`chunkflow.cache.admission`). Inner chunks placed
+        whole in a box for points or index arrays are read in part."""
+        if cache is None or part.box or not missing:
+            return set()
+        wanted = set(missing)
+        whole = {child_key(part.location, flat): flat for flat, inner in part.inner
+                 if inner.is_complete_chunk and flat in wanted}
+        return {whole[name] for name in cache.first_whole_reads(list(whole))} if whole else set()
 
     def _place(self, part: ShardPart, flat: int, inner: ChunkProjection, target: np.ndarray,
                hits: dict[int, np.ndarray], found: dict[int, bytes | None],

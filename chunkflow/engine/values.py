@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from chunkflow.engine.pool import io_threads
+from chunkflow.buffers import scratch_buffer
+from chunkflow.engine.pool import io_lanes, map_groups
 from chunkflow.errors import DtypeMismatchError, ShapeMismatchError, ValueOutOfRangeError
 from chunkflow.indexing import BasicIndexer, ChunkProjection
 
@@ -17,6 +19,11 @@ if TYPE_CHECKING:
     from chunkflow.indexing import Indexer
 
 __all__ = ["convert_dtype", "copy_from_source", "is_chunked_source", "prepare_value"]
+
+#: Destination chunks one copy unit holds at most (fewer when they are large): with
+#: one unit per I/O thread in flight, a copy holds a few chunks per thread.
+_UNIT_CHUNKS = 2
+_UNIT_BYTES = 4 * 1024 * 1024
 
 
 def prepare_value(value: ArrayLike, dtype: np.dtype, indexer: Indexer, path: str) -> np.ndarray:
@@ -137,12 +144,18 @@ def is_chunked_source(value: object) -> bool:
     )
 
 
-def copy_from_source(dst: ChunkIO, dtype: np.dtype, indexer: BasicIndexer, source: Any) -> None:
+def copy_from_source(dst: ChunkIO, dtype: np.dtype, indexer: BasicIndexer, source: Any,
+                     read_into: ReadInto | None = None) -> None:
     """Write ``source`` through the chunk I/O ``dst`` of an array of ``dtype``, a few
     destination chunks at a time.
 
-    Memory stays bounded by one batch of destination chunks (a few per I/O thread),
-    whatever the size of ``source``.
+    Memory stays bounded by a unit of destination chunks (two consecutive ones in a
+    row of the grid, or one large one) per I/O thread, whatever the size of
+    ``source``. With ``read_into`` (``read_into(selection, out=buffer)``: a
+    chunkflow source stored elsewhere than ``dst``), each I/O thread reads a unit into
+    its own reused buffer and writes it, while the others do the same (no fresh
+    memory per unit, reads and writes overlapping); otherwise units are read from
+    ``source`` and written one after another.
     """
     target = tuple(indexer.sel_shape)
     if tuple(source.shape) != target:
@@ -150,31 +163,65 @@ def copy_from_source(dst: ChunkIO, dtype: np.dtype, indexer: BasicIndexer, sourc
             f"array {dst.path or '/'!r}: cannot copy a source of shape {tuple(source.shape)} "
             f"to a selection of shape {target}"
         )
-    batch_size = max(1, io_threads() * 2)
-    batch: list[ChunkProjection] = []
+    threads = io_lanes(2) if read_into is not None else 1
+    units: list[list[ChunkProjection]] = []
+    for unit in _units(dst, indexer):
+        units.append(unit)
+        if len(units) == 2 * threads:  # a window of units at a time: the indexer is lazy
+            _copy_units(dst, dtype, units, source, read_into, threads)
+            units = []
+    _copy_units(dst, dtype, units, source, read_into, threads)
+
+
+ReadInto = Callable[..., object]
+
+
+def _units(dst: ChunkIO, indexer: BasicIndexer) -> Iterator[list[ChunkProjection]]:
+    """The indexer's projections in units: up to _UNIT_CHUNKS consecutive chunks of
+    one row of the grid (so a unit's bounding box is small), at most _UNIT_BYTES of
+    them unless a single chunk is larger."""
+    size = max(1, min(_UNIT_CHUNKS, _UNIT_BYTES // max(dst._chunk_bytes, 1)))
+    unit: list[ChunkProjection] = []
     for proj in indexer:
-        # A batch holds chunks of one row of the grid, so its bounding box is small.
-        if batch and (len(batch) == batch_size
-                      or proj.chunk_coords[:-1] != batch[0].chunk_coords[:-1]):
-            _copy_batch(dst, dtype, batch, source)
-            batch = []
-        batch.append(proj)
-    if batch:
-        _copy_batch(dst, dtype, batch, source)
+        if unit and (len(unit) == size or proj.chunk_coords[:-1] != unit[0].chunk_coords[:-1]):
+            yield unit
+            unit = []
+        unit.append(proj)
+    if unit:
+        yield unit
 
 
-def _copy_batch(dst: ChunkIO, dtype: np.dtype, batch: list[ChunkProjection],
-                source: Any) -> None:
-    # Read the bounding box of the batch's output regions once, then write each chunk
+def _copy_units(dst: ChunkIO, dtype: np.dtype, units: list[list[ChunkProjection]],
+                source: Any, read_into: ReadInto | None, threads: int) -> None:
+    if not units:
+        return
+    if threads == 1:
+        for unit in units:
+            _copy_unit(dst, dtype, unit, source, read_into)
+        return
+    map_groups(lambda group: [_copy_unit(dst, dtype, unit, source, read_into) for unit in group],
+               units)
+
+
+def _copy_unit(dst: ChunkIO, dtype: np.dtype, unit: list[ChunkProjection], source: Any,
+               read_into: ReadInto | None) -> None:
+    # Read the bounding box of the unit's output regions once, then write each chunk
     # from its part of it.
-    lower = [min(p.out_selection[d].start for p in batch) for d in range(len(batch[0].out_selection))]
-    upper = [max(p.out_selection[d].stop for p in batch) for d in range(len(lower))]
+    lower = [min(p.out_selection[d].start for p in unit) for d in range(len(unit[0].out_selection))]
+    upper = [max(p.out_selection[d].stop for p in unit) for d in range(len(lower))]
     box = tuple(slice(lo, hi) for lo, hi in zip(lower, upper))
-    block = convert_dtype(source[box], dtype, dst.path)
+    if read_into is not None and not source.dtype.hasobject:
+        # This thread's reused buffer: a fresh one per unit would page-fault each time.
+        buffer = scratch_buffer(tuple(hi - lo for lo, hi in zip(lower, upper)), source.dtype,
+                                slot="copy")
+        read_into(box, out=buffer)
+        block = convert_dtype(buffer, dtype, dst.path)
+    else:
+        block = convert_dtype(source[box], dtype, dst.path)
     rebased = [
         p._replace(out_selection=tuple(
             slice(s.start - lo, s.stop - lo) for s, lo in zip(p.out_selection, lower)
         ))
-        for p in batch
+        for p in unit
     ]
     dst.write(rebased, block)

@@ -14,7 +14,7 @@ prove a copy current without reading the bytes again.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, MutableMapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
 from typing import ClassVar
 
 from chunkflow.errors import ReadOnlyError
@@ -83,6 +83,8 @@ class Store(StoreHooks, MutableMapping[str, bytes]):
         the commit, and such stores may refuse keys the published metadata does not
         allow (Icechunk: chunks outside an array's shape), so ``resize`` and ``append``
         publish a larger shape before writing into it.
+    reads_into : bool
+        True where :meth:`get_into` reads a value into the caller's buffer (files).
 
     Examples
     --------
@@ -100,6 +102,7 @@ class Store(StoreHooks, MutableMapping[str, bytes]):
     listing_is_cheap: ClassVar[bool] = False
     latency_bound: bool = False
     transactional: bool = False
+    reads_into: ClassVar[bool] = False
     _read_only_reason: str = ""
 
     # -------------------------------------------------------- mapping protocol
@@ -174,6 +177,32 @@ class Store(StoreHooks, MutableMapping[str, bytes]):
             return self._get_many(checked)
         except Exception as err:
             raise_request_error(err, self, "read", checked)
+
+    def get_into(self, key: str,
+                 buffer_for: Callable[[int], memoryview]) -> bytes | memoryview | None:
+        """The value of ``key`` (``None`` if it is missing), read into the buffer
+        ``buffer_for(size)`` returns where the backend can (see :attr:`reads_into`),
+        else in the backend's own bytes.
+
+        Reading a large value into a reused buffer spares a fresh allocation (and its
+        page faults, about as costly as the read itself for chunks of tens of MiB);
+        reading it into its final place spares a copy too.
+
+        Examples
+        --------
+        >>> from chunkflow.storage import MemoryStore
+        >>> store = MemoryStore()
+        >>> store["k"] = b"abc"
+        >>> bytes(store.get_into("k", lambda size: memoryview(bytearray(size)))), store.get_into("x", len)
+        (b'abc', None)
+        """
+        key = normalize_key(key)
+        try:
+            return self._get_into(key, buffer_for)
+        except KeyError:
+            return None
+        except Exception as err:
+            raise_request_error(err, self, "read", [key])
 
     def stream_many(self, keys: Iterable[str], *, window: int, lanes: int = 1,
                     versioned: bool = False) -> KeyStream:

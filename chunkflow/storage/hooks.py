@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from chunkflow.storage.keys import Version, slice_bounds
 from chunkflow.storage.ranges import ByteRangeReader, BytesRangeReader
@@ -73,6 +73,10 @@ class StoreHooks(abc.ABC):
                 self._delete(key)
             except KeyError:
                 pass
+
+    def _get_into(self, key: str, buffer_for: Callable[[int], memoryview]) -> bytes | memoryview:
+        # Backends that read into a caller's buffer override this (and reads_into).
+        return self._get(key)
 
     def _get_range(self, key: str, start: int, length: int | None) -> bytes:
         # Through the pinned reader: a backend that only implements _open_ranges

@@ -120,6 +120,17 @@ def _read_all(fd: int, size: int) -> bytes:
     return b"".join(parts)
 
 
+def _read_into(fd: int, view: memoryview) -> int:
+    """Read from ``fd`` into ``view`` until it is full or the file ends; bytes read."""
+    got = 0
+    while got < len(view):
+        n = os.readv(fd, [view[got:]])
+        if not n:
+            break
+        got += n
+    return got
+
+
 class LocalStore(Store):
     """Keys as files below a root folder (``"a/b"`` is ``<root>/a/b``).
 
@@ -160,6 +171,7 @@ class LocalStore(Store):
     """
 
     listing_is_cheap = True
+    reads_into = True
 
     def __init__(self, root: str | os.PathLike[str], read_only: bool = False, *,
                  allow_external_links: bool = False) -> None:
@@ -240,6 +252,15 @@ class LocalStore(Store):
         try:
             st = os.fstat(fd)
             return _read_all(fd, st.st_size), st
+        finally:
+            os.close(fd)
+
+    @_missing_to_key_error
+    def _get_into(self, key: str, buffer_for: Callable[[int], memoryview]) -> memoryview:
+        fd = self._open_read(key)
+        try:
+            view = buffer_for(os.fstat(fd).st_size)
+            return view[:_read_into(fd, view)]
         finally:
             os.close(fd)
 

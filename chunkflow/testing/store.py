@@ -223,6 +223,22 @@ class StoreConformance(RangeConformance):
         assert store.get_many([]) == {}
         assert store.get_many(k for k in ["b"]) == {"b": b"zzz"}
 
+    def test_get_into(self, store: Store) -> None:
+        store.set_many({"a/0": b"value", "e": b""})
+        given: list[bytearray] = []
+
+        def buffer_for(size: int) -> memoryview:
+            given.append(bytearray(size))
+            return memoryview(given[-1])
+
+        for key, value in (("a/0", b"value"), ("e", b"")):
+            got = store.get_into(key, buffer_for)
+            assert got is not None and bytes(got) == value
+            if store.reads_into:  # read into the very buffer asked for, of the value's size
+                assert bytes(given[-1]) == value
+        assert store.get_into("missing", buffer_for) is None
+        assert store.get_into("a", buffer_for) is None  # a folder is no key
+
     def test_set_many(self, store: Store) -> None:
         items = {f"c/{i}/{j}": bytes([i, j]) * 10 for i in range(3) for j in range(4)}
         store.set_many(items)

@@ -180,7 +180,8 @@ def test_a_handle_opened_after_another_process_wrote_sees_the_write(
     path = str(tmp_path / "fresh.zarr")
     z = chunkflow.zeros((4, 4), chunks=(2, 2), dtype="f4", store=path)
     z[:] = 1.0
-    z[:]  # every chunk cached in this process
+    z[:]
+    z[:]  # every chunk read wholly twice: in the process-wide cache (scan resistant)
     stale_ok = chunkflow.open(path, recheck_cached_data=False)  # opened before the write
     always = chunkflow.open(path, recheck_cached_data=True)
     _run(f"import chunkflow; chunkflow.open({path!r}, mode='r+')[:] = 5.0")

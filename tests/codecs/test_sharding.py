@@ -35,6 +35,23 @@ def test_stored_inner_chunks_and_missing_ones_read_as_fill() -> None:
     np.testing.assert_array_equal(p.decode(encoded), shard)
 
 
+@pytest.mark.parametrize(("dtype", "fill"), [("<i4", 0), ("<f4", np.nan), ("<u2", 7)])
+@pytest.mark.parametrize("codecs", [None, [BYTES, {"name": "zstd", "configuration": {"level": 1}}]])
+def test_large_inner_chunks_staged_one_by_one(dtype: str, fill: Any, codecs: Any) -> None:
+    # Inner chunks of 64 KiB and more go through a reused buffer (sharding.encode):
+    # raw inner chunks must not share it, and all-fill ones must be left out.
+    p = v3_pipeline(dtype, (256, 256), [sharding([128, 128], codecs)],
+                    fill_value=np.dtype(dtype).type(fill))
+    shard = np.arange(256 * 256).reshape(256, 256).astype(dtype)
+    shard[0:128, 128:256] = fill  # inner chunk 1: all fill, not stored
+    shard[128, 128] = fill  # one fill element: stored
+    encoded = bytes(p.encode(shard))
+    offsets = np.frombuffer(encoded[-(4 * 16 + 4):-4], "<u8").reshape(4, 2)
+    assert offsets[1].tolist() == [2**64 - 1, 2**64 - 1]
+    assert (offsets[[0, 2, 3], 1] < 2**63).all()
+    np.testing.assert_array_equal(p.decode(encoded), shard)
+
+
 @pytest.mark.parametrize("location", ["start", "end"])
 def test_index_location(location: str) -> None:
     p = v3_pipeline("<u2", (4,), [sharding([2], index_location=location)],

@@ -33,6 +33,7 @@ NO_URL: dict[str, str] = {
     "ChunkCache": "an in-process cache",
     "DistributedSynchronizer": "locks on a dask scheduler",
     "LocalStore": "a local folder by definition (URLs make an FsspecStore)",
+    "DirectoryStore": "zarr-python 2's name for LocalStore: a local folder by definition",
     "ZipStore": "a local zip file by definition (zip::s3://... URLs make an FsspecStore)",
     "MappingStore": "wraps a mapping object",
     "MemoryStore": "in-process memory",
@@ -169,6 +170,40 @@ def _pyramid(s3: S3) -> None:
     _same(image["1"][...], DATA.reshape(4, 2, 6, 2).mean(axis=(1, 3)))
 
 
+def _label(s3: S3) -> None:
+    from scipy import ndimage
+
+    out = s3.url()
+    _, count = chunkflow.label(s3.source, out, storage_options=s3.options, scheduler="threads")
+    expected, n = ndimage.label(DATA)
+    assert count == n
+    _same(s3.opened(out)[...], expected)
+
+
+def _measure(s3: S3) -> None:
+    labels = s3.url()
+    chunkflow.array((DATA > 40).astype("u1") + (DATA > 80), chunks=(3, 5), store=labels,
+                    storage_options=s3.options)
+    table = chunkflow.measure(labels, s3.source, properties=["label", "area", "intensity_max"],
+                              storage_options=s3.options)
+    assert table["area"].tolist() == [40.0, 15.0] and table["intensity_max"].tolist() == [80, 95]
+
+
+def _segment(s3: S3) -> None:
+    from scipy import ndimage
+
+    out = s3.url()
+    chunkflow.segment(_threshold_labels, s3.source, out, depth=1, storage_options=s3.options,
+                      scheduler="threads")
+    _same(s3.opened(out)[...], ndimage.label(DATA > 40)[0])
+
+
+def _threshold_labels(block: np.ndarray) -> np.ndarray:
+    from scipy import ndimage
+
+    return ndimage.label(block > 40)[0]
+
+
 def _save_load(s3: S3, save: Callable[..., Any], *args: Any) -> None:
     url = s3.url()
     save(url, *args, storage_options=s3.options)
@@ -228,6 +263,9 @@ CALLS: dict[str, Callable[[S3], None]] = {
     "map_chunks": _map_chunks,
     "rechunk": _rechunk,
     "pyramid": _pyramid,
+    "label": _label,
+    "measure": _measure,
+    "segment": _segment,
     "summarize_chunks": lambda s3: _same(chunkflow.summarize_chunks(
         np.sum, s3.source, dtype="f8", storage_options=s3.options, scheduler="threads").sum(),
         DATA.sum()),

@@ -66,6 +66,10 @@ __all__ = ["DEFAULT_PROPERTIES", "measure"]
 DEFAULT_PROPERTIES = ("label", "area", "bbox", "centroid")
 # Partial tables merged per task.
 FAN_IN = 8
+# Blocks grow toward this many voxels: a block's table costs about 40 bytes per voxel
+# at its peak (the voxels' slots and float64 weights), and nothing is gained from
+# larger blocks (no faces to merge).
+MEASURE_BLOCK_VOXELS = 1 << 20
 
 
 def _partial(grid: BlockGrid, labels: Source, intensity: Source | None, stats: set[str],
@@ -183,7 +187,7 @@ def measure(
     # temporaries (the weights of one bincount).
     per_voxel = sum(itemsize for itemsize, _ in reads) + 8 + 16
     block = plan_blocks(_template(source), per_voxel, reads, blocks, max_memory, scheduler,
-                        what="measure")
+                        what="measure", voxels=MEASURE_BLOCK_VOXELS)
     grid = BlockGrid(source.shape, tuple(max(1, b) for b in block))
     token = tokenize("measure", _identity(source), _identity(image), sorted(stats), grid)
     graph: dict[Any, Any] = {}

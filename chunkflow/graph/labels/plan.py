@@ -173,16 +173,17 @@ def label_voxel_bytes(source_itemsize: int, out_itemsize: int) -> int:
 
 
 def _default_multiples(shape: tuple[int, ...], unit: tuple[int, ...],
-                       scheduler: SchedulerLike) -> tuple[int, ...]:
-    return default_per_block(shape, unit, Ellipsis, 4, 4 * DEFAULT_BLOCK_VOXELS,
+                       scheduler: SchedulerLike, voxels: int) -> tuple[int, ...]:
+    return default_per_block(shape, unit, Ellipsis, 1, voxels,
                              BLOCKS_PER_THREAD * worker_threads(scheduler))
 
 
 def plan_blocks(template: Array, per_voxel: int, chunks: Sequence[tuple[int, Sequence[int]]],
                 blocks: BlockChunks, max_memory: int | str | None, scheduler: SchedulerLike,
-                what: str = "label") -> tuple[int, ...]:
+                what: str = "label", voxels: int = DEFAULT_BLOCK_VOXELS) -> tuple[int, ...]:
     """The block shape (whole chunks of ``template``, the output or the labels read),
-    checked against ``max_memory`` (see :func:`block_memory`).
+    checked against ``max_memory`` (see :func:`block_memory`); by default blocks grow
+    toward ``voxels``.
 
     Raises
     ------
@@ -193,7 +194,7 @@ def plan_blocks(template: Array, per_voxel: int, chunks: Sequence[tuple[int, Seq
     from chunkflow.config import byte_count
 
     shape, unit = template.shape, template.write_chunks
-    multiples = (_default_multiples(shape, unit, scheduler) if blocks is None
+    multiples = (_default_multiples(shape, unit, scheduler, voxels) if blocks is None
                  else block_multiples(template, Ellipsis, blocks))
 
     def need(block: tuple[int, ...]) -> int:
