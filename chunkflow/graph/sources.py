@@ -16,7 +16,7 @@ Examples
 >>> [array_location(a) == array_location(z) for a in arrays_read_by(x)]
 [True]
 >>> source_locations(x)  # doctest: +ELLIPSIS
-[('the array ... read by the dask array', 'memory:...')]
+[("the array '/' read by the dask array", 'memory:...')]
 """
 
 from __future__ import annotations
