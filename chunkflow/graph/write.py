@@ -258,8 +258,8 @@ def _open_store_job(source: da.Array, target: Array, region: tuple[slice, ...], 
                     job_name: str | None) -> Job | None:
     edges = _write_edges(source, target, region)
     grid = tuple(len(e) - 1 for e in edges)
-    parts = function_parts(source.name, None, job_name, what="source dask array") \
-        if resume else {}
+    parts = function_parts(source.name, None, job_name, what="source dask array",
+                           strict=resume)
     return open_job(target, grid, resume=resume, identity=lambda: job_identity(
         target, plan={"regions and block plan": tokenize(region, edges)}, function=parts,
         job_name=job_name))
