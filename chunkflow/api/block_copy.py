@@ -73,7 +73,8 @@ def copy_array_resumable(source: Array | ArrayLike, dest: Group, name: str,
                          kwargs: dict[str, Any], *, resume: bool,
                          job_name: str | None, attributes: dict[str, Any] | None = None,
                          existing: bool = False) -> Array:
-    """Copy ``source`` into ``dest[name]`` block by block, resuming an unfinished copy.
+    """Copy ``source`` into ``dest[name]`` block by block, recording each block (with
+    ``resume=True`` or not) and, with ``resume=True``, resuming an unfinished copy.
 
     ``existing``: ``dest[name]`` exists and carries this copy's unfinished job.
 
@@ -92,10 +93,14 @@ def copy_array_resumable(source: Array | ArrayLike, dest: Group, name: str,
     attrs = without_mark(attributes)
     if existing:
         target = dest[name]
-    else:
-        target = dest.create_array(name, **kwargs, attributes={**attrs, **Job.mark(spec, grid)})
-    job = Job.open(target, spec, grid, resume=True)
-    assert job is not None
+    else:  # resume=True: the mark comes with the metadata (one write)
+        mark = Job.mark(spec, grid) if resume else {}
+        target = dest.create_array(name, **kwargs, attributes={**attrs, **mark})
+    # Recorded with resume=True or not (not on a store that cannot delete keys).
+    job = Job.open(target, spec, grid, resume=resume)
+    if job is None:
+        target[...] = source  # chunk by chunk: see chunkflow.engine.values.copy_from_source
+        return target
     for index in indices:
         region = tuple(slice(i * b, min(n, (i + 1) * b)) for i, b, n in zip(index, block, target.shape))
         job.run(index, lambda region=region: target.__setitem__(region, source[region]), None,

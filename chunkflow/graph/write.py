@@ -50,13 +50,17 @@ from chunkflow.errors import InvalidSelectionError, ReadOnlyError, ShapeMismatch
 from chunkflow.graph.casting import check_cast, check_casting
 from chunkflow.graph.scheduler import ProgressArg
 from chunkflow.graph.scheduler import compute as run
+from chunkflow.graph.sources import source_reads
 from chunkflow.jobs import (
     Job,
+    array_location,
     block_keys,
+    check_not_source,
     check_same_output,
     function_parts,
     job_identity,
     job_progress,
+    location_of,
     open_job,
 )
 
@@ -276,6 +280,7 @@ def store(
     resume: bool = False,
     job_name: str | None = None,
     casting: str = "same_kind",
+    overwrite: bool = False,
 ) -> Delayed | None:
     """Write dask arrays into chunkflow arrays, each chunk by exactly one task.
 
@@ -313,6 +318,12 @@ def store(
         written (:class:`~chunkflow.errors.CastingError`, naming the target and both
         dtypes; a block whose dtype differs from its dask array's is checked when it
         is written) unless ``casting="unsafe"``.
+    overwrite : bool
+        Allow a source that reads its own target (``store(to_dask(z) + 1, z)``):
+        refused otherwise (:class:`~chunkflow.errors.OutputIsSourceError`), since
+        what later tasks read may already be overwritten. ``overwrite=True`` asserts
+        that each block reads only the elements it writes; a lazy
+        :func:`~chunkflow.map_chunks` with a halo over its target is always refused.
 
     Returns
     -------
@@ -347,6 +358,12 @@ def store(
     check_casting(casting, "chunkflow.store")
     for source, target, region in zip(source_list, target_list, normalized):
         _check_pair(source, target, region, casting)
+    reads = [read for source in source_list for read in source_reads(source)]
+    for target in target_list:
+        check_not_source("chunkflow.store", array_location(target),
+                         [(label, where) for label, where, _ in reads], overwrite=overwrite,
+                         depth=max((depth for _, where, depth in reads
+                                    if where == array_location(target)), default=()))
 
     jobs = [_open_store_job(source, target, region, resume, job_name)
             for source, target, region in zip(source_list, target_list, normalized)]
@@ -439,6 +456,10 @@ def to_chunkflow(
                 **create_kwargs)
     check_cast(np.dtype(x.dtype), np.dtype(spec["dtype"]), check_casting(casting, "to_chunkflow"),
                f"to_chunkflow: {url_or_store!s}")
+    # Creating the output where x reads would delete what it reads (and resuming there
+    # would rewrite it): always refused.
+    check_not_source("to_chunkflow", location_of(url_or_store, storage_options, path),
+                     [(label, where) for label, where, _ in source_reads(x)], creates=True)
     target = open_unfinished(url_or_store, path, storage_options) if resume else None
     if target is None:
         target = create(**spec, store=url_or_store, path=path, overwrite=overwrite,

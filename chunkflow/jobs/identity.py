@@ -98,11 +98,15 @@ def source_parts(sources: Sequence[Any], out: Any = None) -> dict[str, str]:
     object-store listing that returns sizes): it sees chunks added, deleted or
     rewritten with another size, not a rewrite of the same size. A source that is the
     output itself is compared by location and metadata only (the job changes it). A
-    source that is not a stored chunkflow array (a numpy array) is described by its
-    type, shape and dtype.
+    dask array is named by its graph's name (deterministic for arrays built from
+    stored or numpy data). A source that is not a stored chunkflow array (a numpy
+    array) is described by its type, shape and dtype.
     """
     parts = {}
     for i, source in enumerate(sources):
+        if hasattr(source, "__dask_graph__") and isinstance(getattr(source, "name", None), str):
+            parts[f"source {i} (dask)"] = str(source.name)
+            continue
         if not _stored(source):
             parts[f"source {i}"] = (f"{type(source).__name__} {tuple(source.shape)} "
                                     f"{source.dtype}")
