@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from chunkflow.core.array import Array
 from chunkflow.core.documents import join_path
-from chunkflow.jobs import Job, job_identity, job_status, without_mark
+from chunkflow.jobs import Job, job_identity, job_status, records_in, without_mark
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -73,8 +73,8 @@ def copy_array_resumable(source: Array | ArrayLike, dest: Group, name: str,
                          kwargs: dict[str, Any], *, resume: bool,
                          job_name: str | None, attributes: dict[str, Any] | None = None,
                          existing: bool = False) -> Array:
-    """Copy ``source`` into ``dest[name]`` block by block, recording each block (with
-    ``resume=True`` or not) and, with ``resume=True``, resuming an unfinished copy.
+    """Copy ``source`` into ``dest[name]``, marked unfinished until it completes; with
+    ``resume=True`` block by block, each block recorded, resuming an unfinished copy.
 
     ``existing``: ``dest[name]`` exists and carries this copy's unfinished job.
 
@@ -91,15 +91,22 @@ def copy_array_resumable(source: Array | ArrayLike, dest: Group, name: str,
     spec = job_identity(template, plan={"block plan": str(block)}, sources=[source],
                         job_name=job_name)
     attrs = without_mark(attributes)
+    if not resume and not records_in(dest.store, join_path(dest.path, name)):
+        target = dest.create_array(name, **kwargs, attributes=attrs)  # not recorded here
+        target[...] = source
+        return target
     if existing:
         target = dest[name]
-    else:  # resume=True: the mark comes with the metadata (one write)
-        mark = Job.mark(spec, grid) if resume else {}
-        target = dest.create_array(name, **kwargs, attributes={**attrs, **mark})
-    # Recorded with resume=True or not (not on a store that cannot delete keys).
-    job = Job.open(target, spec, grid, resume=resume)
-    if job is None:
-        target[...] = source  # chunk by chunk: see chunkflow.engine.values.copy_from_source
+    else:  # the mark comes with the metadata (one write)
+        target = dest.create_array(name, **kwargs, attributes={**attrs, **Job.mark(spec, grid)})
+    job = Job.open(target, spec, grid, resume=True)
+    assert job is not None
+    if not resume:
+        # Marked unfinished until it completes (a resume=True of a failed copy starts
+        # it over), but copied chunk by chunk, whose memory stays within a few chunks
+        # per I/O thread (see chunkflow.engine.values.copy_from_source): no records.
+        target[...] = source
+        job.finish(target)
         return target
     for index in indices:
         region = tuple(slice(i * b, min(n, (i + 1) * b)) for i, b, n in zip(index, block, target.shape))

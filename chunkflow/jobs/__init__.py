@@ -18,7 +18,7 @@ and ``core`` in the layering: the arrays of ``core`` say when their job is unfin
 """
 
 from chunkflow.jobs.identity import function_parts, job_identity, metadata_part, source_parts
-from chunkflow.jobs.job import Job, JobSpec, not_recorded, recording
+from chunkflow.jobs.job import Job, JobSpec, not_recorded, recording, records_in
 from chunkflow.jobs.overlap import (
     array_location,
     canonical,
@@ -68,6 +68,7 @@ __all__ = [
     "recorded_block_plan",
     "recorded_plan",
     "recording",
+    "records_in",
     "records_prefix",
     "remaining_blocks",
     "source_parts",

@@ -76,7 +76,7 @@ from chunkflow.jobs.records import (
 if TYPE_CHECKING:
     from chunkflow.storage import Store
 
-__all__ = ["Job", "JobSpec", "not_recorded", "recording"]
+__all__ = ["Job", "JobSpec", "not_recorded", "recording", "records_in"]
 
 
 logger = logging.getLogger("chunkflow.jobs")
@@ -93,8 +93,13 @@ def recording(out: ArraySetup) -> bool:
     """Whether a job run without ``resume=True`` on ``out`` is recorded (it is, unless
     within :func:`not_recorded`, on a store that cannot delete keys, or driven by
     another job: see :meth:`Job.open`)."""
-    return (_RECORDING.get() and out.store.supports_deletes
-            and (out.store.identity, out.path) not in _DRIVEN.get())
+    return records_in(out.store, out.path)
+
+
+def records_in(store: Store, path: str) -> bool:
+    """:func:`recording` for the array at ``path`` in ``store`` (before it exists)."""
+    return (_RECORDING.get() and store.supports_deletes
+            and (store.identity, path) not in _DRIVEN.get())
 
 
 @contextlib.contextmanager
