@@ -49,6 +49,7 @@ from chunkflow.core.array import Array
 from chunkflow.errors import InvalidSelectionError, ReadOnlyError, ShapeMismatchError
 from chunkflow.graph.scheduler import ProgressArg
 from chunkflow.graph.scheduler import compute as run
+from chunkflow.graph.transactions import transaction
 from chunkflow.jobs import (
     Job,
     block_keys,
@@ -266,6 +267,7 @@ def store(
     progress: ProgressArg = False,
     resume: bool = False,
     job_name: str | None = None,
+    commit: str | None = None,
 ) -> Delayed | None:
     """Write dask arrays into chunkflow arrays, each chunk by exactly one task.
 
@@ -297,6 +299,10 @@ def store(
     job_name : str, optional
         Identifies the job instead of the sources' dask names (for sources whose
         names change from run to run, such as ``da.random`` without a seed).
+    commit : str, optional
+        For targets in an Icechunk session: commit it with this message once every
+        block is written (one commit). On a cluster the tasks write into forks of the
+        session, merged back at the end; see :mod:`chunkflow.graph.transactions`.
 
     Returns
     -------
@@ -353,8 +359,9 @@ def store(
     graph.dependencies[final] = {k[0] for k in write_keys}
     delayed = Delayed(final, graph)
     if compute:
-        with job_progress(progress, jobs) as shown:
-            run(delayed, scheduler=scheduler, progress=shown)
+        with job_progress(progress, jobs) as shown, transaction(
+                target_list, scheduler=scheduler, commit=commit, what="chunkflow.store") as on:
+            run(delayed, scheduler=on, progress=shown)
         # Tasks that ran in other processes (scheduler="processes", a cluster) wrote
         # behind this process's caches: drop what they hold of the targets.
         for target in target_list:
@@ -376,6 +383,7 @@ def to_chunkflow(
     progress: ProgressArg = False,
     resume: bool = False,
     job_name: str | None = None,
+    commit: str | None = None,
     **create_kwargs: Any,
 ) -> Array | tuple[Array, Delayed]:
     """Create an array shaped like ``x`` and write ``x`` into it with :func:`store`.
@@ -405,6 +413,8 @@ def to_chunkflow(
         that an unfinished job is writing is continued instead of created again
         (``overwrite`` is not needed); an existing finished array is refused unless
         ``overwrite=True``, as without ``resume``.
+    commit : str, optional
+        See :func:`store`.
     **create_kwargs
         Passed to :func:`chunkflow.create` (``compressor``, ``zarr_format``, ...).
 
@@ -427,6 +437,6 @@ def to_chunkflow(
             "Rerun the original job with resume=True, or pass resume=False, overwrite=True "
             "to start over.")
     pending = store(x, target, compute=compute, scheduler=scheduler, progress=progress,
-                    resume=resume, job_name=job_name)
+                    resume=resume, job_name=job_name, commit=commit)
     return target if compute else (target, pending)
 

@@ -51,6 +51,7 @@ from chunkflow.graph.map.plan import MapPlan
 from chunkflow.graph.map.tasks import RegionDep, TaskGrid, plan_tasks
 from chunkflow.graph.scheduler import ProgressArg
 from chunkflow.graph.scheduler import compute as run
+from chunkflow.graph.transactions import transaction
 from chunkflow.jobs import (
     block_keys,
     finish_after,
@@ -147,6 +148,7 @@ def map_chunks(
     blocks_per_task: int | Sequence[int] | None = None,
     resume: bool = False,
     job_name: str | None = None,
+    commit: str | None = None,
     **kwargs: Any,
 ) -> Any:
     """Apply ``func`` to every block of the sources, with halos.
@@ -210,6 +212,10 @@ def map_chunks(
     job_name : str, optional
         Identifies the job instead of ``func`` and ``kwargs`` (for functions that
         cannot be tokenized deterministically).
+    commit : str, optional
+        With ``out`` in an Icechunk session: commit the session with this message once
+        every block is written (one commit). On a cluster the tasks write into forks of
+        the session, merged back at the end; see :mod:`chunkflow.graph.transactions`.
     **kwargs
         Passed to ``func``.
 
@@ -249,8 +255,9 @@ def map_chunks(
     done = markers.all(split_every={axis: max(2, n) for axis, n in enumerate(markers.numblocks)})
     if not compute:
         return done if plan.tracker is None else finish_after(done, plan.tracker, plan.out)
-    with job_progress(progress, [plan.tracker]) as shown:
-        run(done, scheduler=scheduler, progress=shown)
+    with job_progress(progress, [plan.tracker]) as shown, transaction(
+            [plan.out], scheduler=scheduler, commit=commit, what="map_chunks") as on:
+        run(done, scheduler=on, progress=shown)
     if plan.tracker is not None:
         plan.tracker.finish(plan.out)
     plan.out.forget_cached()  # blocks written by other processes
