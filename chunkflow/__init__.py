@@ -58,6 +58,8 @@ from chunkflow.errors import (
     JobTokenError,
     MemoryPlanError,
     OutputIsSourceError,
+    TransactionConflictError,
+    TransactionError,
 )
 from chunkflow.jobs import job_status
 from chunkflow.storage import (
@@ -157,6 +159,8 @@ __all__ = [
     "ProcessSynchronizer",
     "Store",
     "ThreadSynchronizer",
+    "TransactionConflictError",
+    "TransactionError",
     "Tree",
     "ZipStore",
     "array",

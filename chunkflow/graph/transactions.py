@@ -15,11 +15,11 @@ Every writer (:func:`chunkflow.store`, :func:`chunkflow.to_chunkflow`,
   succeeded the workers hand their copies back and the session merges them
   (``session.merge(*forks)``). ``scheduler="processes"`` is refused: its processes
   end with the computation, and their forks with them.
-- Icechunk forks only a session without uncommitted changes. Uncommitted metadata
-  (the output this job just created, attributes) is carried over: the job moves it
-  into the fork, so it comes back with the merge (and, on failure, is put back as it
-  was). Uncommitted chunks or deleted nodes are refused before anything runs: commit
-  them first.
+- Icechunk forks only a session without uncommitted changes. Uncommitted node
+  changes (the output this job just created, or replaced with ``overwrite=True``;
+  attributes) are carried over: the job moves them into the fork, so they come back
+  with the merge (and, on failure, are put back as they were). Uncommitted chunks are
+  refused before anything runs: commit them first.
 - **The commit is the user's**, or the job's with ``commit="message"``: chunkflow
   then commits once, after the merge, rebasing over commits made since the session
   started when they changed other chunks. A conflict (the same chunks or metadata
@@ -109,7 +109,7 @@ def transaction(outputs: Sequence[Any], *, scheduler: SchedulerLike, commit: str
     Raises
     ------
     TransactionError
-        ``commit`` for outputs in no Icechunk session; a session that cannot be forked;
+        ``commit`` for outputs in no Icechunk session; a session with uncommitted chunks;
         ``scheduler="processes"``; a worker lost during the job (nothing merged).
     TransactionConflictError
         The commit conflicted with another commit of the branch.
@@ -185,44 +185,54 @@ def _forked(sessions: list[tuple[Any, list[str]]], client: Any, what: str) -> It
                     "Nothing was merged into the session; run the job again.")
 
 
-def _carried(session: Any, names: list[str], what: str) -> list[tuple[str, bytes]]:
-    """The uncommitted metadata documents of ``session`` (key, bytes) that its fork
-    takes over, after checking there is nothing else uncommitted."""
+def _carried(session: Any, names: list[str], what: str) -> list[tuple[str, bytes | None]]:
+    """The uncommitted node changes of ``session`` that its fork takes over, as
+    (prefix, None) for a deleted node and (key, document) for a new or changed one,
+    after checking there are no uncommitted chunks; the session is left clean."""
     if not session.has_uncommitted_changes:
         return []
     diff = session.status()
-    blocking = [f"{len(diff.updated_chunks)} array(s) with written chunks"] \
-        if diff.updated_chunks else []
-    deleted = sorted({*diff.deleted_arrays, *diff.deleted_groups})
-    if deleted:
-        blocking.append(f"deleted node(s) {', '.join(deleted)}")
-    if blocking:
+    if diff.updated_chunks:
         raise TransactionError(
             f"{what}: array(s) {_named(names)} are in an Icechunk session with uncommitted "
-            f"changes ({'; '.join(blocking)}). On a cluster the job writes through forks of "
-            "the session, and Icechunk forks only a session without uncommitted changes: "
-            "commit them first (session.commit(...), then repo.writable_session(...) for "
-            "the job), or run on threads (scheduler='threads'). Nothing was written.")
+            f"chunks (in {', '.join(sorted(diff.updated_chunks))}). On a cluster the job "
+            "writes through forks of the session, and Icechunk forks only a session "
+            "without uncommitted changes: commit them first (session.commit(...), then "
+            "repo.writable_session(...) for the job), or run on threads "
+            "(scheduler='threads'). Nothing was written.")
     from chunkflow.storage.zarr_store import ZarrStoreAdapter
 
-    nodes = {*diff.new_groups, *diff.new_arrays, *diff.updated_groups, *diff.updated_arrays}
+    def depth(node: str) -> int:
+        return node.count("/") - (node == "/")
+
+    deleted = sorted({*diff.deleted_arrays, *diff.deleted_groups}, key=depth)
+    # A node deleted with its parent goes with the parent's delete.
+    tops = [node for node in deleted
+            if not any(node.startswith(other.rstrip("/") + "/") for other in deleted)]
+    nodes = sorted({*diff.new_groups, *diff.new_arrays, *diff.updated_groups,
+                    *diff.updated_arrays}, key=depth)
     store = ZarrStoreAdapter(session.store)
-    keys = [f"{node.strip('/')}/zarr.json".lstrip("/") for node in
-            sorted(nodes, key=lambda node: node.count("/") - (node == "/"))]
-    carried = [(key, store[key]) for key in keys]
+    carried: list[tuple[str, bytes | None]] = [(node.strip("/"), None) for node in tops]
+    for node in nodes:
+        key = f"{node.strip('/')}/zarr.json".lstrip("/")
+        carried.append((key, store[key]))
     session.discard_changes()
     return carried
 
 
-def _replay(fork: Any, carried: list[tuple[str, bytes]]) -> None:
-    """Write the carried metadata into the fork (parents first)."""
+def _replay(fork: Any, carried: list[tuple[str, bytes | None]]) -> None:
+    """Make the carried node changes in the fork: deletions, then documents (parents
+    first)."""
     if not carried:
         return
     from chunkflow.storage.zarr_store import ZarrStoreAdapter
 
     store = ZarrStoreAdapter(fork.store)
     for key, document in carried:
-        store[key] = document
+        if document is None:
+            store.delete_prefix(key)
+        else:
+            store[key] = document
 
 
 def _commit(session: Any, message: str, names: list[str], what: str) -> None:

@@ -159,6 +159,19 @@ def test_uncommitted_chunks_are_refused_on_a_cluster(repo: Any, cluster_client: 
     np.testing.assert_array_equal(chunkflow.open_array(session.store, path="out")[:], 0)
 
 
+@pytest.mark.slow
+def test_an_output_replaced_before_the_job_is_carried(repo: Any, cluster_client: Any) -> None:
+    session = repo.writable_session("main")
+    out = chunkflow.create_array(session.store, name="out", shape=DATA.shape, chunks=(16, 4),
+                                 dtype="f8", overwrite=True)  # deletes "out", uncommitted
+    chunkflow.map_chunks(smooth, _src(session), out=out, depth=1, scheduler=cluster_client,
+                         commit="replaced and smoothed")
+    assert _messages(repo)[:2] == ["replaced and smoothed", "src and out"]
+    committed = zarr.open_array(repo.readonly_session("main").store, path="out", mode="r")
+    assert committed.chunks == (16, 4) and committed.dtype == np.float64
+    np.testing.assert_allclose(committed[:], _expected("map_chunks"), rtol=1e-6)
+
+
 def test_processes_are_refused(repo: Any) -> None:
     session = repo.writable_session("main")
     with pytest.raises(TransactionError, match=r"'out'.*scheduler='processes'"):
