@@ -57,6 +57,7 @@ from chunkflow.errors import (
     JobMismatchError,
     JobTokenError,
     MemoryPlanError,
+    OutputIsSourceError,
 )
 from chunkflow.jobs import job_status
 from chunkflow.storage import (
@@ -152,6 +153,7 @@ __all__ = [
     "MappingStore",
     "MemoryPlanError",
     "MemoryStore",
+    "OutputIsSourceError",
     "ProcessSynchronizer",
     "Store",
     "ThreadSynchronizer",
