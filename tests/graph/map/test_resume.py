@@ -164,7 +164,7 @@ def test_a_different_job_is_refused_naming_what_changed_and_writes_nothing(
     other_log = log.parent / f"log{change.get('log_suffix', '')}"
     other_log.mkdir(exist_ok=True)
     with pytest.raises(JobMismatchError, match=f"differs from this one in: {named}"):
-        chunkflow.map_chunks(func, src, out=out, blocks=change.get("chunks", (1, 1)), blocks_per_task=1,
+        chunkflow.map_chunks(func, src, out=out, blocks=change.get("blocks", (1, 1)), blocks_per_task=1,
                              depth=change.get("depth", 0), block_info=True,
                              log=str(other_log), resume=True, scheduler="sync")
     assert data_keys(LocalStore(tmp_path)) == before
