@@ -46,6 +46,7 @@ from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 from chunkflow.api.unfinished import open_recorded_block_plan
 from chunkflow.config.renames import renamed_parameters
 from chunkflow.errors import MemoryPlanError
+from chunkflow.graph.casting import check_casting
 from chunkflow.graph.map.halo import check_boundary, normalize_depth
 from chunkflow.graph.map.outputs import NewOut, open_sources, resolve_out
 from chunkflow.graph.map.plan import MapPlan
@@ -105,7 +106,8 @@ def _prepare_plan(func: Callable[..., Any], sources: Sequence[ArraySource], *,
                   func_memory_factor: float, kwargs: Mapping[str, Any],
                   summary_shape: tuple[int, ...] | None,
                   blocks_per_task: int | Sequence[int] | None = None,
-                  overwrite: bool = False, resume: bool = False) -> tuple[MapPlan, TaskGrid]:
+                  overwrite: bool = False, resume: bool = False,
+                  casting: str = "same_kind") -> tuple[MapPlan, TaskGrid]:
     arrays = open_sources(sources, storage_options)
     first = arrays[0]
     check_boundary(boundary)
@@ -126,7 +128,8 @@ def _prepare_plan(func: Callable[..., Any], sources: Sequence[ArraySource], *,
     if isinstance(resolved, NewOut):
         target = resolved.create()  # last: the plan holds
     plan = MapPlan(func, arrays, halo, boundary, constant_value, trim, block_info, out_dtype,
-                   tasks.numblocks, dict(kwargs), target, summary_shape, tasks.spans)
+                   tasks.numblocks, dict(kwargs), target, summary_shape, tasks.spans,
+                   casting=check_casting(casting, "map_chunks"))
     return plan, tasks
 
 
@@ -152,6 +155,7 @@ def map_chunks(
     resume: bool = False,
     job_name: str | None = None,
     overwrite: bool = False,
+    casting: str = "same_kind",
     **kwargs: Any,
 ) -> Any:
     """Apply ``func`` to every block of the sources, with halos.
@@ -224,6 +228,11 @@ def map_chunks(
     overwrite : bool
         Replace an array (or group) at an ``out`` location, or write a source in place
         (``depth=0`` only).
+    casting : {"same_kind", "unsafe", "safe", "equiv", "no"}
+        numpy's rule for casting each block's result to ``dtype`` (or ``out``'s), as a
+        ufunc's ``out=``: a float result into an integer output is refused
+        (:class:`~chunkflow.errors.CastingError`, naming the block and both dtypes)
+        unless ``casting="unsafe"``.
     **kwargs
         Passed to ``func``.
 
@@ -247,9 +256,9 @@ def map_chunks(
                                 scheduler=scheduler, storage_options=storage_options,
                                 func_memory_factor=func_memory_factor, kwargs=kwargs,
                                 summary_shape=None, blocks_per_task=blocks_per_task,
-                                overwrite=overwrite, resume=resume)
+                                overwrite=overwrite, resume=resume, casting=casting)
     token = tokenize(func, kwargs, plan.sources, plan.out, plan.depth, boundary, constant_value,
-                     trim, block_info, str(plan.dtype), tasks.dep, plan.spans)
+                     trim, block_info, str(plan.dtype), tasks.dep, plan.spans, casting)
     if plan.out is not None:
         plan = _track(plan, tasks, resume, job_name, func_parts)
         token = tokenize(token, plan.tracker.token if plan.tracker else None,
