@@ -91,8 +91,8 @@ def run_rechunk(args: argparse.Namespace) -> int:
             _options_named():
         target = chunkflow.rechunk(
             source, args.chunks, args.dst, max_memory=args.max_memory, temp=args.temp,
-            target_shards=args.shards, zarr_format=args.format, compressors=compressors,
-            dtype=np.dtype(args.dtype) if args.dtype else None, region=args.region,
+            shards=args.shards, zarr_format=args.format, compressors=compressors,
+            dtype=np.dtype(args.dtype) if args.dtype else None, selection=args.region,
             overwrite=args.overwrite, scheduler=args.scheduler,
             progress=progress_wanted(args), resume=args.resume, storage_options=options)
     seconds = time.perf_counter() - start
