@@ -17,7 +17,7 @@ import numpy as np
 from chunkflow.api.creation import create, like_kwargs
 from chunkflow.api.hierarchy import open_node
 from chunkflow.core.array import Array
-from chunkflow.errors import InvalidSelectionError, ReadOnlyError, ShapeMismatchError
+from chunkflow.errors import ArgumentTypeError, InvalidSelectionError, ReadOnlyError, ShapeMismatchError
 from chunkflow.graph.read import as_source_array
 from chunkflow.jobs import quiet_open
 from chunkflow.storage import Store
@@ -35,7 +35,7 @@ def open_sources(sources: Sequence[ArraySource],
                  storage_options: Mapping[str, Any] | None) -> tuple[Array, ...]:
     """The sources as open arrays of one shape, past the process-wide chunk cache."""
     if not sources:
-        raise TypeError("map_chunks needs at least one source array")
+        raise ArgumentTypeError("map_chunks needs at least one source array")
     # Sources skip the process-wide chunk cache (as to_dask's do): a map job reads each
     # chunk about once per task (halos are reused inside a task, see map.groups), and
     # caching a whole source (up to the cache budget) doubled the peak memory of a
@@ -102,8 +102,8 @@ def resolve_out(out: ArraySource | None, first: Array, dtype: DTypeLike,
         if not isinstance(array, Array):
             raise InvalidSelectionError(f"map_chunks: out={out!r} holds a group, not an array")
     else:
-        raise TypeError(f"map_chunks: out must be None, a chunkflow.Array, a path or a URL, "
-                        f"got {type(out).__name__}")
+        raise ArgumentTypeError(f"map_chunks: out must be None, a chunkflow.Array, a path or a URL, "
+                                f"got {type(out).__name__}")
     if array is not None:
         if array.shape != first.shape:
             raise ShapeMismatchError(

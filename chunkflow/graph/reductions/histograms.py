@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from chunkflow.errors import InvalidArgumentError
 from chunkflow.graph.reductions.plan import reduction_input, split_every
 from chunkflow.graph.reductions.tree import tree_reduce
 from chunkflow.graph.scheduler import ProgressArg, compute
@@ -89,11 +90,11 @@ def histogram(
     (True, dtype('float32'), True)
     """
     if weights is not None:
-        raise ValueError("histogram: weights= is not supported; pass weights=None "
-                         "(or count with chunkflow.summarize_chunks and numpy.histogram)")
+        raise InvalidArgumentError("histogram: weights= is not supported; pass weights=None "
+                                   "(or count with chunkflow.summarize_chunks and numpy.histogram)")
     if isinstance(bins, str):
-        raise ValueError(f"histogram: bins={bins!r} (a numpy bin estimator) needs the whole "
-                         "data in memory; give a number of bins or the edges")
+        raise InvalidArgumentError(f"histogram: bins={bins!r} (a numpy bin estimator) needs the whole "
+                                   "data in memory; give a number of bins or the edges")
     x, block_bytes = reduction_input(source, selection, chunks, memory_limit, scheduler,
                                      storage_options)
     if range is None and np.ndim(bins) == 0 and x.size:
@@ -102,8 +103,8 @@ def histogram(
         # dtype follows from them).
         range = (np.asarray(low, x.dtype)[()], np.asarray(high, x.dtype)[()])
         if not (np.isfinite(range[0]) and np.isfinite(range[1])):
-            raise ValueError(f"histogram: autodetected range of [{range[0]}, {range[1]}] is "
-                             "not finite (as numpy says); pass range=")
+            raise InvalidArgumentError(f"histogram: autodetected range of [{range[0]}, {range[1]}] is "
+                                       "not finite (as numpy says); pass range=")
     # numpy's edges (and its errors for bad bins or a non-finite range), before any pass.
     edges = np.histogram_bin_edges(np.empty(0, x.dtype), bins=bins, range=range)
     counts = np.zeros(len(edges) - 1, np.int64)

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 import dask.array as da
 import numpy as np
 
-from chunkflow.errors import ValuesChangedError
+from chunkflow.errors import InvalidArgumentError, ValuesChangedError
 from chunkflow.graph.memory import parse_budget
 from chunkflow.graph.reductions.order_keys import (
     check_dtype,
@@ -188,7 +188,7 @@ def _order_statistics(source: ReductionSource, ranks_of: Any, what: str, skip_na
     if x.dtype != dtype:
         x = x.astype(dtype)
     if x.size == 0:
-        raise ValueError(f"{what} of an empty selection (shape {x.shape}) is undefined")
+        raise InvalidArgumentError(f"{what} of an empty selection (shape {x.shape}) is undefined")
     budget, threads = parse_budget(memory_limit, scheduler)
     options = _Options(what, scheduler, progress, budget, threads)
     first_bits = _digit_bits(8 * dtype.itemsize, 0, 1, budget // threads)
@@ -255,11 +255,11 @@ _PARAMETERS = """
 
 def _check_call(axis: object, method: str, what: str) -> None:
     if axis is not None:
-        raise ValueError(f"{what}: axis={axis!r} is not supported; only axis=None (all values "
-                         "of the selection). Select a part with selection= instead")
+        raise InvalidArgumentError(f"{what}: axis={axis!r} is not supported; only axis=None (all values "
+                                   "of the selection). Select a part with selection= instead")
     if method != "linear":
-        raise ValueError(f"{what}: method={method!r} is not supported; only numpy's default "
-                         "'linear'")
+        raise InvalidArgumentError(f"{what}: method={method!r} is not supported; only numpy's default "
+                                   "'linear'")
 
 
 def _document(summary: str, q: str, example: str) -> str:
