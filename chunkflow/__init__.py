@@ -52,11 +52,13 @@ from chunkflow.api.convenience import (
 from chunkflow.cache import ChunkCache, cache_info, get_cache
 from chunkflow.core import Array, Tree
 from chunkflow.errors import (
+    CastingError,
     ChunkflowError,
     IncompleteJobWarning,
     JobMismatchError,
     JobTokenError,
     MemoryPlanError,
+    OutputIsSourceError,
 )
 from chunkflow.jobs import job_status
 from chunkflow.storage import (
@@ -139,6 +141,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "Array",
+    "CastingError",
     "ChunkCache",
     "ChunkflowError",
     "DirectoryStore",
@@ -152,6 +155,7 @@ __all__ = [
     "MappingStore",
     "MemoryPlanError",
     "MemoryStore",
+    "OutputIsSourceError",
     "ProcessSynchronizer",
     "Store",
     "ThreadSynchronizer",

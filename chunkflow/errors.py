@@ -24,6 +24,7 @@ __all__ = [
     "ArgumentTypeError",
     "ArrayNotFoundError",
     "BoundsCheckError",
+    "CastingError",
     "ChunkDecodeError",
     "ChunkEncodeError",
     "ChunkTooLargeError",
@@ -54,6 +55,7 @@ __all__ = [
     "NotRunningError",
     "NotSerializableError",
     "OpenError",
+    "OutputIsSourceError",
     "ProcessLocalStoreError",
     "PyramidError",
     "ReadOnlyError",
@@ -224,6 +226,12 @@ class DtypeMismatchError(ChunkflowError, TypeError, ValueError):
     """A value cannot be converted to the dtype of the array it is written to."""
 
 
+class CastingError(DtypeMismatchError):
+    """A job's result cannot be cast to its output's dtype under the job's ``casting=``
+    rule (numpy's output rule, ``"same_kind"`` by default, as a ufunc's ``out=``): the
+    message names the block and both dtypes."""
+
+
 class LockTimeoutError(ChunkflowError, TimeoutError):
     """A synchronizer lock could not be acquired within the timeout."""
 
@@ -314,6 +322,13 @@ class JobMismatchError(ChunkflowError, ValueError):
     finish it, or pass ``resume=False`` to start over (the unfinished job's records
     are dropped).
     """
+
+
+class OutputIsSourceError(ChunkflowError, ValueError):
+    """A job's output is, or overlaps, one of its sources where writing it would change
+    what the job still reads: with a halo (``depth > 0``) always, in place without one
+    unless ``overwrite=True``, and always for a writer that creates its output anew.
+    Nothing is written."""
 
 
 class JobTokenError(ChunkflowError, TypeError):

@@ -45,6 +45,7 @@ from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 
 from chunkflow.api.unfinished import open_recorded_block_plan
 from chunkflow.errors import ArgumentTypeError, MemoryPlanError
+from chunkflow.graph.casting import check_casting
 from chunkflow.graph.map.halo import check_boundary, normalize_depth
 from chunkflow.graph.map.outputs import NewOut, open_sources, resolve_out
 from chunkflow.graph.map.plan import MapPlan
@@ -103,12 +104,15 @@ def _prepare_plan(func: Callable[..., Any], sources: Sequence[ArraySource], *,
                   scheduler: SchedulerLike, storage_options: Mapping[str, Any] | None,
                   func_memory_factor: float, kwargs: Mapping[str, Any],
                   summary_shape: tuple[int, ...] | None,
-                  blocks_per_task: int | Sequence[int] | None = None) -> tuple[MapPlan, TaskGrid]:
+                  blocks_per_task: int | Sequence[int] | None = None,
+                  overwrite: bool = False, resume: bool = False,
+                  casting: str = "same_kind") -> tuple[MapPlan, TaskGrid]:
     arrays = open_sources(sources, storage_options)
     first = arrays[0]
     check_boundary(boundary)
     halo = normalize_depth(depth, first.ndim)
-    resolved = resolve_out(out, first, dtype, storage_options)
+    resolved = resolve_out(out, arrays, dtype, storage_options, depth=halo,
+                           overwrite=overwrite, resume=resume)
     # Everything is checked against the template of a new output before it is created.
     target = resolved.template if isinstance(resolved, NewOut) else resolved
     out_dtype = np.dtype(dtype if dtype is not None else (target.dtype if target is not None
@@ -123,7 +127,8 @@ def _prepare_plan(func: Callable[..., Any], sources: Sequence[ArraySource], *,
     if isinstance(resolved, NewOut):
         target = resolved.create()  # last: the plan holds
     plan = MapPlan(func, arrays, halo, boundary, constant_value, trim, block_info, out_dtype,
-                   tasks.numblocks, dict(kwargs), target, summary_shape, tasks.spans)
+                   tasks.numblocks, dict(kwargs), target, summary_shape, tasks.spans,
+                   casting=check_casting(casting, "map_chunks"))
     return plan, tasks
 
 
@@ -147,6 +152,8 @@ def map_chunks(
     blocks_per_task: int | Sequence[int] | None = None,
     resume: bool = False,
     job_name: str | None = None,
+    overwrite: bool = False,
+    casting: str = "same_kind",
     **kwargs: Any,
 ) -> Any:
     """Apply ``func`` to every block of the sources, with halos.
@@ -164,10 +171,16 @@ def map_chunks(
         All of one shape; their chunk grids may differ. Sources are read past the
         process-wide chunk cache (halos are reused inside each task instead; see
         ``blocks_per_task``), unless an open Array has its own ``cache=``.
-    out : None, chunkflow.Array, path or URL
-        ``None``: return a lazy dask array. An array: write into it. A path or URL: an
-        existing array there, or a new one created like the first source (with
-        ``dtype``). Blocks are whole chunks (shards) of ``out``.
+    out : None, chunkflow.Array, path, URL or store
+        ``None``: return a lazy dask array. An open array: write into it (as
+        ``dask.array.store`` writes into its target). A location: a new array created
+        there like the first source (with ``dtype``); a location that holds an array
+        already is refused unless ``overwrite=True`` (it is replaced) or ``resume=True``
+        continues the unfinished job writing it. Blocks are whole chunks (shards) of
+        ``out``. An ``out`` that is (or overlaps) a source is refused with
+        ``depth > 0`` (blocks would read halos other blocks have overwritten); with
+        ``depth=0`` it is written in place only with ``overwrite=True``
+        (:class:`~chunkflow.errors.OutputIsSourceError`).
     depth : int, tuple or dict
         Halo per axis; may exceed the chunk size.
     boundary : {"reflect", "nearest", "constant", "periodic", "none"}
@@ -210,6 +223,14 @@ def map_chunks(
     job_name : str, optional
         Identifies the job instead of ``func`` and ``kwargs`` (for functions that
         cannot be tokenized deterministically).
+    overwrite : bool
+        Replace an array (or group) at an ``out`` location, or write a source in place
+        (``depth=0`` only).
+    casting : {"same_kind", "unsafe", "safe", "equiv", "no"}
+        numpy's rule for casting each block's result to ``dtype`` (or ``out``'s), as a
+        ufunc's ``out=``: a float result into an integer output is refused
+        (:class:`~chunkflow.errors.CastingError`, naming the block and both dtypes)
+        unless ``casting="unsafe"``.
     **kwargs
         Passed to ``func``.
 
@@ -232,9 +253,10 @@ def map_chunks(
                                 block_info=block_info, trim=trim, max_memory=max_memory,
                                 scheduler=scheduler, storage_options=storage_options,
                                 func_memory_factor=func_memory_factor, kwargs=kwargs,
-                                summary_shape=None, blocks_per_task=blocks_per_task)
+                                summary_shape=None, blocks_per_task=blocks_per_task,
+                                overwrite=overwrite, resume=resume, casting=casting)
     token = tokenize(func, kwargs, plan.sources, plan.out, plan.depth, boundary, constant_value,
-                     trim, block_info, str(plan.dtype), tasks.dep, plan.spans)
+                     trim, block_info, str(plan.dtype), tasks.dep, plan.spans, casting)
     if plan.out is not None:
         plan = _track(plan, tasks, resume, job_name, func_parts)
         token = tokenize(token, plan.tracker.token if plan.tracker else None,
