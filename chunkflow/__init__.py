@@ -57,6 +57,7 @@ from chunkflow.errors import (
     JobMismatchError,
     JobTokenError,
     MemoryPlanError,
+    OutputIsSourceError,
 )
 from chunkflow.jobs import job_status
 from chunkflow.storage import (
@@ -156,6 +157,7 @@ __all__ = [
     "MemoryPlanError",
     "MemoryStore",
     "N5Store",
+    "OutputIsSourceError",
     "ProcessSynchronizer",
     "Store",
     "ThreadSynchronizer",

@@ -47,6 +47,7 @@ __all__ = [
     "MissingDependencyError",
     "NodeNotFoundError",
     "OpenError",
+    "OutputIsSourceError",
     "ProcessLocalStoreError",
     "PyramidError",
     "ReadOnlyError",
@@ -255,6 +256,13 @@ class JobMismatchError(ChunkflowError, ValueError):
     finish it, or pass ``resume=False`` to start over (the unfinished job's records
     are dropped).
     """
+
+
+class OutputIsSourceError(ChunkflowError, ValueError):
+    """A job's output is, or overlaps, one of its sources where writing it would change
+    what the job still reads: with a halo (``depth > 0``) always, in place without one
+    unless ``overwrite=True``, and always for a writer that creates its output anew.
+    Nothing is written."""
 
 
 class JobTokenError(ChunkflowError, TypeError):

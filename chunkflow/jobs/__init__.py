@@ -7,6 +7,8 @@
 - :mod:`~chunkflow.jobs.records`: where the mark and the records live in the store;
 - :mod:`~chunkflow.jobs.status`: what an unfinished output tells (:func:`job_status`,
   the warning on open);
+- :mod:`~chunkflow.jobs.overlap`: an output that is (or overlaps) a source, refused
+  before anything is created;
 - :mod:`~chunkflow.jobs.resume`: what writers share to resume (:func:`open_job`,
   progress, the chunk keys of a block).
 
@@ -17,6 +19,13 @@ and ``core`` in the layering: the arrays of ``core`` say when their job is unfin
 
 from chunkflow.jobs.identity import function_parts, job_identity, metadata_part, source_parts
 from chunkflow.jobs.job import Job, JobSpec
+from chunkflow.jobs.overlap import (
+    array_location,
+    canonical,
+    check_not_source,
+    location_of,
+    overlaps,
+)
 from chunkflow.jobs.records import (
     JOB_ATTRIBUTE,
     RECORDS_FOLDER,
@@ -40,15 +49,20 @@ __all__ = [
     "Job",
     "JobSpec",
     "JobStatus",
+    "array_location",
     "block_keys",
+    "canonical",
+    "check_not_source",
     "check_same_output",
     "finish_after",
     "function_parts",
     "job_identity",
     "job_progress",
     "job_status",
+    "location_of",
     "metadata_part",
     "open_job",
+    "overlaps",
     "quiet_open",
     "recorded_block_plan",
     "recorded_plan",

@@ -103,12 +103,14 @@ def _prepare_plan(func: Callable[..., Any], sources: Sequence[ArraySource], *,
                   scheduler: SchedulerLike, storage_options: Mapping[str, Any] | None,
                   func_memory_factor: float, kwargs: Mapping[str, Any],
                   summary_shape: tuple[int, ...] | None,
-                  blocks_per_task: int | Sequence[int] | None = None) -> tuple[MapPlan, TaskGrid]:
+                  blocks_per_task: int | Sequence[int] | None = None,
+                  overwrite: bool = False, resume: bool = False) -> tuple[MapPlan, TaskGrid]:
     arrays = open_sources(sources, storage_options)
     first = arrays[0]
     check_boundary(boundary)
     halo = normalize_depth(depth, first.ndim)
-    resolved = resolve_out(out, first, dtype, storage_options)
+    resolved = resolve_out(out, arrays, dtype, storage_options, depth=halo,
+                           overwrite=overwrite, resume=resume)
     # Everything is checked against the template of a new output before it is created.
     target = resolved.template if isinstance(resolved, NewOut) else resolved
     out_dtype = np.dtype(dtype if dtype is not None else (target.dtype if target is not None
@@ -147,6 +149,7 @@ def map_chunks(
     blocks_per_task: int | Sequence[int] | None = None,
     resume: bool = False,
     job_name: str | None = None,
+    overwrite: bool = False,
     **kwargs: Any,
 ) -> Any:
     """Apply ``func`` to every block of the sources, with halos.
@@ -164,10 +167,16 @@ def map_chunks(
         All of one shape; their chunk grids may differ. Sources are read past the
         process-wide chunk cache (halos are reused inside each task instead; see
         ``blocks_per_task``), unless an open Array has its own ``cache=``.
-    out : None, chunkflow.Array, path or URL
-        ``None``: return a lazy dask array. An array: write into it. A path or URL: an
-        existing array there, or a new one created like the first source (with
-        ``dtype``). Blocks are whole chunks (shards) of ``out``.
+    out : None, chunkflow.Array, path, URL or store
+        ``None``: return a lazy dask array. An open array: write into it (as
+        ``dask.array.store`` writes into its target). A location: a new array created
+        there like the first source (with ``dtype``); a location that holds an array
+        already is refused unless ``overwrite=True`` (it is replaced) or ``resume=True``
+        continues the unfinished job writing it. Blocks are whole chunks (shards) of
+        ``out``. An ``out`` that is (or overlaps) a source is refused with
+        ``depth > 0`` (blocks would read halos other blocks have overwritten); with
+        ``depth=0`` it is written in place only with ``overwrite=True``
+        (:class:`~chunkflow.errors.OutputIsSourceError`).
     depth : int, tuple or dict
         Halo per axis; may exceed the chunk size.
     boundary : {"reflect", "nearest", "constant", "periodic", "none"}
@@ -210,6 +219,9 @@ def map_chunks(
     job_name : str, optional
         Identifies the job instead of ``func`` and ``kwargs`` (for functions that
         cannot be tokenized deterministically).
+    overwrite : bool
+        Replace an array (or group) at an ``out`` location, or write a source in place
+        (``depth=0`` only).
     **kwargs
         Passed to ``func``.
 
@@ -232,7 +244,8 @@ def map_chunks(
                                 block_info=block_info, trim=trim, max_memory=max_memory,
                                 scheduler=scheduler, storage_options=storage_options,
                                 func_memory_factor=func_memory_factor, kwargs=kwargs,
-                                summary_shape=None, blocks_per_task=blocks_per_task)
+                                summary_shape=None, blocks_per_task=blocks_per_task,
+                                overwrite=overwrite, resume=resume)
     token = tokenize(func, kwargs, plan.sources, plan.out, plan.depth, boundary, constant_value,
                      trim, block_info, str(plan.dtype), tasks.dep, plan.spans)
     if plan.out is not None:

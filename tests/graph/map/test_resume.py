@@ -14,7 +14,12 @@ import numpy as np
 import pytest
 
 import chunkflow
-from chunkflow.errors import IncompleteJobWarning, JobMismatchError, JobTokenError
+from chunkflow.errors import (
+    ContainsArrayError,
+    IncompleteJobWarning,
+    JobMismatchError,
+    JobTokenError,
+)
 from chunkflow.jobs import JOB_ATTRIBUTE, RECORDS_FOLDER, job_status
 from chunkflow.storage import LocalStore
 from tests.helpers.jobs import calls, clear_calls, data_keys, logged_filter, settled_thread_pool
@@ -78,12 +83,18 @@ def test_failed_block_resumes_only_uncommitted_blocks_bit_identical(
     assert data_keys(LocalStore(out)) == _reference(tmp_path, src)  # records and mark gone
 
 
-def test_resume_true_on_a_finished_output_starts_a_new_job(tmp_path: Path, log: Path) -> None:
+def test_resume_true_on_a_finished_output_is_refused_unless_overwrite(
+        tmp_path: Path, log: Path) -> None:
     src = _source(tmp_path)
     out = str(tmp_path / "out.zarr")
     _run(src, out, log, resume=True)
     clear_calls(log)
-    _run(src, out, log, resume=True)  # no mark: the job runs again, whole
+    before = data_keys(LocalStore(out))
+    # No mark: nothing to continue, and a finished array is not rewritten unasked.
+    with pytest.raises(ContainsArrayError, match="overwrite=True"):
+        _run(src, out, log, resume=True)
+    assert calls(log) == [] and data_keys(LocalStore(out)) == before
+    _run(src, out, log, resume=True, overwrite=True)  # replaced: the job runs again, whole
     assert len(calls(log)) == ALL_BLOCKS
     assert data_keys(LocalStore(out)) == _reference(tmp_path, src)
 
@@ -94,8 +105,9 @@ def test_resume_false_drops_an_unfinished_jobs_records_first(tmp_path: Path, log
     (log / "fail-0-1").touch()
     with pytest.raises(RuntimeError):
         _run(src, out, log, resume=True)
-    # A different job without resume: the old records must not survive it.
-    chunkflow.map_chunks(np.negative, src, out=out, scheduler="sync")
+    # A different job without resume replaces the output: the old records must not
+    # survive it.
+    chunkflow.map_chunks(np.negative, src, out=out, scheduler="sync", overwrite=True)
     z = chunkflow.open(out, mode="r")
     assert JOB_ATTRIBUTE not in z.attrs
     assert not list(LocalStore(out).list_prefix(RECORDS_FOLDER))
@@ -201,7 +213,8 @@ def test_job_name_replaces_the_function_token(tmp_path: Path, log: Path) -> None
     with pytest.raises(JobMismatchError, match="job_name"):
         (log / "fail-1-1").touch()
         try:
-            _run(src, out, log, resume=True, job_name="a")
+            # The finished output of "triple" is replaced by the failing job "a".
+            _run(src, out, log, resume=True, job_name="a", overwrite=True)
         except RuntimeError:
             pass
         _run(src, out, log, resume=True, job_name="b")
