@@ -52,6 +52,7 @@ from chunkflow.api.convenience import (
 from chunkflow.cache import ChunkCache, cache_info, get_cache
 from chunkflow.core import Array, Tree
 from chunkflow.errors import (
+    CastingError,
     ChunkflowError,
     IncompleteJobWarning,
     JobMismatchError,
@@ -142,6 +143,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "Array",
+    "CastingError",
     "ChunkCache",
     "ChunkflowError",
     "DirectoryStore",

@@ -23,6 +23,7 @@ from __future__ import annotations
 __all__ = [
     "ArrayNotFoundError",
     "BoundsCheckError",
+    "CastingError",
     "ChunkDecodeError",
     "ChunkEncodeError",
     "ChunkTooLargeError",
@@ -164,6 +165,12 @@ class LabelError(ChunkflowError, ValueError):
 
 class DtypeMismatchError(ChunkflowError, TypeError, ValueError):
     """A value cannot be converted to the dtype of the array it is written to."""
+
+
+class CastingError(DtypeMismatchError):
+    """A job's result cannot be cast to its output's dtype under the job's ``casting=``
+    rule (numpy's output rule, ``"same_kind"`` by default, as a ufunc's ``out=``): the
+    message names the block and both dtypes."""
 
 
 class LockTimeoutError(ChunkflowError, TimeoutError):

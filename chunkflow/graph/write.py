@@ -47,6 +47,7 @@ from chunkflow.api.creation import create
 from chunkflow.api.unfinished import open_unfinished
 from chunkflow.core.array import Array
 from chunkflow.errors import InvalidSelectionError, ReadOnlyError, ShapeMismatchError
+from chunkflow.graph.casting import check_cast, check_casting
 from chunkflow.graph.scheduler import ProgressArg
 from chunkflow.graph.scheduler import compute as run
 from chunkflow.jobs import (
@@ -119,14 +120,18 @@ def _write_block(
     shape: tuple[int, ...],
     placements: list[tuple[tuple[slice, ...], tuple[slice, ...]]],
     blocks: list[np.ndarray],
+    casting: str = "same_kind",
 ) -> None:
     """Assemble one write block from its source pieces and write it to ``target``."""
     if len(blocks) == 1 and placements[0][1] == tuple(slice(0, n) for n in shape):
         value = np.asarray(blocks[0])[placements[0][0]]  # one source block covers it
     else:
-        value = np.empty(shape, dtype=np.result_type(*(b.dtype for b in blocks)))
+        value = np.empty(shape, dtype=np.result_type(*(np.asarray(b).dtype for b in blocks)))
         for (in_block, in_value), block in zip(placements, blocks):
             value[in_value] = block[in_block]
+    if value.dtype != target.dtype:  # a block whose dtype is not its dask array's
+        check_cast(value.dtype, target.dtype, casting,
+                   f"chunkflow.store: the source's block for {block_keys(target, region)}")
     target[region] = value
 
 
@@ -160,7 +165,8 @@ def unit_region(region: Any, array: Array, what: str) -> tuple[slice, ...]:
     return tuple(normalized)
 
 
-def _check_pair(source: Any, target: Array, region: tuple[slice, ...]) -> None:
+def _check_pair(source: Any, target: Array, region: tuple[slice, ...],
+                casting: str = "same_kind") -> None:
     name = getattr(target, "path", None) or "/"
     if getattr(target, "read_only", False):
         raise ReadOnlyError(f"array {name!r} is read-only: chunkflow.store refuses to write")
@@ -180,6 +186,8 @@ def _check_pair(source: Any, target: Array, region: tuple[slice, ...]) -> None:
             f"array {name!r}: source of shape {tuple(source.shape)} does not fit region "
             f"{region!r} of shape {expected}"
         )
+    check_cast(np.dtype(source.dtype), target.dtype, casting,
+               f"chunkflow.store: array {name!r} in {target.store.identity}")
 
 
 def _write_edges(source: da.Array, target: Array, region: tuple[slice, ...]) -> list[list[int]]:
@@ -192,9 +200,9 @@ def _write_edges(source: da.Array, target: Array, region: tuple[slice, ...]) -> 
 
 def _tracked_write(job: Job, index: tuple[int, ...], target: Array, region: tuple[slice, ...],
                    shape: tuple[int, ...], placements: list[tuple[tuple[slice, ...], tuple[slice, ...]]],
-                   blocks: list[np.ndarray]) -> None:
-    job.run(index, lambda: _write_block(target, region, shape, placements, blocks), None,
-            lambda: block_keys(target, region))
+                   blocks: list[np.ndarray], casting: str = "same_kind") -> None:
+    job.run(index, lambda: _write_block(target, region, shape, placements, blocks, casting),
+            None, lambda: block_keys(target, region))
 
 
 def _skipped(*_: Any) -> None:
@@ -203,7 +211,7 @@ def _skipped(*_: Any) -> None:
 
 
 def _store_layer(source: da.Array, target: Array, region: tuple[slice, ...], name: str,
-                 job: Job | None = None) -> dict:
+                 job: Job | None = None, casting: str = "same_kind") -> dict:
     """Tasks ``(name, *block index)`` writing aligned blocks of ``source`` to ``target``.
 
     With a resumed ``job``, finished blocks become tasks without dependencies, so the
@@ -230,9 +238,10 @@ def _store_layer(source: da.Array, target: Array, region: tuple[slice, ...], nam
             layer[(name, *index)] = (_skipped,)
         elif recorder is not None:
             layer[(name, *index)] = (_tracked_write, recorder, index, target, block_region, shape,
-                                     placements, keys)
+                                     placements, keys, casting)
         else:
-            layer[(name, *index)] = (_write_block, target, block_region, shape, placements, keys)
+            layer[(name, *index)] = (_write_block, target, block_region, shape, placements, keys,
+                                     casting)
     return layer
 
 
@@ -266,6 +275,7 @@ def store(
     progress: ProgressArg = False,
     resume: bool = False,
     job_name: str | None = None,
+    casting: str = "same_kind",
 ) -> Delayed | None:
     """Write dask arrays into chunkflow arrays, each chunk by exactly one task.
 
@@ -297,6 +307,12 @@ def store(
     job_name : str, optional
         Identifies the job instead of the sources' dask names (for sources whose
         names change from run to run, such as ``da.random`` without a seed).
+    casting : {"same_kind", "unsafe", "safe", "equiv", "no"}
+        numpy's rule for casting the sources to the targets' dtypes, as a ufunc's
+        ``out=``: a float source into an integer target is refused before anything is
+        written (:class:`~chunkflow.errors.CastingError`, naming the target and both
+        dtypes; a block whose dtype differs from its dask array's is checked when it
+        is written) unless ``casting="unsafe"``.
 
     Returns
     -------
@@ -328,20 +344,21 @@ def store(
             f"{len(region_list)} regions; give one target and one region per source"
         )
     normalized = [unit_region(r, t, "chunkflow.store") for r, t in zip(region_list, target_list)]
+    check_casting(casting, "chunkflow.store")
     for source, target, region in zip(source_list, target_list, normalized):
-        _check_pair(source, target, region)
+        _check_pair(source, target, region, casting)
 
     jobs = [_open_store_job(source, target, region, resume, job_name)
             for source, target, region in zip(source_list, target_list, normalized)]
     token = tokenize(
         [s.name for s in source_list], [(t.store.identity, t.path) for t in target_list],
-        normalized, [(j.token, j.n_done) if j else None for j in jobs],
+        normalized, [(j.token, j.n_done) if j else None for j in jobs], casting,
     )
     graph = HighLevelGraph({}, {})
     write_keys: list = []
     for i, (source, target, region) in enumerate(zip(source_list, target_list, normalized)):
         name = f"chunkflow-store-{i}-{token}"
-        layer = _store_layer(source, target, region, name, jobs[i])
+        layer = _store_layer(source, target, region, name, jobs[i], casting)
         graph = HighLevelGraph.merge(
             graph, HighLevelGraph.from_collections(name, layer, dependencies=[source])
         )
@@ -376,6 +393,7 @@ def to_chunkflow(
     progress: ProgressArg = False,
     resume: bool = False,
     job_name: str | None = None,
+    casting: str = "same_kind",
     **create_kwargs: Any,
 ) -> Array | tuple[Array, Delayed]:
     """Create an array shaped like ``x`` and write ``x`` into it with :func:`store`.
@@ -405,6 +423,9 @@ def to_chunkflow(
         that an unfinished job is writing is continued instead of created again
         (``overwrite`` is not needed); an existing finished array is refused unless
         ``overwrite=True``, as without ``resume``.
+    casting : str
+        See :func:`store`: ``x`` cast to a ``dtype=`` of another kind is refused
+        before anything is created, unless ``casting="unsafe"``.
     **create_kwargs
         Passed to :func:`chunkflow.create` (``compressor``, ``zarr_format``, ...).
 
@@ -416,6 +437,8 @@ def to_chunkflow(
         chunks = tuple(int(n) for n in x.chunksize) if x.ndim else ()
     spec = dict(shape=x.shape, chunks=chunks, dtype=create_kwargs.pop("dtype", x.dtype),
                 **create_kwargs)
+    check_cast(np.dtype(x.dtype), np.dtype(spec["dtype"]), check_casting(casting, "to_chunkflow"),
+               f"to_chunkflow: {url_or_store!s}")
     target = open_unfinished(url_or_store, path, storage_options) if resume else None
     if target is None:
         target = create(**spec, store=url_or_store, path=path, overwrite=overwrite,
@@ -427,6 +450,6 @@ def to_chunkflow(
             "Rerun the original job with resume=True, or pass resume=False, overwrite=True "
             "to start over.")
     pending = store(x, target, compute=compute, scheduler=scheduler, progress=progress,
-                    resume=resume, job_name=job_name)
+                    resume=resume, job_name=job_name, casting=casting)
     return target if compute else (target, pending)
 

@@ -17,6 +17,7 @@ import numpy as np
 from chunkflow.core.array import Array
 from chunkflow.engine.pool import serial_io
 from chunkflow.errors import ShapeMismatchError
+from chunkflow.graph.casting import check_cast
 from chunkflow.graph.map.groups import TaskWindows
 from chunkflow.graph.map.halo import read_window
 from chunkflow.jobs import Job, block_keys
@@ -42,7 +43,8 @@ class MapPlan:
     summary_shape: tuple[int, ...] | None = None
     # Array elements per block and axis when a task runs a group of blocks, else None.
     spans: tuple[int, ...] | None = None
-    tracker: Job | None = None  # resume=True: skips finished blocks, records new ones
+    tracker: Job | None = None  # skips blocks finished before, records new ones
+    casting: str = "same_kind"  # numpy's rule for the cast of a block to dtype
 
     def windows(self, region: tuple[slice, ...]) -> tuple[list[np.ndarray], tuple[tuple[int, int], ...]]:
         windows, halo = [], ()
@@ -98,12 +100,19 @@ class MapPlan:
                 f"{index} (array region {[(s.start, s.stop) for s in region]}); expected "
                 f"{expected}" + (" after trimming the halo" if self.trim else "")
             )
+        if result.dtype != self.dtype:
+            check_cast(result.dtype, self.dtype, self.casting, self._where(index, region))
         result = result.astype(self.dtype, copy=False)
         if self.out is None:
             return result
         with serial_io():
             self.out.set_basic_selection(region, result)
         return np.ones((1,) * len(region), dtype=bool)
+
+    def _where(self, index: tuple[int, ...], region: tuple[slice, ...]) -> str:
+        where = (block_keys(self.out, region) if self.out is not None
+                 else f"array region {[(s.start, s.stop) for s in region]}")
+        return f"map_chunks: {_name(self.func)} returned block {index} ({where})"
 
     def _summary(self, result: np.ndarray, index: tuple[int, ...]) -> np.ndarray:
         assert self.summary_shape is not None

@@ -10,7 +10,13 @@ import pytest
 from scipy import ndimage
 
 import chunkflow
-from chunkflow.errors import ContainsArrayError, ContainsGroupError, OutputIsSourceError
+from chunkflow.errors import (
+    CastingError,
+    ContainsArrayError,
+    ContainsGroupError,
+    OutputIsSourceError,
+    UsageError,
+)
 from chunkflow.storage import LocalStore
 from tests.helpers.jobs import data_keys
 
@@ -88,3 +94,26 @@ def test_an_open_array_handle_is_written_into(tmp_path: Path) -> None:
     chunkflow.map_chunks(ndimage.uniform_filter, str(tmp_path / "a.zarr"), out=out, depth=2,
                          size=3, mode="reflect")
     np.testing.assert_allclose(out[:], ndimage.uniform_filter(data, size=3, mode="reflect"))
+
+
+def test_a_cast_numpy_refuses_is_refused_with_the_block_and_both_dtypes(tmp_path: Path) -> None:
+    data = np.arange(65534, 65534 - 40 * 36, -1).astype("u2").reshape(40, 36)
+    src = chunkflow.array(data, chunks=(8, 8), store=str(tmp_path / "a.zarr"))
+    half = lambda b: b * 0.5  # noqa: E731 - float64 blocks
+    with pytest.raises(CastingError, match=r"block \(\d, \d\) \(chunk keys? 'c/.*float64.*uint8.*same_kind"):
+        chunkflow.map_chunks(half, src, out=str(tmp_path / "b.zarr"), dtype="u1",
+                             scheduler="sync")
+    region = r"block \(\d, \d\) \(array region \[\(\d+, \d+\), \(\d+, \d+\)\]\)"
+    with pytest.raises(CastingError, match=region):
+        chunkflow.map_chunks(half, src, dtype="u1").compute(scheduler="sync")
+    # numpy's ufunc refuses the same output cast.
+    with pytest.raises(TypeError):
+        np.multiply(data, 0.5, out=np.empty(data.shape, "u1"))
+    done = chunkflow.map_chunks(half, src, out=str(tmp_path / "c.zarr"), dtype="u1",
+                                casting="unsafe")
+    np.testing.assert_array_equal(done[:], (data * 0.5).astype("u1"))
+    # Same kind (int64 to int16) is numpy's to allow, with its wrap-around.
+    wide = chunkflow.map_chunks(lambda b: b.astype("i8") * 3, src, dtype="i2").compute()
+    np.testing.assert_array_equal(wide, (data.astype("i8") * 3).astype("i2"))
+    with pytest.raises(UsageError, match="casting='sometimes'"):
+        chunkflow.map_chunks(half, src, dtype="u1", casting="sometimes")
