@@ -74,7 +74,7 @@ def _job(source: str, target: str, resume: bool, storage_options: dict | None = 
     import chunkflow
 
     start = time.perf_counter()
-    chunkflow.map_chunks(_filter, source, out=target, depth=DEPTH, dtype="f4", chunks=(1, 1),
+    chunkflow.map_chunks(_filter, source, out=target, depth=DEPTH, dtype="f4", blocks=(1, 1),
                          resume=resume, scheduler="threads", storage_options=storage_options)
     return time.perf_counter() - start
 

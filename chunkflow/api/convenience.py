@@ -18,6 +18,7 @@ import numpy as np
 
 from chunkflow.api.copying import copy, copy_all, copy_store
 from chunkflow.api.creation import array as create_array_from
+from chunkflow.api.foreign import as_hierarchy_node
 from chunkflow.api.opening import open_array
 from chunkflow.core.array import Array
 from chunkflow.core.documents import node_kind, normalize_path, not_found_message
@@ -337,7 +338,8 @@ def create_group(
 
 
 def tree(node: Group, level: int | None = None) -> Tree:
-    """The hierarchy below a group (as zarr-python 3's ``zarr.tree``).
+    """The hierarchy below a group (as zarr-python 3's ``zarr.tree``); an h5py group
+    or file is drawn the same way.
 
     Examples
     --------
@@ -348,4 +350,4 @@ def tree(node: Group, level: int | None = None) -> Tree:
     /
     └── a (2,) uint8
     """
-    return node.tree(level=level)
+    return as_hierarchy_node(node).tree(level=level)

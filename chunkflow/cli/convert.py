@@ -175,7 +175,7 @@ def copy_data(source: chunkflow.Array, target: chunkflow.Array, scheduler: str,
     with _slab_bar(len(parts), progress) as advance, driving:
         for i, rows in enumerate(parts):
             if job is None or not job.is_done((i,)):
-                blocks = chunkflow.to_dask(source, (rows, *rest), chunks=BLOCK_BYTES)
+                blocks = chunkflow.to_dask(source, (rows, *rest), blocks=BLOCK_BYTES)
                 # One slab: the library's bar counts its blocks; several: a bar of slabs.
                 chunkflow.store(blocks, target, (rows, *rest), scheduler=scheduler,
                                 progress=progress and len(parts) == 1)

@@ -118,7 +118,8 @@ def member_tree(group: GroupMembers, level: int | None, name: str | None = None)
         return node
     deeper = None if level is None else level - 1
     for child_name, child in group.members():
-        if isinstance(child, Array):
+        # Any array-like (an h5py dataset in a foreign group) is drawn as an array.
+        if isinstance(child, Array) or hasattr(child, "dtype"):
             node.children.append(TreeNode(child_name, f"{child.shape} {child.dtype}"))
         else:
             node.children.append(member_tree(child, deeper, child_name))

@@ -97,8 +97,9 @@ def load_json_document(
     return doc
 
 
-def dump_json_document(doc: dict[str, Any]) -> bytes:
-    """Serialize a metadata document: UTF-8, ``indent=4``, keys in insertion order.
+def dump_json_document(doc: dict[str, Any], *, sort_keys: bool = False) -> bytes:
+    """Serialize a metadata document: UTF-8, ``indent=4``, keys in insertion order
+    (or sorted, at every depth, with ``sort_keys``).
 
     NaN and infinities are refused (``allow_nan=False``): metadata must encode them
     as strings (``"NaN"``), which every Zarr reader understands. Numpy scalars and
@@ -121,7 +122,8 @@ def dump_json_document(doc: dict[str, Any]) -> bytes:
     """
     try:
         text = json.dumps(
-            doc, indent=4, sort_keys=False, allow_nan=False, ensure_ascii=False, default=_to_json
+            doc, indent=4, sort_keys=sort_keys, allow_nan=False, ensure_ascii=False,
+            default=_to_json,
         )
     except (TypeError, ValueError) as err:
         raise MetadataError(f"cannot serialize metadata document: {err}") from err

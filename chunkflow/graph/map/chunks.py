@@ -44,6 +44,7 @@ from dask.blockwise import blockwise
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 
 from chunkflow.api.unfinished import open_recorded_block_plan
+from chunkflow.config.renames import renamed_parameters
 from chunkflow.errors import ArgumentTypeError, MemoryPlanError
 from chunkflow.graph.casting import check_casting
 from chunkflow.graph.map.halo import check_boundary, normalize_depth
@@ -132,6 +133,7 @@ def _prepare_plan(func: Callable[..., Any], sources: Sequence[ArraySource], *,
     return plan, tasks
 
 
+@renamed_parameters(chunks="blocks")
 def map_chunks(
     func: Callable[..., Any],
     *sources: ArraySource,
@@ -139,7 +141,7 @@ def map_chunks(
     depth: int | Sequence[int] | Mapping[int, int] = 0,
     boundary: str = "reflect",
     dtype: DTypeLike = None,
-    chunks: BlockChunks = None,
+    blocks: BlockChunks = None,
     block_info: bool = False,
     trim: bool = True,
     scheduler: SchedulerLike = None,
@@ -188,8 +190,8 @@ def map_chunks(
         (``constant_value=`` for ``constant``).
     dtype : optional
         The result's dtype (default: ``out``'s, else the first source's).
-    chunks : optional
-        Blocks as whole chunks of the output grid: ``"auto"``, a byte size or
+    blocks : optional
+        The dask blocks, as whole chunks of the output grid: ``"auto"``, a byte size or
         multiples per axis (see :func:`chunkflow.to_dask`). Default: one chunk per
         block, small chunks grouped toward 1 MiB, but never fewer than 4 blocks per
         worker thread where the output has that many chunks.
@@ -243,13 +245,13 @@ def map_chunks(
     # Before anything is created: a function that cannot be tokenized refuses here.
     func_parts = function_parts(func, (kwargs, depth, boundary, constant_value, trim,
                                        block_info, str(dtype)), job_name) if resume else {}
-    if resume and (chunks is None or blocks_per_task is None):
+    if resume and (blocks is None or blocks_per_task is None):
         # The default plan varies with the scheduler's threads: reuse the job's own.
         recorded = open_recorded_block_plan(out, storage_options)
-        chunks = recorded.get("multiples") if chunks is None else chunks
+        blocks = recorded.get("multiples") if blocks is None else blocks
         blocks_per_task = recorded.get("group") if blocks_per_task is None else blocks_per_task
     plan, tasks = _prepare_plan(func, sources, out=out, depth=depth, boundary=boundary,
-                                constant_value=constant_value, dtype=dtype, chunks=chunks,
+                                constant_value=constant_value, dtype=dtype, chunks=blocks,
                                 block_info=block_info, trim=trim, max_memory=max_memory,
                                 scheduler=scheduler, storage_options=storage_options,
                                 func_memory_factor=func_memory_factor, kwargs=kwargs,
@@ -290,6 +292,7 @@ def _track(plan: MapPlan, tasks: TaskGrid, resume: bool, job_name: str | None,
     return dataclasses.replace(plan, tracker=tracker)
 
 
+@renamed_parameters(chunks="blocks")
 def summarize_chunks(
     func: Callable[..., Any],
     *sources: ArraySource,
@@ -297,7 +300,7 @@ def summarize_chunks(
     dtype: DTypeLike = float,
     depth: int | Sequence[int] | Mapping[int, int] = 0,
     boundary: str = "reflect",
-    chunks: BlockChunks = None,
+    blocks: BlockChunks = None,
     block_info: bool = False,
     scheduler: SchedulerLike = None,
     progress: ProgressArg = False,
@@ -313,7 +316,7 @@ def summarize_chunks(
     ``func`` is called as in :func:`map_chunks` and returns a scalar or an array of
     ``shape``; the result is a numpy array of shape ``num_blocks + shape`` (or the lazy
     dask array with ``compute=False``). By default each block is one chunk (shard) of
-    the first source, the tile a user thinks of; ``chunks=`` groups chunks as in
+    the first source, the tile a user thinks of; ``blocks=`` groups chunks as in
     :func:`map_chunks`. ``block_info["array_location"]`` tells a block where it lies.
 
     Examples
@@ -329,7 +332,7 @@ def summarize_chunks(
     """
     plan, tasks = _prepare_plan(func, sources, out=None, depth=depth, boundary=boundary,
                                 constant_value=constant_value, dtype=dtype,
-                                chunks="chunk" if chunks is None else chunks,
+                                chunks="chunk" if blocks is None else blocks,
                                 block_info=block_info, trim=False, max_memory=max_memory,
                                 scheduler=scheduler, storage_options=storage_options,
                                 func_memory_factor=func_memory_factor, kwargs=kwargs,
