@@ -48,7 +48,13 @@ from chunkflow.api.opening import open_array
 from chunkflow.api.unfinished import open_unfinished
 from chunkflow.config.renames import renamed_parameters
 from chunkflow.core.array import Array
-from chunkflow.errors import InvalidSelectionError, ReadOnlyError, ShapeMismatchError
+from chunkflow.errors import (
+    ArgumentTypeError,
+    InvalidArgumentError,
+    InvalidSelectionError,
+    ReadOnlyError,
+    ShapeMismatchError,
+)
 from chunkflow.graph.casting import check_cast, check_casting
 from chunkflow.graph.scheduler import ProgressArg
 from chunkflow.graph.scheduler import compute as run
@@ -173,7 +179,7 @@ def _check_pair(source: Any, target: Array, region: tuple[slice, ...],
     if getattr(target, "read_only", False):
         raise ReadOnlyError(f"array {name!r} is read-only: chunkflow.store refuses to write")
     if not hasattr(source, "__dask_graph__") or not hasattr(source, "chunks"):
-        raise TypeError(
+        raise ArgumentTypeError(
             f"chunkflow.store: sources must be dask arrays, got {type(source).__name__}; "
             "write in-memory data with z[...] = data"
         )
@@ -354,7 +360,7 @@ def store(
     else:
         region_list = list(selection) if selection is not None else [None] * len(source_list)
     if not len(source_list) == len(target_list) == len(region_list):
-        raise ValueError(
+        raise InvalidArgumentError(
             f"chunkflow.store: {len(source_list)} sources, {len(target_list)} outputs and "
             f"{len(region_list)} selections; give one output and one selection per source"
         )

@@ -34,6 +34,8 @@ NO_URL: dict[str, str] = {
     "DistributedSynchronizer": "locks on a dask scheduler",
     "LocalStore": "a local folder by definition (URLs make an FsspecStore)",
     "DirectoryStore": "zarr-python 2's name for LocalStore: a local folder by definition",
+    "LRUStoreCache": "a second handle on a store already made (make_store takes the URL)",
+    "N5Store": "refuses N5 by name; opens nothing",
     "ZipStore": "a local zip file by definition (zip::s3://... URLs make an FsspecStore)",
     "MappingStore": "wraps a mapping object",
     "MemoryStore": "in-process memory",
