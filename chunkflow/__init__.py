@@ -69,6 +69,7 @@ from chunkflow.storage import (
     MappingStore,
     MemoryStore,
     N5Store,
+    SQLiteStore,
     Store,
     ZipStore,
 )
@@ -161,6 +162,7 @@ __all__ = [
     "N5Store",
     "OutputIsSourceError",
     "ProcessSynchronizer",
+    "SQLiteStore",
     "Store",
     "ThreadSynchronizer",
     "Tree",
