@@ -22,8 +22,10 @@ from chunkflow.api.foreign import as_hierarchy_node
 from chunkflow.core.array import Array
 from chunkflow.core.documents import join_path, node_kind, normalize_path
 from chunkflow.errors import (
+    ArgumentTypeError,
     ContainsArrayError,
     ContainsGroupError,
+    InvalidArgumentError,
     UnsupportedCodecError,
 )
 from chunkflow.jobs import without_mark
@@ -145,7 +147,7 @@ def _copy_into(source: Array | Group | ArrayLike, dest: Group, name: str | None,
                job: tuple[bool, str | None], log: CopyLog,
                **create_kwargs: Any) -> tuple[int, int, int]:
     if zarr_format is not None and zarr_format != dest.zarr_format:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"zarr_format={zarr_format} differs from the destination group {dest.name!r}, which "
             f"is v{dest.zarr_format}: a hierarchy holds one format; pass a store (or a "
             f"group of format {zarr_format}) as dest"
@@ -155,7 +157,7 @@ def _copy_into(source: Array | Group | ArrayLike, dest: Group, name: str | None,
         name = getattr(source, "basename", None) or \
             str(getattr(source, "name", "") or "").rstrip("/").rpartition("/")[2]
         if not name:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"copy of the root node {getattr(source, 'name', source)!r} needs name=; or "
                 f"use copy_all to copy its members into {dest.name!r}"
             )
@@ -196,8 +198,8 @@ def copy_all(
     _check_copy_arguments(if_exists, zarr_format)
     source = as_hierarchy_node(source)
     if isinstance(source, Array) or not hasattr(source, "members"):
-        raise TypeError(f"copy_all copies the members of a group; got {type(source).__name__} "
-                        f"{getattr(source, 'name', source)!r} (use chunkflow.copy for one array)")
+        raise ArgumentTypeError(f"copy_all copies the members of a group; got {type(source).__name__} "
+                                f"{getattr(source, 'name', source)!r} (use chunkflow.copy for one array)")
     attrs = {} if without_attrs else dict(source.attrs)
     # A group opened here is created with the attributes at once: a zip store cannot
     # rewrite its metadata document without growing.
@@ -460,9 +462,9 @@ def _patterns(patterns: str | Iterable[str] | None) -> list[re.Pattern[str]]:
 def _check_copy_arguments(if_exists: str, zarr_format: object = None) -> None:
     # Checked before anything is opened or created: a refusal creates nothing.
     if if_exists not in _IF_EXISTS:
-        raise ValueError(f"if_exists must be one of {_IF_EXISTS}, got {if_exists!r}")
+        raise InvalidArgumentError(f"if_exists must be one of {_IF_EXISTS}, got {if_exists!r}")
     if zarr_format not in (None, 2, 3):
-        raise ValueError(f"zarr_format must be 2, 3 or None (the source's), got {zarr_format!r}")
+        raise InvalidArgumentError(f"zarr_format must be 2, 3 or None (the source's), got {zarr_format!r}")
 
 
 def _url_options(

@@ -43,7 +43,7 @@ from chunkflow.codecs.v3_codecs import (
     VLenUTF8Codec,
     ZstdCodec,
 )
-from chunkflow.errors import UnsupportedCodecError
+from chunkflow.errors import InvalidArgumentError, UnsupportedCodecError
 from chunkflow.metadata import encode_data_type_v3
 
 if TYPE_CHECKING:
@@ -225,11 +225,11 @@ def _default_codecs(dtype: np.dtype, order: str, ndim: int | None,
     codecs: list[V3Codec] = []
     if order == "F":
         if ndim is None:
-            raise ValueError("order='F' needs ndim to build the transpose codec")
+            raise InvalidArgumentError("order='F' needs ndim to build the transpose codec")
         if ndim > 1:  # a transpose of 0 or 1 axes changes nothing
             codecs.append(TransposeCodec(tuple(range(ndim - 1, -1, -1))))
     elif order != "C":
-        raise ValueError(f"order must be 'C' or 'F', got {order!r}")
+        raise InvalidArgumentError(f"order must be 'C' or 'F', got {order!r}")
     for f in _as_list(filters):
         codec = to_v3_codec(evolved(f, dtype, object_codec, ndim), itemsize)
         if codec.kind != ARRAY_TO_ARRAY:
@@ -365,7 +365,7 @@ def normalize_v3_codecs(
         items = _default_codecs(dtype, order, ndim, compressor, filters, object_codec)
     else:
         if filters is not None or not (compressor is None or _is_default(compressor)):
-            raise ValueError("pass either codecs= or compressor=/filters=, not both")
+            raise InvalidArgumentError("pass either codecs= or compressor=/filters=, not both")
         itemsize = 1 if dtype.hasobject else dtype.itemsize
         items = [to_v3_codec(evolved(c, dtype, object_codec, ndim), itemsize)
                  for c in _as_list(codecs)]

@@ -27,6 +27,8 @@ import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from chunkflow.errors import ArgumentTypeError
+
 __all__ = ["MEANINGS", "renamed_parameters"]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -52,7 +54,7 @@ def renamed_parameters(**renames: str) -> Callable[[F], F]:
         # A typo here would send the value nowhere (or to **kwargs, when the function
         # forwards its keywords to one that takes the new name).
         if missing and not forwards:
-            raise TypeError(f"{func.__qualname__} has no parameter {missing}")
+            raise ArgumentTypeError(f"{func.__qualname__} has no parameter {missing}")
 
         @functools.wraps(func)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -61,7 +63,7 @@ def renamed_parameters(**renames: str) -> Callable[[F], F]:
                 if old not in kwargs:
                     continue
                 if new in kwargs:
-                    raise TypeError(f"{name}() got both {old}= (its old name) and {new}=")
+                    raise ArgumentTypeError(f"{name}() got both {old}= (its old name) and {new}=")
                 meaning = MEANINGS.get(new)
                 warnings.warn(
                     f"{name}(): {old}= is renamed {new}="

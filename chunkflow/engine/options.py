@@ -7,6 +7,7 @@ from typing import Any
 
 from chunkflow import config
 from chunkflow.cache import ChunkCache, default_cache, recheck_setting, store_cache
+from chunkflow.errors import ArgumentTypeError
 from chunkflow.sync import Synchronizer, as_synchronizer
 
 __all__ = ["ArrayOptions"]
@@ -83,7 +84,7 @@ class ArrayOptions:
         if isinstance(self.cache, ChunkCache):
             return self.cache
         if self.cache not in (None, True):
-            raise TypeError(f"cache must be None, True, False or a ChunkCache, got {self.cache!r}")
+            raise ArgumentTypeError(f"cache must be None, True, False or a ChunkCache, got {self.cache!r}")
         own = store_cache(store)
         return own if own is not None else default_cache()
 

@@ -42,7 +42,7 @@ from chunkflow.api.hierarchy import open_node
 from chunkflow.config.renames import renamed_parameters
 from chunkflow.core.array import Array
 from chunkflow.engine.pool import batch_chunks, serial_io
-from chunkflow.errors import InvalidSelectionError
+from chunkflow.errors import ArgumentTypeError, InvalidArgumentError, InvalidSelectionError
 from chunkflow.graph.blocks import (
     DimBlocks,
     auto_per_block,
@@ -255,10 +255,10 @@ def as_source_array(source: ArraySource, storage_options: Mapping[str, Any] | No
     with ``open_kwargs`` such as ``cache=False``)."""
     if isinstance(source, Array):
         if storage_options:
-            raise ValueError("storage_options apply to URLs, not to an open chunkflow.Array")
+            raise InvalidArgumentError("storage_options apply to URLs, not to an open chunkflow.Array")
         return source
     if not isinstance(source, (str, os.PathLike, Store, Mapping)):
-        raise TypeError(
+        raise ArgumentTypeError(
             f"to_dask needs a chunkflow.Array, a path, a URL or a store, got "
             f"{type(source).__name__}"
         )

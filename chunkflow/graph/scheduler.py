@@ -35,6 +35,7 @@ import dask
 from dask.callbacks import Callback
 
 from chunkflow.config.resources import usable_cores
+from chunkflow.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -201,7 +202,7 @@ def scheduler_choice(scheduler: SchedulerLike) -> tuple[Any, Any]:
             return "address", scheduler
     elif hasattr(scheduler, "compute") and hasattr(scheduler, "gather"):
         return scheduler, scheduler
-    raise ValueError(
+    raise InvalidArgumentError(
         f"scheduler={scheduler!r} is not one of threads, processes, sync, a "
         "distributed.Client or a scheduler address (tcp://host:port)"
     )

@@ -46,7 +46,13 @@ from dask.highlevelgraph import HighLevelGraph
 from chunkflow.api.creation import create
 from chunkflow.api.unfinished import open_unfinished
 from chunkflow.core.array import Array
-from chunkflow.errors import InvalidSelectionError, ReadOnlyError, ShapeMismatchError
+from chunkflow.errors import (
+    ArgumentTypeError,
+    InvalidArgumentError,
+    InvalidSelectionError,
+    ReadOnlyError,
+    ShapeMismatchError,
+)
 from chunkflow.graph.casting import check_cast, check_casting
 from chunkflow.graph.scheduler import ProgressArg
 from chunkflow.graph.scheduler import compute as run
@@ -171,7 +177,7 @@ def _check_pair(source: Any, target: Array, region: tuple[slice, ...],
     if getattr(target, "read_only", False):
         raise ReadOnlyError(f"array {name!r} is read-only: chunkflow.store refuses to write")
     if not hasattr(source, "__dask_graph__") or not hasattr(source, "chunks"):
-        raise TypeError(
+        raise ArgumentTypeError(
             f"chunkflow.store: sources must be dask arrays, got {type(source).__name__}; "
             "write in-memory data with z[...] = data"
         )
@@ -339,7 +345,7 @@ def store(
     else:
         region_list = list(regions) if regions is not None else [None] * len(source_list)
     if not len(source_list) == len(target_list) == len(region_list):
-        raise ValueError(
+        raise InvalidArgumentError(
             f"chunkflow.store: {len(source_list)} sources, {len(target_list)} targets and "
             f"{len(region_list)} regions; give one target and one region per source"
         )

@@ -25,7 +25,7 @@ from typing import Any, TypeAlias
 
 import numpy as np
 
-from chunkflow.errors import MetadataError
+from chunkflow.errors import MetadataError, NotSerializableError
 
 __all__ = ["JSONValue", "describe", "dump_json_document", "load_json_document"]
 
@@ -138,7 +138,7 @@ def _to_json(obj: object) -> Any:
         return obj.tolist()
     if isinstance(obj, (tuple, set, frozenset)):
         return list(obj)
-    raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
+    raise NotSerializableError(f"Object of type {type(obj).__name__} is not JSON serializable")
 
 
 def _short(value: object, limit: int = 80) -> str:

@@ -41,6 +41,7 @@ from zarr.buffer import default_buffer_prototype
 from zarr.core.sync import sync
 from zarr.storage import FsspecStore
 
+from chunkflow.errors import ArgumentTypeError, KeyNotFoundError
 from chunkflow.storage.base import Store
 from chunkflow.storage.process_local import reference
 from chunkflow.storage.zarr_traits import (
@@ -118,8 +119,8 @@ class ZarrStoreAdapter(Store):
 
     def __init__(self, store: ZarrStore, read_only: bool = False) -> None:
         if not isinstance(store, ZarrStore):
-            raise TypeError(f"ZarrStoreAdapter needs a zarr.abc.store.Store, got "
-                            f"{type(store).__name__}")
+            raise ArgumentTypeError(f"ZarrStoreAdapter needs a zarr.abc.store.Store, got "
+                                    f"{type(store).__name__}")
         self.store = store
         self.read_only = read_only or store.read_only or not store.supports_writes
         if store.read_only or not store.supports_writes:
@@ -161,7 +162,7 @@ class ZarrStoreAdapter(Store):
     def _get(self, key: str) -> bytes:
         buffer = _run(self.store.get(key, prototype=self._prototype))
         if buffer is None:
-            raise KeyError(key)
+            raise KeyNotFoundError(key)
         return buffer.to_bytes()
 
     def _get_many(self, keys: list[str]) -> dict[str, bytes]:
@@ -181,7 +182,7 @@ class ZarrStoreAdapter(Store):
 
     def _delete(self, key: str) -> None:
         if not _run(self._delete_existing(key)):
-            raise KeyError(key)
+            raise KeyNotFoundError(key)
 
     def _delete_many(self, keys: list[str]) -> None:
         _run(self._gather(self.store.delete(k) for k in keys))
@@ -202,7 +203,7 @@ class ZarrStoreAdapter(Store):
     def _getsize(self, key: str) -> int:
         size = _run(self._size(key))
         if size is None:
-            raise KeyError(key)
+            raise KeyNotFoundError(key)
         return size
 
     # ---------------------------------------------------------------- helpers

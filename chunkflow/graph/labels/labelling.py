@@ -25,7 +25,7 @@ from dask.base import tokenize
 from dask.delayed import Delayed
 
 from chunkflow.core.array import Array
-from chunkflow.errors import LabelError
+from chunkflow.errors import InvalidArgumentError, LabelError
 from chunkflow.graph.labels.geometry import BlockGrid
 from chunkflow.graph.labels.graph import build_graph
 from chunkflow.graph.labels.output import OutputPlan, plan_output
@@ -50,7 +50,7 @@ def open_source(source: ArraySource | da.Array, storage_options: Mapping[str, An
     cache, as map jobs read) or a dask array."""
     if isinstance(source, da.Array):
         if storage_options:
-            raise ValueError(f"{what}: storage_options apply to URLs, not to a dask array")
+            raise InvalidArgumentError(f"{what}: storage_options apply to URLs, not to a dask array")
         found = Source(lazy=source)
     else:
         array = as_source_array(source, storage_options,

@@ -41,7 +41,7 @@ import dask.array as da
 import numpy as np
 from dask.base import tokenize
 
-from chunkflow.errors import LabelError, ShapeMismatchError
+from chunkflow.errors import ArgumentTypeError, LabelError, ShapeMismatchError
 from chunkflow.graph.labels.geometry import BlockGrid, face_bit
 from chunkflow.graph.labels.labelling import job_parts, open_source, run_label_job
 from chunkflow.graph.labels.output import plan_output
@@ -274,7 +274,7 @@ def segment(
         The labels, numbered by first voxel in C order, and their number.
     """
     if not callable(fn):
-        raise TypeError(f"segment: fn must be callable, got {type(fn).__name__}")
+        raise ArgumentTypeError(f"segment: fn must be callable, got {type(fn).__name__}")
     if not 0 <= min_overlap <= 1:
         raise LabelError(f"segment: min_overlap must lie in [0, 1], got {min_overlap!r}")
     src = open_source(source, storage_options, "segment")

@@ -45,7 +45,7 @@ from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 
 from chunkflow.api.unfinished import open_recorded_block_plan
 from chunkflow.config.renames import renamed_parameters
-from chunkflow.errors import MemoryPlanError
+from chunkflow.errors import ArgumentTypeError, MemoryPlanError
 from chunkflow.graph.casting import check_casting
 from chunkflow.graph.map.halo import check_boundary, normalize_depth
 from chunkflow.graph.map.outputs import NewOut, open_sources, resolve_out
@@ -241,7 +241,7 @@ def map_chunks(
     dask.array.Array (``out=None``), the output Array, or a lazy dask scalar.
     """
     if resume and out is None:
-        raise TypeError("map_chunks: resume=True needs out= (an output to record blocks in)")
+        raise ArgumentTypeError("map_chunks: resume=True needs out= (an output to record blocks in)")
     # Before anything is created: a function that cannot be tokenized refuses here.
     func_parts = function_parts(func, (kwargs, depth, boundary, constant_value, trim,
                                        block_info, str(dtype)), job_name) if resume else {}

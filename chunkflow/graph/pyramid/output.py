@@ -19,6 +19,7 @@ from chunkflow.api.hierarchy import open_group, open_node
 from chunkflow.core.array import Array
 from chunkflow.core.group import Group
 from chunkflow.errors import (
+    ArgumentTypeError,
     ContainsArrayError,
     ContainsGroupError,
     NodeNotFoundError,
@@ -165,8 +166,8 @@ def plan_output(source: Array, source_location: Any, location: StoreLike,
         labels join.
     """
     if not isinstance(location, (str, os.PathLike, Store)):
-        raise TypeError(f"pyramid: out must be a path, a URL or a store, got "
-                        f"{type(location).__name__}")
+        raise ArgumentTypeError(f"pyramid: out must be a path, a URL or a store, got "
+                                f"{type(location).__name__}")
     out_path, source_path = _local_path(location), _local_path(source_location)
     if out_path is not None and source_path is not None and (
             source_path == out_path or out_path in source_path.parents):

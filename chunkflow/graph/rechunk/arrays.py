@@ -26,7 +26,7 @@ import numpy as np
 from chunkflow.api.hierarchy import open_node
 from chunkflow.api.zarr3 import create_array
 from chunkflow.core.array import Array
-from chunkflow.errors import ContainsArrayError, InvalidSelectionError
+from chunkflow.errors import ArgumentTypeError, ContainsArrayError, InvalidSelectionError
 from chunkflow.graph.write import unit_region
 from chunkflow.storage import Store, make_store
 
@@ -149,8 +149,8 @@ def output_template(source: Array, shape: tuple[int, ...], chunks: tuple[int, ..
 def refuse_existing(location: StoreLike, storage_options: Mapping[str, Any] | None) -> None:
     """Raise when something is at ``location`` already (without ``overwrite``)."""
     if isinstance(location, Array):
-        raise TypeError("rechunk: out must be a path, a URL or a store for a new array, "
-                        "not an open Array")
+        raise ArgumentTypeError("rechunk: out must be a path, a URL or a store for a new array, "
+                                "not an open Array")
     try:
         open_node(location, mode="r", storage_options=dict(storage_options or {}) or None)
     except (FileNotFoundError, KeyError):

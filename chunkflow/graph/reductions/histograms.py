@@ -14,6 +14,7 @@ import dask
 import numpy as np
 
 from chunkflow.config.renames import renamed_parameters
+from chunkflow.errors import InvalidArgumentError
 from chunkflow.graph.reductions.plan import reduction_input, split_every
 from chunkflow.graph.reductions.tree import tree_reduce
 from chunkflow.graph.scheduler import ProgressArg, deferred_scheduler
@@ -107,11 +108,11 @@ def histogram(
     (True, dtype('float32'), True)
     """
     if weights is not None:
-        raise ValueError("histogram: weights= is not supported; pass weights=None "
-                         "(or count with chunkflow.summarize_chunks and numpy.histogram)")
+        raise InvalidArgumentError("histogram: weights= is not supported; pass weights=None "
+                                   "(or count with chunkflow.summarize_chunks and numpy.histogram)")
     if isinstance(bins, str):
-        raise ValueError(f"histogram: bins={bins!r} (a numpy bin estimator) needs the whole "
-                         "data in memory; give a number of bins or the edges")
+        raise InvalidArgumentError(f"histogram: bins={bins!r} (a numpy bin estimator) needs the whole "
+                                   "data in memory; give a number of bins or the edges")
     x, block_bytes = reduction_input(source, selection, blocks, max_memory, scheduler,
                                      storage_options)
     if not compute and range is None and np.ndim(bins) == 0 and x.size:
@@ -125,8 +126,8 @@ def histogram(
         # dtype follows from them).
         range = (np.asarray(low, x.dtype)[()], np.asarray(high, x.dtype)[()])
         if not (np.isfinite(range[0]) and np.isfinite(range[1])):
-            raise ValueError(f"histogram: autodetected range of [{range[0]}, {range[1]}] is "
-                             "not finite (as numpy says); pass range=")
+            raise InvalidArgumentError(f"histogram: autodetected range of [{range[0]}, {range[1]}] is "
+                                       "not finite (as numpy says); pass range=")
     # numpy's edges (and its errors for bad bins or a non-finite range), before any pass.
     edges = np.histogram_bin_edges(np.empty(0, x.dtype), bins=bins, range=range)
     counts: Any = np.zeros(len(edges) - 1, np.int64)

@@ -26,6 +26,7 @@ import dask.array as da
 import numpy as np
 
 from chunkflow.core.array import Array
+from chunkflow.errors import InvalidArgumentError
 from chunkflow.graph.memory import memory_budget, task_max_memory
 from chunkflow.graph.read import as_source_array, to_dask
 
@@ -105,7 +106,7 @@ def reduction_input(source: ReductionSource, selection: Selection = Ellipsis, bl
     """
     if isinstance(source, da.Array):
         if storage_options:
-            raise ValueError("storage_options apply to URLs, not to a dask array")
+            raise InvalidArgumentError("storage_options apply to URLs, not to a dask array")
         return source, int(np.prod(source.chunksize)) * source.dtype.itemsize
     array = as_source_array(source, storage_options,
                             **({} if isinstance(source, Array) else {"cache": False}))

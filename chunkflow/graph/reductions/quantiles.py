@@ -43,7 +43,7 @@ import dask.array as da
 import numpy as np
 
 from chunkflow.config.renames import renamed_parameters
-from chunkflow.errors import ValuesChangedError
+from chunkflow.errors import InvalidArgumentError, ValuesChangedError
 from chunkflow.graph.memory import task_max_memory
 from chunkflow.graph.reductions.order_keys import (
     check_dtype,
@@ -189,7 +189,7 @@ def _order_statistics(source: ReductionSource, ranks_of: Any, what: str, skip_na
     if x.dtype != dtype:
         x = x.astype(dtype)
     if x.size == 0:
-        raise ValueError(f"{what} of an empty selection (shape {x.shape}) is undefined")
+        raise InvalidArgumentError(f"{what} of an empty selection (shape {x.shape}) is undefined")
     budget = task_max_memory(max_memory, scheduler)
     options = _Options(what, scheduler, progress, budget)
     first_bits = _digit_bits(8 * dtype.itemsize, 0, 1, budget)
@@ -274,11 +274,11 @@ _PARAMETERS = """
 
 def _check_call(axis: object, method: str, what: str) -> None:
     if axis is not None:
-        raise ValueError(f"{what}: axis={axis!r} is not supported; only axis=None (all values "
-                         "of the selection). Select a part with selection= instead")
+        raise InvalidArgumentError(f"{what}: axis={axis!r} is not supported; only axis=None (all values "
+                                   "of the selection). Select a part with selection= instead")
     if method != "linear":
-        raise ValueError(f"{what}: method={method!r} is not supported; only numpy's default "
-                         "'linear'")
+        raise InvalidArgumentError(f"{what}: method={method!r} is not supported; only numpy's default "
+                                   "'linear'")
 
 
 def _document(summary: str, q: str, example: str) -> str:

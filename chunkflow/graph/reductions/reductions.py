@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import dask.array as da
 
 from chunkflow.config.renames import renamed_parameters
+from chunkflow.errors import InvalidArgumentError
 from chunkflow.graph.reductions.plan import reduction_input, split_every
 from chunkflow.graph.scheduler import ProgressArg
 from chunkflow.graph.scheduler import compute as run
@@ -50,7 +51,7 @@ StorageOptions = Mapping[str, Any] | None
 
 def _reduction(x: da.Array, op: str, axis: int | tuple[int, ...] | None, every: int, ddof: int) -> da.Array:
     if op not in OPERATIONS:
-        raise ValueError(f"unknown reduction {op!r}; expected one of {', '.join(OPERATIONS)}")
+        raise InvalidArgumentError(f"unknown reduction {op!r}; expected one of {', '.join(OPERATIONS)}")
     method = getattr(x, op)
     if op in ("std", "var"):
         return method(axis=axis, split_every=every, ddof=ddof)
