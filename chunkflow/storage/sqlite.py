@@ -24,7 +24,7 @@ import sqlite3
 import threading
 from collections.abc import Iterator
 
-from chunkflow.errors import StoreRequestError
+from chunkflow.errors import KeyNotFoundError, StoreRequestError
 from chunkflow.storage.base import Store
 
 __all__ = ["SQLiteStore"]
@@ -109,7 +109,7 @@ class SQLiteStore(Store):
         with self._translate(key, write=False), self._lock:
             row = self._db().execute(f"SELECT v FROM {_TABLE} WHERE k = ?", (key,)).fetchone()
         if row is None:
-            raise KeyError(key)
+            raise KeyNotFoundError(key)
         return bytes(row[0])
 
     def _get_many(self, keys: list[str]) -> dict[str, bytes]:
@@ -146,7 +146,7 @@ class SQLiteStore(Store):
             with _transaction(db):
                 deleted = db.execute(f"DELETE FROM {_TABLE} WHERE k = ?", (key,)).rowcount
         if not deleted:
-            raise KeyError(key)
+            raise KeyNotFoundError(key)
 
     def _delete_many(self, keys: list[str]) -> None:
         with self._translate(",".join(keys[:3]), write=True), self._lock:
@@ -179,7 +179,7 @@ class SQLiteStore(Store):
             row = self._db().execute(
                 f"SELECT length(v) FROM {_TABLE} WHERE k = ?", (key,)).fetchone()
         if row is None:
-            raise KeyError(key)
+            raise KeyNotFoundError(key)
         return int(row[0])
 
 
