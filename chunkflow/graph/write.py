@@ -44,7 +44,9 @@ from dask.delayed import Delayed
 from dask.highlevelgraph import HighLevelGraph
 
 from chunkflow.api.creation import create
+from chunkflow.api.opening import open_array
 from chunkflow.api.unfinished import open_unfinished
+from chunkflow.config.renames import renamed_parameters
 from chunkflow.core.array import Array
 from chunkflow.errors import (
     ArgumentTypeError,
@@ -155,7 +157,7 @@ def unit_region(region: Any, array: Array, what: str) -> tuple[slice, ...]:
     entries = () if region is None else region if isinstance(region, tuple) else (region,)
     if len(entries) > array.ndim or any(not isinstance(s, slice) for s in entries):
         raise InvalidSelectionError(
-            f"{what}: array {name!r}: a region must be a tuple of at most {array.ndim} "
+            f"{what}: array {name!r}: selection= must be a tuple of at most {array.ndim} "
             f"slices, got {region!r}"
         )
     entries = entries + (slice(None),) * (array.ndim - len(entries))
@@ -164,7 +166,7 @@ def unit_region(region: Any, array: Array, what: str) -> tuple[slice, ...]:
         start, stop, step = entry.indices(size)
         if step != 1:
             raise InvalidSelectionError(
-                f"{what}: array {name!r}: region slices need unit steps, got {entry!r} for "
+                f"{what}: array {name!r}: selection= slices need unit steps, got {entry!r} for "
                 f"axis {dim}"
             )
         normalized.append(slice(start, max(start, stop)))
@@ -271,10 +273,18 @@ def _open_store_job(source: da.Array, target: Array, region: tuple[slice, ...], 
         job_name=job_name))
 
 
+def _open_out(out: Array | StoreLike, storage_options: dict[str, Any] | None) -> Array:
+    """An output of :func:`store`: an array, or the location of one (opened to write)."""
+    if isinstance(out, Array):
+        return out
+    return open_array(out, mode="r+", storage_options=storage_options)
+
+
+@renamed_parameters(targets="out", regions="selection")
 def store(
     sources: da.Array | Sequence[da.Array],
-    targets: Array | Sequence[Array],
-    regions: tuple[slice, ...] | Sequence[tuple[slice, ...] | None] | None = None,
+    out: Array | StoreLike | Sequence[Array | StoreLike],
+    selection: tuple[slice, ...] | Sequence[tuple[slice, ...] | None] | None = None,
     *,
     compute: bool = True,
     scheduler: SchedulerLike = None,
@@ -282,6 +292,7 @@ def store(
     resume: bool = False,
     job_name: str | None = None,
     casting: str = "same_kind",
+    storage_options: dict[str, Any] | None = None,
 ) -> Delayed | None:
     """Write dask arrays into chunkflow arrays, each chunk by exactly one task.
 
@@ -292,11 +303,12 @@ def store(
 
     Parameters
     ----------
-    sources, targets
-        A dask array and a chunkflow array, or equal-length sequences of them.
-    regions
-        Where each source goes in its target: a tuple of unit-step slices (or one per
-        pair); ``None`` means the whole target.
+    sources, out
+        A dask array and a chunkflow array (or the path, URL or store of an existing
+        one, opened for writing), or equal-length sequences of them.
+    selection
+        Where each source goes in its output: a tuple of unit-step slices (or one per
+        pair); ``None`` means the whole output.
     compute
         Run the writes now (default) or return a :class:`dask.delayed.Delayed` to run
         later, for example together with other work (``dask.compute(delayed)``,
@@ -319,6 +331,8 @@ def store(
         written (:class:`~chunkflow.errors.CastingError`, naming the target and both
         dtypes; a block whose dtype differs from its dask array's is checked when it
         is written) unless ``casting="unsafe"``.
+    storage_options : dict, optional
+        fsspec options for outputs given by URL.
 
     Returns
     -------
@@ -339,15 +353,16 @@ def store(
     """
     single = hasattr(sources, "__dask_graph__")
     source_list = [sources] if single else list(sources)
-    target_list = [targets] if single else list(targets)
+    target_list = [_open_out(t, storage_options)
+                   for t in ([out] if single else list(out))]  # type: ignore[arg-type]
     if single:
-        region_list = [regions]
+        region_list = [selection]
     else:
-        region_list = list(regions) if regions is not None else [None] * len(source_list)
+        region_list = list(selection) if selection is not None else [None] * len(source_list)
     if not len(source_list) == len(target_list) == len(region_list):
         raise InvalidArgumentError(
-            f"chunkflow.store: {len(source_list)} sources, {len(target_list)} targets and "
-            f"{len(region_list)} regions; give one target and one region per source"
+            f"chunkflow.store: {len(source_list)} sources, {len(target_list)} outputs and "
+            f"{len(region_list)} selections; give one output and one selection per source"
         )
     normalized = [unit_region(r, t, "chunkflow.store") for r, t in zip(region_list, target_list)]
     check_casting(casting, "chunkflow.store")
@@ -386,9 +401,10 @@ def store(
     return delayed
 
 
+@renamed_parameters(url_or_store="out")
 def to_chunkflow(
     x: da.Array,
-    url_or_store: StoreLike,
+    out: StoreLike,
     *,
     path: str | None = None,
     chunks: ChunksLike = None,
@@ -409,7 +425,7 @@ def to_chunkflow(
     x : dask.array.Array
         What to write; its blocks need not match the chunks (writes are regrouped
         onto the chunk grid, so no two tasks share a chunk).
-    url_or_store
+    out
         A path, URL or store for the new array.
     path : str, optional
         Where in the store (a group member path).
@@ -444,10 +460,10 @@ def to_chunkflow(
     spec = dict(shape=x.shape, chunks=chunks, dtype=create_kwargs.pop("dtype", x.dtype),
                 **create_kwargs)
     check_cast(np.dtype(x.dtype), np.dtype(spec["dtype"]), check_casting(casting, "to_chunkflow"),
-               f"to_chunkflow: {url_or_store!s}")
-    target = open_unfinished(url_or_store, path, storage_options) if resume else None
+               f"to_chunkflow: {out!s}")
+    target = open_unfinished(out, path, storage_options) if resume else None
     if target is None:
-        target = create(**spec, store=url_or_store, path=path, overwrite=overwrite,
+        target = create(**spec, store=out, path=path, overwrite=overwrite,
                         storage_options=storage_options)
     else:
         check_same_output(
