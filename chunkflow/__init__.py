@@ -71,6 +71,7 @@ from chunkflow.storage import (
     MappingStore,
     MemoryStore,
     N5Store,
+    SQLiteStore,
     Store,
     ZipStore,
 )
@@ -163,6 +164,7 @@ __all__ = [
     "N5Store",
     "OutputIsSourceError",
     "ProcessSynchronizer",
+    "SQLiteStore",
     "Store",
     "ThreadSynchronizer",
     "TransactionConflictError",
