@@ -7,7 +7,7 @@ Run by hand (not part of the test suite), with nothing else running::
 Cases:
 
 1. **Build** a dask array over 10^6 chunks (10^6 x 10^6 uint8 in 1000^2 chunks):
-   ``chunkflow.to_dask(z, chunks=(1, 1))`` against ``da.from_zarr(zarr_array)``.
+   ``chunkflow.to_dask(z, blocks=(1, 1))`` against ``da.from_zarr(zarr_array)``.
 2. **Slice and sum**: a 10,000-chunk region (100 x 100 chunks of 100^2 uint8) out of
    a 1,000,000-chunk array on a local folder, then ``.sum().compute()``:
    ``chunkflow.to_dask(z)[region].sum()`` against ``da.from_zarr(path)[region].sum()``.
@@ -73,7 +73,7 @@ def bench_build(folder: Path, repeat: int) -> None:
     chunkflow.create((10**6, 10**6), chunks=(1000, 1000), dtype="u1", store=path, overwrite=True)
     z = chunkflow.open(path, mode="r")
     zz = zarr.open_array(path, mode="r")
-    ours = _timed(lambda: chunkflow.to_dask(z, chunks=(1, 1)), repeat)
+    ours = _timed(lambda: chunkflow.to_dask(z, blocks=(1, 1)), repeat)
     theirs = _timed(lambda: da.from_zarr(zz), max(1, repeat // 2))
     print("1. build a dask array over 10^6 chunks (seconds)")
     print(f"   chunkflow.to_dask         {_median(ours)}")

@@ -9,7 +9,7 @@ chunks: 16384^2 (1 GiB) by default, 4096^2 (64 MiB) with ``--quick``. Each run i
 fresh process, which prints its time, its peak RSS and the percentiles
 ``[1, 5, 25, 50, 75, 95, 99]``:
 
-- ``chunkflow``: ``chunkflow.percentile(path, q, memory_limit="64 MiB")`` (16 MiB with
+- ``chunkflow``: ``chunkflow.percentile(path, q, max_memory="64 MiB")`` (16 MiB with
   ``--quick``), exact;
 - ``numpy``: the whole array read into memory, then ``np.percentile`` (the reference;
   the read is timed apart);
@@ -75,7 +75,7 @@ def _child(kind: str, path: str, budget: str) -> None:
     start = time.perf_counter()
     values: list[float] = []
     if kind == "chunkflow":
-        values = chunkflow.percentile(path, Q, memory_limit=budget).tolist()
+        values = chunkflow.percentile(path, Q, max_memory=budget).tolist()
     elif kind == "numpy":
         data = chunkflow.open(path, mode="r", cache=False)[...]
         extra["read"] = time.perf_counter() - start
@@ -102,7 +102,7 @@ def bench(folder: Path, side: int, budget: str, repeat: int) -> None:
     if not path.exists():
         _make_image(path, side)
     print(f"percentiles {Q} of a {side}^2 float32 image ({side * side * 4 / 2**30:.2f} GiB, "
-          f"512^2 chunks); chunkflow under memory_limit={budget!r}")
+          f"512^2 chunks); chunkflow under max_memory={budget!r}")
     runs = {kind: [_run_child(kind, path, budget) for _ in range(repeat)] for kind in KINDS}
     exact = np.array(runs["numpy"][0]["values"])
     idle = statistics.median(r["rss"] for r in runs["idle"]) / 2**20

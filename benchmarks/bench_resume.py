@@ -83,7 +83,7 @@ def _job(source: str, target: str, resume: bool, storage_options: dict | None = 
     start = time.perf_counter()
     with contextlib.nullcontext() if recorded else not_recorded():
         chunkflow.map_chunks(_filter, source, out=target, depth=DEPTH, dtype="f4",
-                             chunks=(1, 1), resume=resume, scheduler="threads",
+                             blocks=(1, 1), resume=resume, scheduler="threads",
                              storage_options=storage_options)
     return time.perf_counter() - start
 

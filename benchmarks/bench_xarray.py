@@ -91,7 +91,7 @@ def _to_dask_only(path: Path) -> Callable[[], Any]:
 
     def run() -> Any:
         group = chunkflow.open_group(path, mode="r", cache=False, use_consolidated=True)
-        arrays = [chunkflow.to_dask(a, chunks=(1,) * a.ndim) for _, a in group.arrays()]
+        arrays = [chunkflow.to_dask(a, blocks=(1,) * a.ndim) for _, a in group.arrays()]
         return dask.compute(*arrays)
 
     return run

@@ -21,6 +21,7 @@ array 'x': .zarray key 'chunks' must be positive, got [0]
 from __future__ import annotations
 
 __all__ = [
+    "ArgumentTypeError",
     "ArrayNotFoundError",
     "BoundsCheckError",
     "CastingError",
@@ -36,17 +37,23 @@ __all__ = [
     "GroupNotFoundError",
     "IncompleteJobWarning",
     "IncompleteListingError",
+    "InternalError",
+    "InvalidArgumentError",
     "InvalidKeyError",
     "InvalidOutError",
     "InvalidSelectionError",
     "JobMismatchError",
     "JobTokenError",
+    "KeyIsDirectoryError",
+    "KeyNotFoundError",
     "LabelError",
     "LockTimeoutError",
     "MemoryPlanError",
     "MetadataError",
     "MissingDependencyError",
     "NodeNotFoundError",
+    "NotRunningError",
+    "NotSerializableError",
     "OpenError",
     "OutputIsSourceError",
     "ProcessLocalStoreError",
@@ -55,13 +62,17 @@ __all__ = [
     "RemovedOutputError",
     "SettingError",
     "ShapeMismatchError",
+    "StoreClosedError",
     "StoreRequestError",
     "StoreValueChangedError",
+    "TransactionConflictError",
+    "TransactionError",
     "UnknownSettingError",
     "UnsafeCodecError",
     "UnsupportedCodecError",
     "UnsupportedDtypeError",
     "UnsupportedFormatError",
+    "UnsupportedOperationError",
     "UsageError",
     "ValueOutOfRangeError",
     "ValuesChangedError",
@@ -70,6 +81,56 @@ __all__ = [
 
 class ChunkflowError(Exception):
     """Base class of every error chunkflow raises on purpose."""
+
+
+class InvalidArgumentError(ChunkflowError, ValueError):
+    """An argument has a value the function does not take (a ``mode``, a ``scheduler``,
+    a ``chunks`` entry, an option given twice or where it does not apply); the message
+    names the argument, the value given and what was expected."""
+
+
+class ArgumentTypeError(ChunkflowError, TypeError):
+    """An argument, or the object an operation was applied to, has a type the function
+    does not take (an ``out=`` that is no array, a store that is no store, ``len()`` of
+    a 0-d array); the message names what was given and what was expected."""
+
+
+class KeyNotFoundError(ChunkflowError, KeyError):
+    """A key has no value: a store key, a group member, an attribute.
+
+    Raised where the ``Mapping`` protocol asks for a ``KeyError`` (``store[key]``,
+    ``group[name]``, ``attrs[name]``), so ``except KeyError`` and ``dict.get``-style
+    code keep working.
+    """
+
+
+class KeyIsDirectoryError(ChunkflowError, IsADirectoryError):
+    """A store key names a folder (a group's prefix), not a stored value; stores count
+    it as a missing key."""
+
+
+class NotSerializableError(ChunkflowError, TypeError):
+    """A value cannot be serialized: an attribute that is not JSON, a store that does
+    not pickle (a zip store open for writing)."""
+
+
+class StoreClosedError(ChunkflowError, ValueError):
+    """A store, or a byte-range reader of one, was used after it was closed (a
+    ``ValueError``, as Python's files raise)."""
+
+
+class UnsupportedOperationError(ChunkflowError, NotImplementedError):
+    """A store cannot do what was asked (a zip file cannot delete a key)."""
+
+
+class NotRunningError(ChunkflowError, RuntimeError):
+    """Something the call needs is not running: no ``distributed.Client`` for a
+    distributed lock, a test proxy used outside its ``with`` block."""
+
+
+class InternalError(ChunkflowError, AssertionError):
+    """An invariant of chunkflow's own code does not hold: a bug in chunkflow; please
+    report it with the message."""
 
 
 class MetadataError(ChunkflowError, ValueError):
@@ -310,3 +371,13 @@ class OpenError(ChunkflowError, OSError):
 
 class RemovedOutputError(ChunkflowError, RuntimeError):
     """A command failed part-way; the output it had created was removed."""
+
+
+class TransactionError(ChunkflowError, RuntimeError):
+    """A job could not write into a transactional store's session (an Icechunk
+    session): it could not be forked for the workers, or the forks not merged back."""
+
+
+class TransactionConflictError(TransactionError):
+    """Committing a job's writes into an Icechunk branch conflicted with a commit made
+    since the session started (the same chunks or metadata changed)."""

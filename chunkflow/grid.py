@@ -23,7 +23,13 @@ from functools import cached_property
 from itertools import product
 from typing import Any, SupportsIndex, TypeAlias
 
-from chunkflow.errors import BoundsCheckError, InvalidSelectionError
+from chunkflow.errors import (
+    ArgumentTypeError,
+    BoundsCheckError,
+    InvalidArgumentError,
+    InvalidSelectionError,
+    MetadataError,
+)
 
 __all__ = [
     "ChunkKeyEncoding", "ChunksLike", "KeyEncodingLike", "RegularChunkGrid", "ShapeLike", "ceil_div",
@@ -68,7 +74,7 @@ def ceil_div(a: int, b: int) -> int:
 def _as_index(value: SupportsIndex) -> int:
     """``operator.index`` that refuses bools (``True`` is an int, but never a size)."""
     if isinstance(value, bool) or getattr(getattr(value, "dtype", None), "kind", None) == "b":
-        raise TypeError(f"expected an integer, got the boolean {value!r}")
+        raise ArgumentTypeError(f"expected an integer, got the boolean {value!r}")
     return operator.index(value)
 
 
@@ -102,11 +108,11 @@ class ChunkKeyEncoding:
 
     def __post_init__(self) -> None:
         if self.name not in _ENCODING_NAMES:
-            raise ValueError(
+            raise MetadataError(
                 f"chunk key encoding name must be one of {_ENCODING_NAMES}, got {self.name!r}"
             )
         if self.separator not in _SEPARATORS:
-            raise ValueError(
+            raise MetadataError(
                 f"chunk key separator must be one of {_SEPARATORS}, got {self.separator!r}"
             )
 
@@ -174,15 +180,15 @@ class RegularChunkGrid:
         try:
             chunks = tuple(_as_index(c) for c in self.chunks)
         except TypeError as err:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"chunks must be a sequence of integers, got {self.chunks!r} for shape {shape}"
             ) from err
         if len(chunks) != len(shape):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"chunks {chunks} must have one entry per dimension of shape {shape}"
             )
         if any(c < 1 for c in chunks):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"chunk sizes must be at least 1, got chunks {chunks} for shape {shape}"
             )
         # Frozen dataclass: store the canonical (plain int tuple) forms.
@@ -282,11 +288,11 @@ def normalize_shape(shape: ShapeLike) -> tuple[int, ...]:
     try:
         result = (_as_index(shape),) if _is_scalar(shape) else tuple(_as_index(s) for s in shape)
     except TypeError as err:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"shape must be an integer or a sequence of integers, got {shape!r}"
         ) from err
     if any(s < 0 for s in result):
-        raise ValueError(f"shape entries must be non-negative, got {result}")
+        raise InvalidArgumentError(f"shape entries must be non-negative, got {result}")
     return result
 
 
@@ -331,7 +337,7 @@ def normalize_chunks(chunks: ChunksLike, shape: tuple[int, ...], itemsize: int) 
     if chunks is False:
         return tuple(max(s, 1) for s in shape)
     if isinstance(chunks, (str, bytes)):
-        raise ValueError(
+        raise InvalidArgumentError(
             f"chunks must be None, True, False, an int or a sequence of ints, got {chunks!r} "
             f"for shape {shape}"
         )
@@ -339,7 +345,7 @@ def normalize_chunks(chunks: ChunksLike, shape: tuple[int, ...], itemsize: int) 
         return tuple(_chunk_entry(chunks, s, chunks, shape) for s in shape)
     entries = tuple(chunks)
     if len(entries) != len(shape):
-        raise ValueError(
+        raise InvalidArgumentError(
             f"chunks {chunks!r} must have one entry per dimension of shape {shape} "
             f"({len(shape)} entries, got {len(entries)})"
         )
@@ -354,7 +360,7 @@ def _chunk_entry(
     try:
         value = _as_index(entry)
     except TypeError as err:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"chunks {chunks!r} for shape {shape}: entries must be integers, None or -1, "
             f"got {entry!r} (irregular dask-style chunks are not supported)"
         ) from err
@@ -363,7 +369,7 @@ def _chunk_entry(
         # dimension, stored as 1 (tensorstore refuses a chunk size of 0).
         return max(size, 1)
     if value < 1:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"chunks {chunks!r} for shape {shape}: chunk sizes must be positive "
             f"(or -1 / None for the whole dimension, 0 for a zero-length one), got {value}"
         )

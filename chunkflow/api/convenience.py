@@ -18,10 +18,11 @@ import numpy as np
 
 from chunkflow.api.copying import copy, copy_all, copy_store
 from chunkflow.api.creation import array as create_array_from
+from chunkflow.api.foreign import as_hierarchy_node
 from chunkflow.api.opening import open_array
 from chunkflow.core.array import Array
 from chunkflow.core.documents import node_kind, normalize_path, not_found_message
-from chunkflow.errors import NodeNotFoundError
+from chunkflow.errors import InvalidArgumentError, NodeNotFoundError
 from chunkflow.storage import Store, make_store
 
 if TYPE_CHECKING:
@@ -113,10 +114,10 @@ def save_group(
     named = {f"arr_{i}": arr for i, arr in enumerate(args)}
     duplicated = sorted(set(named) & set(arrays))
     if duplicated:
-        raise ValueError(f"save_group: {duplicated} given both by position and by keyword")
+        raise InvalidArgumentError(f"save_group: {duplicated} given both by position and by keyword")
     named.update(arrays)
     if not named:
-        raise ValueError("save_group needs at least one array to save")
+        raise InvalidArgumentError("save_group needs at least one array to save")
     from chunkflow.api.hierarchy import group
 
     with _opened(store, "a", storage_options) as resolved:
@@ -148,7 +149,7 @@ def save(
     (array([0., 0.]), ['a', 'b'])
     """
     if not args and not kwargs:
-        raise ValueError("save needs at least one array to save")
+        raise InvalidArgumentError("save needs at least one array to save")
     if len(args) == 1 and not kwargs:
         save_array(store, args[0], zarr_format=zarr_format, path=path,
                    storage_options=storage_options)
@@ -337,7 +338,8 @@ def create_group(
 
 
 def tree(node: Group, level: int | None = None) -> Tree:
-    """The hierarchy below a group (as zarr-python 3's ``zarr.tree``).
+    """The hierarchy below a group (as zarr-python 3's ``zarr.tree``); an h5py group
+    or file is drawn the same way.
 
     Examples
     --------
@@ -348,4 +350,4 @@ def tree(node: Group, level: int | None = None) -> Tree:
     /
     └── a (2,) uint8
     """
-    return node.tree(level=level)
+    return as_hierarchy_node(node).tree(level=level)

@@ -17,11 +17,16 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Literal
 
 from chunkflow.api.block_copy import copy_array_resumable, resumable_here
+from chunkflow.api.copy_log import CopyLog, LogTarget
+from chunkflow.api.foreign import as_hierarchy_node
+from chunkflow.config.renames import renamed_parameters
 from chunkflow.core.array import Array
 from chunkflow.core.documents import join_path, node_kind, normalize_path
 from chunkflow.errors import (
+    ArgumentTypeError,
     ContainsArrayError,
     ContainsGroupError,
+    InvalidArgumentError,
     UnsupportedCodecError,
 )
 from chunkflow.jobs import array_location, canonical, check_not_source, without_mark
@@ -45,9 +50,10 @@ COPY_STORE_MAX_BYTES = 64 * 2**20
 COPY_STORE_MAX_KEYS = 256
 
 
+@renamed_parameters(dest="out")
 def copy(
     source: Array | Group | ArrayLike,
-    dest: Group | StoreLike,
+    out: Group | StoreLike,
     name: str | None = None,
     *,
     shallow: bool = False,
@@ -57,34 +63,37 @@ def copy(
     storage_options: dict[str, Any] | None = None,
     resume: bool = False,
     job_name: str | None = None,
+    log: LogTarget = None,
     **create_kwargs: Any,
 ) -> tuple[int, int, int]:
-    """Copy an array or a group (recursively) into the group ``dest``.
+    """Copy an array or a group (recursively) into the group ``out``.
 
     Parameters
     ----------
     source : Array or Group
         What to copy. Any array-like with ``shape``, ``dtype`` and slicing (an h5py
-        dataset, a zarr-python array) is copied as an array too.
-    dest : Group, or a store / path / URL
+        dataset, a zarr-python array) is copied as an array too, and an h5py group or
+        file as a group.
+    out : Group, or a store / path / URL
         The destination group; anything else is opened as a group (created when
-        missing) in ``zarr_format``, or in the source's format.
+        missing) in ``zarr_format``, or in the source's format. (zarr-python calls it
+        ``dest``; ``dest=`` still works in 0.2, with a ``FutureWarning``.)
     name : str, optional
-        Name of the copy inside ``dest`` (default: the source's basename).
+        Name of the copy inside ``out`` (default: the source's basename).
     shallow : bool
         Copy a group's arrays but not its subgroups.
     without_attrs : bool
         Do not copy user attributes.
     if_exists : {"raise", "replace", "skip"}
-        What to do when ``dest`` already holds ``name``. ``"skip"`` on an existing
+        What to do when ``out`` already holds ``name``. ``"skip"`` on an existing
         group merges: the copy descends into it and skips the members that exist, so
         an interrupted copy can be resumed. ``"replace"`` needs a store that deletes
         (not a zip file).
     zarr_format : {2, 3}, optional
         Format of the copy. A hierarchy holds one format, so with a ``Group`` as
-        ``dest`` it must be that group's format (the default).
+        ``out`` it must be that group's format (the default).
     storage_options : dict, optional
-        fsspec options (credentials, ``endpoint_url``...) when ``dest`` is a URL.
+        fsspec options (credentials, ``endpoint_url``...) when ``out`` is a URL.
     resume : bool
         Copy arrays block by block, recording each finished block in the
         destination (see :mod:`chunkflow.api.block_copy`); an array an interrupted
@@ -94,6 +103,9 @@ def copy(
         ``if_exists``: pass ``if_exists="skip"`` to resume a whole tree.
     job_name : str, optional
         A name for the copy job (kept in the unfinished destination's mark).
+    log : callable, file path or file-like, optional
+        Where to write a line per node copied or skipped (``copy /foo/bar (100,)
+        int64``) and a summary, as zarr-python 2 does.
     **create_kwargs
         Creation arguments overriding those taken from each source array
         (``chunks``, ``compressor``, ``codecs``, ``fill_value``...).
@@ -106,7 +118,7 @@ def copy(
     Raises
     ------
     ContainsArrayError, ContainsGroupError
-        ``if_exists="raise"`` and ``dest`` already holds ``name``.
+        ``if_exists="raise"`` and ``out`` already holds ``name``.
 
     Examples
     --------
@@ -121,36 +133,45 @@ def copy(
     (3, 'm', 9)
     """
     _check_copy_arguments(if_exists, zarr_format)
-    opened = _as_group(dest, zarr_format, source, storage_options=storage_options)
-    with _closing_if_opened(dest, opened) as group:
-        return _copy_into(source, group, name, shallow=shallow, without_attrs=without_attrs,
-                          if_exists=if_exists, zarr_format=zarr_format,
-                          job=(resume, job_name), **create_kwargs)
+    source = as_hierarchy_node(source)
+    with CopyLog(log) as logger:
+        opened = _as_group(out, zarr_format, source, storage_options=storage_options)
+        with _closing_if_opened(out, opened) as group:
+            counts = _copy_into(source, group, name, shallow=shallow,
+                                without_attrs=without_attrs, if_exists=if_exists,
+                                zarr_format=zarr_format, job=(resume, job_name),
+                                log=logger, **create_kwargs)
+        logger.summary(*counts)
+    return counts
 
 
 def _copy_into(source: Array | Group | ArrayLike, dest: Group, name: str | None, *, shallow: bool,
                without_attrs: bool, if_exists: IfExists, zarr_format: int | None,
-               job: tuple[bool, str | None], **create_kwargs: Any) -> tuple[int, int, int]:
+               job: tuple[bool, str | None], log: CopyLog,
+               **create_kwargs: Any) -> tuple[int, int, int]:
     if zarr_format is not None and zarr_format != dest.zarr_format:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"zarr_format={zarr_format} differs from the destination group {dest.name!r}, which "
             f"is v{dest.zarr_format}: a hierarchy holds one format; pass a store (or a "
-            f"group of format {zarr_format}) as dest"
+            f"group of format {zarr_format}) as out"
         )
     if name is None:
-        name = getattr(source, "basename", "") or ""
+        # An array-like of another library (an h5py dataset) has only its full name.
+        name = getattr(source, "basename", None) or \
+            str(getattr(source, "name", "") or "").rstrip("/").rpartition("/")[2]
         if not name:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"copy of the root node {getattr(source, 'name', source)!r} needs name=; or "
                 f"use copy_all to copy its members into {dest.name!r}"
             )
     return _copy_node(source, dest, name, shallow=shallow, without_attrs=without_attrs,
-                      if_exists=if_exists, kwargs=create_kwargs, job=job)
+                      if_exists=if_exists, kwargs=create_kwargs, job=job, log=log)
 
 
+@renamed_parameters(dest="out")
 def copy_all(
     source: Group,
-    dest: Group | StoreLike,
+    out: Group | StoreLike,
     *,
     shallow: bool = False,
     without_attrs: bool = False,
@@ -159,11 +180,12 @@ def copy_all(
     storage_options: dict[str, Any] | None = None,
     resume: bool = False,
     job_name: str | None = None,
+    log: LogTarget = None,
     **create_kwargs: Any,
 ) -> tuple[int, int, int]:
-    """Copy every member of the group ``source`` into ``dest`` (and its attributes).
+    """Copy every member of the group ``source`` into ``out`` (and its attributes).
 
-    Parameters are those of :func:`copy`; ``dest`` keeps its name.
+    Parameters are those of :func:`copy`; ``out`` keeps its name.
 
     Examples
     --------
@@ -178,33 +200,41 @@ def copy_all(
     (['a', 'sub'], 'demo', np.float64(1.0))
     """
     _check_copy_arguments(if_exists, zarr_format)
+    source = as_hierarchy_node(source)
     if isinstance(source, Array) or not hasattr(source, "members"):
-        raise TypeError(f"copy_all copies the members of a group; got {type(source).__name__} "
-                        f"{getattr(source, 'name', source)!r} (use chunkflow.copy for one array)")
+        raise ArgumentTypeError(f"copy_all copies the members of a group; got {type(source).__name__} "
+                                f"{getattr(source, 'name', source)!r} (use chunkflow.copy for one array)")
     attrs = {} if without_attrs else dict(source.attrs)
     # A group opened here is created with the attributes at once: a zip store cannot
     # rewrite its metadata document without growing.
-    opened = _as_group(dest, zarr_format, source, attributes=attrs,
-                       storage_options=storage_options)
-    with _closing_if_opened(dest, opened) as group:
-        totals = [0, 0, 0]
-        for member_name, member in source.members():
-            if shallow and not isinstance(member, Array):
-                continue
-            counts = copy(member, group, member_name, shallow=shallow,
-                          without_attrs=without_attrs, if_exists=if_exists,
-                          zarr_format=zarr_format, resume=resume, job_name=job_name,
-                          **create_kwargs)
-            totals = [t + c for t, c in zip(totals, counts)]
-        if any(group.attrs.get(key, _MISSING) != value for key, value in attrs.items()):
-            group.attrs.update(attrs)
+    with CopyLog(log) as logger:
+        opened = _as_group(out, zarr_format, source, attributes=attrs,
+                           storage_options=storage_options)
+        with _closing_if_opened(out, opened) as group:
+            totals = [0, 0, 0]
+            for member_name, member in source.members():
+                if shallow and not hasattr(member, "dtype"):
+                    continue
+                counts = _copy_into(member, group, member_name, shallow=shallow,
+                                    without_attrs=without_attrs, if_exists=if_exists,
+                                    zarr_format=zarr_format, job=(resume, job_name),
+                                    log=logger, **create_kwargs)
+                totals = [t + c for t, c in zip(totals, counts)]
+            if any(group.attrs.get(key, _MISSING) != value for key, value in attrs.items()):
+                group.attrs.update(attrs)
+        logger.summary(*totals)
     return totals[0], totals[1], totals[2]
 
 
 def _copy_node(source: Array | Group | ArrayLike, dest: Group, name: str, *, shallow: bool,
                without_attrs: bool, if_exists: IfExists, kwargs: dict[str, Any],
-               job: tuple[bool, str | None] = (False, None)) -> tuple[int, int, int]:
+               job: tuple[bool, str | None] = (False, None),
+               log: CopyLog | None = None) -> tuple[int, int, int]:
+    log = log or CopyLog()
     is_group = hasattr(source, "members") and not hasattr(source, "dtype")
+    described = str(getattr(source, "name", "") or "/" + name)
+    if not is_group:
+        described += f" {tuple(source.shape)} {source.dtype}"
     path = join_path(dest.path, name)
     if isinstance(getattr(source, "store", None), Store):
         # Replacing (or writing into) what is being copied would lose it before it is read.
@@ -222,12 +252,15 @@ def _copy_node(source: Array | Group | ArrayLike, dest: Group, name: str, *, sha
                 f"{dest.store!r}: a {existing} exists there; pass if_exists='replace' or 'skip'"
             )
         if if_exists == "skip" and not (is_group and existing == "group"):
+            log(f"skip {described}")
             return 0, 1, 0
         if if_exists == "replace":
             del dest[name]
             existing = None
     # A source's unfinished-job mark is not the copy's.
     attrs = {} if without_attrs else without_mark(dict(getattr(source, "attrs", None) or {}))
+    if not (is_group and existing == "group"):
+        log(f"copy {described}")
     if not is_group:  # every copy is a recorded job (see chunkflow.jobs)
         target = copy_array_resumable(source, dest, name,
                                       _array_kwargs(source, dest.zarr_format, kwargs),
@@ -240,11 +273,11 @@ def _copy_node(source: Array | Group | ArrayLike, dest: Group, name: str, *, sha
         target_group, copied = dest.create_group(name, attributes=attrs), 1
     skipped = n_bytes = 0
     for member_name, member in source.members():
-        if shallow and not isinstance(member, Array):
+        if shallow and not hasattr(member, "dtype"):
             continue
         counts = _copy_node(member, target_group, member_name, shallow=shallow,
                             without_attrs=without_attrs, if_exists=if_exists, kwargs=kwargs,
-                            job=job)
+                            job=job, log=log)
         copied, skipped, n_bytes = copied + counts[0], skipped + counts[1], n_bytes + counts[2]
     return copied, skipped, n_bytes
 
@@ -312,6 +345,7 @@ def copy_store(
     if_exists: IfExists = "raise",
     *,
     storage_options: dict[str, Any] | None = None,
+    log: LogTarget = None,
 ) -> tuple[int, int, int]:
     """Copy the raw keys below ``source_path`` of one store to ``dest_path`` of another.
 
@@ -334,6 +368,9 @@ def copy_store(
     storage_options : dict, optional
         fsspec options for whichever of ``source`` and ``dest`` is an fsspec URL
         (``s3://...``); local paths, stores and mappings take none.
+    log : callable, file path or file-like, optional
+        Where to write a line per key copied or skipped and a summary, as zarr-python 2
+        does.
 
     Returns
     -------
@@ -357,23 +394,29 @@ def copy_store(
     cut = len(src_prefix) + 1 if src_prefix else 0
     present = set(dst.list_prefix(dst_prefix)) if if_exists != "replace" else set()
     todo: list[tuple[str, str]] = []
-    skipped = 0
+    skipped_keys: list[str] = []
     for key in sorted(src.list_prefix(src_prefix)):
         relative = key[cut:]
         target = join_path(dst_prefix, relative)
         if any(p.search(key) for p in exclude) and not any(p.search(key) for p in include):
             continue
         if if_exists == "skip" and target in present:
-            skipped += 1
+            skipped_keys.append(key)
         elif if_exists == "raise" and target in present:
             _raise_key_exists(dst, target)
         else:
             todo.append((key, target))
-    copied = n_bytes = 0
-    for batch in _batches(src, todo):
-        dst.set_many(batch)
-        copied += len(batch)
-        n_bytes += sum(len(value) for value in batch.values())
+    copied, skipped, n_bytes = 0, len(skipped_keys), 0
+    with CopyLog(log) as logger:
+        for key in skipped_keys:
+            logger(f"skip {key}")
+        for batch, sources in _batches(src, todo):
+            dst.set_many(batch)
+            copied += len(batch)
+            n_bytes += sum(len(value) for value in batch.values())
+            for key in sources:
+                logger(f"copy {key}")
+        logger.summary(copied, skipped, n_bytes)
     # Stores opened here from a path are closed here (a zip file is only valid then).
     for given, store in ((source, src), (dest, dst)):
         if isinstance(given, (str, os.PathLike)):
@@ -381,14 +424,17 @@ def copy_store(
     return copied, skipped, n_bytes
 
 
-def _batches(src: Store, todo: list[tuple[str, str]]) -> Iterator[dict[str, bytes]]:
+def _batches(src: Store, todo: list[tuple[str, str]]
+             ) -> Iterator[tuple[dict[str, bytes], list[str]]]:
+    """Batches of ``{target: value}`` with the source keys they hold, in order."""
     # Key sizes are unknown before reading, so the batch size adapts: it starts small
     # and grows or shrinks so that the next batch holds about COPY_STORE_MAX_BYTES.
     size, start = 8, 0
     while start < len(todo):
         part = todo[start:start + size]
         found = src.get_many([key for key, _ in part])
-        yield {target: found[key] for key, target in part if key in found}
+        yield ({target: found[key] for key, target in part if key in found},
+               [key for key, _ in part if key in found])
         read = sum(len(v) for v in found.values())
         start += len(part)
         per_key = max(1, read // max(1, len(found)))
@@ -420,9 +466,9 @@ def _patterns(patterns: str | Iterable[str] | None) -> list[re.Pattern[str]]:
 def _check_copy_arguments(if_exists: str, zarr_format: object = None) -> None:
     # Checked before anything is opened or created: a refusal creates nothing.
     if if_exists not in _IF_EXISTS:
-        raise ValueError(f"if_exists must be one of {_IF_EXISTS}, got {if_exists!r}")
+        raise InvalidArgumentError(f"if_exists must be one of {_IF_EXISTS}, got {if_exists!r}")
     if zarr_format not in (None, 2, 3):
-        raise ValueError(f"zarr_format must be 2, 3 or None (the source's), got {zarr_format!r}")
+        raise InvalidArgumentError(f"zarr_format must be 2, 3 or None (the source's), got {zarr_format!r}")
 
 
 def _url_options(

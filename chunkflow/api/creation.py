@@ -22,7 +22,7 @@ from chunkflow.core.documents import (
 )
 from chunkflow.engine.options import ArrayOptions
 from chunkflow.engine.values import convert_dtype, is_chunked_source
-from chunkflow.errors import ContainsArrayError, ContainsGroupError
+from chunkflow.errors import ContainsArrayError, ContainsGroupError, InvalidArgumentError
 from chunkflow.storage import make_store
 
 if TYPE_CHECKING:
@@ -234,7 +234,7 @@ def array(data: ArrayLike, **kwargs: Any) -> Array:
             kwargs["chunks"] = chunks
     z = create(data.shape, **kwargs)
     if z.read_only:
-        raise ValueError("array(data, read_only=True) cannot write the data")
+        raise InvalidArgumentError("array(data, read_only=True) cannot write the data")
     z[...] = data
     return z
 

@@ -17,7 +17,7 @@ from chunkflow.api.zarr3 import create_array
 from chunkflow.api.zarr3_checks import ZARR3_ONLY
 from chunkflow.core import Array
 from chunkflow.core import Group as CoreGroup
-from chunkflow.errors import ShapeMismatchError
+from chunkflow.errors import ArgumentTypeError, ShapeMismatchError
 from chunkflow.storage import Store
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ def create_member_array(store: Store, path: str, *, shape: ShapeLike, dtype: DTy
                                      f"shape {tuple(data.shape)} of data")
         return creation.array(data, store=store, path=path, overwrite=overwrite, **kwargs)
     if shape is None:
-        raise TypeError(f"array {path!r}: pass shape= (or data=) to create an array")
+        raise ArgumentTypeError(f"array {path!r}: pass shape= (or data=) to create an array")
     return creation.create(shape, store=store, path=path, overwrite=overwrite, **kwargs)
 
 

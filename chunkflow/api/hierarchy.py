@@ -29,9 +29,11 @@ from chunkflow.core.node_records import (
     write_group,
 )
 from chunkflow.errors import (
+    ArgumentTypeError,
     ContainsArrayError,
     ContainsGroupError,
     GroupNotFoundError,
+    InvalidArgumentError,
     MetadataError,
     NodeNotFoundError,
 )
@@ -103,7 +105,7 @@ def _open_group(store: StoreLike, mode: str, path: str | None, lookup_format: in
                 storage_options: dict[str, Any] | None, options: MemberOptions,
                 use_consolidated: bool | None) -> Group:
     if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        raise InvalidArgumentError(f"mode must be one of {MODES}, got {mode!r}")
     resolved = make_store(store, mode=mode, storage_options=storage_options)
     node_path = normalize_path(path)
     extra = () if use_consolidated is False else (ZMETADATA,)
@@ -178,7 +180,7 @@ def open_node(store: StoreLike = None, mode: str = "a", *, path: str | None = No
     'Array'
     """
     if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        raise InvalidArgumentError(f"mode must be one of {MODES}, got {mode!r}")
     storage_options = kwargs.pop("storage_options", None)
     node_path = normalize_path(path)
     if mode in ("r", "r+"):
@@ -195,8 +197,8 @@ def open_node(store: StoreLike = None, mode: str = "a", *, path: str | None = No
         return open_array(resolved, mode, path=node_path, **kwargs)
     unknown = sorted(set(kwargs) - set(_GROUP_KWARGS))
     if unknown:
-        raise TypeError(f"opening the group {node_path or '/'!r}: unexpected arguments "
-                        f"{unknown} (pass shape= to create an array)")
+        raise ArgumentTypeError(f"opening the group {node_path or '/'!r}: unexpected arguments "
+                                f"{unknown} (pass shape= to create an array)")
     return open_group(resolved, mode, path=node_path, **kwargs)
 
 
@@ -300,7 +302,7 @@ def open_consolidated(store: StoreLike = None, *, path: str | None = None, mode:
         When the group has no consolidated metadata.
     """
     if mode not in ("r", "r+", "a"):
-        raise ValueError(f"open_consolidated mode must be 'r', 'r+' or 'a', got {mode!r}")
+        raise InvalidArgumentError(f"open_consolidated mode must be 'r', 'r+' or 'a', got {mode!r}")
     return open_group(store, mode, path=path, zarr_format=zarr_format,
                       storage_options=storage_options, synchronizer=synchronizer, cache=cache,
                       use_consolidated=True)

@@ -16,7 +16,7 @@ from chunkflow.api.zarr3 import create_array
 from chunkflow.api.zarr3_checks import ZARR3_ONLY
 from chunkflow.core.array import Array
 from chunkflow.core.documents import node_kind, normalize_path
-from chunkflow.errors import ArrayNotFoundError
+from chunkflow.errors import ArrayNotFoundError, InvalidArgumentError
 from chunkflow.storage import make_store
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ def open_array(
     (4,)
     """
     if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        raise InvalidArgumentError(f"mode must be one of {MODES}, got {mode!r}")
     resolved = make_store(store, mode=mode, storage_options=storage_options)
     node_path = normalize_path(path)
     options = {k: kwargs.pop(k) for k in _OPEN_OPTIONS if k in kwargs}

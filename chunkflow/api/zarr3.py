@@ -38,7 +38,7 @@ from chunkflow.api.zarr3_checks import (
 )
 from chunkflow.codecs import evolved
 from chunkflow.core.array import Array
-from chunkflow.errors import MetadataError
+from chunkflow.errors import ArgumentTypeError, MetadataError
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, DTypeLike
@@ -77,8 +77,8 @@ def _as_document(codec: CodecLike, zarr_format: int, items: DtypeSpec | None = N
         name = config.pop("id")
         return {"name": name if name in ("zstd", "gzip", "blosc", "crc32c") else
                 f"numcodecs.{name}", "configuration": config}
-    raise TypeError(f"cannot use {codec!r} as a codec: expected a dict, a zarr-python codec "
-                    "or a numcodecs codec")
+    raise ArgumentTypeError(f"cannot use {codec!r} as a codec: expected a dict, a zarr-python codec "
+                            "or a numcodecs codec")
 
 
 def _codec_list(
@@ -146,7 +146,7 @@ def create_array(
         dtype = items_dtype(data, data.dtype if dtype is None else dtype)
     zarr_format = resolve_zarr_format(zarr_format)
     if shape is None or dtype is None:
-        raise TypeError("create_array needs shape= and dtype= (or data=)")
+        raise ArgumentTypeError("create_array needs shape= and dtype= (or data=)")
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
     chunk_arg: ChunksLike = True if isinstance(chunks, str) and chunks == "auto" else chunks
     if isinstance(chunk_arg, (int, np.integer)) and not isinstance(chunk_arg, bool):

@@ -67,6 +67,7 @@ __all__ = [
     "discard_everywhere",
     "get_cache",
     "recheck_setting",
+    "store_cache",
 ]
 
 #: What every ``cache=`` argument accepts: ``None`` (or ``True``) the process-wide cache
@@ -175,6 +176,31 @@ def default_cache() -> ChunkCache | None:
     """
     settings = _settings()
     return settings.cache if settings.enabled else None
+
+
+def store_cache(store: object) -> ChunkCache | None:
+    """The chunk cache the arrays of ``store`` share, if it has one of its own
+    (:func:`chunkflow.storage.LRUStoreCache`), built at its first use; else ``None``.
+
+    Examples
+    --------
+    >>> from chunkflow.storage import LRUStoreCache, MemoryStore
+    >>> store = LRUStoreCache(MemoryStore(), max_size=2**20)
+    >>> store_cache(store).max_bytes, store_cache(store) is store_cache(store)
+    (1048576, True)
+    >>> store_cache(MemoryStore()) is None
+    True
+    """
+    size = getattr(store, "chunk_cache_bytes", None)
+    if size is None:
+        return None
+    held = vars(store)
+    cache = held.get("_chunk_cache")
+    if cache is None:
+        budget = get_cache().max_bytes if size < 0 else size
+        # setdefault: two threads' first reads end up sharing one cache.
+        cache = held.setdefault("_chunk_cache", ChunkCache(budget))
+    return cache
 
 
 def recheck_setting() -> bool | str | float:

@@ -31,6 +31,7 @@ from chunkflow.cache.families import Families
 from chunkflow.cache.stats import CacheStats
 from chunkflow.cache.tiers import CachedChunk, Tiers, build_tiers, chunk_weight
 from chunkflow.config import byte_count
+from chunkflow.errors import ArgumentTypeError
 from chunkflow.storage.coherence import location
 
 __all__ = ["CacheKey", "CacheStats", "CachedChunk", "ChunkCache", "discard_everywhere"]
@@ -271,7 +272,7 @@ class ChunkCache:
         False
         """
         if not isinstance(chunk, np.ndarray):
-            raise TypeError(f"ChunkCache.put({key!r}): expected a numpy array, got {type(chunk)!r}")
+            raise ArgumentTypeError(f"ChunkCache.put({key!r}): expected a numpy array, got {type(chunk)!r}")
         chunk.flags.writeable = False
         entry = CachedChunk(chunk, version, time.monotonic())
         tiers = self._tiers

@@ -35,7 +35,7 @@ import numcodecs
 import numpy as np
 
 from chunkflow.codecs.frames import BufferLike, zstd_content_size
-from chunkflow.errors import ChunkDecodeError
+from chunkflow.errors import ChunkDecodeError, InternalError
 
 if TYPE_CHECKING:
     from numcodecs.abc import Codec
@@ -106,7 +106,7 @@ def _zstd(buf: Any, limit: int, name: str) -> Any:
             if found is None or capacity is None:
                 raise ChunkDecodeError(f"codec {name!r}: cannot decode: {err}") from err
             size = int(found.group(1))
-    raise AssertionError("unreachable")
+    raise InternalError("unreachable")
 
 
 def bounded_decode(codec: Codec, buf: BufferLike, limit: int, name: str) -> Any:

@@ -43,7 +43,7 @@ from chunkflow.codecs.v3_codecs import (
     VLenUTF8Codec,
     ZstdCodec,
 )
-from chunkflow.errors import UnsupportedCodecError
+from chunkflow.errors import InvalidArgumentError, UnsupportedCodecError
 from chunkflow.metadata import encode_data_type_v3
 
 if TYPE_CHECKING:
@@ -72,8 +72,9 @@ CodecLike: TypeAlias = "Codec | V3Codec | ZarrPythonCodec | Mapping[str, Any] | 
 _CHECKSUM_IDS = frozenset({"crc32", "crc32c", "adler32", "fletcher32", "jenkins_lookup3"})
 
 
-def _plain_json(config: dict[str, Any]) -> dict[str, Any]:
-    """Round-trip through JSON: tuples become lists, numpy scalars Python numbers."""
+def _plain_json(config: dict[str, Any], *, sort_keys: bool = False) -> dict[str, Any]:
+    """Round-trip through JSON: tuples become lists, numpy scalars Python numbers
+    (and keys sorted at every depth with ``sort_keys``)."""
 
     def convert(value: Any) -> Any:
         if isinstance(value, np.generic):
@@ -82,7 +83,7 @@ def _plain_json(config: dict[str, Any]) -> dict[str, Any]:
             return value.tolist()
         raise UnsupportedCodecError(f"codec config value {value!r} is not JSON-serializable")
 
-    return json.loads(json.dumps(config, default=convert))
+    return json.loads(json.dumps(config, default=convert, sort_keys=sort_keys))
 
 
 def default_v2_compressor() -> dict[str, Any]:
@@ -91,9 +92,9 @@ def default_v2_compressor() -> dict[str, Any]:
     Examples
     --------
     >>> default_v2_compressor()
-    {'id': 'blosc', 'cname': 'lz4', 'clevel': 5, 'shuffle': 1, 'blocksize': 0}
+    {'blocksize': 0, 'clevel': 5, 'cname': 'lz4', 'id': 'blosc', 'shuffle': 1}
     """
-    return {"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 1, "blocksize": 0}
+    return {"blocksize": 0, "clevel": 5, "cname": "lz4", "id": "blosc", "shuffle": 1}
 
 
 def _from_numcodecs_config(config: dict[str, Any], itemsize: int) -> V3Codec:
@@ -160,7 +161,10 @@ def _to_v2_config(obj: CodecLike) -> dict[str, Any]:
         config.pop("checksum", None)
     # Refuse unknown ids and bad configs now rather than at the first write.
     build_numcodec(config, allow_pickle=True)
-    return _plain_json(config)
+    # Keys sorted at every depth, as zarr-python 2 stores and reads back its configs:
+    # the codec rebuilt from the document is then the one zarr-python 2 shows (LZMA's
+    # filters=[{'dist': 4, 'id': 3}, ...]).
+    return _plain_json(config, sort_keys=True)
 
 
 def normalize_v2_compressor(compressor: CodecLike | None) -> dict[str, Any] | None:
@@ -175,7 +179,7 @@ def normalize_v2_compressor(compressor: CodecLike | None) -> dict[str, Any] | No
     --------
     >>> from chunkflow.codecs.v3_codecs import BloscCodec
     >>> normalize_v2_compressor(BloscCodec(cname="zstd", typesize=4))
-    {'id': 'blosc', 'cname': 'zstd', 'clevel': 5, 'shuffle': 1, 'blocksize': 0}
+    {'blocksize': 0, 'clevel': 5, 'cname': 'zstd', 'id': 'blosc', 'shuffle': 1}
     >>> normalize_v2_compressor(None) is None
     True
     """
@@ -195,7 +199,7 @@ def normalize_v2_filters(
     --------
     >>> import numcodecs
     >>> normalize_v2_filters([numcodecs.Delta(dtype="<i4")])
-    ({'id': 'delta', 'dtype': '<i4', 'astype': '<i4'},)
+    ({'astype': '<i4', 'dtype': '<i4', 'id': 'delta'},)
     >>> normalize_v2_filters([]) is None
     True
     """
@@ -221,11 +225,11 @@ def _default_codecs(dtype: np.dtype, order: str, ndim: int | None,
     codecs: list[V3Codec] = []
     if order == "F":
         if ndim is None:
-            raise ValueError("order='F' needs ndim to build the transpose codec")
+            raise InvalidArgumentError("order='F' needs ndim to build the transpose codec")
         if ndim > 1:  # a transpose of 0 or 1 axes changes nothing
             codecs.append(TransposeCodec(tuple(range(ndim - 1, -1, -1))))
     elif order != "C":
-        raise ValueError(f"order must be 'C' or 'F', got {order!r}")
+        raise InvalidArgumentError(f"order must be 'C' or 'F', got {order!r}")
     for f in _as_list(filters):
         codec = to_v3_codec(evolved(f, dtype, object_codec, ndim), itemsize)
         if codec.kind != ARRAY_TO_ARRAY:
@@ -361,7 +365,7 @@ def normalize_v3_codecs(
         items = _default_codecs(dtype, order, ndim, compressor, filters, object_codec)
     else:
         if filters is not None or not (compressor is None or _is_default(compressor)):
-            raise ValueError("pass either codecs= or compressor=/filters=, not both")
+            raise InvalidArgumentError("pass either codecs= or compressor=/filters=, not both")
         itemsize = 1 if dtype.hasobject else dtype.itemsize
         items = [to_v3_codec(evolved(c, dtype, object_codec, ndim), itemsize)
                  for c in _as_list(codecs)]

@@ -33,7 +33,7 @@ from chunkflow.codecs.stages import (
     detach,
     make_bytes_stage,
 )
-from chunkflow.errors import ChunkDecodeError, ChunkEncodeError, UnsupportedCodecError
+from chunkflow.errors import ChunkDecodeError, ChunkEncodeError, ShapeMismatchError, UnsupportedCodecError
 
 __all__ = ["OBJECT_CODEC_IDS", "V2Pipeline", "v2_pipeline"]
 
@@ -191,7 +191,7 @@ class V2Pipeline:
         np.float64(6.0)
         """
         if out.shape != self.chunk_shape:
-            raise ValueError(f"out has shape {out.shape}, expected {self.chunk_shape}")
+            raise ShapeMismatchError(f"out has shape {out.shape}, expected {self.chunk_shape}")
         if (
             self._fast
             and out.dtype == self.dtype

@@ -47,7 +47,7 @@ from chunkflow.codecs.stages import (
     make_bytes_stage,
 )
 from chunkflow.codecs.v3_codecs import ARRAY_TO_ARRAY, ARRAY_TO_BYTES, BloscCodec, BytesCodec, TransposeCodec
-from chunkflow.errors import ChunkEncodeError, UnsupportedCodecError
+from chunkflow.errors import ChunkEncodeError, ShapeMismatchError, UnsupportedCodecError
 
 __all__ = ["V3Pipeline", "split_codecs", "v3_pipeline"]
 
@@ -259,7 +259,7 @@ class V3Pipeline:
         [1.5, 2.5, 3.5]
         """
         if out.shape != self.chunk_shape:
-            raise ValueError(f"out has shape {out.shape}, expected {self.chunk_shape}")
+            raise ShapeMismatchError(f"out has shape {out.shape}, expected {self.chunk_shape}")
         if self._fast and out.flags.writeable:
             swap = out.dtype != self._stored_dtype
             if not swap or out.dtype == self._swapped:

@@ -23,6 +23,7 @@ from chunkflow.engine.chunk_io import ChunkIO
 from chunkflow.engine.layout import layout_of
 from chunkflow.engine.options import ArrayOptions
 from chunkflow.engine.repair import repair_array
+from chunkflow.errors import ArgumentTypeError
 from chunkflow.grid import ChunkKeyEncoding, RegularChunkGrid
 from chunkflow.indexing.plans import BasicPlans
 from chunkflow.jobs import warn_if_incomplete
@@ -176,8 +177,8 @@ class Array(ArrayProperties, ArraySelections, ChunkGridSelection):
         current = {name: getattr(self._options, name) for name in self._options.__dataclass_fields__}
         unknown = sorted(set(changes) - set(current))
         if unknown:
-            raise TypeError(f"array {self._path or '/'!r}: with_options() takes "
-                            f"{', '.join(sorted(current))}; got {', '.join(unknown)}")
+            raise ArgumentTypeError(f"array {self._path or '/'!r}: with_options() takes "
+                                    f"{', '.join(sorted(current))}; got {', '.join(unknown)}")
         options = ArrayOptions.from_kwargs(**{**current, **changes})
         return type(self)._from_metadata(self._store, self._path, self._metadata,
                                          self._attrs.asdict(), options)

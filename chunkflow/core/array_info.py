@@ -94,7 +94,7 @@ def array_info(array: InfoSource, complete: bool = False) -> InfoReport:
         ("Read-only", str(array.read_only)),
         ("Store type", type(array.store).__name__),
         ("Store URL", str(array.store.identity)),
-        ("Filters", describe_stage(array.filters)),
+        ("Filters", describe_stage(tuple(array.filters or ()))),
     ]
     if array.serializer is not None:
         rows.append(("Serializer", describe_codecs([array.serializer])))

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numcodecs
 import numpy as np
 
+from chunkflow import config
 from chunkflow.codecs import compressor_of
 from chunkflow.core.array_info import array_info
 from chunkflow.core.info import InfoReport
@@ -234,11 +235,29 @@ class ArrayProperties(NodeProperties):
         return self._layout.stage(BYTES_TO_BYTES)
 
     @property
-    def filters(self) -> tuple[Any, ...]:
+    def filters(self) -> tuple[Any, ...] | list[Any] | None:
         """The array->array stage: v2 numcodecs filter codecs; v3 codec documents
-        (inside the shard if sharded). Empty when there are none, as in zarr-python 3."""
+        (inside the shard if sharded).
+
+        A tuple, empty when there are none, as in zarr-python 3. Under the setting
+        ``chunkflow.array.zarr-format = 2`` (zarr-python 2's spellings), the filters of
+        a v2 array are what zarr-python 2 gave: a list of codecs, or ``None``.
+
+        Examples
+        --------
+        >>> import chunkflow, numcodecs
+        >>> z = chunkflow.zeros(4, zarr_format=2, filters=[numcodecs.Delta("<f8")])
+        >>> z.filters
+        (Delta(dtype='<f8'),)
+        >>> with chunkflow.config.set({"chunkflow.array.zarr-format": 2}):
+        ...     z.filters, chunkflow.zeros(4).filters
+        ([Delta(dtype='<f8')], None)
+        """
         if isinstance(self._metadata, ArrayMetadataV2):
-            return tuple(numcodecs.get_codec(dict(doc)) for doc in self._metadata.filters or ())
+            codecs = [numcodecs.get_codec(dict(doc)) for doc in self._metadata.filters or ()]
+            if config.get("chunkflow.array.zarr-format") == 2:
+                return codecs or None
+            return tuple(codecs)
         return self._layout.stage(ARRAY_TO_ARRAY)
 
     @property

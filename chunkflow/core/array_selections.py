@@ -24,7 +24,7 @@ from chunkflow.engine.values import (
     is_chunked_source,
     prepare_value,
 )
-from chunkflow.errors import ShapeMismatchError
+from chunkflow.errors import ArgumentTypeError, ShapeMismatchError
 from chunkflow.indexing import (
     BasicIndexer,
     CoordinateIndexer,
@@ -159,12 +159,12 @@ class ArraySelections:
 
     def __len__(self) -> int:
         if self.ndim == 0:
-            raise TypeError("len() of a 0-d array")
+            raise ArgumentTypeError("len() of a 0-d array")
         return self.shape[0]
 
     def __iter__(self) -> Iterator[Any]:
         if self.ndim == 0:
-            raise TypeError("iteration over a 0-d array")
+            raise ArgumentTypeError("iteration over a 0-d array")
         step = self.write_chunks[0]  # one whole stored object per read
         for start in range(0, self.shape[0], step):
             yield from self[start:start + step]

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator, MutableMapping
 from typing import Any
 
 from chunkflow.core.documents import normalize_attributes
-from chunkflow.errors import ReadOnlyError
+from chunkflow.errors import KeyNotFoundError, ReadOnlyError
 
 __all__ = ["Attributes"]
 
@@ -71,7 +71,7 @@ class Attributes(MutableMapping[str, Any]):
 
     def __delitem__(self, key: str) -> None:
         if key not in self._data:
-            raise KeyError(f"node {self._path or '/'!r} has no attribute {key!r}")
+            raise KeyNotFoundError(f"node {self._path or '/'!r} has no attribute {key!r}")
         self._apply(lambda current: {k: v for k, v in current.items() if k != key})
 
     def update(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]

@@ -11,7 +11,13 @@ import json
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from chunkflow.errors import ArrayNotFoundError, ContainsArrayError, MetadataError
+from chunkflow.errors import (
+    ArgumentTypeError,
+    ArrayNotFoundError,
+    ContainsArrayError,
+    MetadataError,
+    NotSerializableError,
+)
 from chunkflow.metadata import (
     ArrayMetadata,
     ArrayMetadataV2,
@@ -70,7 +76,7 @@ def normalize_path(path: str | None) -> str:
     if path is None:
         return ""
     if not isinstance(path, str):
-        raise TypeError(f"node path must be a str, got {path!r}")
+        raise ArgumentTypeError(f"node path must be a str, got {path!r}")
     stripped = path.strip("/")
     return normalize_key(stripped) if stripped else ""
 
@@ -322,7 +328,7 @@ def _plain(value: Any) -> Any:
     tolist = getattr(value, "tolist", None)
     if tolist is not None:
         return tolist()
-    raise TypeError(f"{value!r} of type {type(value).__name__} is not JSON-serializable")
+    raise NotSerializableError(f"{value!r} of type {type(value).__name__} is not JSON-serializable")
 
 
 def _refuse(value: Any) -> Any:
@@ -332,4 +338,4 @@ def _refuse(value: Any) -> Any:
         result = item()
         if isinstance(result, (int, float, str, bool)) or result is None:
             return result
-    raise TypeError(f"{value!r} of type {type(value).__name__} is not JSON-serializable")
+    raise NotSerializableError(f"{value!r} of type {type(value).__name__} is not JSON-serializable")

@@ -36,6 +36,8 @@ from chunkflow.errors import (
     ContainsArrayError,
     ContainsGroupError,
     GroupNotFoundError,
+    InvalidArgumentError,
+    KeyNotFoundError,
 )
 from chunkflow.metadata.ngff import multiscales_rows, read_multiscales
 from chunkflow.storage import Store, make_store
@@ -172,7 +174,7 @@ class Group(NodeProperties, ArrayCreation, GroupNavigation):
     def _child_path(self, name: str) -> str:
         relative = normalize_path(name)
         if not relative:
-            raise KeyError(f"group {self.name!r}: a member name must not be empty, got {name!r}")
+            raise KeyNotFoundError(f"group {self.name!r}: a member name must not be empty, got {name!r}")
         return join_path(self._path, relative)
 
     def _live_index(self) -> ConsolidatedIndex | None:
@@ -233,8 +235,8 @@ class Group(NodeProperties, ArrayCreation, GroupNavigation):
         path = self._child_path(name)
         record = self._record(path)
         if record is None:
-            raise KeyError(f"group {self.name!r} has no member {name!r} (path {path!r} in "
-                           f"{self._store!r} holds no v{self._zarr_format} array or group)")
+            raise KeyNotFoundError(f"group {self.name!r} has no member {name!r} (path {path!r} in "
+                                   f"{self._store!r} holds no v{self._zarr_format} array or group)")
         return self._node(record)
 
     def get(self, name: str, default: Any = None) -> Any:
@@ -378,7 +380,7 @@ class Group(NodeProperties, ArrayCreation, GroupNavigation):
         self._check_writable()
         path = self._child_path(name)
         if self._record(path) is None:
-            raise KeyError(f"group {self.name!r} has no member {name!r} to delete")
+            raise KeyNotFoundError(f"group {self.name!r} has no member {name!r} to delete")
         self._changed()
         self._delete_path(path)
 
@@ -395,9 +397,9 @@ class Group(NodeProperties, ArrayCreation, GroupNavigation):
         self._check_writable()
         src, dst = self._child_path(source), self._child_path(dest)
         if parse_node(fetch_nodes(self._store, [src]), src) is None:
-            raise KeyError(f"group {self.name!r}: nothing to move at {src!r} in {self._store!r}")
+            raise KeyNotFoundError(f"group {self.name!r}: nothing to move at {src!r} in {self._store!r}")
         if dst == src or dst.startswith(src + "/"):
-            raise ValueError(f"cannot move {src!r} into itself ({dst!r})")
+            raise InvalidArgumentError(f"cannot move {src!r} into itself ({dst!r})")
         self._refuse_existing(dst, overwrite=False)
         self._changed()
         keys = list(self._store.list_prefix(src))

@@ -9,7 +9,7 @@ import numpy as np
 from chunkflow.core.array import Array
 from chunkflow.core.member_options import MemberOptions
 from chunkflow.core.node_records import fetch_nodes, parse_node
-from chunkflow.errors import ContainsGroupError, DtypeMismatchError, ShapeMismatchError
+from chunkflow.errors import ArgumentTypeError, ContainsGroupError, DtypeMismatchError, ShapeMismatchError
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, DTypeLike
@@ -69,9 +69,9 @@ class ArrayCreation:
         self._check_writable()
         path = self._child_path(name)
         if self._array_maker is None:
-            raise TypeError(f"group {path.rpartition('/')[0] or '/'!r}: a "
-                            "chunkflow.core.group.Group creates no arrays; open the group with "
-                            "chunkflow.open_group or chunkflow.Group")
+            raise ArgumentTypeError(f"group {path.rpartition('/')[0] or '/'!r}: a "
+                                    "chunkflow.core.group.Group creates no arrays; open the group with "
+                                    "chunkflow.open_group or chunkflow.Group")
         self._changed()
         return self._array_maker(self._store, path, shape=shape, dtype=dtype, data=data,
                                  chunks=chunks, overwrite=overwrite,

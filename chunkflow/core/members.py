@@ -19,7 +19,7 @@ from chunkflow.core.documents import join_path
 from chunkflow.core.listing import refuse_unlisted_members
 from chunkflow.core.node_records import NodeRecord, fetch_nodes, parse_node
 from chunkflow.core.tree import TreeNode
-from chunkflow.errors import ChunkflowError
+from chunkflow.errors import ChunkflowError, InvalidArgumentError
 from chunkflow.storage import Store, normalize_key
 
 __all__ = ["GroupMembers", "member_tree", "open_members", "scan_members", "warn_invalid"]
@@ -112,13 +112,14 @@ def member_tree(group: GroupMembers, level: int | None, name: str | None = None)
     []
     """
     if level is not None and level < 0:
-        raise ValueError(f"tree level must be None or >= 0, got {level}")
+        raise InvalidArgumentError(f"tree level must be None or >= 0, got {level}")
     node = TreeNode(group.name if name is None else name)
     if level == 0:
         return node
     deeper = None if level is None else level - 1
     for child_name, child in group.members():
-        if isinstance(child, Array):
+        # Any array-like (an h5py dataset in a foreign group) is drawn as an array.
+        if isinstance(child, Array) or hasattr(child, "dtype"):
             node.children.append(TreeNode(child_name, f"{child.shape} {child.dtype}"))
         else:
             node.children.append(member_tree(child, deeper, child_name))

@@ -20,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from chunkflow.errors import InvalidArgumentError
+
 __all__ = ["GroupNavigation"]
 
 
@@ -48,8 +50,8 @@ class GroupNavigation:
         """
         if max_depth is not None and (isinstance(max_depth, bool) or not isinstance(max_depth, int)
                                       or max_depth < 0):
-            raise ValueError(f"members(max_depth={max_depth!r}): expected None or an integer "
-                             ">= 0 (0: the children only)")
+            raise InvalidArgumentError(f"members(max_depth={max_depth!r}): expected None or an integer "
+                                       ">= 0 (0: the children only)")
         found: list[tuple[str, Any]] = []
         level: list[tuple[str, Any]] = [("", self)]
         depth = 0

@@ -184,7 +184,7 @@ def forget_cached_under(store: Store, keys: Iterable[str], cache: CacheLike) -> 
     """
     from chunkflow.engine.options import ArrayOptions
 
-    resolved = ArrayOptions.from_kwargs(cache=cache).resolve_cache()
+    resolved = ArrayOptions.from_kwargs(cache=cache).resolve_cache(store)
     if resolved is None:
         return
     for key in keys:

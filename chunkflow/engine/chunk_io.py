@@ -196,7 +196,7 @@ class ChunkIO(ChunkSpace):
 
         ``fresh`` bypasses the cache (a locked read-modify-write must see the store).
         """
-        cache = None if fresh else self.options.resolve_cache()
+        cache = None if fresh else self.options.resolve_cache(self.store)
         keep: _Keep | None = None
         if self.shards is not None:
             projections = self.shards.read(projections, out, cache)

@@ -74,7 +74,7 @@ def write_chunks(
     # Object items do not all survive their codec unchanged (JSON turns tuples into
     # lists, vlen-array None into an empty array): such chunks are cached when read back.
     cache = None if io.shards is not None or io.pipeline.dtype.hasobject else (
-        io.options.resolve_cache())
+        io.options.resolve_cache(io.store))
     context = contextlib.nullcontext() if locked else io.locked(projections)
     with context:
         if io.store.latency_bound:

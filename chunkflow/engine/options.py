@@ -6,7 +6,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from chunkflow import config
-from chunkflow.cache import ChunkCache, default_cache, recheck_setting
+from chunkflow.cache import ChunkCache, default_cache, recheck_setting, store_cache
+from chunkflow.errors import ArgumentTypeError
 from chunkflow.sync import Synchronizer, as_synchronizer
 
 __all__ = ["ArrayOptions"]
@@ -74,15 +75,18 @@ class ArrayOptions:
             return self.recheck_cached_data
         return recheck_setting()
 
-    def resolve_cache(self) -> ChunkCache | None:
-        """The cache to use now (the process-wide one follows ``chunkflow.cache.*``)."""
+    def resolve_cache(self, store: object = None) -> ChunkCache | None:
+        """The cache to use now: this handle's, else the one ``store`` carries
+        (:func:`~chunkflow.storage.LRUStoreCache`), else the process-wide one (which
+        follows ``chunkflow.cache.*``)."""
         if self.cache is False:
             return None
         if isinstance(self.cache, ChunkCache):
             return self.cache
         if self.cache not in (None, True):
-            raise TypeError(f"cache must be None, True, False or a ChunkCache, got {self.cache!r}")
-        return default_cache()
+            raise ArgumentTypeError(f"cache must be None, True, False or a ChunkCache, got {self.cache!r}")
+        own = store_cache(store)
+        return own if own is not None else default_cache()
 
     def with_read_only(self, read_only: bool) -> ArrayOptions:
         """A copy with ``read_only`` replaced."""

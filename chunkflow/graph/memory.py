@@ -1,4 +1,5 @@
-"""The memory plan: what a worker may use (:func:`memory_budget`), and what one
+"""The memory plan: what a worker may use (:func:`memory_budget`), what one task may
+use (:func:`task_max_memory`: ``max_memory``, always one task's budget), and what one
 map-over-chunks task needs in memory (a :class:`MemoryPlan`), known before anything runs.
 
 A task holds, at its peak:
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MemoryPlan", "check_memory", "default_max_memory", "fitting_multiples",
-    "memory_budget", "parse_budget", "plan_task_memory",
+    "memory_budget", "plan_task_memory", "task_max_memory",
 ]
 
 
@@ -73,19 +74,23 @@ def memory_budget(scheduler: SchedulerLike = None) -> tuple[int, int]:
     return physical_memory() // 4, usable_cores()
 
 
-def parse_budget(memory_limit: int | str | None, scheduler: SchedulerLike = None) -> tuple[int, int]:
-    """(bytes one worker may use, threads per worker): ``memory_limit`` when given (bytes
-    or text such as ``"64 MiB"``), else :func:`memory_budget`.
+def task_max_memory(max_memory: int | str | None, scheduler: SchedulerLike = None,
+                    name: str = "max_memory") -> int:
+    """Bytes one task may use: ``max_memory`` when given (bytes or text such as
+    ``"64 MiB"``, named ``name`` in errors), else :func:`default_max_memory`.
+
+    ``max_memory`` is always the budget of one task (as rechunker's ``max_mem`` and
+    cubed's ``allowed_mem``), never of a worker: a worker running ``n`` tasks at once
+    may hold ``n`` times as much.
 
     Examples
     --------
-    >>> parse_budget("64 MiB", "threads")[0]
+    >>> task_max_memory("64 MiB", "threads")
     67108864
     """
-    budget, threads = memory_budget(scheduler)
-    if memory_limit is not None:
-        budget = byte_count("memory_limit", memory_limit)
-    return budget, threads
+    if max_memory is not None:
+        return byte_count(name, max_memory)
+    return default_max_memory(scheduler)[0]
 
 
 @dataclass(frozen=True)
@@ -209,7 +214,7 @@ def check_memory(estimate: MemoryPlan, limit: int, multiples: tuple[int, ...],
         advice = (f"not even one chunk {unit} per block fits: use smaller chunks for the "
                   "output, a smaller depth, or raise max_memory")
     else:
-        advice = f"chunks={fit} (blocks of {tuple(k * u for k, u in zip(fit, unit))}) would fit"
+        advice = f"blocks={fit} (blocks of {tuple(k * u for k, u in zip(fit, unit))}) would fit"
     raise MemoryPlanError(
         f"map_chunks: each task would need about {estimate.describe()}, more than max_memory "
         f"{format_bytes(limit)}{f' ({note})' if note else ''}; {advice}"

@@ -13,7 +13,7 @@ Examples
 >>> import numpy as np
 >>> import chunkflow
 >>> z = chunkflow.array(np.arange(100).reshape(10, 10), chunks=(4, 4))
->>> x = chunkflow.to_dask(z, (slice(2, 9), 3), chunks=(1, 1))
+>>> x = chunkflow.to_dask(z, (slice(2, 9), 3), blocks=(1, 1))
 >>> x.chunks
 ((2, 4, 1),)
 >>> x.compute().tolist()
@@ -39,9 +39,10 @@ from dask.layers import ArrayBlockwiseDep
 from dask.utils import parse_bytes
 
 from chunkflow.api.hierarchy import open_node
+from chunkflow.config.renames import renamed_parameters
 from chunkflow.core.array import Array
 from chunkflow.engine.pool import batch_chunks, serial_io
-from chunkflow.errors import InvalidSelectionError
+from chunkflow.errors import ArgumentTypeError, InvalidArgumentError, InvalidSelectionError
 from chunkflow.graph.blocks import (
     DimBlocks,
     auto_per_block,
@@ -71,7 +72,7 @@ ArraySource: TypeAlias = Array | Store | Mapping[str, bytes] | str | os.PathLike
 #: a number of chunks per block, for every dimension or one per dimension (``-1``: all).
 BlockChunks: TypeAlias = int | str | Sequence[int] | None
 
-# The default plan (chunks=None) follows da.from_zarr: one block per stored chunk (per
+# The default plan (blocks=None) follows da.from_zarr: one block per stored chunk (per
 # shard). Only chunks smaller than this are grouped, up to this many decoded bytes per
 # block: a task costs dask about 0.1 ms of scheduling and a few KiB of graph, which
 # dwarfs reading an 8 KiB chunk. Measured on 2 cores, 8192^2 uint16, mean + std, fresh
@@ -186,8 +187,8 @@ def read_block(array: Array, selection: tuple[int | slice, ...], serial: bool = 
         return np.asarray(array.get_basic_selection(selection))
 
 
-def block_multiples(array: Array, selection: Selection, chunks: BlockChunks) -> tuple[int, ...]:
-    """Chunks per block along each dimension, from ``to_dask``'s ``chunks=`` argument.
+def block_multiples(array: Array, selection: Selection, blocks: BlockChunks) -> tuple[int, ...]:
+    """Chunks per block along each dimension, from ``to_dask``'s ``blocks=`` argument.
 
     ``None`` (the default): one block per chunk (per shard), as ``da.from_zarr``,
     except that chunks smaller than :data:`DEFAULT_MIN_BLOCK_BYTES` are grouped
@@ -213,7 +214,7 @@ def block_multiples(array: Array, selection: Selection, chunks: BlockChunks) -> 
     (1, 1)
     """
     unit = array.write_chunks  # the unit of I/O: the shard of a sharded array
-    if chunks is None:
+    if blocks is None:
         threads = worker_threads()
         itemsize = array.dtype.itemsize
         if getattr(array.store, "latency_bound", False):
@@ -224,24 +225,24 @@ def block_multiples(array: Array, selection: Selection, chunks: BlockChunks) -> 
                                      LATENCY_BLOCKS_PER_THREAD * threads)
         return default_per_block(array.shape, unit, selection, itemsize,
                                  DEFAULT_MIN_BLOCK_BYTES, BLOCKS_PER_THREAD * threads)
-    if chunks == "auto":
-        chunks = dask.config.get("array.chunk-size")
-    if isinstance(chunks, str):
-        chunks = parse_bytes(chunks)
-    if isinstance(chunks, (int, np.integer)) and not isinstance(chunks, bool):
-        return auto_per_block(array.shape, unit, selection, array.dtype.itemsize, int(chunks))
-    if not isinstance(chunks, tuple) or len(chunks) != array.ndim:
+    if blocks == "auto":
+        blocks = dask.config.get("array.chunk-size")
+    if isinstance(blocks, str):
+        blocks = parse_bytes(blocks)
+    if isinstance(blocks, (int, np.integer)) and not isinstance(blocks, bool):
+        return auto_per_block(array.shape, unit, selection, array.dtype.itemsize, int(blocks))
+    if not isinstance(blocks, tuple) or len(blocks) != array.ndim:
         raise InvalidSelectionError(
-            f"array {array.path or '/'!r}: chunks= must be 'auto', a byte size or a tuple of "
-            f"{array.ndim} chunk multiples, got {chunks!r}"
+            f"array {array.path or '/'!r}: blocks= must be 'auto', a byte size or a tuple of "
+            f"{array.ndim} chunk multiples, got {blocks!r}"
         )
     multiples = []
-    for dim, (k, size, chunk) in enumerate(zip(chunks, array.shape, unit)):
+    for dim, (k, size, chunk) in enumerate(zip(blocks, array.shape, unit)):
         if k is None or k == -1:
             k = max(1, ceil_div(size, chunk))
         if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1:
             raise InvalidSelectionError(
-                f"array {array.path or '/'!r}: chunks[{dim}] must be a whole number of chunks "
+                f"array {array.path or '/'!r}: blocks[{dim}] must be a whole number of chunks "
                 f">= 1 (or -1 for the whole dimension), got {k!r}"
             )
         multiples.append(int(k))
@@ -254,10 +255,10 @@ def as_source_array(source: ArraySource, storage_options: Mapping[str, Any] | No
     with ``open_kwargs`` such as ``cache=False``)."""
     if isinstance(source, Array):
         if storage_options:
-            raise ValueError("storage_options apply to URLs, not to an open chunkflow.Array")
+            raise InvalidArgumentError("storage_options apply to URLs, not to an open chunkflow.Array")
         return source
     if not isinstance(source, (str, os.PathLike, Store, Mapping)):
-        raise TypeError(
+        raise ArgumentTypeError(
             f"to_dask needs a chunkflow.Array, a path, a URL or a store, got "
             f"{type(source).__name__}"
         )
@@ -268,10 +269,11 @@ def as_source_array(source: ArraySource, storage_options: Mapping[str, Any] | No
     return node
 
 
+@renamed_parameters(chunks="blocks")
 def to_dask(
     source: ArraySource,
     selection: Selection = Ellipsis,
-    chunks: BlockChunks = None,
+    blocks: BlockChunks = None,
     *,
     storage_options: Mapping[str, Any] | None = None,
 ) -> da.Array:
@@ -285,8 +287,9 @@ def to_dask(
         the array was opened with its own ``cache=ChunkCache(...)`` or ``cache=True``.
     selection : basic selection
         Integers, slices (any step, negative too) and one Ellipsis, as numpy.
-    chunks : None, "auto", int, str or tuple
-        Blocks of whole chunks. ``None`` (default): one block per chunk, as
+    blocks : None, "auto", int, str or tuple
+        The dask blocks (``chunks`` of the dask array), each of whole chunks of the
+        stored array. ``None`` (default): one block per chunk, as
         ``da.from_zarr`` makes, with chunks under 256 KiB grouped (but never fewer
         than 4 blocks per worker thread where there are that many chunks); on object
         stores and HTTP, chunks are grouped so that each task keeps many requests in
@@ -307,7 +310,7 @@ def to_dask(
     --------
     >>> import chunkflow
     >>> z = chunkflow.zeros((10**6, 10**6), chunks=(1000, 1000), dtype="u1")
-    >>> x = to_dask(z, chunks=(1, 1))
+    >>> x = to_dask(z, blocks=(1, 1))
     >>> x.numblocks, len(x.dask.layers)
     ((1000, 1000), 2)
     >>> int(x[:2000, :3000].sum().compute())
@@ -327,7 +330,7 @@ def to_dask(
                             **({} if isinstance(source, Array) else {"cache": False}))
     if array.options.cache is None:
         array = array.with_options(cache=False)
-    multiples = block_multiples(array, selection, chunks)
+    multiples = block_multiples(array, selection, blocks)
     dims = dim_blocks(array.shape, array.write_chunks, selection, multiples)
     dep = SelectionDep(dims)
     array_key = f"chunkflow-array-{tokenize(array)}"
@@ -346,8 +349,9 @@ def to_dask(
     return result
 
 
+@renamed_parameters(chunks="blocks")
 def _to_dask_method(
-    self: Array, selection: Selection = Ellipsis, chunks: BlockChunks = None
+    self: Array, selection: Selection = Ellipsis, blocks: BlockChunks = None
 ) -> da.Array:
     """A lazy dask array over ``self[selection]``; see :func:`chunkflow.to_dask`.
 
@@ -355,10 +359,10 @@ def _to_dask_method(
     --------
     >>> import chunkflow
     >>> z = chunkflow.ones((8, 8), chunks=(2, 2), dtype="i2")
-    >>> int(z.to_dask(chunks=(2, 2)).sum().compute())
+    >>> int(z.to_dask(blocks=(2, 2)).sum().compute())
     64
     """
-    return to_dask(self, selection, chunks)
+    return to_dask(self, selection, blocks)
 
 
 # The array layer cannot import the graph layer; the graph layer adds the method.

@@ -35,12 +35,14 @@ import dask
 from dask.callbacks import Callback
 
 from chunkflow.config.resources import usable_cores
+from chunkflow.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
     from distributed import Client
 
 __all__ = [
-    "BlockProgress", "SchedulerLike", "active_client", "compute", "local_threads",
+    "BlockProgress", "SchedulerLike", "active_client", "compute", "deferred_scheduler",
+    "local_threads",
     "scheduler_choice", "tasks_per_process", "worker_threads",
 ]
 
@@ -200,7 +202,7 @@ def scheduler_choice(scheduler: SchedulerLike) -> tuple[Any, Any]:
             return "address", scheduler
     elif hasattr(scheduler, "compute") and hasattr(scheduler, "gather"):
         return scheduler, scheduler
-    raise ValueError(
+    raise InvalidArgumentError(
         f"scheduler={scheduler!r} is not one of threads, processes, sync, a "
         "distributed.Client or a scheduler address (tcp://host:port)"
     )
@@ -284,6 +286,24 @@ def tasks_per_process(scheduler: SchedulerLike = None) -> int:
     if local in ("processes", "multiprocessing"):
         return 1
     return worker_threads(scheduler)
+
+
+def deferred_scheduler(scheduler: SchedulerLike) -> str:
+    """What a deferred job of several passes (a quantile; a histogram that finds its
+    range first) runs its passes on, inside the one task that runs it when computed.
+
+    A local scheduler named by the call is kept; anything else (a client, an address,
+    the default) becomes this process's threads: a task must not wait on the cluster
+    that runs it.
+
+    Examples
+    --------
+    >>> deferred_scheduler("sync"), deferred_scheduler(None)
+    ('sync', 'threads')
+    """
+    if isinstance(scheduler, str) and scheduler in _LOCAL_SCHEDULERS:
+        return _LOCAL_SCHEDULERS[scheduler]
+    return "threads"
 
 
 def local_threads(scheduler: SchedulerLike = None) -> bool:

@@ -44,13 +44,22 @@ from dask.delayed import Delayed
 from dask.highlevelgraph import HighLevelGraph
 
 from chunkflow.api.creation import create
+from chunkflow.api.opening import open_array
 from chunkflow.api.unfinished import open_unfinished
+from chunkflow.config.renames import renamed_parameters
 from chunkflow.core.array import Array
-from chunkflow.errors import InvalidSelectionError, ReadOnlyError, ShapeMismatchError
+from chunkflow.errors import (
+    ArgumentTypeError,
+    InvalidArgumentError,
+    InvalidSelectionError,
+    ReadOnlyError,
+    ShapeMismatchError,
+)
 from chunkflow.graph.casting import check_cast, check_casting
 from chunkflow.graph.scheduler import ProgressArg
 from chunkflow.graph.scheduler import compute as run
 from chunkflow.graph.sources import source_reads
+from chunkflow.graph.transactions import transaction
 from chunkflow.jobs import (
     Job,
     array_location,
@@ -153,7 +162,7 @@ def unit_region(region: Any, array: Array, what: str) -> tuple[slice, ...]:
     entries = () if region is None else region if isinstance(region, tuple) else (region,)
     if len(entries) > array.ndim or any(not isinstance(s, slice) for s in entries):
         raise InvalidSelectionError(
-            f"{what}: array {name!r}: a region must be a tuple of at most {array.ndim} "
+            f"{what}: array {name!r}: selection= must be a tuple of at most {array.ndim} "
             f"slices, got {region!r}"
         )
     entries = entries + (slice(None),) * (array.ndim - len(entries))
@@ -162,7 +171,7 @@ def unit_region(region: Any, array: Array, what: str) -> tuple[slice, ...]:
         start, stop, step = entry.indices(size)
         if step != 1:
             raise InvalidSelectionError(
-                f"{what}: array {name!r}: region slices need unit steps, got {entry!r} for "
+                f"{what}: array {name!r}: selection= slices need unit steps, got {entry!r} for "
                 f"axis {dim}"
             )
         normalized.append(slice(start, max(start, stop)))
@@ -175,7 +184,7 @@ def _check_pair(source: Any, target: Array, region: tuple[slice, ...],
     if getattr(target, "read_only", False):
         raise ReadOnlyError(f"array {name!r} is read-only: chunkflow.store refuses to write")
     if not hasattr(source, "__dask_graph__") or not hasattr(source, "chunks"):
-        raise TypeError(
+        raise ArgumentTypeError(
             f"chunkflow.store: sources must be dask arrays, got {type(source).__name__}; "
             "write in-memory data with z[...] = data"
         )
@@ -269,10 +278,18 @@ def _open_store_job(source: da.Array, target: Array, region: tuple[slice, ...], 
         job_name=job_name))
 
 
+def _open_out(out: Array | StoreLike, storage_options: dict[str, Any] | None) -> Array:
+    """An output of :func:`store`: an array, or the location of one (opened to write)."""
+    if isinstance(out, Array):
+        return out
+    return open_array(out, mode="r+", storage_options=storage_options)
+
+
+@renamed_parameters(targets="out", regions="selection")
 def store(
     sources: da.Array | Sequence[da.Array],
-    targets: Array | Sequence[Array],
-    regions: tuple[slice, ...] | Sequence[tuple[slice, ...] | None] | None = None,
+    out: Array | StoreLike | Sequence[Array | StoreLike],
+    selection: tuple[slice, ...] | Sequence[tuple[slice, ...] | None] | None = None,
     *,
     compute: bool = True,
     scheduler: SchedulerLike = None,
@@ -280,6 +297,8 @@ def store(
     resume: bool = False,
     job_name: str | None = None,
     casting: str = "same_kind",
+    storage_options: dict[str, Any] | None = None,
+    commit: str | None = None,
     overwrite: bool = False,
 ) -> Delayed | None:
     """Write dask arrays into chunkflow arrays, each chunk by exactly one task.
@@ -291,11 +310,12 @@ def store(
 
     Parameters
     ----------
-    sources, targets
-        A dask array and a chunkflow array, or equal-length sequences of them.
-    regions
-        Where each source goes in its target: a tuple of unit-step slices (or one per
-        pair); ``None`` means the whole target.
+    sources, out
+        A dask array and a chunkflow array (or the path, URL or store of an existing
+        one, opened for writing), or equal-length sequences of them.
+    selection
+        Where each source goes in its output: a tuple of unit-step slices (or one per
+        pair); ``None`` means the whole output.
     compute
         Run the writes now (default) or return a :class:`dask.delayed.Delayed` to run
         later, for example together with other work (``dask.compute(delayed)``,
@@ -318,6 +338,12 @@ def store(
         written (:class:`~chunkflow.errors.CastingError`, naming the target and both
         dtypes; a block whose dtype differs from its dask array's is checked when it
         is written) unless ``casting="unsafe"``.
+    storage_options : dict, optional
+        fsspec options for outputs given by URL.
+    commit : str, optional
+        For targets in an Icechunk session: commit it with this message once every
+        block is written (one commit). On a cluster the tasks write into forks of the
+        session, merged back at the end; see :mod:`chunkflow.graph.transactions`.
     overwrite : bool
         Allow a source that reads its own target (``store(to_dask(z) + 1, z)``):
         refused otherwise (:class:`~chunkflow.errors.OutputIsSourceError`), since
@@ -344,15 +370,16 @@ def store(
     """
     single = hasattr(sources, "__dask_graph__")
     source_list = [sources] if single else list(sources)
-    target_list = [targets] if single else list(targets)
+    target_list = [_open_out(t, storage_options)
+                   for t in ([out] if single else list(out))]  # type: ignore[arg-type]
     if single:
-        region_list = [regions]
+        region_list = [selection]
     else:
-        region_list = list(regions) if regions is not None else [None] * len(source_list)
+        region_list = list(selection) if selection is not None else [None] * len(source_list)
     if not len(source_list) == len(target_list) == len(region_list):
-        raise ValueError(
-            f"chunkflow.store: {len(source_list)} sources, {len(target_list)} targets and "
-            f"{len(region_list)} regions; give one target and one region per source"
+        raise InvalidArgumentError(
+            f"chunkflow.store: {len(source_list)} sources, {len(target_list)} outputs and "
+            f"{len(region_list)} selections; give one output and one selection per source"
         )
     normalized = [unit_region(r, t, "chunkflow.store") for r, t in zip(region_list, target_list)]
     check_casting(casting, "chunkflow.store")
@@ -387,8 +414,9 @@ def store(
     graph.dependencies[final] = {k[0] for k in write_keys}
     delayed = Delayed(final, graph)
     if compute:
-        with job_progress(progress, jobs) as shown:
-            run(delayed, scheduler=scheduler, progress=shown)
+        with job_progress(progress, jobs) as shown, transaction(
+                target_list, scheduler=scheduler, commit=commit, what="chunkflow.store") as on:
+            run(delayed, scheduler=on, progress=shown)
         # Tasks that ran in other processes (scheduler="processes", a cluster) wrote
         # behind this process's caches: drop what they hold of the targets.
         for target in target_list:
@@ -397,9 +425,10 @@ def store(
     return delayed
 
 
+@renamed_parameters(url_or_store="out")
 def to_chunkflow(
     x: da.Array,
-    url_or_store: StoreLike,
+    out: StoreLike,
     *,
     path: str | None = None,
     chunks: ChunksLike = None,
@@ -411,6 +440,7 @@ def to_chunkflow(
     resume: bool = False,
     job_name: str | None = None,
     casting: str = "same_kind",
+    commit: str | None = None,
     **create_kwargs: Any,
 ) -> Array | tuple[Array, Delayed]:
     """Create an array shaped like ``x`` and write ``x`` into it with :func:`store`.
@@ -420,7 +450,7 @@ def to_chunkflow(
     x : dask.array.Array
         What to write; its blocks need not match the chunks (writes are regrouped
         onto the chunk grid, so no two tasks share a chunk).
-    url_or_store
+    out
         A path, URL or store for the new array.
     path : str, optional
         Where in the store (a group member path).
@@ -443,6 +473,8 @@ def to_chunkflow(
     casting : str
         See :func:`store`: ``x`` cast to a ``dtype=`` of another kind is refused
         before anything is created, unless ``casting="unsafe"``.
+    commit : str, optional
+        See :func:`store`.
     **create_kwargs
         Passed to :func:`chunkflow.create` (``compressor``, ``zarr_format``, ...).
 
@@ -455,14 +487,14 @@ def to_chunkflow(
     spec = dict(shape=x.shape, chunks=chunks, dtype=create_kwargs.pop("dtype", x.dtype),
                 **create_kwargs)
     check_cast(np.dtype(x.dtype), np.dtype(spec["dtype"]), check_casting(casting, "to_chunkflow"),
-               f"to_chunkflow: {url_or_store!s}")
+               f"to_chunkflow: {out!s}")
     # Creating the output where x reads would delete what it reads (and resuming there
     # would rewrite it): always refused.
-    check_not_source("to_chunkflow", location_of(url_or_store, storage_options, path),
+    check_not_source("to_chunkflow", location_of(out, storage_options, path),
                      [(label, where) for label, where, _ in source_reads(x)], creates=True)
-    target = open_unfinished(url_or_store, path, storage_options) if resume else None
+    target = open_unfinished(out, path, storage_options) if resume else None
     if target is None:
-        target = create(**spec, store=url_or_store, path=path, overwrite=overwrite,
+        target = create(**spec, store=out, path=path, overwrite=overwrite,
                         storage_options=storage_options)
     else:
         check_same_output(
@@ -471,6 +503,7 @@ def to_chunkflow(
             "Rerun the original job with resume=True, or pass resume=False, overwrite=True "
             "to start over.")
     pending = store(x, target, compute=compute, scheduler=scheduler, progress=progress,
-                    resume=resume, job_name=job_name, casting=casting)
+                    resume=resume, job_name=job_name, casting=casting,
+                    commit=commit)
     return target if compute else (target, pending)
 

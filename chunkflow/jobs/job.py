@@ -99,6 +99,7 @@ def recording(out: ArraySetup) -> bool:
 def records_in(store: Store, path: str) -> bool:
     """:func:`recording` for the array at ``path`` in ``store`` (before it exists)."""
     return (_RECORDING.get() and store.supports_deletes
+            and not store.transactional
             and (store.identity, path) not in _DRIVEN.get())
 
 
@@ -216,7 +217,8 @@ class Job:
         so that an output left by a failed run says so and can be resumed. Not
         tracked (``None``): a ``spec`` without parts, a store that cannot delete keys
         (a zip store), an output whose job drives this writer (:meth:`driving`), and
-        within :func:`not_recorded`.
+        within :func:`not_recorded`. On a transactional store (Icechunk) no job is
+        tracked: the whole job runs (see :mod:`chunkflow.graph.transactions`).
 
         Raises
         ------
@@ -233,6 +235,12 @@ class Job:
             if not spec.parts or not recording(out):
                 return None
             return cls._start(out, spec, grid)
+        if out.store.transactional:
+            # Icechunk: a record is no Zarr key there (refused), and a job's writes land
+            # at once at the merge or commit; a failed job leaves nothing to continue.
+            logger.info("job %s on %r: a transactional store; the whole job runs",
+                        spec.token[:8], out.path)
+            return None
         if not out.store.supports_deletes:
             raise ReadOnlyError(
                 f"array {out.path or '/'!r} in {out.store.identity}: resume=True needs a store "

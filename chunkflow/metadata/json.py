@@ -25,7 +25,7 @@ from typing import Any, TypeAlias
 
 import numpy as np
 
-from chunkflow.errors import MetadataError
+from chunkflow.errors import MetadataError, NotSerializableError
 
 __all__ = ["JSONValue", "describe", "dump_json_document", "load_json_document"]
 
@@ -97,8 +97,9 @@ def load_json_document(
     return doc
 
 
-def dump_json_document(doc: dict[str, Any]) -> bytes:
-    """Serialize a metadata document: UTF-8, ``indent=4``, keys in insertion order.
+def dump_json_document(doc: dict[str, Any], *, sort_keys: bool = False) -> bytes:
+    """Serialize a metadata document: UTF-8, ``indent=4``, keys in insertion order
+    (or sorted, at every depth, with ``sort_keys``).
 
     NaN and infinities are refused (``allow_nan=False``): metadata must encode them
     as strings (``"NaN"``), which every Zarr reader understands. Numpy scalars and
@@ -121,7 +122,8 @@ def dump_json_document(doc: dict[str, Any]) -> bytes:
     """
     try:
         text = json.dumps(
-            doc, indent=4, sort_keys=False, allow_nan=False, ensure_ascii=False, default=_to_json
+            doc, indent=4, sort_keys=sort_keys, allow_nan=False, ensure_ascii=False,
+            default=_to_json,
         )
     except (TypeError, ValueError) as err:
         raise MetadataError(f"cannot serialize metadata document: {err}") from err
@@ -136,7 +138,7 @@ def _to_json(obj: object) -> Any:
         return obj.tolist()
     if isinstance(obj, (tuple, set, frozenset)):
         return list(obj)
-    raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
+    raise NotSerializableError(f"Object of type {type(obj).__name__} is not JSON serializable")
 
 
 def _short(value: object, limit: int = 80) -> str:

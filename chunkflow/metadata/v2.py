@@ -109,8 +109,23 @@ class ArrayMetadataV2:
         }
 
     def to_bytes(self) -> bytes:
-        """UTF-8 JSON, ``indent=4``, NaN written as ``"NaN"``."""
-        return dump_json_document(self.to_dict())
+        """The ``.zarray`` as zarr-python 2 writes it: UTF-8 JSON, ``indent=4``, keys
+        sorted, ``dimension_separator`` only when it is ``"/"`` (absent means ``"."``),
+        NaN written as ``"NaN"``. So the documents, and the byte counts of copies and
+        ``.info``, are zarr-python 2's.
+
+        Examples
+        --------
+        >>> meta = ArrayMetadataV2(shape=(4,), chunks=(2,), dtype=np.dtype("<i8"),
+        ...     compressor={"id": "zlib", "level": 1}, filters=None, fill_value=0, order="C")
+        >>> import json
+        >>> list(json.loads(meta.to_bytes()))
+        ['chunks', 'compressor', 'dtype', 'fill_value', 'filters', 'order', 'shape', 'zarr_format']
+        """
+        doc = self.to_dict()
+        if doc["dimension_separator"] == ".":
+            del doc["dimension_separator"]
+        return dump_json_document(doc, sort_keys=True)
 
     @classmethod
     def from_dict(cls, doc: dict[str, Any], path: str = "") -> ArrayMetadataV2:

@@ -22,19 +22,25 @@ from chunkflow.storage.factory import StoreLike, make_store
 from chunkflow.storage.fsspec_store import FsspecStore
 from chunkflow.storage.keys import normalize_key
 from chunkflow.storage.local import LocalStore
+from chunkflow.storage.lru import LRUStoreCache
 from chunkflow.storage.mapping import MappingStore
 from chunkflow.storage.memory import MemoryStore
+from chunkflow.storage.n5 import N5Store
 from chunkflow.storage.ranges import ByteRangeReader
+from chunkflow.storage.sqlite import SQLiteStore
 from chunkflow.storage.zip import ZipStore
 
 __all__ = [
     "ByteRangeReader",
     "DirectoryStore",
     "FsspecStore",
+    "LRUStoreCache",
     "LocalStore",
     "MappingStore",
     "MemoryStore",
+    "N5Store",
     "ObstoreStore",
+    "SQLiteStore",
     "Store",
     "StoreLike",
     "ZipStore",

@@ -97,6 +97,11 @@ class Store(StoreHooks, MutableMapping[str, bytes]):
     ['a/b']
     """
 
+    #: Bytes of the chunk cache the arrays opened through this handle share, or ``None``
+    #: for the process-wide cache (set by :func:`~chunkflow.storage.LRUStoreCache`;
+    #: ``-1``: the process-wide budget). Not pickled: the cache stays in its process.
+    chunk_cache_bytes: int | None = None
+
     read_only: bool = False
     supports_deletes: ClassVar[bool] = True
     listing_is_cheap: ClassVar[bool] = False

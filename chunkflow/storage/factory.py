@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from fsspec.implementations.local import LocalFileSystem
 
+from chunkflow.errors import ArgumentTypeError, InvalidArgumentError
 from chunkflow.storage.base import Store
 from chunkflow.storage.fsspec_store import FsspecStore
 from chunkflow.storage.local import LocalStore
@@ -101,7 +102,7 @@ def _make_store(
     LocalStore('.../data/image.zarr', read_only=True)
     """
     if mode not in _MODES:
-        raise ValueError(f"mode must be one of {', '.join(map(repr, _MODES))}, got {mode!r}")
+        raise InvalidArgumentError(f"mode must be one of {', '.join(map(repr, _MODES))}, got {mode!r}")
     read_only = mode == "r"
     if store is None:
         _refuse_options(storage_options, "an in-memory store")
@@ -120,7 +121,7 @@ def _make_store(
     if isinstance(store, os.PathLike):
         store = os.fspath(store)
     if not isinstance(store, str):
-        raise TypeError(
+        raise ArgumentTypeError(
             "store must be None, a chunkflow or zarr-python Store, a Mapping, a path or a URL, "
             f"got {type(store).__name__}"
         )
@@ -175,7 +176,7 @@ def _local_zip_url(url: str) -> str | None:
 
 def _refuse_options(storage_options: dict[str, Any] | None, target: str) -> None:
     if storage_options:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"storage_options apply to fsspec URLs only, not to {target}; "
             f"got {sorted(storage_options)}"
         )

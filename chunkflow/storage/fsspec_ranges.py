@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from chunkflow import config
-from chunkflow.errors import StoreValueChangedError
+from chunkflow.errors import InvalidArgumentError, KeyIsDirectoryError, StoreValueChangedError
 from chunkflow.storage.ranges import ByteRangeReader
 
 if TYPE_CHECKING:
@@ -185,7 +185,7 @@ class FsspecRangeReader(ByteRangeReader):
                  versioned: bool = False) -> None:
         token = change_token(info)
         if token is None:
-            raise ValueError(f"key {key!r}: fs.info of {path!r} has no field that tracks changes")
+            raise InvalidArgumentError(f"key {key!r}: fs.info of {path!r} has no field that tracks changes")
         self.key = key
         self.size = int(info["size"])
         self.version = version_token(info) if versioned else None
@@ -255,7 +255,7 @@ def open_fsspec_ranges(fs: AbstractFileSystem, path: str, key: str,
         return None
     info = fs.info(path)
     if info.get("type") == "directory":
-        raise IsADirectoryError(path)
+        raise KeyIsDirectoryError(path)
     if change_token(info) is None:
         return None
     return FsspecRangeReader(key, fs, path, info, versioned)

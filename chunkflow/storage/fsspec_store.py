@@ -14,7 +14,7 @@ import fsspec
 from fsspec.utils import get_protocol
 
 from chunkflow import config
-from chunkflow.errors import ReadOnlyError
+from chunkflow.errors import KeyIsDirectoryError, KeyNotFoundError, ReadOnlyError
 from chunkflow.storage.base import Store, Version
 from chunkflow.storage.fsspec_ranges import (
     UNCHECKABLE_PROTOCOLS,
@@ -228,7 +228,7 @@ class FsspecStore(Store):
 
     def _get(self, key: str) -> bytes:
         if not self._held([key]):
-            raise KeyError(key)
+            raise KeyNotFoundError(key)
         with self._translate(key):
             return bytes(self.fs.cat_file(self._path(key), **self._whole))
 
@@ -360,11 +360,11 @@ class FsspecStore(Store):
 
     def _info(self, key: str) -> dict[str, Any]:
         if not self._held([key]):
-            raise KeyError(key)
+            raise KeyNotFoundError(key)
         with self._translate(key):
             info = self.fs.info(self._path(key))
             if info.get("type") == "directory":
-                raise IsADirectoryError(key)
+                raise KeyIsDirectoryError(key)
             return info
 
     def _getsize(self, key: str) -> int:

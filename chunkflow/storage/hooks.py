@@ -13,6 +13,7 @@ import abc
 import contextlib
 from collections.abc import Callable, Iterator
 
+from chunkflow.errors import KeyNotFoundError
 from chunkflow.storage.keys import Version, slice_bounds
 from chunkflow.storage.ranges import ByteRangeReader, BytesRangeReader
 
@@ -90,7 +91,7 @@ class StoreHooks(abc.ABC):
         # with ranged reads override this.
         found = self._get_many_versioned([key])
         if key not in found:
-            raise KeyError(key)
+            raise KeyNotFoundError(key)
         data, version = found[key]
         return BytesRangeReader(key, data, version)
 

@@ -22,7 +22,7 @@ import re
 from collections.abc import Hashable
 from typing import Any
 
-from chunkflow.errors import InvalidKeyError
+from chunkflow.errors import ArgumentTypeError, InvalidArgumentError, InvalidKeyError
 
 __all__ = ["Buffer", "Version", "as_buffer", "normalize_key", "normalize_prefix", "slice_bounds"]
 
@@ -163,7 +163,7 @@ def as_buffer(value: object, key: str) -> bytes | memoryview:
     try:
         view = memoryview(value)  # type: ignore[arg-type]
     except TypeError:
-        raise TypeError(
+        raise ArgumentTypeError(
             f"store value for key {key!r} must be bytes-like (bytes, bytearray, "
             f"memoryview, numpy array), got {type(value).__name__}"
         ) from None
@@ -199,7 +199,7 @@ def check_range(key: str, start: int, length: int | None) -> None:
     if not isinstance(start, int) or (
         length is not None and (not isinstance(length, int) or length < 0)
     ):
-        raise ValueError(
+        raise InvalidArgumentError(
             f"invalid byte range for key {key!r}: expected an int start and a "
             f"non-negative int length or None, got start={start!r}, length={length!r}"
         )

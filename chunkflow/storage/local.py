@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
-from chunkflow.errors import ExternalLinkError
+from chunkflow.errors import ExternalLinkError, KeyIsDirectoryError, KeyNotFoundError
 from chunkflow.storage.base import Store, Version
 from chunkflow.storage.keys import normalize_prefix, slice_bounds
 from chunkflow.storage.ranges import ByteRangeReader, FileRangeReader
@@ -103,7 +103,7 @@ def _missing_to_key_error(method: Callable[..., _T]) -> Callable[..., _T]:
         try:
             return method(self, key, *args)
         except _MISSING:
-            raise KeyError(key) from None
+            raise KeyNotFoundError(key) from None
 
     return translated
 
@@ -303,7 +303,7 @@ class LocalStore(Store):
         try:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):  # os.open succeeds on folders on POSIX
-                raise IsADirectoryError(key)
+                raise KeyIsDirectoryError(key)
             return FileRangeReader(key, fd, st, file_version(st))
         except BaseException:
             os.close(fd)
@@ -315,7 +315,7 @@ class LocalStore(Store):
         self._check_final(key, path)
         st = os.stat(path)
         if stat.S_ISDIR(st.st_mode):
-            raise IsADirectoryError(key)
+            raise KeyIsDirectoryError(key)
         return st.st_size
 
     def _contains(self, key: str) -> bool:
@@ -368,7 +368,7 @@ class LocalStore(Store):
     def _delete(self, key: str) -> None:
         path = self._path(key)  # unlink removes a link itself, never its target
         if os.path.isdir(path):  # unlink() on a folder is EPERM on macOS
-            raise IsADirectoryError(key)
+            raise KeyIsDirectoryError(key)
         os.unlink(path)
 
     def _delete_prefix(self, prefix: str) -> None:

@@ -11,6 +11,7 @@ import weakref
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from typing import Any
 
+from chunkflow.errors import ArgumentTypeError, KeyNotFoundError
 from chunkflow.storage.base import Store
 from chunkflow.storage.fsspec_ranges import is_missing_error, open_fsspec_ranges
 from chunkflow.storage.fsspec_store import GLOB
@@ -120,7 +121,7 @@ class MappingStore(Store):
 
     def __init__(self, mapping: Mapping[str, Any], read_only: bool = False) -> None:
         if not isinstance(mapping, Mapping):
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"MappingStore needs a collections.abc.Mapping, got {type(mapping).__name__}"
             )
         self.mapping = mapping
@@ -154,7 +155,7 @@ class MappingStore(Store):
         except KeyError:
             # The one place for missing keys; some mappings (zict.Zip) put a
             # message rather than the key in their KeyError.
-            raise KeyError(key) from None
+            raise KeyNotFoundError(key) from None
         return _as_bytes(value)
 
     def _set(self, key: str, value: bytes | memoryview) -> None:
@@ -214,7 +215,7 @@ class MappingStore(Store):
             reader = open_fsspec_ranges(fs, to_path(key), key)
         except Exception as err:
             if is_missing_error(err):  # as FSMap itself turns these into KeyError
-                raise KeyError(key) from None
+                raise KeyNotFoundError(key) from None
             raise
         return reader if reader is not None else super()._open_ranges(key)
 

@@ -46,7 +46,7 @@ from typing import Any
 from fsspec.utils import get_protocol
 
 from chunkflow import config
-from chunkflow.errors import SettingError
+from chunkflow.errors import InvalidArgumentError, SettingError
 
 __all__ = ["OBJECT_SCHEMES", "OBSTORE_RETRIES", "ObstoreArguments", "object_backend",
            "obstore_arguments", "obstore_location"]
@@ -154,15 +154,15 @@ def obstore_arguments(url: str, storage_options: dict[str, Any]) -> ObstoreArgum
     """
     kind = _SCHEME_KIND.get(get_protocol(url))
     if kind is None:
-        raise ValueError(f"obstore does not open {url!r}")
+        raise InvalidArgumentError(f"obstore does not open {url!r}")
     options = {k: v for k, v in storage_options.items() if k not in _FSSPEC_ONLY}
     arguments: ObstoreArguments = {name: options.pop(name) for name in _PASSED if name in options}
     arguments["client_options"] = dict(arguments.get("client_options") or {})
     settings = dict(options.pop("config", None) or {})
     unknown = _map_options(kind, options, settings, arguments["client_options"])
     if unknown:
-        raise ValueError(f"storage_options {sorted(unknown)} have no obstore equivalent for "
-                         f"{url!r}; use chunkflow.io.object-backend 'fsspec' for them")
+        raise InvalidArgumentError(f"storage_options {sorted(unknown)} have no obstore equivalent for "
+                                   f"{url!r}; use chunkflow.io.object-backend 'fsspec' for them")
     endpoint = str(next((settings[k] for k in _ENDPOINT_KEYS if settings.get(k)), ""))
     if url.startswith("http://") or endpoint.startswith("http://"):
         arguments["client_options"].setdefault("allow_http", True)

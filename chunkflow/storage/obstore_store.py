@@ -34,7 +34,7 @@ from obstore.exceptions import UnknownConfigurationKeyError
 from obstore.store import from_url
 
 from chunkflow import config
-from chunkflow.errors import ReadOnlyError, StoreValueChangedError
+from chunkflow.errors import InvalidArgumentError, KeyNotFoundError, ReadOnlyError, StoreValueChangedError
 from chunkflow.storage.base import Store, Version
 from chunkflow.storage.fsspec_ranges import coalesce, split_coalesced
 from chunkflow.storage.keys import normalize_key, slice_bounds
@@ -109,8 +109,8 @@ class ObstoreStore(Store):
         try:
             self.store = from_url(url, **obstore_arguments(url, self.storage_options))
         except UnknownConfigurationKeyError as err:
-            raise ValueError(f"storage_options for {url!r}: "
-                             f"{str(err).splitlines()[0]}") from err
+            raise InvalidArgumentError(f"storage_options for {url!r}: "
+                                       f"{str(err).splitlines()[0]}") from err
         self._identity = obstore_location(self.store) or url.rstrip("/")
         #: Every request is a network round trip (see Store.latency_bound).
         self.latency_bound = True
@@ -175,7 +175,7 @@ class ObstoreStore(Store):
     def _get(self, key: str) -> bytes:
         data, _ = self._run(self._fetch, key)
         if data is None:
-            raise KeyError(key)
+            raise KeyNotFoundError(key)
         return data
 
     def _get_many_versioned(self, keys: list[str]) -> dict[str, tuple[bytes, Version | None]]:
@@ -211,7 +211,7 @@ class ObstoreStore(Store):
     def _getsize(self, key: str) -> int:
         meta = self._run(self._head, key)
         if meta is None:
-            raise KeyError(key)
+            raise KeyNotFoundError(key)
         return int(meta["size"])
 
     def _versions(self, keys: list[str]) -> dict[str, Version | None]:
@@ -232,7 +232,7 @@ class ObstoreStore(Store):
     def _open_ranges(self, key: str) -> ByteRangeReader:
         meta = self._run(self._head, key)
         if meta is None:
-            raise KeyError(key)
+            raise KeyNotFoundError(key)
         version = etag_version(meta)
         if version is None:  # nothing to pin ranges to: the whole value pins itself
             return super()._open_ranges(key)
@@ -277,7 +277,7 @@ class ObstoreStore(Store):
 
     def _delete(self, key: str) -> None:
         if self._run(self._head, key) is None:  # deleting a missing object succeeds
-            raise KeyError(key)
+            raise KeyNotFoundError(key)
         with self._translate(key, write=True):
             obstore.delete(self.store, key)
 

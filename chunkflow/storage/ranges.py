@@ -37,7 +37,7 @@ import weakref
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from chunkflow.errors import StoreValueChangedError
+from chunkflow.errors import InvalidArgumentError, StoreClosedError, StoreValueChangedError
 
 if TYPE_CHECKING:
     from chunkflow.storage.keys import Version
@@ -73,11 +73,11 @@ def check_ranges(key: str, ranges: Sequence[tuple[int, int]], size: int) -> list
             start, stop = item
             start, stop = operator.index(start), operator.index(stop)
         except (TypeError, ValueError):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"byte range {item!r} of key {key!r} is not a (start, stop) pair of ints"
             ) from None
         if not 0 <= start <= stop <= size:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"byte range ({start}, {stop}) of key {key!r} is out of bounds: expected "
                 f"0 <= start <= stop <= {size} (the size of the value)"
             )
@@ -170,7 +170,7 @@ class ByteRangeReader(abc.ABC):
         # flight releases it instead.
         with _state_lock:
             if self._closed:
-                raise ValueError(f"the byte range reader of key {self.key!r} is closed")
+                raise StoreClosedError(f"the byte range reader of key {self.key!r} is closed")
             self._active += 1
         try:
             yield

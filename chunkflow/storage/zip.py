@@ -19,6 +19,13 @@ import warnings
 import zipfile
 from collections.abc import Iterator
 
+from chunkflow.errors import (
+    InvalidArgumentError,
+    KeyNotFoundError,
+    NotSerializableError,
+    StoreClosedError,
+    UnsupportedOperationError,
+)
 from chunkflow.storage.base import Store, Version
 from chunkflow.storage.keys import slice_bounds
 from chunkflow.storage.ranges import ByteRangeReader, BytesRangeReader
@@ -54,7 +61,7 @@ def _acquire(path: str, mode: str, compression: int) -> _SharedZip:
         if shared is None:
             shared = _open_files[real] = _SharedZip(path, mode, compression)
         elif mode == "w":
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"zip file {path!r} is open in this process ({shared.users} store(s)); "
                 "mode='w' would truncate what they hold: close them first, or open it "
                 "with mode='a' to add to it"
@@ -173,7 +180,7 @@ class ZipStore(Store):
         compression: int = zipfile.ZIP_STORED,
     ) -> None:
         if mode not in ("r", "w", "a"):
-            raise ValueError(f"ZipStore mode must be 'r', 'w' or 'a', got {mode!r}")
+            raise InvalidArgumentError(f"ZipStore mode must be 'r', 'w' or 'a', got {mode!r}")
         self.path = os.path.abspath(os.fspath(path))
         self.mode = mode
         self.read_only = mode == "r"
@@ -195,7 +202,7 @@ class ZipStore(Store):
         if self.mode != "r":
             # Two processes appending to one zip file corrupt it; "w" would
             # even truncate it on unpickling.
-            raise TypeError(
+            raise NotSerializableError(
                 f"{self!r} cannot be pickled: only read-only zip stores pickle; "
                 "close it and reopen it with mode='r'"
             )
@@ -217,7 +224,7 @@ class ZipStore(Store):
 
     def _file(self) -> zipfile.ZipFile:
         if self._shared is None:
-            raise ValueError(f"{self!r} is closed")
+            raise StoreClosedError(f"{self!r} is closed")
         return self._shared.zf
 
     def _info(self, key: str) -> zipfile.ZipInfo:
@@ -225,7 +232,7 @@ class ZipStore(Store):
         # place where a missing key becomes KeyError.
         info = self._file().NameToInfo.get(key)
         if info is None:
-            raise KeyError(key)
+            raise KeyNotFoundError(key)
         return info
 
     def _names(self) -> list[str]:
@@ -302,7 +309,7 @@ class ZipStore(Store):
 
     def _delete(self, key: str) -> None:
         self._info(key)  # a missing key is still a KeyError
-        raise NotImplementedError(
+        raise UnsupportedOperationError(
             f"{self!r} cannot delete key {key!r}: zip files do not support deletion; "
             "write a new zip file without it"
         )

@@ -10,6 +10,7 @@ pickles, so arrays that carry one can be sent to worker processes.
 
 from __future__ import annotations
 
+from chunkflow.errors import ArgumentTypeError
 from chunkflow.sync.base import KeyLockSynchronizer, Synchronizer, SynchronizerLike
 from chunkflow.sync.distributed import DistributedSynchronizer
 from chunkflow.sync.process import ProcessSynchronizer
@@ -58,13 +59,13 @@ def as_synchronizer(value: SynchronizerLike) -> Synchronizer | None:
         return ThreadSynchronizer()
     if isinstance(value, type):
         # The class itself has lock/locks too, but as unbound functions.
-        raise TypeError(f"synchronizer must be an instance, got the class {value.__name__}; "
-                        f"pass {value.__name__}(...)")
+        raise ArgumentTypeError(f"synchronizer must be an instance, got the class {value.__name__}; "
+                                f"pass {value.__name__}(...)")
     if not isinstance(value, str) and all(
         callable(getattr(value, name, None)) for name in ("lock", "locks")
     ):
         return value  # type: ignore[no-any-return]
-    raise TypeError(
+    raise ArgumentTypeError(
         "synchronizer must be None, 'thread' or an object with lock() and locks() methods "
         f"(ThreadSynchronizer, ProcessSynchronizer, DistributedSynchronizer), got {value!r}"
     )

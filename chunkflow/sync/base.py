@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
-from chunkflow.errors import LockTimeoutError
+from chunkflow.errors import ArgumentTypeError, LockTimeoutError
 
 __all__ = ["KeyLockSynchronizer", "Synchronizer", "SynchronizerLike"]
 
@@ -119,7 +119,7 @@ class KeyLockSynchronizer(ABC):
         """
         if isinstance(keys, str):
             # A bare string would otherwise be locked character by character.
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"{self._describe()}: locks() takes an iterable of keys, got the string {keys!r}"
             )
         deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)

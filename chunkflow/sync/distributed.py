@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from chunkflow.errors import ArgumentTypeError, NotRunningError
 from chunkflow.sync.base import KeyLockSynchronizer
 
 if TYPE_CHECKING:
@@ -53,7 +54,7 @@ class DistributedSynchronizer(KeyLockSynchronizer):
         self, client: distributed.Client | None = None, prefix: str = "chunkflow"
     ) -> None:
         if not isinstance(prefix, str) or not prefix:
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"DistributedSynchronizer prefix must be a non-empty str, got {prefix!r}"
             )
         self._client = client
@@ -78,7 +79,7 @@ class DistributedSynchronizer(KeyLockSynchronizer):
         try:
             client = get_client()
         except ValueError:
-            raise RuntimeError(
+            raise NotRunningError(
                 f"{self!r}: cannot lock key {key!r}: this process is neither a dask worker "
                 "nor has a distributed.Client; create a Client first or pass client="
             ) from None

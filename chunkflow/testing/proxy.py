@@ -27,6 +27,8 @@ from types import TracebackType
 from typing import Literal
 from urllib.parse import urlsplit
 
+from chunkflow.errors import InternalError, InvalidArgumentError, NotRunningError
+
 __all__ = ["FaultProxy"]
 
 FaultKind = Literal["500", "503", "drop"]
@@ -203,15 +205,15 @@ class FaultProxy:
     ) -> None:
         parts = urlsplit(upstream)
         if parts.scheme != "http" or not parts.hostname:
-            raise ValueError(f"upstream must be an http://host:port URL, not {upstream!r}")
+            raise InvalidArgumentError(f"upstream must be an http://host:port URL, not {upstream!r}")
         if not 0.0 <= fail_share <= 1.0:
-            raise ValueError(f"fail_share must lie between 0 and 1, not {fail_share!r}")
+            raise InvalidArgumentError(f"fail_share must lie between 0 and 1, not {fail_share!r}")
         self.faults: tuple[FaultKind, ...] = tuple(faults)
         unknown = set(self.faults) - {"500", "503", "drop"}
         if unknown or not self.faults:
-            raise ValueError(f"faults must be among '500', '503', 'drop', not {faults!r}")
+            raise InvalidArgumentError(f"faults must be among '500', '503', 'drop', not {faults!r}")
         if fail_stage not in ("before", "after"):
-            raise ValueError(f"fail_stage must be 'before' or 'after', not {fail_stage!r}")
+            raise InvalidArgumentError(f"fail_stage must be 'before' or 'after', not {fail_stage!r}")
         self.upstream = upstream.rstrip("/")
         self.delay = float(delay)
         self.fail_share = float(fail_share)
@@ -235,7 +237,7 @@ class FaultProxy:
     def url(self) -> str:
         """The proxy's base URL (``http://127.0.0.1:PORT``); set once started."""
         if self._server is None:
-            raise RuntimeError("the proxy is not running; use it as a context manager")
+            raise NotRunningError("the proxy is not running; use it as a context manager")
         return f"http://127.0.0.1:{self._server.server_port}"
 
     def start(self) -> FaultProxy:
@@ -331,4 +333,4 @@ class FaultProxy:
                 self._local.conn = None
                 if attempt:
                     raise
-        raise AssertionError("unreachable")
+        raise InternalError("unreachable")

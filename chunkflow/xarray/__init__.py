@@ -66,11 +66,13 @@ Examples
 
 from __future__ import annotations
 
+from chunkflow.errors import MissingDependencyError
+
 try:
     import xarray as _xarray  # noqa: F401  (absolute: the xarray package, not this one)
 except ImportError as error:  # xarray is optional: only this package needs it
-    raise ImportError("chunkflow.xarray needs xarray (pip install 'xarray>=2024.1')") from error
-
+    raise MissingDependencyError(
+        "chunkflow.xarray needs xarray (pip install 'xarray>=2024.1')") from error
 from chunkflow.xarray.datastore import ChunkflowDataStore
 from chunkflow.xarray.entrypoint import ChunkflowBackendEntrypoint
 from chunkflow.xarray.variables import DimensionNamesError

@@ -20,6 +20,7 @@ from xarray import Dataset
 from xarray.backends import BackendEntrypoint, StoreBackendEntrypoint
 
 from chunkflow.core.group import Group
+from chunkflow.errors import InvalidArgumentError
 from chunkflow.xarray.datastore import ChunkflowDataStore
 
 if TYPE_CHECKING:
@@ -146,8 +147,8 @@ class ChunkflowBackendEntrypoint(BackendEntrypoint):
 def _check_read_mode(mode: str) -> None:
     # mode= is accepted so that calls written for engine="zarr" keep working.
     if mode != "r":
-        raise ValueError(f"engine='chunkflow' only reads: mode must be 'r', got {mode!r} "
-                         f"(write with Dataset.to_zarr; chunkflow reads what it writes)")
+        raise InvalidArgumentError(f"engine='chunkflow' only reads: mode must be 'r', got {mode!r} "
+                                   f"(write with Dataset.to_zarr; chunkflow reads what it writes)")
 
 
 def _walk_groups(group: Group, path: str) -> Iterable[tuple[str, Group]]:

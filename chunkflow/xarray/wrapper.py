@@ -39,7 +39,7 @@ def holds_text(array: Array) -> bool:
     if array.zarr_format == 3:
         serializer = array.serializer or {}
         return serializer.get("name") == "vlen-utf8"
-    return any(codec.codec_id == "vlen-utf8" for codec in array.filters)
+    return any(codec.codec_id == "vlen-utf8" for codec in array.filters or ())
 
 
 def text_dtype() -> np.dtype:

@@ -126,7 +126,7 @@ def test_map_chunks_into_sharded_array_writes_whole_shards_once() -> None:
     mapping = CountingMapping()
     out = _sharded(mapping)
     # chunks="chunk": one stored object per block, so many tasks write into the output.
-    chunkflow.map_chunks(lambda block: block + 1, source, out=out, depth=1, chunks="chunk",
+    chunkflow.map_chunks(lambda block: block + 1, source, out=out, depth=1, blocks="chunk",
                          scheduler="threads")
     np.testing.assert_array_equal(out[:], data + 1)
     writes = mapping.chunk_writes()
@@ -135,7 +135,7 @@ def test_map_chunks_into_sharded_array_writes_whole_shards_once() -> None:
 
 def test_dask_blocks_of_a_sharded_array_fall_on_shard_edges() -> None:
     z = chunkflow.create_array(None, shape=(48, 60), chunks=(4, 5), shards=(16, 20), dtype="u1")
-    x = chunkflow.to_dask(z, chunks=(1, 1))  # one stored object per block, not one chunk
+    x = chunkflow.to_dask(z, blocks=(1, 1))  # one stored object per block, not one chunk
     assert x.chunks == ((16, 16, 16), (20, 20, 20))
 
 

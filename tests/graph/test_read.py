@@ -68,7 +68,7 @@ def test_values_equal_numpy_and_blocks_share_no_chunk(case: Any) -> None:
     shape, chunks, selection, block = case
     data = np.arange(int(np.prod(shape)), dtype="i4").reshape(shape)
     z = chunkflow.array(data, chunks=chunks)
-    x = chunkflow.to_dask(z, selection, chunks=block)
+    x = chunkflow.to_dask(z, selection, blocks=block)
     expected = data[selection]
     assert x.shape == expected.shape
     np.testing.assert_array_equal(x.compute(scheduler="sync"), expected)
@@ -93,11 +93,11 @@ def _full(selection: tuple[Any, ...], ndim: int) -> tuple[Any, ...]:
 
 def test_block_edges_fall_on_chunk_edges() -> None:
     z = chunkflow.zeros((100, 50), chunks=(10, 7), dtype="u1")
-    assert z.to_dask((slice(5, 95), slice(None)), chunks=(2, 1)).chunks == (
+    assert z.to_dask((slice(5, 95), slice(None)), blocks=(2, 1)).chunks == (
         (15, 20, 20, 20, 15), (7,) * 7 + (1,)
     )
     # Negative steps walk the chunks backwards, still cut at chunk edges.
-    assert z.to_dask((slice(None, None, -3), 0), chunks=(1, 1)).chunks == ((4, 3, 3, 4, 3, 3, 4, 3, 3, 4),)
+    assert z.to_dask((slice(None, None, -3), 0), blocks=(1, 1)).chunks == ((4, 3, 3, 4, 3, 3, 4, 3, 3, 4),)
 
 
 def test_sharded_arrays_use_shards_as_blocks() -> None:
@@ -108,17 +108,17 @@ def test_sharded_arrays_use_shards_as_blocks() -> None:
                              "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
                          }}])
     z[:] = np.arange(64 * 64, dtype="u2").reshape(64, 64)
-    x = chunkflow.to_dask(z, chunks=(1, 1))
+    x = chunkflow.to_dask(z, blocks=(1, 1))
     assert x.chunks == ((32, 32), (32, 32))  # one task per shard, not per inner chunk
     np.testing.assert_array_equal(x.compute(), z[:])
 
 
 def test_auto_and_byte_sizes_group_chunks() -> None:
     z = chunkflow.zeros((4096, 4096), chunks=(256, 256), dtype="u2")
-    assert chunkflow.to_dask(z, chunks="2 MiB").chunksize == (1024, 1024)
+    assert chunkflow.to_dask(z, blocks="2 MiB").chunksize == (1024, 1024)
     with dask.config.set({"array.chunk-size": "512 KiB"}):
-        assert chunkflow.to_dask(z, chunks="auto").chunksize == (512, 512)
-    assert chunkflow.to_dask(z, chunks=(2, -1)).chunks[1] == (4096,)
+        assert chunkflow.to_dask(z, blocks="auto").chunksize == (512, 512)
+    assert chunkflow.to_dask(z, blocks=(2, -1)).chunks[1] == (4096,)
 
 
 # ------------------------------------------------------------- default blocks
@@ -152,10 +152,10 @@ def test_default_groups_tiny_chunks_but_keeps_every_thread_busy() -> None:
 
 def test_bad_arguments_are_named() -> None:
     z = chunkflow.zeros((10, 10), chunks=(4, 4), dtype="u1", path="img")
-    with pytest.raises(InvalidSelectionError, match=r"'img'.*chunks\[1\]"):
-        chunkflow.to_dask(z, chunks=(1, 0))
+    with pytest.raises(InvalidSelectionError, match=r"'img'.*blocks\[1\]"):
+        chunkflow.to_dask(z, blocks=(1, 0))
     with pytest.raises(InvalidSelectionError, match="tuple of 2"):
-        chunkflow.to_dask(z, chunks=(1,))
+        chunkflow.to_dask(z, blocks=(1,))
     with pytest.raises(IndexError):
         chunkflow.to_dask(z, (20, 0))
     with pytest.raises(TypeError, match="to_dask needs"):
@@ -172,7 +172,7 @@ def _tasks(x: da.Array) -> int:
 
 def test_graph_is_two_lazy_layers_whatever_the_size() -> None:
     z = chunkflow.zeros((10**6, 10**6), chunks=(10, 10), dtype="u1")  # 10^10 chunks
-    x = chunkflow.to_dask(z, chunks=(1, 1))
+    x = chunkflow.to_dask(z, blocks=(1, 1))
     graph = x.__dask_graph__()
     assert isinstance(graph, HighLevelGraph) and len(graph.layers) == 2
     read_layer = graph.layers[x.name]
@@ -242,10 +242,10 @@ def test_same_results_on_every_scheduler(
     chosen: Any = request.getfixturevalue("cluster_client") if scheduler == "cluster" else scheduler
     data = folder_array[:]
     selection = (slice(250, 10, -3), slice(7, None))
-    (window,) = chunkflow.compute(chunkflow.to_dask(folder_array, selection, chunks=(1, 1)),
+    (window,) = chunkflow.compute(chunkflow.to_dask(folder_array, selection, blocks=(1, 1)),
                                   scheduler=chosen)
     np.testing.assert_array_equal(window, data[selection])
-    stats = chunkflow.reduce(folder_array, ("mean", "std", "min", "max", "sum"), chunks=(2, 2),
+    stats = chunkflow.reduce(folder_array, ("mean", "std", "min", "max", "sum"), blocks=(2, 2),
                              scheduler=chosen)
     assert stats["mean"] == pytest.approx(data.mean(), rel=1e-12)
     assert stats["std"] == pytest.approx(data.std(), rel=1e-12)
@@ -295,7 +295,7 @@ def test_unknown_scheduler_is_refused() -> None:
 def test_progress_callable_counts_output_blocks() -> None:
     z = chunkflow.ones((40, 40), chunks=(10, 10), dtype="u1")
     seen: list[tuple[int, int]] = []
-    chunkflow.reduce(z, ("sum",), chunks=(1, 1), scheduler="threads",
+    chunkflow.reduce(z, ("sum",), blocks=(1, 1), scheduler="threads",
                      progress=lambda done, total: seen.append((done, total)))
     assert seen[0] == (0, 16) and seen[-1] == (16, 16)
 
@@ -305,7 +305,7 @@ def test_progress_callable_counts_output_blocks() -> None:
 def test_progress_bar_is_drawn(scheduler: str, folder_array: chunkflow.Array,
                                capfd: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("tqdm")  # the bar is tqdm's (a test extra)
-    chunkflow.reduce(folder_array, ("mean",), chunks=(1, 1), scheduler=scheduler, progress=True)
+    chunkflow.reduce(folder_array, ("mean",), blocks=(1, 1), scheduler=scheduler, progress=True)
     err = capfd.readouterr().err
     # tqdm's bar: "chunkflow: 100%|...| 50/50"
     assert "chunkflow" in err and "50/50" in err, err
@@ -330,10 +330,10 @@ def test_progress_without_tqdm_falls_back_to_dask(monkeypatch: pytest.MonkeyPatc
 def test_progress_on_a_cluster(cluster_client: Any, folder_array: chunkflow.Array,
                                capfd: pytest.CaptureFixture[str]) -> None:
     seen: list[tuple[int, int]] = []
-    chunkflow.reduce(folder_array, ("max",), chunks=(1, 1), scheduler=cluster_client,
+    chunkflow.reduce(folder_array, ("max",), blocks=(1, 1), scheduler=cluster_client,
                      progress=lambda done, total: seen.append((done, total)))
     assert seen and seen[-1][0] == seen[-1][1] > 0
-    chunkflow.reduce(folder_array, ("min",), chunks=(1, 1), scheduler=cluster_client,
+    chunkflow.reduce(folder_array, ("min",), blocks=(1, 1), scheduler=cluster_client,
                      progress=True)
     assert "100% Completed" in capfd.readouterr().out
 
@@ -346,14 +346,14 @@ def test_reduction_blocks_shrink_with_the_memory_budget() -> None:
 
     z = chunkflow.zeros((8192, 8192), chunks=(256, 256), dtype="u2")
     roomy, roomy_bytes = reduction_input(z)
-    tight, tight_bytes = reduction_input(z, memory_limit="64 MiB")
+    tight, tight_bytes = reduction_input(z, max_memory="32 MiB")
     assert tight_bytes < roomy_bytes <= 8 * 2**20  # a few MiB per block, whatever the size
-    # The block a thread works on, with its float64 work, fits a thread's share.
-    assert tight_bytes * (1 + 16 / 2) * 2 <= 64 * 2**20 / 2
+    # The block a task works on, with its float64 work, fits half the task's budget.
+    assert tight_bytes * (1 + 16 / 2) <= 32 * 2**20 / 2
     larger, larger_bytes = reduction_input(chunkflow.zeros((65536, 65536), chunks=(256, 256),
                                                            dtype="u2"))
     assert larger_bytes == roomy_bytes  # flat: blocks do not grow with the array
-    stats = chunkflow.reduce(z, ("std",), memory_limit="64 MiB", compute_now=False)
+    stats = chunkflow.reduce(z, ("std",), max_memory="32 MiB", compute=False)
     assert stats["std"].dask.layers.keys() >= {tight.name}
 
 
@@ -361,16 +361,16 @@ def test_percentile_is_exact_on_one_block_and_on_many() -> None:
     data = np.random.default_rng(3).normal(size=(300, 40))
     z = chunkflow.array(data, chunks=(30, 40))
     q = [1, 25, 50, 75, 99]
-    np.testing.assert_array_equal(chunkflow.percentile(z, q, chunks=10**9),
+    np.testing.assert_array_equal(chunkflow.percentile(z, q, blocks=10**9),
                                   np.percentile(data, q))
     # Many blocks: still numpy's answer (tests/graph/reductions/test_quantiles.py has the rest).
-    np.testing.assert_array_equal(chunkflow.percentile(z, q, chunks=(1, 1)),
+    np.testing.assert_array_equal(chunkflow.percentile(z, q, blocks=(1, 1)),
                                   np.percentile(data, q))
 
 
 def test_slicing_most_blocks_shares_the_reads_of_x() -> None:
     data = np.arange(64 * 64).reshape(64, 64)
-    x = chunkflow.to_dask(chunkflow.array(data, chunks=(8, 8)), chunks=(1, 1))
+    x = chunkflow.to_dask(chunkflow.array(data, chunks=(8, 8)), blocks=(1, 1))
     most, few = x[::3, 4:-4], x[:8, 8:24]
     assert x.name in most.dask.layers  # dask's getitem over x's blocks
     assert x.name not in few.dask.layers and few.numblocks == (1, 2)  # re-planned

@@ -27,7 +27,7 @@ def _lazy(tmp_path: Path, log: Path, blocks: tuple[int, int] = (1, 1)) -> da.Arr
     if not Path(src).exists():
         chunkflow.array(np.arange(np.prod(SHAPE), dtype="f8").reshape(SHAPE), chunks=(10, 12),
                         store=src)
-    return chunkflow.to_dask(chunkflow.open(src, mode="r"), chunks=blocks).map_blocks(
+    return chunkflow.to_dask(chunkflow.open(src, mode="r"), blocks=blocks).map_blocks(
         logged_block, log=str(log), dtype="f8")
 
 

@@ -43,7 +43,7 @@ def run_job(src: str, out: str, log: Path, *, pause: float = 0.0, resume: bool =
             storage_options: dict[str, Any] | None = None, **kwargs: Any) -> Any:
     """The fault tests' job: ``slow_filter`` over ``src`` into ``out``, one chunk a block."""
     kwargs.setdefault("scheduler", "threads")
-    return chunkflow.map_chunks(slow_filter, src, out=out, chunks=(1, 1), blocks_per_task=1, block_info=True,
+    return chunkflow.map_chunks(slow_filter, src, out=out, blocks=(1, 1), blocks_per_task=1, block_info=True,
                                 log=str(log), pause=pause, resume=resume,
                                 storage_options=storage_options, **kwargs)
 

@@ -29,7 +29,7 @@ def _source(tmp_path: Path) -> tuple[str, np.ndarray]:
 
 
 def _run(src: str, out: str, log: Path, func=logged_filter, **kwargs: object) -> None:
-    chunkflow.map_chunks(func, src, out=out, chunks=(1, 1), blocks_per_task=1,
+    chunkflow.map_chunks(func, src, out=out, blocks=(1, 1), blocks_per_task=1,
                          block_info=True, log=str(log), scheduler="sync", **kwargs)
 
 

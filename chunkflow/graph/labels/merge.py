@@ -35,6 +35,7 @@ import numpy as np
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
+from chunkflow.errors import InternalError
 from chunkflow.graph.labels.geometry import BlockGrid
 from chunkflow.graph.labels.parts import BlockInfo
 from chunkflow.graph.labels.tree import Box
@@ -71,8 +72,8 @@ class KeyMap:
         pos = np.minimum(pos, max(0, len(self.keys) - 1))
         if len(keys) and (not len(self.keys) or not np.array_equal(self.keys[pos], keys)):
             missing = keys[self.keys[pos] != keys] if len(self.keys) else keys
-            raise AssertionError(f"label merge: {what} has no entry for keys "
-                                 f"{missing[:5].tolist()}")
+            raise InternalError(f"label merge: {what} has no entry for keys "
+                                f"{missing[:5].tolist()}")
         return self.values[pos]
 
     def restrict(self, keys: np.ndarray) -> KeyMap:

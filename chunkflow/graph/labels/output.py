@@ -35,7 +35,13 @@ from chunkflow.api.unfinished import open_unfinished
 from chunkflow.api.zarr3 import create_array
 from chunkflow.core.array import Array
 from chunkflow.engine.pool import serial_io
-from chunkflow.errors import ContainsArrayError, LabelError, ReadOnlyError, ShapeMismatchError
+from chunkflow.errors import (
+    ArgumentTypeError,
+    ContainsArrayError,
+    LabelError,
+    ReadOnlyError,
+    ShapeMismatchError,
+)
 from chunkflow.jobs import (
     Job,
     JobSpec,
@@ -195,8 +201,8 @@ def plan_output(what: str, out: Any, shape: tuple[int, ...], chunks: tuple[int, 
         if existing is None and not overwrite:
             _refuse_existing(what, out, storage_options)
     else:
-        raise TypeError(f"{what}: out must be a chunkflow.Array, a path, a URL or a store, "
-                        f"got {type(out).__name__}")
+        raise ArgumentTypeError(f"{what}: out must be a chunkflow.Array, a path, a URL or a store, "
+                                f"got {type(out).__name__}")
     if existing is not None:
         if existing.shape != shape:
             raise ShapeMismatchError(f"{what}: out {existing.path or '/'!r} has shape "

@@ -41,7 +41,7 @@ import dask.array as da
 import numpy as np
 from dask.base import tokenize
 
-from chunkflow.errors import LabelError, ShapeMismatchError
+from chunkflow.errors import ArgumentTypeError, LabelError, ShapeMismatchError
 from chunkflow.graph.labels.geometry import BlockGrid, face_bit
 from chunkflow.graph.labels.labelling import (
     job_parts,
@@ -244,6 +244,7 @@ def segment(
     job_name: str | None = None,
     overwrite: bool = False,
     storage_options: Mapping[str, Any] | None = None,
+    commit: str | None = None,
     **kwargs: Any,
 ) -> Any:
     """Segment ``source`` block by block with ``fn`` and make its labels global.
@@ -267,7 +268,7 @@ def segment(
     func_memory_factor : float
         Window-sized arrays ``fn`` holds at its peak (for the memory plan).
     dtype, chunks, shards, zarr_format, blocks, max_memory, scheduler, progress,
-    compute, resume, job_name, overwrite, storage_options
+    compute, resume, job_name, overwrite, storage_options, commit
         As :func:`chunkflow.label`'s; ``job_name`` names the job instead of ``fn`` and
         ``kwargs`` (for functions that cannot be tokenized deterministically).
     **kwargs
@@ -279,7 +280,7 @@ def segment(
         The labels, numbered by first voxel in C order, and their number.
     """
     if not callable(fn):
-        raise TypeError(f"segment: fn must be callable, got {type(fn).__name__}")
+        raise ArgumentTypeError(f"segment: fn must be callable, got {type(fn).__name__}")
     if not 0 <= min_overlap <= 1:
         raise LabelError(f"segment: min_overlap must lie in [0, 1], got {min_overlap!r}")
     src = open_source(source, storage_options, "segment")
@@ -306,5 +307,5 @@ def segment(
     token = tokenize("segment", fn, kwargs, halo, min_overlap, job.grid, src.token,
                      output, resume)
     return run_label_job(job, output, token, compute=compute, scheduler=scheduler,
-                         progress=progress)
+                         progress=progress, commit=commit)
 

@@ -44,7 +44,8 @@ from dask.blockwise import blockwise
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 
 from chunkflow.api.unfinished import open_recorded_block_plan
-from chunkflow.errors import MemoryPlanError
+from chunkflow.config.renames import renamed_parameters
+from chunkflow.errors import ArgumentTypeError, MemoryPlanError
 from chunkflow.graph.casting import check_casting
 from chunkflow.graph.map.halo import check_boundary, normalize_depth
 from chunkflow.graph.map.outputs import NewOut, open_sources, resolve_out
@@ -52,6 +53,7 @@ from chunkflow.graph.map.plan import MapPlan
 from chunkflow.graph.map.tasks import RegionDep, TaskGrid, plan_tasks
 from chunkflow.graph.scheduler import ProgressArg
 from chunkflow.graph.scheduler import compute as run
+from chunkflow.graph.transactions import transaction
 from chunkflow.jobs import (
     block_keys,
     finish_after,
@@ -132,6 +134,7 @@ def _prepare_plan(func: Callable[..., Any], sources: Sequence[ArraySource], *,
     return plan, tasks
 
 
+@renamed_parameters(chunks="blocks")
 def map_chunks(
     func: Callable[..., Any],
     *sources: ArraySource,
@@ -139,7 +142,7 @@ def map_chunks(
     depth: int | Sequence[int] | Mapping[int, int] = 0,
     boundary: str = "reflect",
     dtype: DTypeLike = None,
-    chunks: BlockChunks = None,
+    blocks: BlockChunks = None,
     block_info: bool = False,
     trim: bool = True,
     scheduler: SchedulerLike = None,
@@ -154,6 +157,7 @@ def map_chunks(
     job_name: str | None = None,
     overwrite: bool = False,
     casting: str = "same_kind",
+    commit: str | None = None,
     **kwargs: Any,
 ) -> Any:
     """Apply ``func`` to every block of the sources, with halos.
@@ -188,8 +192,8 @@ def map_chunks(
         (``constant_value=`` for ``constant``).
     dtype : optional
         The result's dtype (default: ``out``'s, else the first source's).
-    chunks : optional
-        Blocks as whole chunks of the output grid: ``"auto"``, a byte size or
+    blocks : optional
+        The dask blocks, as whole chunks of the output grid: ``"auto"``, a byte size or
         multiples per axis (see :func:`chunkflow.to_dask`). Default: one chunk per
         block, small chunks grouped toward 1 MiB, but never fewer than 4 blocks per
         worker thread where the output has that many chunks.
@@ -231,6 +235,10 @@ def map_chunks(
         ufunc's ``out=``: a float result into an integer output is refused
         (:class:`~chunkflow.errors.CastingError`, naming the block and both dtypes)
         unless ``casting="unsafe"``.
+    commit : str, optional
+        With ``out`` in an Icechunk session: commit the session with this message once
+        every block is written (one commit). On a cluster the tasks write into forks of
+        the session, merged back at the end; see :mod:`chunkflow.graph.transactions`.
     **kwargs
         Passed to ``func``.
 
@@ -239,19 +247,19 @@ def map_chunks(
     dask.array.Array (``out=None``), the output Array, or a lazy dask scalar.
     """
     if resume and out is None:
-        raise TypeError("map_chunks: resume=True needs out= (an output to record blocks in)")
+        raise ArgumentTypeError("map_chunks: resume=True needs out= (an output to record blocks in)")
     # Before anything is created: a function that cannot be tokenized refuses here
     # (resume=True); every job writing to out is recorded, with resume=True or not.
     func_parts = function_parts(func, (kwargs, depth, boundary, constant_value, trim,
                                        block_info, str(dtype)), job_name,
                                 strict=resume) if out is not None else {}
-    if resume and (chunks is None or blocks_per_task is None):
+    if resume and (blocks is None or blocks_per_task is None):
         # The default plan varies with the scheduler's threads: reuse the job's own.
         recorded = open_recorded_block_plan(out, storage_options)
-        chunks = recorded.get("multiples") if chunks is None else chunks
+        blocks = recorded.get("multiples") if blocks is None else blocks
         blocks_per_task = recorded.get("group") if blocks_per_task is None else blocks_per_task
     plan, tasks = _prepare_plan(func, sources, out=out, depth=depth, boundary=boundary,
-                                constant_value=constant_value, dtype=dtype, chunks=chunks,
+                                constant_value=constant_value, dtype=dtype, chunks=blocks,
                                 block_info=block_info, trim=trim, max_memory=max_memory,
                                 scheduler=scheduler, storage_options=storage_options,
                                 func_memory_factor=func_memory_factor, kwargs=kwargs,
@@ -273,8 +281,9 @@ def map_chunks(
     done = markers.all(split_every={axis: max(2, n) for axis, n in enumerate(markers.numblocks)})
     if not compute:
         return done if plan.tracker is None else finish_after(done, plan.tracker, plan.out)
-    with job_progress(progress, [plan.tracker]) as shown:
-        run(done, scheduler=scheduler, progress=shown)
+    with job_progress(progress, [plan.tracker]) as shown, transaction(
+            [plan.out], scheduler=scheduler, commit=commit, what="map_chunks") as on:
+        run(done, scheduler=on, progress=shown)
     if plan.tracker is not None:
         plan.tracker.finish(plan.out)
     plan.out.forget_cached()  # blocks written by other processes
@@ -292,6 +301,7 @@ def _track(plan: MapPlan, tasks: TaskGrid, resume: bool, job_name: str | None,
     return dataclasses.replace(plan, tracker=tracker)
 
 
+@renamed_parameters(chunks="blocks")
 def summarize_chunks(
     func: Callable[..., Any],
     *sources: ArraySource,
@@ -299,7 +309,7 @@ def summarize_chunks(
     dtype: DTypeLike = float,
     depth: int | Sequence[int] | Mapping[int, int] = 0,
     boundary: str = "reflect",
-    chunks: BlockChunks = None,
+    blocks: BlockChunks = None,
     block_info: bool = False,
     scheduler: SchedulerLike = None,
     progress: ProgressArg = False,
@@ -315,7 +325,7 @@ def summarize_chunks(
     ``func`` is called as in :func:`map_chunks` and returns a scalar or an array of
     ``shape``; the result is a numpy array of shape ``num_blocks + shape`` (or the lazy
     dask array with ``compute=False``). By default each block is one chunk (shard) of
-    the first source, the tile a user thinks of; ``chunks=`` groups chunks as in
+    the first source, the tile a user thinks of; ``blocks=`` groups chunks as in
     :func:`map_chunks`. ``block_info["array_location"]`` tells a block where it lies.
 
     Examples
@@ -331,7 +341,7 @@ def summarize_chunks(
     """
     plan, tasks = _prepare_plan(func, sources, out=None, depth=depth, boundary=boundary,
                                 constant_value=constant_value, dtype=dtype,
-                                chunks="chunk" if chunks is None else chunks,
+                                chunks="chunk" if blocks is None else blocks,
                                 block_info=block_info, trim=False, max_memory=max_memory,
                                 scheduler=scheduler, storage_options=storage_options,
                                 func_memory_factor=func_memory_factor, kwargs=kwargs,

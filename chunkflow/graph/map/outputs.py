@@ -20,6 +20,7 @@ from chunkflow.api.hierarchy import open_node
 from chunkflow.core.array import Array
 from chunkflow.core.group import Group
 from chunkflow.errors import (
+    ArgumentTypeError,
     ContainsArrayError,
     ContainsGroupError,
     ReadOnlyError,
@@ -42,7 +43,7 @@ def open_sources(sources: Sequence[ArraySource],
                  storage_options: Mapping[str, Any] | None) -> tuple[Array, ...]:
     """The sources as open arrays of one shape, past the process-wide chunk cache."""
     if not sources:
-        raise TypeError("map_chunks needs at least one source array")
+        raise ArgumentTypeError("map_chunks needs at least one source array")
     # Sources skip the process-wide chunk cache (as to_dask's do): a map job reads each
     # chunk about once per task (halos are reused inside a task, see map.groups), and
     # caching a whole source (up to the cache budget) doubled the peak memory of a
@@ -122,8 +123,8 @@ def resolve_out(out: ArraySource | None, sources: Sequence[Array], dtype: DTypeL
                          overwrite=overwrite)
         return _checked(out, first)
     if not isinstance(out, (str, os.PathLike, Store)):
-        raise TypeError(f"map_chunks: out must be None, a chunkflow.Array, a path or a URL, "
-                        f"got {type(out).__name__}")
+        raise ArgumentTypeError(f"map_chunks: out must be None, a chunkflow.Array, a path or a URL, "
+                                f"got {type(out).__name__}")
     in_place = check_not_source("map_chunks", location_of(out, storage_options), read,
                                 depth=depth, overwrite=overwrite)
     existing = _open_existing(out, storage_options)

@@ -18,6 +18,7 @@ from chunkflow.api.hierarchy import open_group, open_node
 from chunkflow.core.array import Array
 from chunkflow.core.group import Group
 from chunkflow.errors import (
+    ArgumentTypeError,
     ContainsArrayError,
     ContainsGroupError,
     NodeNotFoundError,
@@ -160,8 +161,8 @@ def plan_output(source: Array, source_location: Any, location: StoreLike,
         Its format differs from the image the labels join.
     """
     if not isinstance(location, (str, os.PathLike, Store)):
-        raise TypeError(f"pyramid: out must be a path, a URL or a store, got "
-                        f"{type(location).__name__}")
+        raise ArgumentTypeError(f"pyramid: out must be a path, a URL or a store, got "
+                                f"{type(location).__name__}")
     # The same rule as every writer's: creating the output must not delete the source
     # (a path, URL or store, compared by the store's identity and the node's path).
     check_not_source("pyramid", location_of(location, storage_options,

@@ -26,7 +26,7 @@ import numpy as np
 from chunkflow.api.hierarchy import open_node
 from chunkflow.api.zarr3 import create_array
 from chunkflow.core.array import Array
-from chunkflow.errors import ContainsArrayError, InvalidSelectionError
+from chunkflow.errors import ArgumentTypeError, ContainsArrayError, InvalidSelectionError
 from chunkflow.graph.write import unit_region
 from chunkflow.storage import Store, make_store
 
@@ -80,7 +80,7 @@ def target_chunk_shape(chunks: TargetChunks, source: Array, shape: tuple[int, ..
                -source.ndim <= axis < source.ndim]
         if bad:
             raise InvalidSelectionError(
-                f"rechunk: array {name!r} has {source.ndim} axes; target_chunks names axes {bad}"
+                f"rechunk: array {name!r} has {source.ndim} axes; chunks names axes {bad}"
             )
         given = {axis % source.ndim: size for axis, size in chunks.items()}
         sizes: list[Any] = [given.get(axis, source.chunks[axis]) for axis in range(source.ndim)]
@@ -90,7 +90,7 @@ def target_chunk_shape(chunks: TargetChunks, source: Array, shape: tuple[int, ..
         sizes = list(chunks)
     if len(sizes) != source.ndim:
         raise InvalidSelectionError(
-            f"rechunk: array {name!r} has {source.ndim} axes; target_chunks {chunks!r} has "
+            f"rechunk: array {name!r} has {source.ndim} axes; chunks {chunks!r} has "
             f"{len(sizes)}"
         )
     result = []
@@ -99,7 +99,7 @@ def target_chunk_shape(chunks: TargetChunks, source: Array, shape: tuple[int, ..
             size = max(1, length)
         if not isinstance(size, (int, np.integer)) or isinstance(size, bool) or size < 1:
             raise InvalidSelectionError(
-                f"rechunk: target_chunks[{axis}] must be a whole number >= 1 (or -1 for the "
+                f"rechunk: chunks[{axis}] must be a whole number >= 1 (or -1 for the "
                 f"whole axis), got {size!r}"
             )
         result.append(int(size))
@@ -149,8 +149,8 @@ def output_template(source: Array, shape: tuple[int, ...], chunks: tuple[int, ..
 def refuse_existing(location: StoreLike, storage_options: Mapping[str, Any] | None) -> None:
     """Raise when something is at ``location`` already (without ``overwrite``)."""
     if isinstance(location, Array):
-        raise TypeError("rechunk: out must be a path, a URL or a store for a new array, "
-                        "not an open Array")
+        raise ArgumentTypeError("rechunk: out must be a path, a URL or a store for a new array, "
+                                "not an open Array")
     try:
         open_node(location, mode="r", storage_options=dict(storage_options or {}) or None)
     except (FileNotFoundError, KeyError):

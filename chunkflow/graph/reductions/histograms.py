@@ -10,11 +10,15 @@ from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+import dask
 import numpy as np
 
+from chunkflow.config.renames import renamed_parameters
+from chunkflow.errors import InvalidArgumentError
 from chunkflow.graph.reductions.plan import reduction_input, split_every
 from chunkflow.graph.reductions.tree import tree_reduce
-from chunkflow.graph.scheduler import ProgressArg, compute
+from chunkflow.graph.scheduler import ProgressArg, deferred_scheduler
+from chunkflow.graph.scheduler import compute as run
 
 if TYPE_CHECKING:
     from chunkflow.graph.read import BlockChunks
@@ -34,6 +38,16 @@ def _block_histogram(block: np.ndarray, bins: Any, range: Any) -> np.ndarray:
     return np.histogram(block, bins=bins, range=range)[0].astype(np.int64)
 
 
+def _finish(counts: np.ndarray, edges: np.ndarray, density: bool) -> tuple[np.ndarray, np.ndarray]:
+    counts = counts.astype(np.intp)
+    if density:
+        # numpy's formula, on the total counts.
+        widths = np.array(np.diff(edges), float)
+        return counts / widths / counts.sum(), edges
+    return counts, edges
+
+
+@renamed_parameters(chunks="blocks", memory_limit="max_memory")
 def histogram(
     source: ReductionSource,
     bins: int | Sequence[float] | np.ndarray = 10,
@@ -42,12 +56,13 @@ def histogram(
     density: bool = False,
     weights: None = None,
     selection: Selection = Ellipsis,
-    chunks: BlockChunks = None,
-    memory_limit: int | str | None = None,
+    blocks: BlockChunks = None,
+    max_memory: int | str | None = None,
     scheduler: SchedulerLike = None,
     progress: ProgressArg = False,
+    compute: bool = True,
     storage_options: StorageOptions = None,
-) -> tuple[np.ndarray, np.ndarray]:
+) -> Any:
     """Counts and bin edges of all values, exactly as :func:`numpy.histogram`.
 
     The edges are numpy's (:func:`numpy.histogram_bin_edges`: float32 edges for float32
@@ -69,8 +84,12 @@ def histogram(
         Return numpy's probability density instead of counts.
     weights : None
         Not supported (refused when given).
-    selection, chunks, memory_limit, scheduler, progress, storage_options
+    selection, blocks, max_memory, scheduler, progress, storage_options
         As :func:`reduce`.
+    compute : bool
+        ``False`` returns a ``dask.delayed`` object that computes to ``(counts,
+        edges)``. When ``range`` must be found first (no ``range``, a number of bins),
+        its two passes run inside that one task (see :func:`deferred_scheduler`).
 
     Returns
     -------
@@ -89,32 +108,35 @@ def histogram(
     (True, dtype('float32'), True)
     """
     if weights is not None:
-        raise ValueError("histogram: weights= is not supported; pass weights=None "
-                         "(or count with chunkflow.summarize_chunks and numpy.histogram)")
+        raise InvalidArgumentError("histogram: weights= is not supported; pass weights=None "
+                                   "(or count with chunkflow.summarize_chunks and numpy.histogram)")
     if isinstance(bins, str):
-        raise ValueError(f"histogram: bins={bins!r} (a numpy bin estimator) needs the whole "
-                         "data in memory; give a number of bins or the edges")
-    x, block_bytes = reduction_input(source, selection, chunks, memory_limit, scheduler,
+        raise InvalidArgumentError(f"histogram: bins={bins!r} (a numpy bin estimator) needs the whole "
+                                   "data in memory; give a number of bins or the edges")
+    x, block_bytes = reduction_input(source, selection, blocks, max_memory, scheduler,
                                      storage_options)
+    if not compute and range is None and np.ndim(bins) == 0 and x.size:
+        # The edges depend on a first pass: both passes run in one task when the result
+        # is computed. A partial hides x from dask, which would load it whole.
+        return dask.delayed(partial(histogram, x, bins, density=density,
+                                    scheduler=deferred_scheduler(scheduler)), pure=True)()
     if range is None and np.ndim(bins) == 0 and x.size:
-        low, high = compute(x.min(), x.max(), scheduler=scheduler, progress=progress)
+        low, high = run(x.min(), x.max(), scheduler=scheduler, progress=progress)
         # numpy takes a.min() and a.max() in the array's dtype: so do we (the edges'
         # dtype follows from them).
         range = (np.asarray(low, x.dtype)[()], np.asarray(high, x.dtype)[()])
         if not (np.isfinite(range[0]) and np.isfinite(range[1])):
-            raise ValueError(f"histogram: autodetected range of [{range[0]}, {range[1]}] is "
-                             "not finite (as numpy says); pass range=")
+            raise InvalidArgumentError(f"histogram: autodetected range of [{range[0]}, {range[1]}] is "
+                                       "not finite (as numpy says); pass range=")
     # numpy's edges (and its errors for bad bins or a non-finite range), before any pass.
     edges = np.histogram_bin_edges(np.empty(0, x.dtype), bins=bins, range=range)
-    counts = np.zeros(len(edges) - 1, np.int64)
+    counts: Any = np.zeros(len(edges) - 1, np.int64)
     if x.size:
         block_bins = edges if np.ndim(bins) else bins
-        lazy = tree_reduce(x, partial(_block_histogram, bins=block_bins, range=range),
-                           every=split_every(x, None, block_bytes))
-        (counts,) = compute(lazy, scheduler=scheduler, progress=progress)
-    counts = counts.astype(np.intp)
-    if density:
-        # numpy's formula, on the total counts.
-        widths = np.array(np.diff(edges), float)
-        return counts / widths / counts.sum(), edges
-    return counts, edges
+        counts = tree_reduce(x, partial(_block_histogram, bins=block_bins, range=range),
+                             every=split_every(x, None, block_bytes))
+    if not compute:
+        return dask.delayed(_finish, pure=True)(counts, edges, density)
+    if x.size:
+        (counts,) = run(counts, scheduler=scheduler, progress=progress)
+    return _finish(counts, edges, density)

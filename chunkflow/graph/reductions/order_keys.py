@@ -34,6 +34,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from chunkflow.errors import ArgumentTypeError, InvalidArgumentError
+
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
 
@@ -62,10 +64,10 @@ def check_dtype(dtype: np.dtype[Any], what: str) -> np.dtype[Any]:
     e.g. with astype('u1')
     """
     if dtype.kind == "b":
-        raise TypeError(f"{what} of a bool array is not supported (numpy cannot interpolate "
-                        "booleans); convert it first, e.g. with astype('u1')")
+        raise ArgumentTypeError(f"{what} of a bool array is not supported (numpy cannot interpolate "
+                                "booleans); convert it first, e.g. with astype('u1')")
     if dtype.kind not in "iuf" or dtype.itemsize not in (1, 2, 4, 8):
-        raise TypeError(f"{what} needs integers or floats of 1 to 8 bytes, got dtype {dtype}")
+        raise ArgumentTypeError(f"{what} needs integers or floats of 1 to 8 bytes, got dtype {dtype}")
     return dtype.newbyteorder("=")
 
 
@@ -196,7 +198,7 @@ def prepare_q(q: ArrayLike, percent: bool) -> tuple[np.ndarray, bool]:
             array.min() >= 0 and array.max() <= 1):
         name = "Percentiles must be in the range [0, 100]" if percent else \
             "Quantiles must be in the range [0, 1]"
-        raise ValueError(f"{name}, got q={q!r}")
+        raise InvalidArgumentError(f"{name}, got q={q!r}")
     return array, weak_q
 
 

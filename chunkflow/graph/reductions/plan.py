@@ -1,5 +1,5 @@
 """The plan of a reduction: the block size the memory budget implies
-(:func:`~chunkflow.graph.memory.parse_budget`), the dask array a reduction reads, and
+(:func:`~chunkflow.graph.memory.task_max_memory`), the dask array a reduction reads, and
 how many partial results the tree combines at a time.
 
 Every reduction (:mod:`~chunkflow.graph.reductions.reductions`,
@@ -26,7 +26,8 @@ import dask.array as da
 import numpy as np
 
 from chunkflow.core.array import Array
-from chunkflow.graph.memory import memory_budget, parse_budget
+from chunkflow.errors import InvalidArgumentError
+from chunkflow.graph.memory import memory_budget, task_max_memory
 from chunkflow.graph.read import as_source_array, to_dask
 
 if TYPE_CHECKING:
@@ -54,20 +55,22 @@ REDUCTION_BLOCK_BYTES = 4 * 2**20
 _WORK_BYTES_PER_ELEMENT = 16
 
 
-def reduction_block_bytes(itemsize: int, memory_limit: int | str | None = None,
+def reduction_block_bytes(itemsize: int, max_memory: int | str | None = None,
                           scheduler: SchedulerLike = None) -> int:
-    """Decoded bytes per block so that every thread's block and its work fit the budget.
+    """Decoded bytes per block so that a task's block and its work fit in half of
+    ``max_memory`` (one task's budget): the other half holds the block dask reads ahead
+    and the partial results waiting for their combine.
 
     Examples
     --------
     >>> reduction_block_bytes(2) == REDUCTION_BLOCK_BYTES
     True
-    >>> reduction_block_bytes(2, memory_limit="60 MiB") < REDUCTION_BLOCK_BYTES
-    True
+    >>> reduction_block_bytes(2, max_memory="36 MiB") // 2**20
+    2
     """
-    budget, threads = parse_budget(memory_limit, scheduler)
+    budget = task_max_memory(max_memory, scheduler)
     expansion = 1 + _WORK_BYTES_PER_ELEMENT / itemsize
-    fits = int(budget / threads / expansion / 2)  # two blocks per thread: one read ahead
+    fits = int(budget / expansion / 2)
     return builtins.max(2**20, builtins.min(REDUCTION_BLOCK_BYTES, fits))
 
 
@@ -85,8 +88,8 @@ def split_every(x: da.Array, axis: int | tuple[int, ...] | None, block_bytes: in
     return int(np.clip(4 * block_bytes // one_partial, 4, 64))
 
 
-def reduction_input(source: ReductionSource, selection: Selection = Ellipsis, chunks: BlockChunks = None,
-                    memory_limit: int | str | None = None, scheduler: SchedulerLike = None,
+def reduction_input(source: ReductionSource, selection: Selection = Ellipsis, blocks: BlockChunks = None,
+                    max_memory: int | str | None = None, scheduler: SchedulerLike = None,
                     storage_options: Mapping[str, Any] | None = None) -> tuple[da.Array, int]:
     """The dask array a reduction reads (blocks sized for the budget), and its block bytes.
 
@@ -98,21 +101,21 @@ def reduction_input(source: ReductionSource, selection: Selection = Ellipsis, ch
     --------
     >>> import chunkflow
     >>> z = chunkflow.zeros((4096, 4096), chunks=(256, 256), dtype="u2")
-    >>> reduction_input(z)[0].chunksize, reduction_input(z, memory_limit="50 MiB")[0].chunksize
+    >>> reduction_input(z)[0].chunksize, reduction_input(z, max_memory="18 MiB")[0].chunksize
     ((1024, 2048), (512, 1024))
     """
     if isinstance(source, da.Array):
         if storage_options:
-            raise ValueError("storage_options apply to URLs, not to a dask array")
+            raise InvalidArgumentError("storage_options apply to URLs, not to a dask array")
         return source, int(np.prod(source.chunksize)) * source.dtype.itemsize
     array = as_source_array(source, storage_options,
                             **({} if isinstance(source, Array) else {"cache": False}))
-    if chunks is None:
-        chunks = reduction_block_bytes(array.dtype.itemsize, memory_limit, scheduler)
+    if blocks is None:
+        blocks = reduction_block_bytes(array.dtype.itemsize, max_memory, scheduler)
         # At least two blocks per thread where the array allows: one block per thread
         # would leave cores idle while the last block is reduced.
         _, threads = memory_budget(scheduler)
         selected = to_dask(array, selection, 1).nbytes  # a plan only: no I/O
-        chunks = builtins.min(chunks, builtins.max(2**20, int(selected) // (2 * threads)))
-    x = to_dask(array, selection, chunks)
+        blocks = builtins.min(blocks, builtins.max(2**20, int(selected) // (2 * threads)))
+    x = to_dask(array, selection, blocks)
     return x, int(np.prod(x.chunksize)) * x.dtype.itemsize

@@ -38,11 +38,13 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+import dask
 import dask.array as da
 import numpy as np
 
-from chunkflow.errors import ValuesChangedError
-from chunkflow.graph.memory import parse_budget
+from chunkflow.config.renames import renamed_parameters
+from chunkflow.errors import InvalidArgumentError, ValuesChangedError
+from chunkflow.graph.memory import task_max_memory
 from chunkflow.graph.reductions.order_keys import (
     check_dtype,
     digit_counts,
@@ -58,7 +60,7 @@ from chunkflow.graph.reductions.order_keys import (
 )
 from chunkflow.graph.reductions.plan import reduction_input
 from chunkflow.graph.reductions.tree import gather_tree, tree_reduce
-from chunkflow.graph.scheduler import ProgressArg, compute
+from chunkflow.graph.scheduler import ProgressArg, compute, deferred_scheduler
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -82,13 +84,12 @@ class _Options:
     what: str
     scheduler: SchedulerLike
     progress: ProgressArg
-    budget: int
-    threads: int
+    budget: int  # bytes one task may use (max_memory)
 
 
 def _digit_bits(bits: int, level: int, buckets: int, budget: int) -> int:
     """Bits the next pass resolves: up to 16, fewer when many buckets are followed
-    (their counts, 8 bytes each, take at most a 32nd of a thread's budget: a combine
+    (their counts, 8 bytes each, take at most a 32nd of a task's budget: a combine
     step holds four of them and its sum)."""
     fits = int(np.log2(max(2, budget // 32 // 8 // max(1, buckets))))
     return max(1, min(MAX_DIGIT_BITS, bits - level, fits))
@@ -130,7 +131,7 @@ def _select(x: da.Array, first: np.ndarray, first_bits: int, ranks: list[int],
     dtype = x.dtype
     bits = 8 * dtype.itemsize
     ukey = np.dtype(f"u{dtype.itemsize}")
-    capacity = max(1, options.budget // options.threads // 4 // dtype.itemsize)
+    capacity = max(1, options.budget // 4 // dtype.itemsize)
     prefixes = np.zeros(1, ukey)
     counts, level, digit_bits = first.reshape(1, -1), 0, first_bits
     inside = {r: (0, r) for r in ranks}  # rank -> (row of its bucket, rank inside it)
@@ -146,7 +147,7 @@ def _select(x: da.Array, first: np.ndarray, first_bits: int, ranks: list[int],
         if sum(sizes.values()) <= capacity:
             return _gather(x, prefixes, level, chosen, options)
         inside = {r: (wanted.index(p), w) for r, (p, w, _) in chosen.items()}
-        digit_bits = _digit_bits(bits, level, len(wanted), options.budget // options.threads)
+        digit_bits = _digit_bits(bits, level, len(wanted), options.budget)
         counts = _count_pass(x, prefixes, level, digit_bits, options)
         if counts.sum(axis=1).tolist() != [sizes[p] for p in wanted]:
             raise _changed(options.what)
@@ -178,20 +179,20 @@ class _Found:
 
 
 def _order_statistics(source: ReductionSource, ranks_of: Any, what: str, skip_nan: bool,
-                      selection: Selection, chunks: BlockChunks, memory_limit: int | str | None,
+                      selection: Selection, blocks: BlockChunks, max_memory: int | str | None,
                       scheduler: SchedulerLike, progress: ProgressArg,
                       storage_options: Mapping[str, Any] | None) -> tuple[_Found, np.dtype[Any]]:
     """Count, then select the values at ``ranks_of(n)`` (n: the non-NaN values); none
     when NaN makes the answer NaN (``skip_nan`` false)."""
-    x, _ = reduction_input(source, selection, chunks, memory_limit, scheduler, storage_options)
+    x, _ = reduction_input(source, selection, blocks, max_memory, scheduler, storage_options)
     dtype = check_dtype(x.dtype, what)
     if x.dtype != dtype:
         x = x.astype(dtype)
     if x.size == 0:
-        raise ValueError(f"{what} of an empty selection (shape {x.shape}) is undefined")
-    budget, threads = parse_budget(memory_limit, scheduler)
-    options = _Options(what, scheduler, progress, budget, threads)
-    first_bits = _digit_bits(8 * dtype.itemsize, 0, 1, budget // threads)
+        raise InvalidArgumentError(f"{what} of an empty selection (shape {x.shape}) is undefined")
+    budget = task_max_memory(max_memory, scheduler)
+    options = _Options(what, scheduler, progress, budget)
+    first_bits = _digit_bits(8 * dtype.itemsize, 0, 1, budget)
     lazy = tree_reduce(x, partial(first_counts, digit_bits=first_bits), every=4)
     (first,) = compute(lazy, scheduler=scheduler, progress=progress)
     nans, below = int(first[-2]), int(first[-1])
@@ -204,8 +205,19 @@ def _order_statistics(source: ReductionSource, ranks_of: Any, what: str, skip_na
     return _Found(n, nans, values), dtype
 
 
+def _deferred(run: Any, source: ReductionSource, kwargs: dict[str, Any]) -> Any:
+    """``run(source, **kwargs)`` as one ``dask.delayed`` task; a partial hides a dask
+    ``source`` from dask, which would load it whole as the task's argument."""
+    kwargs = {**kwargs, "scheduler": deferred_scheduler(kwargs.get("scheduler")),
+              "progress": False}
+    return dask.delayed(partial(run, source, **kwargs), pure=True)()
+
+
 def _quantile(source: ReductionSource, q: ArrayLike, *, percent: bool, skip_nan: bool, what: str,
-              **kwargs: Any) -> Any:
+              compute: bool = True, **kwargs: Any) -> Any:
+    if not compute:
+        return _deferred(partial(_quantile, q=q, percent=percent, skip_nan=skip_nan, what=what),
+                         source, kwargs)
     q_array, weak_q = prepare_q(q, percent)
 
     def ranks_of(n: int) -> list[int]:
@@ -222,7 +234,10 @@ def _quantile(source: ReductionSource, q: ArrayLike, *, percent: bool, skip_nan:
     return linear_quantile(n, q_array, weak_q, dtype, found.values.__getitem__)
 
 
-def _median(source: ReductionSource, *, skip_nan: bool, what: str, **kwargs: Any) -> Any:
+def _median(source: ReductionSource, *, skip_nan: bool, what: str, compute: bool = True,
+            **kwargs: Any) -> Any:
+    if not compute:
+        return _deferred(partial(_median, skip_nan=skip_nan, what=what), source, kwargs)
     found, dtype = _order_statistics(source, median_ranks, what, skip_nan, **kwargs)
     if found.nans and (not skip_nan or not found.n):
         if skip_nan:
@@ -241,10 +256,14 @@ _PARAMETERS = """
         Only ``None`` (all values); per-axis order statistics are refused.
     method : {{"linear"}}
         numpy's default method, the only one supported (not taken by the medians).
-    selection, chunks, memory_limit, scheduler, progress, storage_options
-        As :func:`chunkflow.reduce`. ``memory_limit`` bounds what one worker holds: a
+    selection, blocks, max_memory, scheduler, progress, storage_options
+        As :func:`chunkflow.reduce`. ``max_memory`` bounds what one task holds: a
         block with its keys, a histogram of at most 16 bits per followed bucket, and
-        the values gathered for the final selection (a quarter of a thread's share).
+        the values gathered for the final selection (a quarter of it).
+    compute : bool
+        ``False`` returns a ``dask.delayed`` object that computes to the result: the
+        passes, which depend on each other's counts, run inside its one task (see
+        :func:`chunkflow.graph.scheduler.deferred_scheduler`).
 
     Returns
     -------
@@ -255,11 +274,11 @@ _PARAMETERS = """
 
 def _check_call(axis: object, method: str, what: str) -> None:
     if axis is not None:
-        raise ValueError(f"{what}: axis={axis!r} is not supported; only axis=None (all values "
-                         "of the selection). Select a part with selection= instead")
+        raise InvalidArgumentError(f"{what}: axis={axis!r} is not supported; only axis=None (all values "
+                                   "of the selection). Select a part with selection= instead")
     if method != "linear":
-        raise ValueError(f"{what}: method={method!r} is not supported; only numpy's default "
-                         "'linear'")
+        raise InvalidArgumentError(f"{what}: method={method!r} is not supported; only numpy's default "
+                                   "'linear'")
 
 
 def _document(summary: str, q: str, example: str) -> str:
@@ -270,70 +289,80 @@ def _document(summary: str, q: str, example: str) -> str:
             f"    >>> z = chunkflow.array(data, chunks=(2, 2))\n{example}")
 
 
+@renamed_parameters(chunks="blocks", memory_limit="max_memory")
 def percentile(source: ReductionSource, q: ArrayLike, *, axis: None = None, method: str = "linear",
-               selection: Selection = Ellipsis, chunks: BlockChunks = None,
-               memory_limit: int | str | None = None, scheduler: SchedulerLike = None,
-               progress: ProgressArg = False,
+               selection: Selection = Ellipsis, blocks: BlockChunks = None,
+               max_memory: int | str | None = None, scheduler: SchedulerLike = None,
+               progress: ProgressArg = False, compute: bool = True,
                storage_options: Mapping[str, Any] | None = None) -> Any:
     _check_call(axis, method, "percentile")
     return _quantile(source, q, percent=True, skip_nan=False, what="percentile",
-                     selection=selection, chunks=chunks, memory_limit=memory_limit,
-                     scheduler=scheduler, progress=progress, storage_options=storage_options)
+                     selection=selection, blocks=blocks, max_memory=max_memory,
+                     scheduler=scheduler, progress=progress, storage_options=storage_options,
+                     compute=compute)
 
 
+@renamed_parameters(chunks="blocks", memory_limit="max_memory")
 def nanpercentile(source: ReductionSource, q: ArrayLike, *, axis: None = None, method: str = "linear",
-                  selection: Selection = Ellipsis, chunks: BlockChunks = None,
-                  memory_limit: int | str | None = None, scheduler: SchedulerLike = None,
-                  progress: ProgressArg = False,
+                  selection: Selection = Ellipsis, blocks: BlockChunks = None,
+                  max_memory: int | str | None = None, scheduler: SchedulerLike = None,
+                  progress: ProgressArg = False, compute: bool = True,
                   storage_options: Mapping[str, Any] | None = None) -> Any:
     _check_call(axis, method, "nanpercentile")
     return _quantile(source, q, percent=True, skip_nan=True, what="nanpercentile",
-                     selection=selection, chunks=chunks, memory_limit=memory_limit,
-                     scheduler=scheduler, progress=progress, storage_options=storage_options)
+                     selection=selection, blocks=blocks, max_memory=max_memory,
+                     scheduler=scheduler, progress=progress, storage_options=storage_options,
+                     compute=compute)
 
 
+@renamed_parameters(chunks="blocks", memory_limit="max_memory")
 def quantile(source: ReductionSource, q: ArrayLike, *, axis: None = None, method: str = "linear",
-             selection: Selection = Ellipsis, chunks: BlockChunks = None,
-             memory_limit: int | str | None = None, scheduler: SchedulerLike = None,
-             progress: ProgressArg = False,
+             selection: Selection = Ellipsis, blocks: BlockChunks = None,
+             max_memory: int | str | None = None, scheduler: SchedulerLike = None,
+             progress: ProgressArg = False, compute: bool = True,
              storage_options: Mapping[str, Any] | None = None) -> Any:
     _check_call(axis, method, "quantile")
     return _quantile(source, q, percent=False, skip_nan=False, what="quantile",
-                     selection=selection, chunks=chunks, memory_limit=memory_limit,
-                     scheduler=scheduler, progress=progress, storage_options=storage_options)
+                     selection=selection, blocks=blocks, max_memory=max_memory,
+                     scheduler=scheduler, progress=progress, storage_options=storage_options,
+                     compute=compute)
 
 
+@renamed_parameters(chunks="blocks", memory_limit="max_memory")
 def nanquantile(source: ReductionSource, q: ArrayLike, *, axis: None = None, method: str = "linear",
-                selection: Selection = Ellipsis, chunks: BlockChunks = None,
-                memory_limit: int | str | None = None, scheduler: SchedulerLike = None,
-                progress: ProgressArg = False,
+                selection: Selection = Ellipsis, blocks: BlockChunks = None,
+                max_memory: int | str | None = None, scheduler: SchedulerLike = None,
+                progress: ProgressArg = False, compute: bool = True,
                 storage_options: Mapping[str, Any] | None = None) -> Any:
     _check_call(axis, method, "nanquantile")
     return _quantile(source, q, percent=False, skip_nan=True, what="nanquantile",
-                     selection=selection, chunks=chunks, memory_limit=memory_limit,
-                     scheduler=scheduler, progress=progress, storage_options=storage_options)
+                     selection=selection, blocks=blocks, max_memory=max_memory,
+                     scheduler=scheduler, progress=progress, storage_options=storage_options,
+                     compute=compute)
 
 
+@renamed_parameters(chunks="blocks", memory_limit="max_memory")
 def median(source: ReductionSource, *, axis: None = None, selection: Selection = Ellipsis,
-           chunks: BlockChunks = None,
-           memory_limit: int | str | None = None, scheduler: SchedulerLike = None,
-           progress: ProgressArg = False,
+           blocks: BlockChunks = None,
+           max_memory: int | str | None = None, scheduler: SchedulerLike = None,
+           progress: ProgressArg = False, compute: bool = True,
            storage_options: Mapping[str, Any] | None = None) -> Any:
     _check_call(axis, "linear", "median")
-    return _median(source, skip_nan=False, what="median", selection=selection, chunks=chunks,
-                   memory_limit=memory_limit, scheduler=scheduler, progress=progress,
-                   storage_options=storage_options)
+    return _median(source, skip_nan=False, what="median", selection=selection, blocks=blocks,
+                   max_memory=max_memory, scheduler=scheduler, progress=progress,
+                   storage_options=storage_options, compute=compute)
 
 
+@renamed_parameters(chunks="blocks", memory_limit="max_memory")
 def nanmedian(source: ReductionSource, *, axis: None = None, selection: Selection = Ellipsis,
-              chunks: BlockChunks = None,
-              memory_limit: int | str | None = None, scheduler: SchedulerLike = None,
-              progress: ProgressArg = False,
+              blocks: BlockChunks = None,
+              max_memory: int | str | None = None, scheduler: SchedulerLike = None,
+              progress: ProgressArg = False, compute: bool = True,
               storage_options: Mapping[str, Any] | None = None) -> Any:
     _check_call(axis, "linear", "nanmedian")
-    return _median(source, skip_nan=True, what="nanmedian", selection=selection, chunks=chunks,
-                   memory_limit=memory_limit, scheduler=scheduler, progress=progress,
-                   storage_options=storage_options)
+    return _median(source, skip_nan=True, what="nanmedian", selection=selection, blocks=blocks,
+                   max_memory=max_memory, scheduler=scheduler, progress=progress,
+                   storage_options=storage_options, compute=compute)
 
 
 percentile.__doc__ = _document(

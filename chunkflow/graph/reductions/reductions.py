@@ -29,8 +29,11 @@ from typing import TYPE_CHECKING, Any
 
 import dask.array as da
 
+from chunkflow.config.renames import renamed_parameters
+from chunkflow.errors import InvalidArgumentError
 from chunkflow.graph.reductions.plan import reduction_input, split_every
-from chunkflow.graph.scheduler import ProgressArg, compute
+from chunkflow.graph.scheduler import ProgressArg
+from chunkflow.graph.scheduler import compute as run
 
 if TYPE_CHECKING:
     from chunkflow.graph.read import BlockChunks
@@ -48,13 +51,14 @@ StorageOptions = Mapping[str, Any] | None
 
 def _reduction(x: da.Array, op: str, axis: int | tuple[int, ...] | None, every: int, ddof: int) -> da.Array:
     if op not in OPERATIONS:
-        raise ValueError(f"unknown reduction {op!r}; expected one of {', '.join(OPERATIONS)}")
+        raise InvalidArgumentError(f"unknown reduction {op!r}; expected one of {', '.join(OPERATIONS)}")
     method = getattr(x, op)
     if op in ("std", "var"):
         return method(axis=axis, split_every=every, ddof=ddof)
     return method(axis=axis, split_every=every)
 
 
+@renamed_parameters(chunks="blocks", memory_limit="max_memory", compute_now="compute")
 def reduce(
     source: ReductionSource,
     ops: Sequence[str] = ("mean", "std"),
@@ -62,11 +66,11 @@ def reduce(
     selection: Selection = Ellipsis,
     axis: int | tuple[int, ...] | None = None,
     ddof: int = 0,
-    chunks: BlockChunks = None,
-    memory_limit: int | str | None = None,
+    blocks: BlockChunks = None,
+    max_memory: int | str | None = None,
     scheduler: SchedulerLike = None,
     progress: ProgressArg = False,
-    compute_now: bool = True,
+    compute: bool = True,
     storage_options: StorageOptions = None,
 ) -> dict[str, Any]:
     """Several reductions of one array in one pass over its chunks.
@@ -83,14 +87,17 @@ def reduce(
         The part of the array to reduce.
     axis, ddof
         As in numpy.
-    chunks : optional
-        Block size (see :func:`~chunkflow.graph.read.to_dask`); default: sized from
-        the memory budget (:func:`reduction_block_bytes`).
-    memory_limit : int or str, optional
-        Bytes one worker may use; default from :func:`memory_budget`.
+    blocks : optional
+        The dask blocks (groups of chunks, see :func:`~chunkflow.graph.read.to_dask`);
+        default: sized from ``max_memory``
+        (:func:`~chunkflow.graph.reductions.plan.reduction_block_bytes`).
+    max_memory : int or str, optional
+        Bytes one task may use (bytes or text such as ``"64 MiB"``); default: a
+        worker's memory shared by its threads
+        (:func:`~chunkflow.graph.memory.task_max_memory`).
     scheduler, progress
-        See :func:`chunkflow.graph.scheduler.compute`.
-    compute_now : bool
+        See :func:`chunkflow.compute`.
+    compute : bool
         ``False`` returns the lazy dask arrays instead of numbers.
     storage_options : dict, optional
         fsspec options (credentials, ``endpoint_url``...) when ``source`` is a URL.
@@ -100,17 +107,19 @@ def reduce(
     dict
         ``{op: result}``, numpy scalars or arrays (dask arrays if not computed).
     """
-    x, block_bytes = reduction_input(source, selection, chunks, memory_limit, scheduler,
+    x, block_bytes = reduction_input(source, selection, blocks, max_memory, scheduler,
                                      storage_options)
     every = split_every(x, axis, block_bytes)
     lazy = {op: _reduction(x, op, axis, every, ddof) for op in ops}
-    if not compute_now:
+    if not compute:
         return lazy
-    values = compute(*lazy.values(), scheduler=scheduler, progress=progress)
+    values = run(*lazy.values(), scheduler=scheduler, progress=progress)
     return dict(zip(lazy, values))
 
 
 def _single(op: str):  # type: ignore[no-untyped-def]
+    # Renamed here too, so that the warning points at the caller's line.
+    @renamed_parameters(chunks="blocks", memory_limit="max_memory", compute_now="compute")
     def reduction(source: ReductionSource, axis: int | tuple[int, ...] | None = None, *,
                   storage_options: StorageOptions = None, **kwargs: Any) -> Any:
         return reduce(source, (op,), axis=axis, storage_options=storage_options, **kwargs)[op]

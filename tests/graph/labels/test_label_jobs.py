@@ -79,7 +79,7 @@ def test_s3_to_s3(tmp_path: Path, s3_server: dict[str, Any]) -> None:
 
 def _lazy(src: str, log: Path) -> Any:
     """The source as a logged dask expression (``> 0.5``), one dask block per block."""
-    return chunkflow.to_dask(src, chunks=(1, 1)).map_blocks(logged_block, log=str(log),
+    return chunkflow.to_dask(src, blocks=(1, 1)).map_blocks(logged_block, log=str(log),
                                                             dtype=bool)
 
 

@@ -46,7 +46,7 @@ def test_filters_equal_scipy_on_the_whole_array(boundary: str, shape: tuple[int,
     mode = SCIPY_MODE[boundary]
     for name, (func, depth) in _filters(mode).items():
         got = chunkflow.map_chunks(func, z, depth=depth, boundary=boundary,
-                                   chunks=(1,) * len(shape)).compute()
+                                   blocks=(1,) * len(shape)).compute()
         np.testing.assert_allclose(got, func(image), rtol=1e-12, err_msg=name)
 
 
@@ -60,7 +60,7 @@ def test_boundary_none_gives_smaller_windows_at_the_edge() -> None:
         return ndimage.uniform_filter(window, size=5, mode="reflect")
 
     got = chunkflow.map_chunks(smooth, z, depth=2, boundary="none", block_info=True,
-                               chunks=(1, 1)).compute(scheduler="sync")
+                               blocks=(1, 1)).compute(scheduler="sync")
     np.testing.assert_allclose(got, ndimage.uniform_filter(image, size=5, mode="reflect"))
     assert ((0, 2), (0, 2)) in seen and ((2, 2), (2, 2)) in seen
 
@@ -69,9 +69,9 @@ def test_depth_larger_than_chunks_and_per_axis() -> None:
     image = _image((40, 40))
     z = chunkflow.array(image, chunks=(3, 8))
     func = functools.partial(ndimage.uniform_filter, size=(15, 1), mode="wrap")
-    got = chunkflow.map_chunks(func, z, depth={0: 7}, boundary="periodic", chunks=(1, 1))
+    got = chunkflow.map_chunks(func, z, depth={0: 7}, boundary="periodic", blocks=(1, 1))
     np.testing.assert_allclose(got.compute(), func(image))
-    got = chunkflow.map_chunks(func, z, depth=(7, 0), boundary="periodic", chunks=(1, 1))
+    got = chunkflow.map_chunks(func, z, depth=(7, 0), boundary="periodic", blocks=(1, 1))
     np.testing.assert_allclose(got.compute(), func(image))
 
 
@@ -83,7 +83,7 @@ def test_sources_with_different_chunk_grids() -> None:
     def combined(x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return ndimage.uniform_filter(x * y, size=3, mode="nearest")
 
-    got = chunkflow.map_chunks(combined, za, zb, depth=1, boundary="nearest", chunks=(1, 1))
+    got = chunkflow.map_chunks(combined, za, zb, depth=1, boundary="nearest", blocks=(1, 1))
     np.testing.assert_allclose(got.compute(), combined(a, b))
 
 
@@ -100,7 +100,7 @@ def test_folder_to_folder_on_every_scheduler(scheduler: str, tmp_path: Path,
     func = functools.partial(ndimage.gaussian_filter, sigma=1.0, mode="reflect",
                              output=np.float32)
     out = chunkflow.map_chunks(func, str(tmp_path / "in.zarr"), out=str(tmp_path / "out.zarr"),
-                               depth=4, dtype="f4", chunks=(1, 1), scheduler=chosen)
+                               depth=4, dtype="f4", blocks=(1, 1), scheduler=chosen)
     assert out.dtype == np.float32 and out.chunks == source.chunks
     fresh = chunkflow.open(str(tmp_path / "out.zarr"), mode="r", cache=False)
     np.testing.assert_allclose(fresh[:], func(image), rtol=1e-5)
@@ -116,12 +116,12 @@ def _task_count(collection: Any) -> int:
 
 def test_one_task_per_block() -> None:
     z = chunkflow.zeros((100, 90), chunks=(10, 10), dtype="f4")
-    lazy = chunkflow.map_chunks(lambda w: w + 1, z, depth=3, chunks=(1, 1))
+    lazy = chunkflow.map_chunks(lambda w: w + 1, z, depth=3, blocks=(1, 1))
     assert lazy.numblocks == (10, 9)
     assert len(lazy.__dask_graph__().layers) == 2
     assert _task_count(lazy) == 90 + 1  # blocks + the plan
     out = chunkflow.zeros((100, 90), chunks=(10, 10), dtype="f4")
-    pending = chunkflow.map_chunks(lambda w: w + 1, z, out=out, depth=3, chunks=(1, 1),
+    pending = chunkflow.map_chunks(lambda w: w + 1, z, out=out, depth=3, blocks=(1, 1),
                                    compute=False)
     assert _task_count(pending) <= 90 + 3
     assert not out[:].any()
@@ -145,7 +145,7 @@ def test_every_output_chunk_is_written_once(sharded: bool) -> None:
         out = chunkflow.create((64, 48), chunks=(16, 16), dtype="f8", store=mapping)
     func = functools.partial(ndimage.uniform_filter, size=3, mode="reflect")
     with dask.config.set(num_workers=4):
-        chunkflow.map_chunks(func, z, out=out, depth=1, chunks=(1, 1), scheduler="threads")
+        chunkflow.map_chunks(func, z, out=out, depth=1, blocks=(1, 1), scheduler="threads")
     # Every job is recorded: one record per block beside the chunks, deleted at the end.
     records = {k: n for k, n in mapping.writes.items() if k.startswith(".chunkflow-job/")}
     chunk_writes = {k: n for k, n in mapping.writes.items()
@@ -177,7 +177,7 @@ def test_per_block_summaries_equal_a_loop_over_tiles() -> None:
 def test_wrong_result_shape_is_named() -> None:
     z = chunkflow.zeros((10, 10), chunks=(5, 5))
     with pytest.raises(ShapeMismatchError, match=r"block \(\d, \d\).*expected \(5, 5\)"):
-        chunkflow.map_chunks(lambda w: w[:2], z, depth=1, chunks=(1, 1)).compute()
+        chunkflow.map_chunks(lambda w: w[:2], z, depth=1, blocks=(1, 1)).compute()
 
 
 def test_bad_arguments() -> None:
@@ -195,10 +195,10 @@ def test_bad_arguments() -> None:
 
 def test_impossible_block_size_is_refused_with_advice() -> None:
     z = chunkflow.zeros((4096, 4096), chunks=(256, 256), dtype="f4")
-    with pytest.raises(MemoryPlanError, match=r"more than max_memory 8\.00 MiB.*chunks=\(2, 2\)"):
-        chunkflow.map_chunks(np.negative, z, depth=8, chunks=(4, 4), max_memory="8 MiB")
+    with pytest.raises(MemoryPlanError, match=r"more than max_memory 8\.00 MiB.*blocks=\(2, 2\)"):
+        chunkflow.map_chunks(np.negative, z, depth=8, blocks=(4, 4), max_memory="8 MiB")
     with pytest.raises(MemoryPlanError, match="not even one chunk"):
-        chunkflow.map_chunks(np.negative, z, depth=8, chunks=(1, 1), max_memory="1 MiB")
+        chunkflow.map_chunks(np.negative, z, depth=8, blocks=(1, 1), max_memory="1 MiB")
 
 
 _PEAK_SCRIPT = """
@@ -216,7 +216,7 @@ source = chunkflow.open(folder + "/in.zarr", mode="r", cache=False)
 out = chunkflow.create((512, 384), chunks=(128, 128), dtype="f4", store=folder + "/out.zarr",
                        cache=False)
 func = functools.partial(ndimage.gaussian_filter, sigma=3, mode="reflect", output=np.float32)
-pending = chunkflow.map_chunks(func, source, out=out, depth=12, chunks=(1, 1), compute=False,
+pending = chunkflow.map_chunks(func, source, out=out, depth=12, blocks=(1, 1), compute=False,
                                blocks_per_task=per_task)
 _, tasks = _prepare_plan(func, [source], out=out, depth=12, boundary="reflect", constant_value=0,
                   dtype=None, chunks=(1, 1), block_info=False, trim=True, max_memory=None,
@@ -274,12 +274,12 @@ def test_progress_counts_output_blocks(capfd: pytest.CaptureFixture[str]) -> Non
     z = chunkflow.zeros((40, 30), chunks=(10, 10))
     out = chunkflow.zeros((40, 30), chunks=(10, 10))
     seen: list[tuple[int, int]] = []
-    chunkflow.map_chunks(np.negative, z, out=out, depth=2, chunks=(1, 1), scheduler="threads",
+    chunkflow.map_chunks(np.negative, z, out=out, depth=2, blocks=(1, 1), scheduler="threads",
                          progress=lambda done, total: seen.append((done, total)),
                          blocks_per_task=1)
     assert seen[0] == (0, 12) and seen[-1] == (12, 12)
     pytest.importorskip("tqdm")  # the bar below is tqdm's (a test extra)
-    chunkflow.map_chunks(np.negative, z, out=out, depth=2, chunks=(1, 1), progress=True,
+    chunkflow.map_chunks(np.negative, z, out=out, depth=2, blocks=(1, 1), progress=True,
                          blocks_per_task=1)
     assert "12/12" in capfd.readouterr().err
 
@@ -293,10 +293,10 @@ def test_refusals_create_no_output(tmp_path: Path) -> None:
     target = tmp_path / "out.zarr"
     with pytest.raises(MemoryPlanError):
         chunkflow.map_chunks(np.negative, str(source), out=str(target), depth=8,
-                             chunks=(4, 4), max_memory="8 MiB")
+                             blocks=(4, 4), max_memory="8 MiB")
     assert not target.exists()
-    with pytest.raises(InvalidSelectionError, match=r"chunks\[1\]"):
-        chunkflow.map_chunks(np.negative, str(source), out=str(target), chunks=(1, 0))
+    with pytest.raises(InvalidSelectionError, match=r"blocks\[1\]"):
+        chunkflow.map_chunks(np.negative, str(source), out=str(target), blocks=(1, 0))
     assert not target.exists()
     with pytest.raises(TypeError):  # an unknown dtype: refused before anything exists
         chunkflow.map_chunks(np.negative, str(source), out=str(target), dtype="no such type")
@@ -305,7 +305,7 @@ def test_refusals_create_no_output(tmp_path: Path) -> None:
         chunkflow.map_chunks(np.negative, str(source), out=str(target), max_memory="lots")
     assert not target.exists()
     # The same call with a plan that holds creates it, like the source.
-    done = chunkflow.map_chunks(np.negative, str(source), out=str(target), chunks=(4, 4),
+    done = chunkflow.map_chunks(np.negative, str(source), out=str(target), blocks=(4, 4),
                                 max_memory="64 MiB")
     assert target.exists() and done.chunks == (256, 256) and done.dtype == np.float32
 

@@ -40,7 +40,7 @@ def test_groups_equal_scipy_on_the_whole_array(boundary: str, per_task: tuple[in
     z = chunkflow.array(image, chunks=(5, 4))
     func = functools.partial(ndimage.gaussian_filter, sigma=1.5, mode=SCIPY_MODE[boundary])
     out = chunkflow.zeros((37, 29), chunks=(5, 4), dtype="f8")
-    chunkflow.map_chunks(func, z, out=out, depth=6, boundary=boundary, chunks=(1, 1),
+    chunkflow.map_chunks(func, z, out=out, depth=6, boundary=boundary, blocks=(1, 1),
                          blocks_per_task=per_task, scheduler="threads")
     np.testing.assert_allclose(out[:], func(image), rtol=1e-12)
 
@@ -58,7 +58,7 @@ def test_groups_in_3d_with_boundary_none_and_block_info() -> None:
     for name, per_task in (("one", 1), ("groups", (2, 2, 3))):
         out = chunkflow.zeros((13, 11, 9), chunks=(4, 5, 3), dtype="f8")
         chunkflow.map_chunks(functools.partial(smooth, name=name), z, out=out, depth=2,
-                             boundary="none", block_info=True, chunks=(1, 1, 1),
+                             boundary="none", block_info=True, blocks=(1, 1, 1),
                              blocks_per_task=per_task,
                              scheduler="sync")
         np.testing.assert_allclose(out[:], ndimage.uniform_filter(image, size=5, mode="reflect"))
@@ -104,7 +104,7 @@ def test_each_source_chunk_is_read_once_per_task() -> None:
     for per_task in (1, (8, 8)):
         store.counts.reset()
         out = chunkflow.zeros((64, 64), chunks=(8, 8), dtype="f8")
-        chunkflow.map_chunks(func, source, out=out, depth=2, chunks=(1, 1),
+        chunkflow.map_chunks(func, source, out=out, depth=2, blocks=(1, 1),
                              blocks_per_task=per_task, scheduler="threads")
         np.testing.assert_allclose(out[:], func(image))
         chunk_bytes = {k: n for k, n in store.counts.bytes_by_key.items()
@@ -121,9 +121,9 @@ def test_default_groups_a_write_job_into_fewer_tasks() -> None:
                              output=np.float32)
     out = chunkflow.zeros((256, 256), chunks=(32, 32), dtype="f4")
     with dask.config.set(num_workers=2):
-        pending = chunkflow.map_chunks(func, z, out=out, depth=8, chunks=(1, 1),
+        pending = chunkflow.map_chunks(func, z, out=out, depth=8, blocks=(1, 1),
                                        compute=False)
-        lazy = chunkflow.map_chunks(func, z, depth=8, dtype="f4", chunks=(2, 2))
+        lazy = chunkflow.map_chunks(func, z, depth=8, dtype="f4", blocks=(2, 2))
     assert lazy.numblocks == (8, 8) and _tasks(lazy) == 64  # a dask array: one per block
     assert 8 <= _tasks(pending) < 64  # 4 tasks per thread, each several blocks
     dask.compute(pending)

@@ -41,7 +41,7 @@ def _source(folder: Path, zarr_format: int = 3) -> str:
 
 def _run(src: str, out: str, log: Path, **kwargs: object) -> chunkflow.Array:
     kwargs.setdefault("scheduler", "sync")
-    return chunkflow.map_chunks(logged_filter, src, out=out, chunks=(1, 1), blocks_per_task=1,
+    return chunkflow.map_chunks(logged_filter, src, out=out, blocks=(1, 1), blocks_per_task=1,
                                 block_info=True, log=str(log), **kwargs)
 
 
@@ -154,7 +154,7 @@ def _double(window: np.ndarray, *, log: str, block_info: dict) -> np.ndarray:
 @pytest.mark.parametrize("change,named", [
     (dict(func=_double), "function"),
     (dict(log_suffix="-other"), "arguments"),
-    (dict(chunks=(2, 1)), "block plan"),
+    (dict(blocks=(2, 1)), "block plan"),
     (dict(depth=1), "arguments"),
 ])
 def test_a_different_job_is_refused_naming_what_changed_and_writes_nothing(
@@ -164,7 +164,7 @@ def test_a_different_job_is_refused_naming_what_changed_and_writes_nothing(
     other_log = log.parent / f"log{change.get('log_suffix', '')}"
     other_log.mkdir(exist_ok=True)
     with pytest.raises(JobMismatchError, match=f"differs from this one in: {named}"):
-        chunkflow.map_chunks(func, src, out=out, chunks=change.get("chunks", (1, 1)), blocks_per_task=1,
+        chunkflow.map_chunks(func, src, out=out, blocks=change.get("blocks", (1, 1)), blocks_per_task=1,
                              depth=change.get("depth", 0), block_info=True,
                              log=str(other_log), resume=True, scheduler="sync")
     assert data_keys(LocalStore(tmp_path)) == before
@@ -207,7 +207,7 @@ def test_job_name_replaces_the_function_token(tmp_path: Path, log: Path) -> None
     clear_calls(log)
     # A partial is another function object; the name says it is the same job.
     same = functools.partial(logged_filter)
-    chunkflow.map_chunks(same, src, out=out, chunks=(1, 1), blocks_per_task=1, block_info=True, log=str(log),
+    chunkflow.map_chunks(same, src, out=out, blocks=(1, 1), blocks_per_task=1, block_info=True, log=str(log),
                          resume=True, job_name="triple", scheduler="sync")
     assert len(calls(log)) < ALL_BLOCKS
     with pytest.raises(JobMismatchError, match="job_name"):
@@ -263,7 +263,7 @@ def test_records_are_invisible_to_zarr_tensorstore_and_xarray(tmp_path: Path, lo
         group["image"].attrs["_ARRAY_DIMENSIONS"] = ["y", "x"]
     (log / "fail-4-1").touch()
     with pytest.raises(RuntimeError):
-        chunkflow.map_chunks(logged_filter, src, out=group["image"], chunks=(1, 1),
+        chunkflow.map_chunks(logged_filter, src, out=group["image"], blocks=(1, 1),
                              block_info=True, log=str(log), resume=True, scheduler="sync")
     assert list(LocalStore(root).list_prefix(f"image/{RECORDS_FOLDER}"))  # records there
     expected = chunkflow.open(str(root), path="image", mode="r")[:]
@@ -397,7 +397,7 @@ def test_compute_false_finishes_the_job_when_computed(tmp_path: Path, log: Path)
     with pytest.raises(RuntimeError):
         _run(src, out, log, resume=True)
     (log / "fail-0-3").unlink()
-    pending = chunkflow.map_chunks(logged_filter, src, out=out, chunks=(1, 1), blocks_per_task=1,
+    pending = chunkflow.map_chunks(logged_filter, src, out=out, blocks=(1, 1), blocks_per_task=1,
                                    block_info=True, log=str(log), resume=True, compute=False)
     assert job_status(chunkflow.open(out, mode="r")) is not None
     assert bool(pending.compute(scheduler="sync"))
@@ -424,7 +424,7 @@ def test_grouped_tasks_record_per_task_and_resume_only_unrecorded_tasks(
     # makes its whole task (and only the tasks without a record) run again.
     src = _source(tmp_path)
     out = str(tmp_path / "out.zarr")
-    run = dict(chunks=(1, 1), blocks_per_task=(2, 2), block_info=True, log=str(log),
+    run = dict(blocks=(1, 1), blocks_per_task=(2, 2), block_info=True, log=str(log),
                scheduler="sync")
     (log / "fail-3-2").touch()
     with pytest.raises(RuntimeError, match="injected failure") as failure:
@@ -457,7 +457,7 @@ def test_a_resume_on_more_threads_keeps_the_task_groups_the_job_started_with(
     src = str(tmp_path / "small.zarr")
     chunkflow.array(image, chunks=(4, 4), store=src)
     out = str(tmp_path / "out.zarr")
-    run = dict(chunks=(1, 1), block_info=True, log=str(log), resume=True)
+    run = dict(blocks=(1, 1), block_info=True, log=str(log), resume=True)
     (log / "fail-1-0").touch()
     with pytest.raises(RuntimeError):
         chunkflow.map_chunks(logged_filter, src, out=out, scheduler="sync", **run)

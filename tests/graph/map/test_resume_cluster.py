@@ -33,7 +33,7 @@ def _source(folder: Path) -> str:
 
 
 def _run(src: str, out: Any, log: Path, **kwargs: Any) -> chunkflow.Array:
-    return chunkflow.map_chunks(logged_filter, src, out=out, chunks=(1, 1), blocks_per_task=1,
+    return chunkflow.map_chunks(logged_filter, src, out=out, blocks=(1, 1), blocks_per_task=1,
                                 block_info=True, log=str(log), **kwargs)
 
 

@@ -111,3 +111,20 @@ def test_matches_numpy_on_a_cluster(cluster_client: Any, tmp_path: Any) -> None:
     chunkflow.array(data, chunks=(16, 16), store=path)
     assert_same_histogram(chunkflow.histogram(path, bins=33, scheduler=cluster_client),
                           np.histogram(data, bins=33))
+
+
+def test_compute_false_returns_a_lazy_result_that_computes_to_numpy_s() -> None:
+    import dask
+
+    data = np.random.default_rng(4).normal(size=(40, 30)).astype("f4")
+    z = chunkflow.array(data, chunks=(7, 6))
+    for kwargs in ({"bins": 9}, {"bins": 9, "range": (-1, 1)}, {"bins": [-2, 0, 0.5, 2]},
+                   {"bins": 5, "density": True}):
+        lazy = chunkflow.histogram(z, compute=False, **kwargs)
+        assert dask.is_dask_collection(lazy), kwargs
+        assert_same_histogram(dask.compute(lazy, scheduler="sync")[0],
+                              np.histogram(data, **kwargs))
+    # A dask array source stays lazy: nothing of it is loaded whole as an argument.
+    x = chunkflow.to_dask(z, blocks=(1, 1))
+    assert_same_histogram(chunkflow.histogram(x, bins=4, compute=False).compute(),
+                          np.histogram(data, bins=4))

@@ -64,9 +64,9 @@ def test_smooth_pattern_plus_noise_is_exact(tmp_path: Path) -> None:
     q = [5, 50, 95]
     assert_same(chunkflow.percentile(z, q), np.percentile(data, q))
     # Under a tight budget: more passes, same numbers.
-    assert_same(chunkflow.percentile(str(tmp_path / "a.zarr"), q, memory_limit="4 MiB"),
+    assert_same(chunkflow.percentile(str(tmp_path / "a.zarr"), q, max_memory="4 MiB"),
                 np.percentile(data, q))
-    assert_same(chunkflow.median(z, memory_limit="4 MiB"), np.median(data))
+    assert_same(chunkflow.median(z, max_memory="4 MiB"), np.median(data))
 
 
 # ------------------------------------------------------------------ specific data
@@ -78,7 +78,7 @@ def test_constant_and_heavy_ties(dtype: str) -> None:
     check_all(chunkflow.array(constant, chunks=(7, 6)), constant, qs=(50, [0, 33.3, 100]))
     ties = np.random.default_rng(1).integers(0, 3, (40, 25)).astype(dtype)
     check_all(chunkflow.array(ties, chunks=(9, 4)), ties, qs=([0, 1, 49.9, 50, 50.1, 99, 100],),
-              memory_limit=2**12)
+              max_memory=2**12)
 
 
 @pytest.mark.parametrize("dtype", ["i1", "u1", "i2", "u2", "i4", "u4", "i8", "u8"])
@@ -103,7 +103,7 @@ def test_infinities_and_nan(dtype: str) -> None:
     assert np.isnan(data[9, 9]) and np.signbit(data[9, 9])
     z = chunkflow.array(data, chunks=(7, 7))
     check_all(z, data, qs=([0, 50, 100], 50))
-    check_all(z, data, qs=([0, 0.1, 99.9, 100],), memory_limit=2**10)
+    check_all(z, data, qs=([0, 0.1, 99.9, 100],), max_memory=2**10)
     assert np.isnan(chunkflow.percentile(z, [5, 95])).all()
     assert chunkflow.nanpercentile(z, [5]) == np.nanpercentile(data, [5])
 
@@ -137,7 +137,7 @@ def test_selection_chunks_and_dask_input() -> None:
     z = chunkflow.array(data, chunks=(6, 9))
     assert_same(chunkflow.percentile(z, [10, 90], selection=(slice(3, 40), slice(None, None, -2))),
                 np.percentile(data[3:40, ::-2], [10, 90]))
-    assert_same(chunkflow.median(z, chunks=(1, 1)), np.median(data))
+    assert_same(chunkflow.median(z, blocks=(1, 1)), np.median(data))
     assert_same(chunkflow.quantile(da.from_array(data, chunks=7), 0.3), np.quantile(data, 0.3))
 
 
@@ -171,7 +171,7 @@ def test_data_changed_between_passes_is_an_error_not_a_number() -> None:
                 z[:50] = data[:50] + 1000
 
     with pytest.raises(chunkflow.errors.ValuesChangedError, match="changed between"):
-        chunkflow.percentile(z, [50], memory_limit=2**10, scheduler="sync",
+        chunkflow.percentile(z, [50], max_memory=2**10, scheduler="sync",
                              progress=write_after_the_first_pass)
 
 
@@ -189,7 +189,7 @@ def test_memory_stays_within_the_budget(tmp_path: Path) -> None:
     del data
     tracemalloc.start()
     try:
-        got = chunkflow.percentile(path, [1, 50, 99], memory_limit="4 MiB", scheduler="sync")
+        got = chunkflow.percentile(path, [1, 50, 99], max_memory="4 MiB", scheduler="sync")
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -226,10 +226,10 @@ QS = st.one_of(st.floats(0, 100), st.integers(0, 100),
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(arrays_and_chunks(), QS, st.sampled_from([None, 2**10, 2**13]))
 def test_matches_numpy_threads(case: tuple[np.ndarray, tuple[int, ...]], q: Any,
-                               memory_limit: int | None) -> None:
+                               max_memory: int | None) -> None:
     data, chunks = case
     z = chunkflow.array(data, chunks=chunks)
-    check_all(z, data, qs=(q,), memory_limit=memory_limit, scheduler="threads")
+    check_all(z, data, qs=(q,), max_memory=max_memory, scheduler="threads")
 
 
 @pytest.fixture(scope="module")
@@ -262,9 +262,9 @@ def test_matches_numpy_processes(folder: Path, process_pool: Any,
     chunkflow.array(data, chunks=chunks, store=path, overwrite=True)
     with warnings.catch_warnings(), dask.config.set(pool=process_pool):
         warnings.simplefilter("ignore", RuntimeWarning)
-        assert_same(chunkflow.percentile(path, q, scheduler="processes", memory_limit=2**12),
+        assert_same(chunkflow.percentile(path, q, scheduler="processes", max_memory=2**12),
                     np.percentile(data, q))
-        assert_same(chunkflow.nanmedian(path, scheduler="processes", memory_limit=2**12),
+        assert_same(chunkflow.nanmedian(path, scheduler="processes", max_memory=2**12),
                     np.nanmedian(data))
 
 
@@ -276,4 +276,20 @@ def test_matches_numpy_on_a_cluster(cluster_client: Any, tmp_path: Path) -> None
         path = str(tmp_path / f"{dtype}.zarr")
         chunkflow.array(data, chunks=(16, 16), store=path)
         check_all(path, data, qs=([0, 5, 50, 95, 100],), scheduler=cluster_client,
-                  memory_limit=2**13)
+                  max_memory=2**13)
+
+
+def test_compute_false_returns_a_lazy_result_that_computes_to_numpy_s() -> None:
+    data = np.random.default_rng(8).normal(size=(50, 20))
+    data[3, 4] = np.nan
+    z = chunkflow.array(data, chunks=(6, 7))
+    lazy = {
+        "percentile": chunkflow.percentile(z, [5, 50], compute=False),
+        "nanquantile": chunkflow.nanquantile(z, 0.25, compute=False, scheduler="sync"),
+        "nanmedian": chunkflow.nanmedian(z, compute=False, max_memory=2**12),
+    }
+    assert all(dask.is_dask_collection(v) for v in lazy.values())
+    got = dict(zip(lazy, dask.compute(*lazy.values())))
+    assert_same(got["percentile"], np.percentile(data, [5, 50]))
+    assert_same(got["nanquantile"], np.nanquantile(data, 0.25))
+    assert_same(got["nanmedian"], np.nanmedian(data))
