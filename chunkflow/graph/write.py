@@ -58,6 +58,7 @@ from chunkflow.errors import (
 from chunkflow.graph.casting import check_cast, check_casting
 from chunkflow.graph.scheduler import ProgressArg
 from chunkflow.graph.scheduler import compute as run
+from chunkflow.graph.transactions import transaction
 from chunkflow.jobs import (
     Job,
     block_keys,
@@ -293,6 +294,7 @@ def store(
     job_name: str | None = None,
     casting: str = "same_kind",
     storage_options: dict[str, Any] | None = None,
+    commit: str | None = None,
 ) -> Delayed | None:
     """Write dask arrays into chunkflow arrays, each chunk by exactly one task.
 
@@ -333,6 +335,10 @@ def store(
         is written) unless ``casting="unsafe"``.
     storage_options : dict, optional
         fsspec options for outputs given by URL.
+    commit : str, optional
+        For targets in an Icechunk session: commit it with this message once every
+        block is written (one commit). On a cluster the tasks write into forks of the
+        session, merged back at the end; see :mod:`chunkflow.graph.transactions`.
 
     Returns
     -------
@@ -391,8 +397,9 @@ def store(
     graph.dependencies[final] = {k[0] for k in write_keys}
     delayed = Delayed(final, graph)
     if compute:
-        with job_progress(progress, jobs) as shown:
-            run(delayed, scheduler=scheduler, progress=shown)
+        with job_progress(progress, jobs) as shown, transaction(
+                target_list, scheduler=scheduler, commit=commit, what="chunkflow.store") as on:
+            run(delayed, scheduler=on, progress=shown)
         # Tasks that ran in other processes (scheduler="processes", a cluster) wrote
         # behind this process's caches: drop what they hold of the targets.
         for target in target_list:
@@ -416,6 +423,7 @@ def to_chunkflow(
     resume: bool = False,
     job_name: str | None = None,
     casting: str = "same_kind",
+    commit: str | None = None,
     **create_kwargs: Any,
 ) -> Array | tuple[Array, Delayed]:
     """Create an array shaped like ``x`` and write ``x`` into it with :func:`store`.
@@ -448,6 +456,8 @@ def to_chunkflow(
     casting : str
         See :func:`store`: ``x`` cast to a ``dtype=`` of another kind is refused
         before anything is created, unless ``casting="unsafe"``.
+    commit : str, optional
+        See :func:`store`.
     **create_kwargs
         Passed to :func:`chunkflow.create` (``compressor``, ``zarr_format``, ...).
 
@@ -472,6 +482,7 @@ def to_chunkflow(
             "Rerun the original job with resume=True, or pass resume=False, overwrite=True "
             "to start over.")
     pending = store(x, target, compute=compute, scheduler=scheduler, progress=progress,
-                    resume=resume, job_name=job_name, casting=casting)
+                    resume=resume, job_name=job_name, casting=casting,
+                    commit=commit)
     return target if compute else (target, pending)
 

@@ -36,6 +36,7 @@ NO_URL: dict[str, str] = {
     "DirectoryStore": "zarr-python 2's name for LocalStore: a local folder by definition",
     "LRUStoreCache": "a second handle on a store already made (make_store takes the URL)",
     "N5Store": "refuses N5 by name; opens nothing",
+    "SQLiteStore": "a database file on a local disk (SQLite locks need one)",
     "ZipStore": "a local zip file by definition (zip::s3://... URLs make an FsspecStore)",
     "MappingStore": "wraps a mapping object",
     "MemoryStore": "in-process memory",

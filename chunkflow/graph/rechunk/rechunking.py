@@ -46,6 +46,7 @@ from chunkflow.graph.rechunk.passes import Pass
 from chunkflow.graph.rechunk.plan import RechunkPlan, prepare_rechunk
 from chunkflow.graph.scheduler import ProgressArg
 from chunkflow.graph.scheduler import compute as run
+from chunkflow.graph.transactions import transaction
 from chunkflow.jobs import Job, block_keys, job_progress
 
 if TYPE_CHECKING:
@@ -131,6 +132,7 @@ def rechunk(
     progress: ProgressArg = False,
     resume: bool = False,
     storage_options: Mapping[str, Any] | None = None,
+    commit: str | None = None,
 ) -> Array:
     """Copy ``source`` (or a region of it) to a new array with other chunks.
 
@@ -174,6 +176,10 @@ def rechunk(
         not refused. Pass it on the first run too. See :mod:`chunkflow.jobs`.
     storage_options : dict, optional
         fsspec options for URLs (source, out and temp).
+    commit : str, optional
+        With an output in an Icechunk session: commit the session with this message
+        once the job succeeded (one commit). On a cluster the tasks write into forks of
+        the session, merged back at the end; see :mod:`chunkflow.graph.transactions`.
 
     Returns
     -------
@@ -201,8 +207,9 @@ def rechunk(
         last = dataclasses.replace(last, source=middle, offset=(0,) * target.ndim)
         done = _pass_graph(last, plan.choice.passes[1], f"{plan.token}-2", first)
     try:
-        with job_progress(progress, trackers) as shown:
-            run(done, scheduler=scheduler, progress=shown)
+        with job_progress(progress, trackers) as shown, transaction(
+                [target], scheduler=scheduler, commit=commit, what="rechunk") as on:
+            run(done, scheduler=on, progress=shown)
     except BaseException:
         if place is not None and middle is not None and not resume:
             place.remove(middle)  # nothing will resume it: no stray copy in temp
