@@ -235,12 +235,12 @@ def test_a_failed_job_commits_nothing_and_resume_runs_it_whole(repo: Any,
                                  chunks=(8, 8), dtype="f4")  # created by the job's caller
     with pytest.raises(RuntimeError, match="the last block fails"):
         chunkflow.map_chunks(_fails_on_the_last_block, _src(session), out=out, block_info=True,
-                             chunks=(1, 1), scheduler=cluster_client, commit="failed",
+                             blocks=(1, 1), scheduler=cluster_client, commit="failed",
                              resume=True)
     assert _messages(repo)[0] == "src and out"
     # Nothing of the failed job was merged: the session holds the new array only.
     assert session.status().new_arrays == {"/doubled"} and not session.status().updated_chunks
-    chunkflow.map_chunks(smooth, _src(session), out=out, chunks=(1, 1),
+    chunkflow.map_chunks(smooth, _src(session), out=out, blocks=(1, 1),
                          scheduler=cluster_client, commit="resumed", resume=True)
     assert _messages(repo)[:2] == ["resumed", "src and out"]
     np.testing.assert_allclose(_main(repo, "doubled"), _blockwise_smooth(), rtol=1e-6)
@@ -260,7 +260,7 @@ def test_resume_on_threads_runs_the_whole_job(repo: Any) -> None:
     out = chunkflow.open_array(session.store, path="out")
     with pytest.raises(RuntimeError, match="the last block fails"):
         chunkflow.map_chunks(_fails_on_the_last_block, _src(session), out=out, block_info=True,
-                             chunks=(1, 1), scheduler="threads", commit="failed", resume=True)
+                             blocks=(1, 1), scheduler="threads", commit="failed", resume=True)
     assert _messages(repo)[0] == "src and out"  # blocks written, nothing committed
     chunkflow.map_chunks(lambda block: block * 2, _src(session), out=out, scheduler="threads",
                          commit="resumed", resume=True)
