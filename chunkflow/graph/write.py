@@ -59,7 +59,7 @@ from chunkflow.graph.casting import check_cast, check_casting
 from chunkflow.graph.scheduler import ProgressArg
 from chunkflow.graph.scheduler import compute as run
 from chunkflow.graph.sources import source_reads
-from chunkflow.graph.transactions import transaction
+from chunkflow.graph.transactions import check_commit, transaction
 from chunkflow.jobs import (
     Job,
     array_location,
@@ -488,6 +488,7 @@ def to_chunkflow(
                 **create_kwargs)
     check_cast(np.dtype(x.dtype), np.dtype(spec["dtype"]), check_casting(casting, "to_chunkflow"),
                f"to_chunkflow: {out!s}")
+    check_commit(out, commit, "to_chunkflow")
     # Creating the output where x reads would delete what it reads (and resuming there
     # would rewrite it): always refused.
     check_not_source("to_chunkflow", location_of(out, storage_options, path),

@@ -187,8 +187,23 @@ def test_processes_are_refused(repo: Any) -> None:
 
 def test_commit_needs_an_icechunk_output(tmp_path: Path) -> None:
     out = chunkflow.zeros((4,), chunks=2, store=str(tmp_path / "plain.zarr"))
+    ones = chunkflow.to_dask(chunkflow.ones((4,), chunks=2))
     with pytest.raises(TransactionError, match="commit='x'.*no output is in a writable"):
-        chunkflow.store(chunkflow.to_dask(chunkflow.ones((4,), chunks=2)), out, commit="x")
+        chunkflow.store(ones, out, commit="x")
+    np.testing.assert_array_equal(out[:], 0)
+    src = chunkflow.ones((8, 8), chunks=4)
+    refusals = {  # each refused before it creates its output
+        "to_chunkflow": lambda where: chunkflow.to_chunkflow(ones, where, commit="x"),
+        "map_chunks": lambda where: chunkflow.map_chunks(smooth, src, out=where, commit="x"),
+        "rechunk": lambda where: chunkflow.rechunk(src, 8, where, max_memory="1 MiB",
+                                                   commit="x"),
+        "pyramid": lambda where: chunkflow.pyramid(src, where, levels=2, commit="x"),
+        "label": lambda where: chunkflow.label(src, where, commit="x"),
+    }
+    for name, refused in refusals.items():
+        with pytest.raises(TransactionError, match=f"{name}: commit='x'"):
+            refused(str(tmp_path / f"{name}.zarr"))
+        assert not (tmp_path / f"{name}.zarr").exists()
 
 
 def test_a_conflict_names_the_array(repo: Any) -> None:
@@ -220,12 +235,12 @@ def test_a_failed_job_commits_nothing_and_resume_runs_it_whole(repo: Any,
                                  chunks=(8, 8), dtype="f4")  # created by the job's caller
     with pytest.raises(RuntimeError, match="the last block fails"):
         chunkflow.map_chunks(_fails_on_the_last_block, _src(session), out=out, block_info=True,
-                             chunks=(1, 1), scheduler=cluster_client, commit="failed",
+                             blocks=(1, 1), scheduler=cluster_client, commit="failed",
                              resume=True)
     assert _messages(repo)[0] == "src and out"
     # Nothing of the failed job was merged: the session holds the new array only.
     assert session.status().new_arrays == {"/doubled"} and not session.status().updated_chunks
-    chunkflow.map_chunks(smooth, _src(session), out=out, chunks=(1, 1),
+    chunkflow.map_chunks(smooth, _src(session), out=out, blocks=(1, 1),
                          scheduler=cluster_client, commit="resumed", resume=True)
     assert _messages(repo)[:2] == ["resumed", "src and out"]
     np.testing.assert_allclose(_main(repo, "doubled"), _blockwise_smooth(), rtol=1e-6)
@@ -245,7 +260,7 @@ def test_resume_on_threads_runs_the_whole_job(repo: Any) -> None:
     out = chunkflow.open_array(session.store, path="out")
     with pytest.raises(RuntimeError, match="the last block fails"):
         chunkflow.map_chunks(_fails_on_the_last_block, _src(session), out=out, block_info=True,
-                             chunks=(1, 1), scheduler="threads", commit="failed", resume=True)
+                             blocks=(1, 1), scheduler="threads", commit="failed", resume=True)
     assert _messages(repo)[0] == "src and out"  # blocks written, nothing committed
     chunkflow.map_chunks(lambda block: block * 2, _src(session), out=out, scheduler="threads",
                          commit="resumed", resume=True)
