@@ -171,9 +171,9 @@ def label(
         Run now (default), or return a ``dask.delayed`` object that runs when computed,
         to ``(array, count)``.
     resume : bool
-        Record each written block in the output's store and skip the blocks an earlier
-        run of the same job recorded (the first pass and the merge run again; they
-        write nothing). Pass it on the first run too. A different unfinished job on
+        Skip the blocks an earlier run of the same job recorded (the first pass and
+        the merge run again; they write nothing). Every run records its written
+        blocks in the output's store, with ``resume=True`` or not. A different unfinished job on
         ``out`` is refused (:class:`~chunkflow.errors.JobMismatchError`).
     job_name : str, optional
         Names the job instead of the source's token (with a dask source whose graph
