@@ -13,7 +13,8 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Literal
 
 from chunkflow.api.block_copy import copy_array_resumable, resumable_here
@@ -38,11 +39,18 @@ if TYPE_CHECKING:
     from chunkflow.core.group import Group
     from chunkflow.storage import StoreLike
 
-__all__ = ["copy", "copy_all", "copy_store"]
+__all__ = ["ARRAY_WRITER", "copy", "copy_all", "copy_store"]
 
 IfExists = Literal["raise", "replace", "skip"]
 _IF_EXISTS = ("raise", "replace", "skip")
 _MISSING = object()
+
+#: How an array's values go into its copy: ``None`` for ``target[...] = source`` in
+#: this process (the engine's I/O threads). ``chunkflow.copy`` (:mod:`chunkflow.graph.copies`)
+#: sets a dask job on the scheduler its caller names, for the duration of one call: a
+#: context variable, because this layer cannot import the graph layer.
+ARRAY_WRITER: ContextVar[Callable[[Any, Array], None] | None] = ContextVar(
+    "chunkflow_copy_array_writer", default=None)
 
 #: copy_store reads at most about this many bytes before writing them out.
 COPY_STORE_MAX_BYTES = 64 * 2**20
@@ -265,7 +273,11 @@ def _copy_node(source: Array | Group | ArrayLike, dest: Group, name: str, *, sha
     if not is_group:
         target = dest.create_array(name, **_array_kwargs(source, dest.zarr_format, kwargs),
                                    attributes=attrs)
-        target[...] = source  # chunk by chunk: see chunkflow.engine.values.copy_from_source
+        write = ARRAY_WRITER.get()
+        if write is None:
+            target[...] = source  # chunk by chunk: see chunkflow.engine.values.copy_from_source
+        else:
+            write(source, target)
         return 1, 0, int(target.nbytes)
     if existing == "group":  # if_exists="skip": merge into the group that is there
         target_group, copied = dest[name], 0
