@@ -58,7 +58,7 @@ from chunkflow.errors import (
 from chunkflow.graph.casting import check_cast, check_casting
 from chunkflow.graph.scheduler import ProgressArg
 from chunkflow.graph.scheduler import compute as run
-from chunkflow.graph.transactions import transaction
+from chunkflow.graph.transactions import check_commit, transaction
 from chunkflow.jobs import (
     Job,
     block_keys,
@@ -471,6 +471,7 @@ def to_chunkflow(
                 **create_kwargs)
     check_cast(np.dtype(x.dtype), np.dtype(spec["dtype"]), check_casting(casting, "to_chunkflow"),
                f"to_chunkflow: {out!s}")
+    check_commit(out, commit, "to_chunkflow")
     target = open_unfinished(out, path, storage_options) if resume else None
     if target is None:
         target = create(**spec, store=out, path=path, overwrite=overwrite,

@@ -33,7 +33,7 @@ from chunkflow.graph.labels.plan import LabelJob, Source, label_voxel_bytes, pla
 from chunkflow.graph.labels.structure import normalize_structure
 from chunkflow.graph.read import as_source_array
 from chunkflow.graph.scheduler import compute as run
-from chunkflow.graph.transactions import transaction
+from chunkflow.graph.transactions import check_commit, transaction
 from chunkflow.jobs import function_parts, source_parts
 
 if TYPE_CHECKING:
@@ -189,6 +189,7 @@ def label(
     (chunkflow.Array, int)
         The labels and their number, as ``scipy.ndimage.label`` returns them.
     """
+    check_commit(out, commit, "label")
     src = open_source(source, storage_options)
     shape = tuple(int(n) for n in src.shape)
     kernel = normalize_structure(structure, len(shape))

@@ -53,7 +53,7 @@ from chunkflow.graph.map.plan import MapPlan
 from chunkflow.graph.map.tasks import RegionDep, TaskGrid, plan_tasks
 from chunkflow.graph.scheduler import ProgressArg
 from chunkflow.graph.scheduler import compute as run
-from chunkflow.graph.transactions import transaction
+from chunkflow.graph.transactions import check_commit, transaction
 from chunkflow.jobs import (
     block_keys,
     finish_after,
@@ -246,6 +246,7 @@ def map_chunks(
     -------
     dask.array.Array (``out=None``), the output Array, or a lazy dask scalar.
     """
+    check_commit(out, commit, "map_chunks")
     if resume and out is None:
         raise ArgumentTypeError("map_chunks: resume=True needs out= (an output to record blocks in)")
     # Before anything is created: a function that cannot be tokenized refuses here.

@@ -58,7 +58,7 @@ from chunkflow.graph.pyramid.plan import PyramidPlan
 from chunkflow.graph.read import BLOCKS_PER_THREAD, as_source_array
 from chunkflow.graph.scheduler import ProgressArg, worker_threads
 from chunkflow.graph.scheduler import compute as run
-from chunkflow.graph.transactions import transaction
+from chunkflow.graph.transactions import check_commit, transaction
 from chunkflow.jobs import (
     Job,
     job_identity,
@@ -204,6 +204,7 @@ def pyramid(
     -------
     tuple of chunkflow.Array, one per level (finest first), or a Delayed.
     """
+    check_commit(out, commit, "pyramid")
     array = as_source_array(source, storage_options,
                             **({} if isinstance(source, Array) else {"cache": False}))
     method = method or ("mode" if labels is not None else "mean")
