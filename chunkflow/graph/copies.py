@@ -31,6 +31,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from chunkflow.api import copying
+from chunkflow.api.block_copy import ARRAY_WRITER
 from chunkflow.config.renames import renamed_parameters
 from chunkflow.core.array import Array
 from chunkflow.graph.read import to_dask
@@ -64,11 +65,11 @@ def _with_scheduler(func: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(func)
     def wrapper(*args: Any, scheduler: SchedulerLike = None, progress: ProgressArg = False,
                 **kwargs: Any) -> Any:
-        token = copying.ARRAY_WRITER.set(_writer(scheduler, progress))
+        token = ARRAY_WRITER.set(_writer(scheduler, progress))
         try:
             return func(*args, **kwargs)
         finally:
-            copying.ARRAY_WRITER.reset(token)
+            ARRAY_WRITER.reset(token)
 
     signature = inspect.signature(func)
     parameters = list(signature.parameters.values())

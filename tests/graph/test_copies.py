@@ -10,7 +10,7 @@ import pytest
 import zarr
 
 import chunkflow
-from chunkflow.api import copying
+from chunkflow.api.block_copy import ARRAY_WRITER
 
 DATA = np.arange(30 * 40, dtype="i4").reshape(30, 40)
 
@@ -55,4 +55,4 @@ def test_a_foreign_source_is_copied_in_this_process(tmp_path: Path) -> None:
     out = chunkflow.group()
     chunkflow.copy(peer, out, "x", scheduler="sync")
     np.testing.assert_array_equal(out["x"][...], DATA)
-    assert copying.ARRAY_WRITER.get() is None  # the call's writer does not outlive it
+    assert ARRAY_WRITER.get() is None  # the call's writer does not outlive it

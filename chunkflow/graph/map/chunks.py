@@ -249,9 +249,11 @@ def map_chunks(
     check_commit(out, commit, "map_chunks")
     if resume and out is None:
         raise ArgumentTypeError("map_chunks: resume=True needs out= (an output to record blocks in)")
-    # Before anything is created: a function that cannot be tokenized refuses here.
+    # Before anything is created: a function that cannot be tokenized refuses here
+    # (resume=True); every job writing to out is recorded, with resume=True or not.
     func_parts = function_parts(func, (kwargs, depth, boundary, constant_value, trim,
-                                       block_info, str(dtype)), job_name) if resume else {}
+                                       block_info, str(dtype)), job_name,
+                                strict=resume) if out is not None else {}
     if resume and (blocks is None or blocks_per_task is None):
         # The default plan varies with the scheduler's threads: reuse the job's own.
         recorded = open_recorded_block_plan(out, storage_options)
