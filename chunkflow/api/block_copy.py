@@ -73,14 +73,6 @@ def copy_blocks(shape: tuple[int, ...], chunks: tuple[int, ...], itemsize: int,
     return tuple(block)
 
 
-def _write_all(source: Array | ArrayLike, target: Array) -> None:
-    write = ARRAY_WRITER.get()
-    if write is None:
-        target[...] = source  # chunk by chunk: see chunkflow.engine.values.copy_from_source
-    else:
-        write(source, target)
-
-
 def _regions(shape: tuple[int, ...], block: tuple[int, ...]) -> tuple[tuple[int, ...],
                                                                         list[tuple[int, ...]]]:
     grid = tuple(math.ceil(n / b) if n else 0 for n, b in zip(shape, block))
@@ -109,9 +101,14 @@ def copy_array_resumable(source: Array | ArrayLike, dest: Group, name: str,
     spec = job_identity(template, plan={"block plan": str(block)}, sources=[source],
                         job_name=job_name)
     attrs = without_mark(attributes)
+    write = ARRAY_WRITER.get()
+    if not resume and write is not None:
+        target = dest.create_array(name, **kwargs, attributes=attrs)
+        write(source, target)  # a dask job (chunkflow.store), which records itself
+        return target
     if not resume and not records_in(dest.store, join_path(dest.path, name)):
         target = dest.create_array(name, **kwargs, attributes=attrs)  # not recorded here
-        _write_all(source, target)
+        target[...] = source
         return target
     if existing:
         target = dest[name]
@@ -123,7 +120,6 @@ def copy_array_resumable(source: Array | ArrayLike, dest: Group, name: str,
         # Marked unfinished until it completes (a resume=True of a failed copy starts
         # it over), but copied chunk by chunk, whose memory stays within a few chunks
         # per I/O thread (see chunkflow.engine.values.copy_from_source): no records.
-        # Not through ARRAY_WRITER: a dask job would keep its own records beside these.
         target[...] = source
         job.finish(target)
         return target
