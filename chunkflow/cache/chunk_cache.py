@@ -447,10 +447,10 @@ class ChunkCache:
             with self._count_lock:
                 self._evictions += len(tiers.slow)
             return list(tiers.fast.items())
-        entries = []
+        entries: list[tuple[Hashable, CachedChunk]] = []
         while len(tiers.fast):
             key, entry, _ = tiers.fast.evict()
-            if key is not None:
+            if key is not None and entry is not None:
                 entries.append((key, entry))
         with self._count_lock:
             self._evictions -= len(entries)

@@ -43,6 +43,8 @@ from chunkflow.metadata.ngff import multiscales_rows, read_multiscales
 from chunkflow.storage import Store, make_store
 
 if TYPE_CHECKING:
+    from typing_extensions import Self  # typing.Self is Python 3.11+
+
     from chunkflow.cache import CacheLike
     from chunkflow.storage import StoreLike
     from chunkflow.sync import SynchronizerLike
@@ -112,7 +114,7 @@ class Group(NodeProperties, ArrayCreation, GroupNavigation):
     def _from_record(
         cls, store: Store, record: NodeRecord, read_only: bool, options: MemberOptions,
         index: ConsolidatedIndex | None = None,
-    ) -> Group:
+    ) -> Self:
         """A Group over an already-read record (no store read)."""
         group = cls.__new__(cls)
         group._setup(store, record, read_only, options, index)

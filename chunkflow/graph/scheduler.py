@@ -162,10 +162,11 @@ def _distributed_progress(futures: list[Any], progress: ProgressArg, address: st
     from distributed.diagnostics.progressbar import progress as show
 
     if callable(progress):
+        report = progress  # narrowed: the class body below does not see the check
 
         class _Reporting(TextProgressBar):
             def _draw_bar(self, remaining: int, all: int, **kwargs: Any) -> None:
-                progress(all - remaining, all)
+                report(all - remaining, all)
 
             def _draw_stop(self, **kwargs: Any) -> None:
                 pass

@@ -22,7 +22,7 @@ dtype('<U3')
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import numpy as np
 
@@ -390,5 +390,5 @@ def _has_gaps(dtype: np.dtype) -> bool:
     return offset != dtype.itemsize
 
 
-def _is_int(value: object) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)

@@ -34,7 +34,7 @@ from __future__ import annotations
 import asyncio
 import pickle
 from collections.abc import Coroutine, Iterator
-from typing import Any, TypeVar
+from typing import Any, TypeGuard, TypeVar
 
 from zarr.abc.store import Store as ZarrStore
 from zarr.buffer import default_buffer_prototype
@@ -56,7 +56,7 @@ __all__ = ["ZarrStoreAdapter", "is_zarr_store"]
 T = TypeVar("T")
 
 
-def is_zarr_store(obj: object) -> bool:
+def is_zarr_store(obj: object) -> TypeGuard[ZarrStore]:
     """Whether ``obj`` is a zarr-python 3 ``Store`` (True only if zarr is imported:
     without it nobody can hold one).
 

@@ -64,7 +64,7 @@ def as_synchronizer(value: SynchronizerLike) -> Synchronizer | None:
     if not isinstance(value, str) and all(
         callable(getattr(value, name, None)) for name in ("lock", "locks")
     ):
-        return value  # type: ignore[no-any-return]
+        return value
     raise ArgumentTypeError(
         "synchronizer must be None, 'thread' or an object with lock() and locks() methods "
         f"(ThreadSynchronizer, ProcessSynchronizer, DistributedSynchronizer), got {value!r}"

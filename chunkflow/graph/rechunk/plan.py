@@ -78,7 +78,7 @@ class RechunkPlan:
 def prepare_rechunk(source: ArraySource, target_chunks: TargetChunks, *,
                     max_memory: int | str, temp: StoreLike | None = None,
                     target_shards: Sequence[int] | None = None, zarr_format: int | None = None,
-                    compressors: Any = ..., dtype: DTypeLike = None, region: Any = None,
+                    compressors: Any = ..., dtype: DTypeLike | None = None, region: Any = None,
                     scheduler: SchedulerLike = None,
                     storage_options: Mapping[str, Any] | None = None) -> RechunkPlan:
     """Open, check and plan a rechunk, creating nothing (see :func:`rechunk`).

@@ -121,7 +121,7 @@ def rechunk(
     target_shards: Sequence[int] | None = None,
     zarr_format: int | None = None,
     compressors: Any = ...,
-    dtype: DTypeLike = None,
+    dtype: DTypeLike | None = None,
     region: Any = None,
     overwrite: bool = False,
     scheduler: SchedulerLike = None,
