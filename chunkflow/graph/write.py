@@ -36,7 +36,7 @@ from __future__ import annotations
 import bisect
 import itertools
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 from dask.base import tokenize
@@ -48,6 +48,7 @@ from chunkflow.api.unfinished import open_unfinished
 from chunkflow.core.array import Array
 from chunkflow.errors import (
     ArgumentTypeError,
+    InternalError,
     InvalidArgumentError,
     InvalidSelectionError,
     ReadOnlyError,
@@ -338,8 +339,10 @@ def store(
     9.0
     """
     single = hasattr(sources, "__dask_graph__")
-    source_list = [sources] if single else list(sources)
-    target_list = [targets] if single else list(targets)
+    # Checked one by one below (_check_pair): dask arrays into chunkflow Arrays.
+    source_list: list[Any] = [sources] if single else list(cast("Sequence[Any]", sources))
+    target_list: list[Any] = [targets] if single else list(cast("Sequence[Any]", targets))
+    region_list: list[Any]
     if single:
         region_list = [regions]
     else:
@@ -373,7 +376,8 @@ def store(
     done = HighLevelGraph.from_collections(final, {final: (_finish, write_keys, jobs,
                                                            target_list)})
     graph = HighLevelGraph.merge(graph, done)
-    graph.dependencies[final] = {k[0] for k in write_keys}
+    # dask types dependencies as a Mapping; a HighLevelGraph holds a dict.
+    graph.dependencies[final] = {k[0] for k in write_keys}  # type: ignore[index]
     delayed = Delayed(final, graph)
     if compute:
         with job_progress(progress, jobs) as shown:
@@ -457,5 +461,9 @@ def to_chunkflow(
             "to start over.")
     pending = store(x, target, compute=compute, scheduler=scheduler, progress=progress,
                     resume=resume, job_name=job_name, casting=casting)
-    return target if compute else (target, pending)
+    if compute:
+        return target
+    if pending is None:
+        raise InternalError("to_chunkflow: store(compute=False) returned no graph")
+    return target, pending
 
