@@ -206,7 +206,7 @@ class ChunkCache:
         """
         if self._whole is None:
             return set()
-        return self._whole.first_reads(keys)  # type: ignore[return-value]
+        return self._whole.first_reads(keys)  # type: ignore[return-value]  # the keys given are str
 
     # -- tickets and insertions --------------------------------------------------------
 

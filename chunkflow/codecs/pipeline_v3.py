@@ -128,7 +128,7 @@ class V3Pipeline:
                 spec = (tuple(spec[0][i] for i in step), spec[1])
                 perm = None if perm is None else tuple(perm[i] for i in step)
             else:
-                stage = ArrayFilterStage(codec, spec, allow_pickle)  # type: ignore[arg-type]
+                stage = ArrayFilterStage(codec, spec, allow_pickle)  # type: ignore[arg-type]  # split_codecs: every a2a codec but transpose is a filter
                 self._a2a.append(stage)
                 spec, perm = stage.out_spec, None
         if isinstance(a2b, BytesCodec):

@@ -169,7 +169,7 @@ class TransposeCodec(CodecBase):
             raise UnsupportedCodecError(
                 f"codec 'transpose': order {list(self.order)} does not match {ndim} dimensions"
             )
-        return tuple(self.order)  # type: ignore[arg-type]
+        return tuple(self.order)  # type: ignore[arg-type]  # not 'C' or 'F': a tuple of axes
 
     def to_json(self) -> dict[str, Any]:
         order = self.order if isinstance(self.order, str) else list(self.order)

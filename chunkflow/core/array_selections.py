@@ -183,13 +183,13 @@ class ArraySelections:
 
     def _get_vindex(self, selection: Selection, *, fields: Fields = None) -> np.ndarray:
         if is_mask_selection(selection, self.ndim):
-            return self.get_mask_selection(selection, fields=fields)  # type: ignore[arg-type]
+            return self.get_mask_selection(selection, fields=fields)  # type: ignore[arg-type]  # is_mask_selection checked it
         return self.get_coordinate_selection(selection, fields=fields)
 
     def _set_vindex(self, selection: Selection, value: ArrayLike, *,
                     fields: Fields = None) -> None:
         if is_mask_selection(selection, self.ndim):
-            self.set_mask_selection(selection, value, fields=fields)  # type: ignore[arg-type]
+            self.set_mask_selection(selection, value, fields=fields)  # type: ignore[arg-type]  # is_mask_selection checked it
         else:
             self.set_coordinate_selection(selection, value, fields=fields)
 

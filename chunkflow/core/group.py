@@ -188,7 +188,7 @@ class Group(NodeProperties, ArrayCreation, GroupNavigation):
                                            self._member_options, self._live_index())
         options = ArrayOptions.from_kwargs(read_only=self._read_only,
                                            **self._member_options.array_kwargs())
-        return Array._from_metadata(self._store, record.path, record.metadata,  # type: ignore[arg-type]
+        return Array._from_metadata(self._store, record.path, record.metadata,  # type: ignore[arg-type]  # an array record holds array metadata
                                     dict(record.attributes), options)
 
     def _record(self, path: str) -> NodeRecord | None:
@@ -376,7 +376,7 @@ class Group(NodeProperties, ArrayCreation, GroupNavigation):
         if record.kind == "array":
             raise ContainsArrayError(f"path {path!r} in {self._store!r} holds an array, "
                                      f"expected a group")
-        return self._node(record)  # type: ignore[return-value]
+        return self._node(record)  # type: ignore[return-value]  # not an array record: a group
 
     def __delitem__(self, name: str) -> None:
         self._check_writable()

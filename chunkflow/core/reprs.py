@@ -128,7 +128,7 @@ def array_repr(array: _ArrayNode) -> str:
 def _job_field(array: _ArrayNode) -> str:
     """`` (job incomplete: 37 of 100 blocks done)`` for an unfinished job's output; the
     count needs a listing, made only where listing is cheap (``?`` elsewhere)."""
-    status = job_status(array, count=array.store.listing_is_cheap)  # type: ignore[arg-type]
+    status = job_status(array, count=array.store.listing_is_cheap)  # type: ignore[arg-type]  # an Array, seen through _ArrayNode
     return "" if status is None else f" ({status.describe()})"
 
 

@@ -377,7 +377,7 @@ def store(
                                                            target_list)})
     graph = HighLevelGraph.merge(graph, done)
     # dask types dependencies as a Mapping; a HighLevelGraph holds a dict.
-    graph.dependencies[final] = {k[0] for k in write_keys}  # type: ignore[index]
+    graph.dependencies[final] = {k[0] for k in write_keys}  # type: ignore[index]  # a HighLevelGraph's dependencies are a dict
     delayed = Delayed(final, graph)
     if compute:
         with job_progress(progress, jobs) as shown:

@@ -48,7 +48,7 @@ def make_store(
     """
     made = _make_store(store, mode=mode, storage_options=storage_options)
     if made is not store:
-        made._opened_by_chunkflow = True  # type: ignore[attr-defined]
+        made._opened_by_chunkflow = True  # type: ignore[attr-defined]  # a mark for opened_by_chunkflow
     return made
 
 

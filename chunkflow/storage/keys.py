@@ -161,7 +161,7 @@ def as_buffer(value: object, key: str) -> bytes | memoryview:
     if type(value) is bytes:
         return value
     try:
-        view = memoryview(value)  # type: ignore[arg-type]
+        view = memoryview(value)  # type: ignore[arg-type]  # a non-buffer raises TypeError, caught below
     except TypeError:
         raise ArgumentTypeError(
             f"store value for key {key!r} must be bytes-like (bytes, bytearray, "

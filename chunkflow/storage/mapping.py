@@ -146,7 +146,7 @@ class MappingStore(Store):
 
     @property
     def _mutable(self) -> MutableMapping[str, Any]:
-        return self.mapping  # type: ignore[return-value]
+        return self.mapping  # type: ignore[return-value]  # writes check _writable first
 
     def _get(self, key: str) -> bytes:
         try:

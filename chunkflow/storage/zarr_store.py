@@ -126,7 +126,7 @@ class ZarrStoreAdapter(Store):
         if store.read_only or not store.supports_writes:
             self._read_only_reason = f"the zarr-python store {store!r} is read-only"
         # An instance attribute over the class's: a ZipStore cannot delete.
-        self.supports_deletes = store.supports_deletes  # type: ignore[misc]
+        self.supports_deletes = store.supports_deletes  # type: ignore[misc]  # per instance: a ZipStore cannot delete
         self._prototype = default_buffer_prototype()
         self._identity = identity_of(store, self)
         #: Every request is a network round trip (see Store.latency_bound).
