@@ -16,7 +16,7 @@ Cases:
    over ``da.from_zarr``, each in a fresh process.
 4. **Peak RSS at two sizes**: the same mean + std at 8192^2 and 16384^2.
 5. **Default blocks**: plain dask code on ``chunkflow.to_dask(path)`` with no
-   ``chunks=`` against ``da.from_zarr(zarr_array)``, for an 8192^2 uint16 array (2048^2
+   ``blocks=`` against ``da.from_zarr(zarr_array)``, for an 8192^2 uint16 array (2048^2
    with ``--quick``) in chunks of 64^2, 256^2, 1024^2 and 4096^2. Two workloads, each
    in a fresh process per case (time and peak RSS): ``dask.compute(x.mean(), x.std())``,
    and ``dask.compute(x.sum(), x.max(), x[::3, 100:-100].sum(),

@@ -217,7 +217,7 @@ def bench_cluster(folder: Path, side: int, repeat: int) -> float:
 
 def bench_default_blocks(folder: Path, side: int, repeat: int) -> None:
     print(f"default blocks: Gaussian of {side}^2 uint16 -> float32, map_chunks with no "
-          "chunks= vs map_overlap + to_zarr (time: dask+zarr / chunkflow; memory above the "
+          "blocks= vs map_overlap + to_zarr (time: dask+zarr / chunkflow; memory above the "
           "baseline: chunkflow / dask+zarr)")
     for chunk in (c for c in (64, 256, 1024, 4096) if c <= side):
         label = f"sweep-{side}-{chunk}"

@@ -59,6 +59,8 @@ from chunkflow.errors import (
     JobTokenError,
     MemoryPlanError,
     OutputIsSourceError,
+    TransactionConflictError,
+    TransactionError,
 )
 from chunkflow.jobs import job_status
 from chunkflow.storage import (
@@ -69,6 +71,7 @@ from chunkflow.storage import (
     MappingStore,
     MemoryStore,
     N5Store,
+    SQLiteStore,
     Store,
     ZipStore,
 )
@@ -161,8 +164,11 @@ __all__ = [
     "N5Store",
     "OutputIsSourceError",
     "ProcessSynchronizer",
+    "SQLiteStore",
     "Store",
     "ThreadSynchronizer",
+    "TransactionConflictError",
+    "TransactionError",
     "Tree",
     "ZipStore",
     "array",

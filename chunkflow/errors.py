@@ -65,6 +65,8 @@ __all__ = [
     "StoreClosedError",
     "StoreRequestError",
     "StoreValueChangedError",
+    "TransactionConflictError",
+    "TransactionError",
     "UnknownSettingError",
     "UnsafeCodecError",
     "UnsupportedCodecError",
@@ -369,3 +371,13 @@ class OpenError(ChunkflowError, OSError):
 
 class RemovedOutputError(ChunkflowError, RuntimeError):
     """A command failed part-way; the output it had created was removed."""
+
+
+class TransactionError(ChunkflowError, RuntimeError):
+    """A job could not write into a transactional store's session (an Icechunk
+    session): it could not be forked for the workers, or the forks not merged back."""
+
+
+class TransactionConflictError(TransactionError):
+    """Committing a job's writes into an Icechunk branch conflicted with a commit made
+    since the session started (the same chunks or metadata changed)."""

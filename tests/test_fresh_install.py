@@ -90,7 +90,7 @@ def test_quickstart_first_line_on_a_fresh_venv(tmp_path: Path) -> None:
     for command in (f"chunkflow info {demo}/smooth.zarr",
                     f"chunkflow tree {demo}/raw.zarr",
                     f"chunkflow reduce {demo}/raw.zarr --op mean",
-                    f"chunkflow copy {demo}/raw.zarr {tmp_path}/copy.zarr --format 2",
+                    f"chunkflow copy {demo}/raw.zarr {tmp_path}/copy.zarr --zarr-format 2",
                     f"chunkflow filter {demo}/raw.zarr {tmp_path}/median.zarr --median 3",
                     "python -c 'import chunkflow, scipy.ndimage, yaml'"):
         step = run_shell(command, tmp_path, env, timeout=300)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import IO, Any, Self
 
-from chunkflow.errors import UsageError
+from chunkflow.errors import ArgumentTypeError
 
 __all__ = ["CopyLog", "LogTarget"]
 
@@ -45,7 +45,7 @@ class CopyLog:
         elif hasattr(log, "write"):
             self._file = log
         else:
-            raise UsageError(
+            raise ArgumentTypeError(
                 f"log must be a callable, a file path or a file-like object, got {log!r}")
 
     def __enter__(self) -> Self:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 from chunkflow.api.block_copy import copy_array_resumable, resumable_here
 from chunkflow.api.copy_log import CopyLog, LogTarget
 from chunkflow.api.foreign import as_hierarchy_node
+from chunkflow.config.renames import renamed_parameters
 from chunkflow.core.array import Array
 from chunkflow.core.documents import join_path, node_kind, normalize_path
 from chunkflow.errors import (
@@ -49,9 +50,10 @@ COPY_STORE_MAX_BYTES = 64 * 2**20
 COPY_STORE_MAX_KEYS = 256
 
 
+@renamed_parameters(dest="out")
 def copy(
     source: Array | Group | ChunkedSource,
-    dest: Group | StoreLike,
+    out: Group | StoreLike,
     name: str | None = None,
     *,
     shallow: bool = False,
@@ -64,7 +66,7 @@ def copy(
     log: LogTarget = None,
     **create_kwargs: Any,
 ) -> tuple[int, int, int]:
-    """Copy an array or a group (recursively) into the group ``dest``.
+    """Copy an array or a group (recursively) into the group ``out``.
 
     Parameters
     ----------
@@ -72,25 +74,26 @@ def copy(
         What to copy. Any array-like with ``shape``, ``dtype`` and slicing (an h5py
         dataset, a zarr-python array) is copied as an array too, and an h5py group or
         file as a group.
-    dest : Group, or a store / path / URL
+    out : Group, or a store / path / URL
         The destination group; anything else is opened as a group (created when
-        missing) in ``zarr_format``, or in the source's format.
+        missing) in ``zarr_format``, or in the source's format. (zarr-python calls it
+        ``dest``; ``dest=`` still works in 0.2, with a ``FutureWarning``.)
     name : str, optional
-        Name of the copy inside ``dest`` (default: the source's basename).
+        Name of the copy inside ``out`` (default: the source's basename).
     shallow : bool
         Copy a group's arrays but not its subgroups.
     without_attrs : bool
         Do not copy user attributes.
     if_exists : {"raise", "replace", "skip"}
-        What to do when ``dest`` already holds ``name``. ``"skip"`` on an existing
+        What to do when ``out`` already holds ``name``. ``"skip"`` on an existing
         group merges: the copy descends into it and skips the members that exist, so
         an interrupted copy can be resumed. ``"replace"`` needs a store that deletes
         (not a zip file).
     zarr_format : {2, 3}, optional
         Format of the copy. A hierarchy holds one format, so with a ``Group`` as
-        ``dest`` it must be that group's format (the default).
+        ``out`` it must be that group's format (the default).
     storage_options : dict, optional
-        fsspec options (credentials, ``endpoint_url``...) when ``dest`` is a URL.
+        fsspec options (credentials, ``endpoint_url``...) when ``out`` is a URL.
     resume : bool
         Copy arrays block by block, recording each finished block in the
         destination (see :mod:`chunkflow.api.block_copy`); an array an interrupted
@@ -115,7 +118,7 @@ def copy(
     Raises
     ------
     ContainsArrayError, ContainsGroupError
-        ``if_exists="raise"`` and ``dest`` already holds ``name``.
+        ``if_exists="raise"`` and ``out`` already holds ``name``.
 
     Examples
     --------
@@ -132,8 +135,8 @@ def copy(
     _check_copy_arguments(if_exists, zarr_format)
     source = as_hierarchy_node(source)
     with CopyLog(log) as logger:
-        opened = _as_group(dest, zarr_format, source, storage_options=storage_options)
-        with _closing_if_opened(dest, opened) as group:
+        opened = _as_group(out, zarr_format, source, storage_options=storage_options)
+        with _closing_if_opened(out, opened) as group:
             counts = _copy_into(source, group, name, shallow=shallow,
                                 without_attrs=without_attrs, if_exists=if_exists,
                                 zarr_format=zarr_format, job=(resume, job_name),
@@ -150,7 +153,7 @@ def _copy_into(source: Array | Group | ChunkedSource, dest: Group, name: str | N
         raise InvalidArgumentError(
             f"zarr_format={zarr_format} differs from the destination group {dest.name!r}, which "
             f"is v{dest.zarr_format}: a hierarchy holds one format; pass a store (or a "
-            f"group of format {zarr_format}) as dest"
+            f"group of format {zarr_format}) as out"
         )
     if name is None:
         # An array-like of another library (an h5py dataset) has only its full name.
@@ -165,9 +168,10 @@ def _copy_into(source: Array | Group | ChunkedSource, dest: Group, name: str | N
                       if_exists=if_exists, kwargs=create_kwargs, job=job, log=log)
 
 
+@renamed_parameters(dest="out")
 def copy_all(
     source: Group,
-    dest: Group | StoreLike,
+    out: Group | StoreLike,
     *,
     shallow: bool = False,
     without_attrs: bool = False,
@@ -179,9 +183,9 @@ def copy_all(
     log: LogTarget = None,
     **create_kwargs: Any,
 ) -> tuple[int, int, int]:
-    """Copy every member of the group ``source`` into ``dest`` (and its attributes).
+    """Copy every member of the group ``source`` into ``out`` (and its attributes).
 
-    Parameters are those of :func:`copy`; ``dest`` keeps its name.
+    Parameters are those of :func:`copy`; ``out`` keeps its name.
 
     Examples
     --------
@@ -204,9 +208,9 @@ def copy_all(
     # A group opened here is created with the attributes at once: a zip store cannot
     # rewrite its metadata document without growing.
     with CopyLog(log) as logger:
-        opened = _as_group(dest, zarr_format, source, attributes=attrs,
+        opened = _as_group(out, zarr_format, source, attributes=attrs,
                            storage_options=storage_options)
-        with _closing_if_opened(dest, opened) as group:
+        with _closing_if_opened(out, opened) as group:
             totals = [0, 0, 0]
             for member_name, member in source.members():
                 if shallow and not hasattr(member, "dtype"):

@@ -30,7 +30,13 @@ import numcodecs
 import chunkflow
 from chunkflow.cli.cleanup import waited_for
 from chunkflow.cli.nodes import create_at, naming_source, open_array_at
-from chunkflow.cli.options import add_compute_options, parse_shape, progress_wanted, storage_options
+from chunkflow.cli.options import (
+    add_compute_options,
+    add_renamed_option,
+    parse_shape,
+    progress_wanted,
+    storage_options,
+)
 from chunkflow.cli.resume import add_resume_option, kept_for_resume, resumed_or_created
 from chunkflow.codecs.normalize import to_v3_codec
 from chunkflow.errors import ChunkflowError, UsageError
@@ -88,9 +94,9 @@ def _sharding_codecs(inner: tuple[int, ...], compressor: Any) -> list[dict[str, 
 
 
 def _target_format(args: argparse.Namespace, source: chunkflow.Array) -> int:
-    if args.shards and args.format == 2:
-        raise UsageError("--shards needs --format 3: sharding is a Zarr v3 codec")
-    return args.format or (3 if args.shards else source.zarr_format)
+    if args.shards and args.zarr_format == 2:
+        raise UsageError("--shards needs --zarr-format 3: sharding is a Zarr v3 codec")
+    return args.zarr_format or (3 if args.shards else source.zarr_format)
 
 
 def _check_shapes(args: argparse.Namespace, ndim: int) -> None:
@@ -237,8 +243,10 @@ def register(commands: argparse._SubParsersAction, parents: list[argparse.Argume
     )
     copy.add_argument("src", metavar="SRC", help="the array to copy (folder, .zip or URL)")
     copy.add_argument("dst", metavar="DST", help="where to write the copy")
-    copy.add_argument("--format", type=int, choices=(2, 3), default=None,
+    copy.add_argument("--zarr-format", type=int, choices=(2, 3), default=None,
                       help="Zarr format of the copy (default: the source's)")
+    add_renamed_option(copy, "--format", "--zarr-format", "zarr_format", type=int,
+                       choices=(2, 3))
     copy.add_argument("--chunks", type=parse_shape, metavar="N,N,...",
                       help="chunk shape of the copy (inside shards with --shards)")
     copy.add_argument("--shards", type=parse_shape, metavar="N,N,...",

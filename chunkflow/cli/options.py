@@ -65,6 +65,30 @@ def parse_scheduler(text: str) -> str:
     )
 
 
+class _RenamedOption(argparse.Action):
+    """An option's old spelling: stores into the new option, with a FutureWarning
+    (as :func:`chunkflow.config.renames.renamed_parameters` does for keywords)."""
+
+    def __init__(self, *args: Any, new: str, **kwargs: Any) -> None:
+        self.new = new
+        super().__init__(*args, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        import warnings
+
+        warnings.warn(f"{option_string} is renamed {self.new}; {option_string} stops working "
+                      "in a later release", FutureWarning, stacklevel=2)
+        setattr(namespace, self.dest, values)
+
+
+def add_renamed_option(parser: argparse.ArgumentParser, old: str, new: str, dest: str,
+                       **kwargs: Any) -> None:
+    """Accept ``old`` (hidden from ``--help``) for the option ``new`` stored in ``dest``."""
+    parser.add_argument(old, action=_RenamedOption, new=new, dest=dest,
+                        default=argparse.SUPPRESS, help=argparse.SUPPRESS, **kwargs)
+
+
 def add_common_options(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
     """``--debug`` and ``--quiet``, accepted before or after the command name."""
     # Subcommands must not reset what the top level parsed: SUPPRESS leaves it alone.

@@ -25,7 +25,13 @@ import chunkflow
 from chunkflow.cli.cleanup import waited_for
 from chunkflow.cli.convert import COMPRESSORS, parse_compressor
 from chunkflow.cli.nodes import naming_source, open_array_at
-from chunkflow.cli.options import add_compute_options, parse_shape, progress_wanted, storage_options
+from chunkflow.cli.options import (
+    add_compute_options,
+    add_renamed_option,
+    parse_shape,
+    progress_wanted,
+    storage_options,
+)
 from chunkflow.cli.resume import add_resume_option, kept_for_resume
 from chunkflow.errors import MemoryPlanError, UsageError
 
@@ -91,8 +97,8 @@ def run_rechunk(args: argparse.Namespace) -> int:
             _options_named():
         target = chunkflow.rechunk(
             source, args.chunks, args.dst, max_memory=args.max_memory, temp=args.temp,
-            target_shards=args.shards, zarr_format=args.format, compressors=compressors,
-            dtype=np.dtype(args.dtype) if args.dtype else None, region=args.region,
+            shards=args.shards, zarr_format=args.zarr_format, compressors=compressors,
+            dtype=np.dtype(args.dtype) if args.dtype else None, selection=args.selection,
             overwrite=args.overwrite, scheduler=args.scheduler,
             progress=progress_wanted(args), resume=args.resume, storage_options=options)
     seconds = time.perf_counter() - start
@@ -108,7 +114,7 @@ def register(commands: argparse._SubParsersAction, parents: list[argparse.Argume
         help="rechunk an array within a memory budget (rechunker's algorithm)",
         description="Copy the array at SRC to a new array at DST with other chunks, each "
                     "task reading whole source chunks and writing whole DST chunks within "
-                    "--max-memory per process; through an intermediate array in --temp "
+                    "--max-memory per task; through an intermediate array in --temp "
                     "when no such task fits (the error says so before anything is written).",
     )
     rechunk.add_argument("src", metavar="SRC", help="the array to rechunk (folder, .zip or URL)")
@@ -117,19 +123,23 @@ def register(commands: argparse._SubParsersAction, parents: list[argparse.Argume
                          help="chunk shape of DST (-1: a whole axis), or AXIS=SIZE pairs "
                               "for some axes (inner chunks with --shards)")
     rechunk.add_argument("--max-memory", required=True, metavar="SIZE",
-                         help="what the job may hold per worker process, e.g. '256 MiB'")
+                         help="what one task may hold, e.g. '256 MiB' (a worker holds "
+                              "that per thread)")
     rechunk.add_argument("--temp", metavar="PATH",
                          help="where the intermediate array may go (a folder or URL)")
     rechunk.add_argument("--shards", type=parse_shape, metavar="N,N,...",
                          help="shard shape of DST (Zarr v3 sharding)")
-    rechunk.add_argument("--format", type=int, choices=(2, 3), default=None,
+    rechunk.add_argument("--zarr-format", type=int, choices=(2, 3), default=None,
                          help="Zarr format of DST (default: the source's; 3 with --shards)")
+    add_renamed_option(rechunk, "--format", "--zarr-format", "zarr_format", type=int,
+                       choices=(2, 3))
     rechunk.add_argument("--compressor", type=parse_compressor, default=argparse.SUPPRESS,
                          metavar="NAME[:LEVEL]", help=f"one of {COMPRESSORS} (default: the "
                                                       "source's)")
     rechunk.add_argument("--dtype", help="dtype of DST (default: the source's)")
-    rechunk.add_argument("--region", type=parse_region, metavar="START:STOP,...",
-                         help="rechunk only this region of SRC")
+    rechunk.add_argument("--selection", type=parse_region, metavar="START:STOP,...",
+                         help="rechunk only this part of SRC")
+    add_renamed_option(rechunk, "--region", "--selection", "selection", type=parse_region)
     rechunk.add_argument("--overwrite", action="store_true", help="replace an existing DST")
     add_resume_option(rechunk)
     add_compute_options(rechunk)

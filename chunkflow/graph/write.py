@@ -44,7 +44,9 @@ from dask.delayed import Delayed
 from dask.highlevelgraph import HighLevelGraph
 
 from chunkflow.api.creation import create
+from chunkflow.api.opening import open_array
 from chunkflow.api.unfinished import open_unfinished
+from chunkflow.config.renames import renamed_parameters
 from chunkflow.core.array import Array
 from chunkflow.errors import (
     ArgumentTypeError,
@@ -57,6 +59,7 @@ from chunkflow.errors import (
 from chunkflow.graph.casting import check_cast, check_casting
 from chunkflow.graph.scheduler import ProgressArg
 from chunkflow.graph.scheduler import compute as run
+from chunkflow.graph.transactions import transaction
 from chunkflow.jobs import (
     Job,
     block_keys,
@@ -156,7 +159,7 @@ def unit_region(region: Any, array: Array, what: str) -> tuple[slice, ...]:
     entries = () if region is None else region if isinstance(region, tuple) else (region,)
     if len(entries) > array.ndim or any(not isinstance(s, slice) for s in entries):
         raise InvalidSelectionError(
-            f"{what}: array {name!r}: a region must be a tuple of at most {array.ndim} "
+            f"{what}: array {name!r}: selection= must be a tuple of at most {array.ndim} "
             f"slices, got {region!r}"
         )
     entries = entries + (slice(None),) * (array.ndim - len(entries))
@@ -165,7 +168,7 @@ def unit_region(region: Any, array: Array, what: str) -> tuple[slice, ...]:
         start, stop, step = entry.indices(size)
         if step != 1:
             raise InvalidSelectionError(
-                f"{what}: array {name!r}: region slices need unit steps, got {entry!r} for "
+                f"{what}: array {name!r}: selection= slices need unit steps, got {entry!r} for "
                 f"axis {dim}"
             )
         normalized.append(slice(start, max(start, stop)))
@@ -272,10 +275,18 @@ def _open_store_job(source: da.Array, target: Array, region: tuple[slice, ...], 
         job_name=job_name))
 
 
+def _open_out(out: Array | StoreLike, storage_options: dict[str, Any] | None) -> Array:
+    """An output of :func:`store`: an array, or the location of one (opened to write)."""
+    if isinstance(out, Array):
+        return out
+    return open_array(out, mode="r+", storage_options=storage_options)
+
+
+@renamed_parameters(targets="out", regions="selection")
 def store(
     sources: da.Array | Sequence[da.Array],
-    targets: Array | Sequence[Array],
-    regions: tuple[slice, ...] | Sequence[tuple[slice, ...] | None] | None = None,
+    out: Array | StoreLike | Sequence[Array | StoreLike],
+    selection: tuple[slice, ...] | Sequence[tuple[slice, ...] | None] | None = None,
     *,
     compute: bool = True,
     scheduler: SchedulerLike = None,
@@ -283,6 +294,8 @@ def store(
     resume: bool = False,
     job_name: str | None = None,
     casting: str = "same_kind",
+    storage_options: dict[str, Any] | None = None,
+    commit: str | None = None,
 ) -> Delayed | None:
     """Write dask arrays into chunkflow arrays, each chunk by exactly one task.
 
@@ -293,11 +306,12 @@ def store(
 
     Parameters
     ----------
-    sources, targets
-        A dask array and a chunkflow array, or equal-length sequences of them.
-    regions
-        Where each source goes in its target: a tuple of unit-step slices (or one per
-        pair); ``None`` means the whole target.
+    sources, out
+        A dask array and a chunkflow array (or the path, URL or store of an existing
+        one, opened for writing), or equal-length sequences of them.
+    selection
+        Where each source goes in its output: a tuple of unit-step slices (or one per
+        pair); ``None`` means the whole output.
     compute
         Run the writes now (default) or return a :class:`dask.delayed.Delayed` to run
         later, for example together with other work (``dask.compute(delayed)``,
@@ -320,6 +334,12 @@ def store(
         written (:class:`~chunkflow.errors.CastingError`, naming the target and both
         dtypes; a block whose dtype differs from its dask array's is checked when it
         is written) unless ``casting="unsafe"``.
+    storage_options : dict, optional
+        fsspec options for outputs given by URL.
+    commit : str, optional
+        For targets in an Icechunk session: commit it with this message once every
+        block is written (one commit). On a cluster the tasks write into forks of the
+        session, merged back at the end; see :mod:`chunkflow.graph.transactions`.
 
     Returns
     -------
@@ -341,16 +361,17 @@ def store(
     single = hasattr(sources, "__dask_graph__")
     # Checked one by one below (_check_pair): dask arrays into chunkflow Arrays.
     source_list: list[Any] = [sources] if single else list(cast("Sequence[Any]", sources))
-    target_list: list[Any] = [targets] if single else list(cast("Sequence[Any]", targets))
+    outs: list[Any] = [out] if single else list(cast("Sequence[Any]", out))
+    target_list = [_open_out(t, storage_options) for t in outs]
     region_list: list[Any]
     if single:
-        region_list = [regions]
+        region_list = [selection]
     else:
-        region_list = list(regions) if regions is not None else [None] * len(source_list)
+        region_list = list(selection) if selection is not None else [None] * len(source_list)
     if not len(source_list) == len(target_list) == len(region_list):
         raise InvalidArgumentError(
-            f"chunkflow.store: {len(source_list)} sources, {len(target_list)} targets and "
-            f"{len(region_list)} regions; give one target and one region per source"
+            f"chunkflow.store: {len(source_list)} sources, {len(target_list)} outputs and "
+            f"{len(region_list)} selections; give one output and one selection per source"
         )
     normalized = [unit_region(r, t, "chunkflow.store") for r, t in zip(region_list, target_list)]
     check_casting(casting, "chunkflow.store")
@@ -376,12 +397,12 @@ def store(
     done = HighLevelGraph.from_collections(final, {final: (_finish, write_keys, jobs,
                                                            target_list)})
     graph = HighLevelGraph.merge(graph, done)
-    # dask types dependencies as a Mapping; a HighLevelGraph holds a dict.
     graph.dependencies[final] = {k[0] for k in write_keys}  # type: ignore[index]  # a HighLevelGraph's dependencies are a dict
     delayed = Delayed(final, graph)
     if compute:
-        with job_progress(progress, jobs) as shown:
-            run(delayed, scheduler=scheduler, progress=shown)
+        with job_progress(progress, jobs) as shown, transaction(
+                target_list, scheduler=scheduler, commit=commit, what="chunkflow.store") as on:
+            run(delayed, scheduler=on, progress=shown)
         # Tasks that ran in other processes (scheduler="processes", a cluster) wrote
         # behind this process's caches: drop what they hold of the targets.
         for target in target_list:
@@ -390,9 +411,10 @@ def store(
     return delayed
 
 
+@renamed_parameters(url_or_store="out")
 def to_chunkflow(
     x: da.Array,
-    url_or_store: StoreLike,
+    out: StoreLike,
     *,
     path: str | None = None,
     chunks: ChunksLike = None,
@@ -404,6 +426,7 @@ def to_chunkflow(
     resume: bool = False,
     job_name: str | None = None,
     casting: str = "same_kind",
+    commit: str | None = None,
     **create_kwargs: Any,
 ) -> Array | tuple[Array, Delayed]:
     """Create an array shaped like ``x`` and write ``x`` into it with :func:`store`.
@@ -413,7 +436,7 @@ def to_chunkflow(
     x : dask.array.Array
         What to write; its blocks need not match the chunks (writes are regrouped
         onto the chunk grid, so no two tasks share a chunk).
-    url_or_store
+    out
         A path, URL or store for the new array.
     path : str, optional
         Where in the store (a group member path).
@@ -436,6 +459,8 @@ def to_chunkflow(
     casting : str
         See :func:`store`: ``x`` cast to a ``dtype=`` of another kind is refused
         before anything is created, unless ``casting="unsafe"``.
+    commit : str, optional
+        See :func:`store`.
     **create_kwargs
         Passed to :func:`chunkflow.create` (``compressor``, ``zarr_format``, ...).
 
@@ -448,10 +473,10 @@ def to_chunkflow(
     spec = dict(shape=x.shape, chunks=chunks, dtype=create_kwargs.pop("dtype", x.dtype),
                 **create_kwargs)
     check_cast(np.dtype(x.dtype), np.dtype(spec["dtype"]), check_casting(casting, "to_chunkflow"),
-               f"to_chunkflow: {url_or_store!s}")
-    target = open_unfinished(url_or_store, path, storage_options) if resume else None
+               f"to_chunkflow: {out!s}")
+    target = open_unfinished(out, path, storage_options) if resume else None
     if target is None:
-        target = create(**spec, store=url_or_store, path=path, overwrite=overwrite,
+        target = create(**spec, store=out, path=path, overwrite=overwrite,
                         storage_options=storage_options)
     else:
         check_same_output(
@@ -460,7 +485,8 @@ def to_chunkflow(
             "Rerun the original job with resume=True, or pass resume=False, overwrite=True "
             "to start over.")
     pending = store(x, target, compute=compute, scheduler=scheduler, progress=progress,
-                    resume=resume, job_name=job_name, casting=casting)
+                    resume=resume, job_name=job_name, casting=casting,
+                    commit=commit)
     if compute:
         return target
     if pending is None:

@@ -181,7 +181,9 @@ class Job:
         listing finds its finished blocks), start it if there is none (the mark is
         written), and refuse another job's output. ``resume=False``: the job is not
         tracked; an unfinished job's mark and records are removed first (its records
-        would otherwise vouch for blocks this run overwrites).
+        would otherwise vouch for blocks this run overwrites). On a transactional store
+        (Icechunk) no job is tracked: the whole job runs (see
+        :mod:`chunkflow.graph.transactions`).
 
         Raises
         ------
@@ -193,6 +195,12 @@ class Job:
         if not resume:
             if current is not None and (out.store.identity, out.path) not in _DRIVEN.get():
                 _drop(out, current["token"])
+            return None
+        if out.store.transactional:
+            # Icechunk: a record is no Zarr key there (refused), and a job's writes land
+            # at once at the merge or commit; a failed job leaves nothing to continue.
+            logger.info("job %s on %r: a transactional store; the whole job runs",
+                        spec.token[:8], out.path)
             return None
         if not out.store.supports_deletes:
             raise ReadOnlyError(

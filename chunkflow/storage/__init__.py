@@ -27,6 +27,7 @@ from chunkflow.storage.mapping import MappingStore
 from chunkflow.storage.memory import MemoryStore
 from chunkflow.storage.n5 import N5Store
 from chunkflow.storage.ranges import ByteRangeReader
+from chunkflow.storage.sqlite import SQLiteStore
 from chunkflow.storage.zip import ZipStore
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "MemoryStore",
     "N5Store",
     "ObstoreStore",
+    "SQLiteStore",
     "Store",
     "StoreLike",
     "ZipStore",

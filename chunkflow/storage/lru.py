@@ -22,6 +22,7 @@ Examples
 
 from __future__ import annotations
 
+from chunkflow.errors import InvalidArgumentError
 from chunkflow.storage.base import Store
 from chunkflow.storage.factory import StoreLike, make_store
 
@@ -48,9 +49,7 @@ def LRUStoreCache(store: StoreLike, max_size: int | None) -> Store:  # noqa: N80
     """
     if max_size is not None and (isinstance(max_size, bool) or not isinstance(max_size, int)
                                  or max_size < 0):
-        from chunkflow.errors import SettingError
-
-        raise SettingError(f"LRUStoreCache: max_size must be a byte count >= 0 or None, "
+        raise InvalidArgumentError(f"LRUStoreCache: max_size must be a byte count >= 0 or None, "
                            f"got {max_size!r}")
     given = make_store(store)
     # A second handle on the very same store (its state shared, not copied: copy.copy

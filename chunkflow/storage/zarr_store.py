@@ -43,12 +43,14 @@ from zarr.storage import FsspecStore
 
 from chunkflow.errors import ArgumentTypeError, KeyNotFoundError
 from chunkflow.storage.base import Store
+from chunkflow.storage.forks import fork_for, worker_fork
 from chunkflow.storage.process_local import reference
 from chunkflow.storage.zarr_traits import (
     identity_of,
     is_transactional,
     latency_bound,
     process_local_reason,
+    session_of,
 )
 
 __all__ = ["ZarrStoreAdapter", "is_zarr_store"]
@@ -133,6 +135,8 @@ class ZarrStoreAdapter(Store):
         self.latency_bound = latency_bound(store)
         #: Writes wait for a commit of the store's session (see Store.transactional).
         self.transactional = is_transactional(store)
+        # (fork id, the forked session's identity) for a copy of a job's fork.
+        self._fork: tuple[str, str] | None = None
 
     @property
     def identity(self) -> str:
@@ -142,6 +146,9 @@ class ZarrStoreAdapter(Store):
         return f"ZarrStoreAdapter({self.store!r}, read_only={self.read_only})"
 
     def __reduce__(self) -> tuple[object, ...]:
+        forked = self._forked()
+        if forked is not None:
+            return forked
         reason = process_local_reason(self.store)
         if reason is not None:
             return reference(self, repr(self), reason)
@@ -153,6 +160,20 @@ class ZarrStoreAdapter(Store):
             return reference(self, repr(self), f"{type(self.store).__name__} refuses to be "
                              f"pickled ({type(err).__name__}: {err})")
         return (_adapter_from_pickle, (payload, self.read_only, self._identity))
+
+    def _forked(self) -> tuple[object, ...] | None:
+        """How the adapter pickles while a job writes through a fork of its Icechunk
+        session (see :mod:`chunkflow.storage.forks`), else ``None``."""
+        if self._fork is not None:  # a copy of a fork pickles as that fork again
+            fork_id, identity = self._fork
+            return (_adapter_from_fork, (fork_id, _dumps(self.store), self.read_only, identity))
+        session = session_of(self.store) if self.transactional else None
+        found = fork_for(session) if session is not None else None
+        if found is None:
+            return None
+        fork_id, fork_store = found
+        return (_adapter_from_fork, (fork_id, _dumps(fork_store), self.read_only,
+                                     self._identity))
 
     def close(self) -> None:
         """Nothing: the zarr-python store belongs to the caller, who closes it."""
@@ -269,6 +290,18 @@ def _dumps(store: ZarrStore) -> bytes:
     import cloudpickle
 
     return cloudpickle.dumps(store, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _adapter_from_fork(fork_id: str, payload: bytes, read_only: bool,
+                       identity: str) -> ZarrStoreAdapter:
+    """An adapter over this process's copy of the fork ``fork_id`` (every task of the
+    process writes into that one copy). Named apart from the session it forks: the
+    process's caches never mix the fork's chunks with another job's."""
+    store = worker_fork(fork_id, lambda: pickle.loads(payload))
+    adapter = ZarrStoreAdapter(store, read_only=read_only)
+    adapter._identity = f"{identity}@fork:{fork_id}"
+    adapter._fork = (fork_id, identity)
+    return adapter
 
 
 def _adapter_from_pickle(payload: bytes, read_only: bool, identity: str) -> ZarrStoreAdapter:

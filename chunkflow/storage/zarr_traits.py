@@ -34,7 +34,7 @@ from chunkflow.storage.fsspec_ranges import fs_protocols
 from chunkflow.storage.mapping import object_token
 
 __all__ = ["identity_of", "is_transactional", "latency_bound", "process_local_reason",
-           "wrapped_stores"]
+           "session_of", "wrapped_stores"]
 
 # File systems whose requests cost no network round trip.
 _NEAR_PROTOCOLS = {"file", "local", "memory", "zip", "tar"}
@@ -100,6 +100,23 @@ def _session(store: ZarrStore) -> Any:
     """The session a store keeps its writes in until a commit (Icechunk's), or None."""
     session = getattr(store, "session", None)
     return session if callable(getattr(session, "commit", None)) else None
+
+
+def session_of(store: ZarrStore) -> Any:
+    """The session ``store`` (or the store it wraps) keeps its writes in until a
+    commit (an Icechunk ``Session``), or ``None``.
+
+    Examples
+    --------
+    >>> import zarr
+    >>> session_of(zarr.storage.MemoryStore()) is None
+    True
+    """
+    session = _session(store)
+    if session is not None:
+        return session
+    return next((found for inner in wrapped_stores(store)
+                 if (found := session_of(inner)) is not None), None)
 
 
 def is_transactional(store: ZarrStore) -> bool:

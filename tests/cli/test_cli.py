@@ -118,7 +118,7 @@ def test_copy_v2_to_sharded_v3_rechunks_and_recompresses(
 ) -> None:
     path, data = stored
     dst = tmp_path / "dst.zarr"
-    code, out, err = run(capsys, "copy", path, dst, "--format", "3", "--chunks", "8,8",
+    code, out, err = run(capsys, "copy", path, dst, "--zarr-format", "3", "--chunks", "8,8",
                          "--shards", "16,24", "--compressor", "zstd:3")
     assert code == 0, err
     assert "Zarr v2" in out and "Zarr v3, shards (16, 24) of chunks (8, 8)" in out
@@ -147,9 +147,9 @@ def test_copy_to_v2_without_compression(
 ) -> None:
     path, data = stored
     first = tmp_path / "v3.zarr"
-    assert run(capsys, "copy", path, first, "--format", "3")[0] == 0
+    assert run(capsys, "copy", path, first, "--zarr-format", "3")[0] == 0
     dst = tmp_path / "v2.zarr"
-    code, _, err = run(capsys, "copy", first, dst, "--format", "2", "--chunks", "7,9",
+    code, _, err = run(capsys, "copy", first, dst, "--zarr-format", "2", "--chunks", "7,9",
                        "--compressor", "none", "--scheduler", "sync")
     assert code == 0, err
     meta = json.loads((dst / ".zarray").read_text())
@@ -174,7 +174,7 @@ def test_copy_of_a_zero_dimensional_array(capsys: pytest.CaptureFixture[str],
                                           tmp_path: Path) -> None:
     z = chunkflow.create((), dtype="f8", store=str(tmp_path / "s.zarr"))
     z[...] = 2.5
-    assert run(capsys, "copy", tmp_path / "s.zarr", tmp_path / "t.zarr", "--format", "2")[0] == 0
+    assert run(capsys, "copy", tmp_path / "s.zarr", tmp_path / "t.zarr", "--zarr-format", "2")[0] == 0
     assert float(chunkflow.open(str(tmp_path / "t.zarr"), mode="r")[...]) == 2.5
 
 
@@ -188,7 +188,7 @@ def test_copy_refuses_to_replace_without_overwrite(
 
 
 @pytest.mark.parametrize("argv, needle", [
-    (["--shards", "16,16", "--format", "2"], "--shards needs --format 3"),
+    (["--shards", "16,16", "--zarr-format", "2"], "--shards needs --zarr-format 3"),
     (["--chunks", "8,8,8"], "has 3 dimensions; the source has 2"),
     (["--chunks", "5,5", "--shards", "16,16"], "must divide"),
     (["--chunks", "8,a"], "is not a shape"),
@@ -514,7 +514,7 @@ def test_s3_with_storage_options(capsys: pytest.CaptureFixture[str], s3_server: 
     flags = [f"--storage-option={key}={json.dumps(value) if isinstance(value, dict) else value}"
              for key, value in s3_server.items()]
     url = "s3://chunkflow-test/cli-copy.zarr"
-    code, _, err = run(capsys, "copy", stored[0], url, "--format", "3", *flags)
+    code, _, err = run(capsys, "copy", stored[0], url, "--zarr-format", "3", *flags)
     assert code == 0, err
     code, out, _ = run(capsys, "reduce", url, "--op", "max", *flags)
     assert code == 0 and float(out.split()[1]) == float(stored[1].max())

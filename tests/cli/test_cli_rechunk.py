@@ -44,7 +44,7 @@ def test_rechunk_through_temp_to_sharded_v3(capsys: pytest.CaptureFixture[str], 
 def test_rechunk_a_region_along_some_axes(capsys: pytest.CaptureFixture[str], src: Path,
                                           tmp_path: Path) -> None:
     dst = tmp_path / "dst.zarr"
-    code, _, err = run(capsys, "rechunk", src, dst, "--chunks", "1=16", "--region", "4:20,8:",
+    code, _, err = run(capsys, "rechunk", src, dst, "--chunks", "1=16", "--selection", "4:20,8:",
                        "--max-memory", "64 MiB", "-q")
     assert code == 0, err
     result = chunkflow.open_array(str(dst), mode="r")
@@ -72,11 +72,35 @@ def test_an_interrupted_resume_keeps_dst_and_finishes_it(
     blocker = dst / "c" / "0" / "7" / "7"  # a folder where a chunk must go
     blocker.mkdir(parents=True)
     code, _, err = run(capsys, "rechunk", src, dst, "--chunks", "32,8,8", "--max-memory",
-                       "1 MiB", "--temp", temp, "--resume", "--format", "3")
+                       "1 MiB", "--temp", temp, "--resume", "--zarr-format", "3")
     assert code == 1, err
     assert (dst / "zarr.json").exists()  # kept for the next --resume
     blocker.rmdir()
     code, out, err = run(capsys, "rechunk", src, dst, "--chunks", "32,8,8", "--max-memory",
-                         "1 MiB", "--temp", temp, "--resume", "--format", "3", "-q")
+                         "1 MiB", "--temp", temp, "--resume", "--zarr-format", "3", "-q")
     assert code == 0, err
     np.testing.assert_array_equal(chunkflow.open_array(str(dst), mode="r")[...], DATA)
+
+
+@pytest.mark.parametrize(("old", "new", "value"), [
+    ("--region", "--selection", "4:20,8:"),
+    ("--format", "--zarr-format", "3"),
+])
+def test_an_old_option_spelling_warns_and_works(capsys: pytest.CaptureFixture[str], src: Path,
+                                                tmp_path: Path, old: str, new: str,
+                                                value: str) -> None:
+    results = []
+    for flag in (old, new):
+        dst = tmp_path / f"{flag.strip('-')}.zarr"
+        argv = ("rechunk", src, dst, "--chunks", "1=16", flag, value, "--max-memory",
+                "64 MiB", "-q")
+        if flag == old:
+            with pytest.warns(FutureWarning, match=f"{old} is renamed {new}"):
+                assert run(capsys, *argv)[0] == 0
+        else:
+            assert run(capsys, *argv)[0] == 0
+        results.append(chunkflow.open_array(str(dst), mode="r"))
+    old_result, new_result = results
+    assert old_result.shape == new_result.shape
+    assert old_result.zarr_format == new_result.zarr_format
+    np.testing.assert_array_equal(old_result[...], new_result[...])

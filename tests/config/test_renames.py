@@ -106,3 +106,63 @@ def test_a_rename_to_a_missing_parameter_is_refused_when_decorating() -> None:
     with pytest.raises(TypeError, match=r"has no parameter \['outt'\]"):
         renamed_parameters(dest="outt")(func)
     assert renamed_parameters(dest="out")(func)(1, 2) == 3  # positional calls untouched
+
+
+@pytest.mark.parametrize(("old", "new"), [("targets", "out"), ("regions", "selection")])
+def test_store_takes_targets_and_regions(old: str, new: str) -> None:
+    import dask.array as da
+
+    source = da.from_array(DATA[2:8, :8] + 1, chunks=3)
+    region = (slice(2, 8), slice(0, 8))
+
+    def call(**kw: Any) -> np.ndarray:
+        (name, _), = kw.items()  # the old or the new name of `new`
+        target = chunkflow.zeros(DATA.shape, chunks=(5, 4), dtype=DATA.dtype)
+        given = {"out": target, "selection": region}
+        value = given.pop(new)
+        chunkflow.store(source, **given, **{name: value}, scheduler="sync")
+        return target[...]
+
+    with pytest.warns(FutureWarning, match=rf"{old}= is renamed {new}="):
+        got = call(**{old: None})
+    np.testing.assert_array_equal(got, call(**{new: None}))
+    np.testing.assert_array_equal(got[2:8, :8], DATA[2:8, :8] + 1)
+
+
+def test_to_chunkflow_takes_url_or_store(tmp_path: Any) -> None:
+    import dask.array as da
+
+    x = da.from_array(DATA, chunks=(5, 7))
+    with pytest.warns(FutureWarning, match="url_or_store= is renamed out="):
+        old = chunkflow.to_chunkflow(x, url_or_store=str(tmp_path / "old.zarr"))
+    np.testing.assert_array_equal(old[...], DATA)
+
+
+@pytest.mark.parametrize("name", ["copy", "copy_all"])
+def test_copy_takes_dest(name: str) -> None:
+    source = chunkflow.group()
+    source.create_array("x", data=DATA, chunks=(5, 5))
+    what = source["x"] if name == "copy" else source
+    dest = chunkflow.group()
+    with pytest.warns(FutureWarning, match="dest= is renamed out="):
+        counts = getattr(chunkflow, name)(what, dest=dest)
+    assert counts == (1, 0, DATA.nbytes)
+    np.testing.assert_array_equal(dest["x"][...], DATA)
+
+
+@pytest.mark.parametrize(("old", "new", "value"), [
+    ("target_chunks", "chunks", (24, 2)),
+    ("target_shards", "shards", (24, 4)),
+    ("region", "selection", (slice(4, 20),)),
+])
+def test_rechunk_takes_its_old_names(z: chunkflow.Array, old: str, new: str,
+                                     value: Any) -> None:
+    base: dict[str, Any] = {"chunks": (24, 2)}
+    if new == "chunks":
+        base = {}
+
+    def call(**kw: Any) -> chunkflow.Array:
+        return chunkflow.rechunk(z, out=chunkflow.MemoryStore(), max_memory="1 MiB",
+                                 scheduler="sync", **base, **kw)
+
+    _old_and_new(call, old, new, value)

@@ -159,7 +159,7 @@ def test_bad_input_names_the_problem_and_writes_nothing() -> None:
         chunkflow.store(da.ones((6, 6), chunks=3), z, (0, slice(None)))
     with pytest.raises(TypeError, match="dask arrays"):
         chunkflow.store([np.ones((6, 6))], [z])
-    with pytest.raises(ValueError, match="one target and one region per source"):
+    with pytest.raises(ValueError, match="one output and one selection per source"):
         chunkflow.store([da.ones((6, 6), chunks=3)], [z, z])
     unknown = da.from_array(np.arange(6), chunks=2)
     unknown = unknown[unknown > 2]

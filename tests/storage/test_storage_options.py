@@ -36,6 +36,7 @@ NO_URL: dict[str, str] = {
     "DirectoryStore": "zarr-python 2's name for LocalStore: a local folder by definition",
     "LRUStoreCache": "a second handle on a store already made (make_store takes the URL)",
     "N5Store": "refuses N5 by name; opens nothing",
+    "SQLiteStore": "a database file on a local disk (SQLite locks need one)",
     "ZipStore": "a local zip file by definition (zip::s3://... URLs make an FsspecStore)",
     "MappingStore": "wraps a mapping object",
     "MemoryStore": "in-process memory",
@@ -47,7 +48,6 @@ NO_URL: dict[str, str] = {
     "cache_info": "in-process counters",
     "get_cache": "the in-process cache",
     "compute": "runs dask collections (**kwargs go to dask.compute)",
-    "store": "writes into open chunkflow arrays (targets), not locations",
 }
 
 
@@ -141,6 +141,15 @@ def _copy(s3: S3) -> None:
     dest = s3.url()
     chunkflow.copy(s3.opened(s3.source), dest, "y", storage_options=s3.options)
     _same(s3.opened(dest + "/y")[...])
+
+
+def _store(s3: S3) -> None:
+    out = s3.url()
+    chunkflow.zeros(DATA.shape, chunks=(5, 5), dtype=DATA.dtype, store=out,
+                    storage_options=s3.options)
+    chunkflow.store(da.from_array(DATA, chunks=4), out, storage_options=s3.options,
+                    scheduler="threads")
+    _same(s3.opened(out)[...])
 
 
 def _copy_all(s3: S3) -> None:
@@ -271,6 +280,7 @@ CALLS: dict[str, Callable[[S3], None]] = {
     "summarize_chunks": lambda s3: _same(chunkflow.summarize_chunks(
         np.sum, s3.source, dtype="f8", storage_options=s3.options, scheduler="threads").sum(),
         DATA.sum()),
+    "store": _store,
     "to_chunkflow": lambda s3: _same(chunkflow.to_chunkflow(
         da.from_array(DATA, chunks=4), s3.url(), storage_options=s3.options)[...]),
     "to_dask": lambda s3: _same(chunkflow.to_dask(s3.source, storage_options=s3.options)),

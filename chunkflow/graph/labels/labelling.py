@@ -33,6 +33,7 @@ from chunkflow.graph.labels.plan import LabelJob, Source, label_voxel_bytes, pla
 from chunkflow.graph.labels.structure import normalize_structure
 from chunkflow.graph.read import as_source_array
 from chunkflow.graph.scheduler import compute as run
+from chunkflow.graph.transactions import transaction
 from chunkflow.jobs import function_parts, source_parts
 
 if TYPE_CHECKING:
@@ -88,13 +89,16 @@ def job_parts(parts: Mapping[str, str], source: Source, resume: bool,
 
 
 def run_label_job(job: LabelJob, output: OutputPlan, token: str, *, compute: bool,
-                  scheduler: SchedulerLike, progress: ProgressArg) -> Any:
+                  scheduler: SchedulerLike, progress: ProgressArg,
+                  commit: str | None = None) -> Any:
     """Build and run (or return, ``compute=False``) the graph of ``job``."""
     graph, key = build_graph(job, output, token)
     delayed = Delayed(key, graph)
     if not compute:
         return delayed
-    (array, count), = run(delayed, scheduler=scheduler, progress=progress)
+    written = output.existing if output.existing is not None else output.location
+    with transaction([written], scheduler=scheduler, commit=commit, what=output.what) as on:
+        (array, count), = run(delayed, scheduler=on, progress=progress)
     array.forget_cached()  # blocks written by other processes
     return array, count
 
@@ -117,6 +121,7 @@ def label(
     job_name: str | None = None,
     overwrite: bool = False,
     storage_options: Mapping[str, Any] | None = None,
+    commit: str | None = None,
 ) -> Any:
     """Label the connected components of ``source``'s nonzero values into ``out``.
 
@@ -172,6 +177,12 @@ def label(
         Replace what is at ``out``.
     storage_options : dict, optional
         fsspec options for URLs.
+    commit : str, optional
+        With ``out`` in an Icechunk session (an array, or a store made with
+        ``chunkflow.storage.make_store(session.store)``): commit the session with this
+        message once the labels are written (one commit). On a cluster the tasks write
+        into forks of the session, merged back at the end; see
+        :mod:`chunkflow.graph.transactions`.
 
     Returns
     -------
@@ -196,7 +207,7 @@ def label(
     output = output.with_job(job_parts(parts, src, resume, job_name), grid.numblocks)
     token = tokenize("label", kernel.tolist(), grid, src.token, output, resume)
     return run_label_job(job, output, token, compute=compute, scheduler=scheduler,
-                         progress=progress)
+                         progress=progress, commit=commit)
 
 
 

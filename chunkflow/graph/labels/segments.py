@@ -239,6 +239,7 @@ def segment(
     job_name: str | None = None,
     overwrite: bool = False,
     storage_options: Mapping[str, Any] | None = None,
+    commit: str | None = None,
     **kwargs: Any,
 ) -> Any:
     """Segment ``source`` block by block with ``fn`` and make its labels global.
@@ -262,7 +263,7 @@ def segment(
     func_memory_factor : float
         Window-sized arrays ``fn`` holds at its peak (for the memory plan).
     dtype, chunks, shards, zarr_format, blocks, max_memory, scheduler, progress,
-    compute, resume, job_name, overwrite, storage_options
+    compute, resume, job_name, overwrite, storage_options, commit
         As :func:`chunkflow.label`'s; ``job_name`` names the job instead of ``fn`` and
         ``kwargs`` (for functions that cannot be tokenized deterministically).
     **kwargs
@@ -301,5 +302,5 @@ def segment(
     token = tokenize("segment", fn, kwargs, halo, min_overlap, job.grid, src.token,
                      output, resume)
     return run_label_job(job, output, token, compute=compute, scheduler=scheduler,
-                         progress=progress)
+                         progress=progress, commit=commit)
 

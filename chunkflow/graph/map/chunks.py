@@ -53,6 +53,7 @@ from chunkflow.graph.map.plan import MapPlan
 from chunkflow.graph.map.tasks import RegionDep, TaskGrid, plan_tasks
 from chunkflow.graph.scheduler import ProgressArg
 from chunkflow.graph.scheduler import compute as run
+from chunkflow.graph.transactions import transaction
 from chunkflow.jobs import (
     block_keys,
     finish_after,
@@ -156,6 +157,7 @@ def map_chunks(
     job_name: str | None = None,
     overwrite: bool = False,
     casting: str = "same_kind",
+    commit: str | None = None,
     **kwargs: Any,
 ) -> Any:
     """Apply ``func`` to every block of the sources, with halos.
@@ -233,6 +235,10 @@ def map_chunks(
         ufunc's ``out=``: a float result into an integer output is refused
         (:class:`~chunkflow.errors.CastingError`, naming the block and both dtypes)
         unless ``casting="unsafe"``.
+    commit : str, optional
+        With ``out`` in an Icechunk session: commit the session with this message once
+        every block is written (one commit). On a cluster the tasks write into forks of
+        the session, merged back at the end; see :mod:`chunkflow.graph.transactions`.
     **kwargs
         Passed to ``func``.
 
@@ -273,8 +279,9 @@ def map_chunks(
     done = markers.all(split_every={axis: max(2, n) for axis, n in enumerate(markers.numblocks)})
     if not compute:
         return done if plan.tracker is None else finish_after(done, plan.tracker, plan.out)
-    with job_progress(progress, [plan.tracker]) as shown:
-        run(done, scheduler=scheduler, progress=shown)
+    with job_progress(progress, [plan.tracker]) as shown, transaction(
+            [plan.out], scheduler=scheduler, commit=commit, what="map_chunks") as on:
+        run(done, scheduler=on, progress=shown)
     if plan.tracker is not None:
         plan.tracker.finish(plan.out)
     plan.out.forget_cached()  # blocks written by other processes

@@ -58,6 +58,7 @@ from chunkflow.graph.pyramid.plan import PyramidPlan
 from chunkflow.graph.read import BLOCKS_PER_THREAD, as_source_array
 from chunkflow.graph.scheduler import ProgressArg, worker_threads
 from chunkflow.graph.scheduler import compute as run
+from chunkflow.graph.transactions import transaction
 from chunkflow.jobs import (
     Job,
     JobSpec,
@@ -140,6 +141,7 @@ def pyramid(
     compute: bool = True,
     resume: bool = False,
     storage_options: Mapping[str, Any] | None = None,
+    commit: str | None = None,
 ) -> Any:
     """Write ``source`` and its downsampled levels as an OME-Zarr image at ``out``.
 
@@ -194,6 +196,10 @@ def pyramid(
         See :mod:`chunkflow.jobs`.
     storage_options : dict, optional
         fsspec options for URLs.
+    commit : str, optional
+        With an output in an Icechunk session: commit the session with this message
+        once the job succeeded (one commit). On a cluster the tasks write into forks of
+        the session, merged back at the end; see :mod:`chunkflow.graph.transactions`.
 
     Returns
     -------
@@ -227,8 +233,9 @@ def pyramid(
     delayed = _graph(plan, output, image, attributes, version, token)
     if not compute:
         return delayed
-    with job_progress(progress, trackers) as shown:
-        run(delayed, scheduler=scheduler, progress=shown)
+    with job_progress(progress, trackers) as shown, transaction(
+            arrays, scheduler=scheduler, commit=commit, what="pyramid") as on:
+        run(delayed, scheduler=on, progress=shown)
     for level in arrays:
         level.forget_cached()
     return arrays

@@ -80,7 +80,7 @@ def target_chunk_shape(chunks: TargetChunks, source: Array, shape: tuple[int, ..
                -source.ndim <= axis < source.ndim]
         if bad:
             raise InvalidSelectionError(
-                f"rechunk: array {name!r} has {source.ndim} axes; target_chunks names axes {bad}"
+                f"rechunk: array {name!r} has {source.ndim} axes; chunks names axes {bad}"
             )
         given = {axis % source.ndim: size for axis, size in chunks.items()}
         sizes: list[Any] = [given.get(axis, source.chunks[axis]) for axis in range(source.ndim)]
@@ -90,7 +90,7 @@ def target_chunk_shape(chunks: TargetChunks, source: Array, shape: tuple[int, ..
         sizes = list(chunks)
     if len(sizes) != source.ndim:
         raise InvalidSelectionError(
-            f"rechunk: array {name!r} has {source.ndim} axes; target_chunks {chunks!r} has "
+            f"rechunk: array {name!r} has {source.ndim} axes; chunks {chunks!r} has "
             f"{len(sizes)}"
         )
     result = []
@@ -99,7 +99,7 @@ def target_chunk_shape(chunks: TargetChunks, source: Array, shape: tuple[int, ..
             size = max(1, length)
         if not isinstance(size, (int, np.integer)) or isinstance(size, bool) or size < 1:
             raise InvalidSelectionError(
-                f"rechunk: target_chunks[{axis}] must be a whole number >= 1 (or -1 for the "
+                f"rechunk: chunks[{axis}] must be a whole number >= 1 (or -1 for the "
                 f"whole axis), got {size!r}"
             )
         result.append(int(size))

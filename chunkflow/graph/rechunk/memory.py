@@ -1,17 +1,15 @@
 """How much one rechunk task may hold, and what a refusal tells the user.
 
-``max_memory`` is what the job may hold in one worker process. Tasks exchange no data
-(each reads from and writes to stores), so a process holds what its running tasks
-hold: one per thread. Each task is therefore planned within ``max_memory`` divided by
-the tasks a process runs at once.
-
-Where this machine's threads would leave each task too little, a local threaded run
-uses fewer of them (:func:`task_counts`) rather than refusing.
+``max_memory`` is what one task may hold, as everywhere in chunkflow (rechunker's
+``max_mem``, cubed's ``allowed_mem``). Tasks exchange no data (each reads from and
+writes to stores), so a worker holds what its running tasks hold: ``max_memory`` times
+its threads at most. Each task is planned within ``max_memory`` less
+:data:`UNTRACED_SHARE`.
 
 Examples
 --------
->>> task_counts("sync")
-[1]
+>>> task_budget(64 * 2**20) // 2**20
+56
 """
 
 from __future__ import annotations
@@ -23,13 +21,11 @@ from dask.utils import format_bytes
 
 from chunkflow.errors import MemoryPlanError
 from chunkflow.graph.rechunk.passes import PassChoice, choose_passes, task_memory
-from chunkflow.graph.scheduler import local_threads, tasks_per_process
 
 if TYPE_CHECKING:
     from chunkflow.core.array import Array
-    from chunkflow.graph.scheduler import SchedulerLike
 
-__all__ = ["UNTRACED_SHARE", "max_memory_for", "refuse_plan", "task_budget", "task_counts"]
+__all__ = ["UNTRACED_SHARE", "max_memory_for", "refuse_plan", "task_budget"]
 
 #: The share of ``max_memory`` the plan leaves for what no task estimate counts: the
 #: allocator's retained pages, codec contexts, thread stacks. Measured: a process ran
@@ -37,44 +33,26 @@ __all__ = ["UNTRACED_SHARE", "max_memory_for", "refuse_plan", "task_budget", "ta
 UNTRACED_SHARE = 0.125
 
 
-def task_budget(max_memory: int, tasks: int) -> int:
-    """Bytes one of ``tasks`` concurrent tasks may hold under ``max_memory`` per process.
+def task_budget(max_memory: int) -> int:
+    """Bytes a task's estimate may reach under ``max_memory``.
 
     Examples
     --------
-    >>> task_budget(256 * 2**20, 2) // 2**20
-    112
+    >>> task_budget(256 * 2**20) // 2**20
+    224
     """
-    return int(max_memory * (1 - UNTRACED_SHARE)) // tasks
+    return int(max_memory * (1 - UNTRACED_SHARE))
 
 
-def max_memory_for(per_task: int, tasks: int) -> int:
-    """The ``max_memory`` that gives ``tasks`` tasks ``per_task`` bytes each.
+def max_memory_for(per_task: int) -> int:
+    """The ``max_memory`` that gives a task ``per_task`` bytes.
 
     Examples
     --------
-    >>> task_budget(max_memory_for(10**6, 3), 3) >= 10**6
+    >>> task_budget(max_memory_for(10**6)) >= 10**6
     True
     """
-    return math.ceil(per_task * tasks / (1 - UNTRACED_SHARE)) + tasks
-
-
-def task_counts(scheduler: SchedulerLike = None) -> list[int]:
-    """Tasks at once per process to plan for, most first: all the threads, then (on
-    local threads, which a run may use fewer of) half as many, down to one.
-
-    Examples
-    --------
-    >>> task_counts("sync")
-    [1]
-    """
-    tasks = tasks_per_process(scheduler)
-    if not local_threads(scheduler):
-        return [tasks]
-    counts = [tasks]
-    while counts[-1] > 1:
-        counts.append(counts[-1] // 2)
-    return counts
+    return math.ceil(per_task / (1 - UNTRACED_SHARE)) + 1
 
 
 def _smallest_budget(shape: tuple[int, ...], source: Array, target: Array,
@@ -105,20 +83,19 @@ def _direct_need(shape: tuple[int, ...], source: Array, target: Array, aligned: 
 
 
 def refuse_plan(choice: PassChoice | None, source: Array, target: Array,
-                shape: tuple[int, ...], max_memory: int, tasks: int, has_temp: bool,
+                shape: tuple[int, ...], max_memory: int, has_temp: bool,
                 aligned: bool) -> None:
     """Raise :class:`MemoryPlanError` saying what would fit: the ``max_memory`` a plan
     needs, with or without an intermediate array, or that ``temp=`` is needed."""
     name = source.path or "/"
     direct = _direct_need(shape, source, target, aligned)
-    per = f" ({tasks} tasks at once per process)" if tasks > 1 else " (one task at a time)"
     one_pass = (f"one pass (blocks of {_direct_block(shape, source, target)}, whole chunks "
                 f"{source.chunks} read and {target.write_chunks} written) needs about "
                 f"{format_bytes(direct)} per task, max_memory="
-                f"{format_bytes(max_memory_for(direct, tasks))}")
+                f"{format_bytes(max_memory_for(direct))}")
     if choice is not None and not has_temp:
         raise MemoryPlanError(
-            f"rechunk: array {name!r}: {one_pass}{per}, more than max_memory "
+            f"rechunk: array {name!r}: {one_pass}, more than max_memory "
             f"{format_bytes(max_memory)}; within it the job needs an intermediate array "
             f"(about {format_bytes(choice.task_memory)} per task): pass temp= (a path, URL or "
             "store for it), or raise max_memory"
@@ -127,8 +104,8 @@ def refuse_plan(choice: PassChoice | None, source: Array, target: Array,
     where = "through an intermediate array (temp=)" if through else "in one pass"
     raise MemoryPlanError(
         f"rechunk: array {name!r}: even the smallest tasks ({where}) need about "
-        f"{format_bytes(least)} each{per}, so max_memory="
-        f"{format_bytes(max_memory_for(least, tasks))} would "
+        f"{format_bytes(least)} each, so max_memory="
+        f"{format_bytes(max_memory_for(least))} would "
         f"fit; {one_pass}; got max_memory {format_bytes(max_memory)}: raise it, or use "
         "smaller chunks"
     )

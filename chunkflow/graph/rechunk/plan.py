@@ -29,9 +29,9 @@ from chunkflow.graph.rechunk.arrays import (
     source_region,
     target_chunk_shape,
 )
-from chunkflow.graph.rechunk.memory import refuse_plan, task_budget, task_counts
+from chunkflow.graph.rechunk.memory import refuse_plan, task_budget
 from chunkflow.graph.rechunk.passes import PassChoice, choose_passes, intermediate_dtype
-from chunkflow.graph.scheduler import local_threads
+from chunkflow.graph.scheduler import tasks_per_process
 from chunkflow.jobs import metadata_part
 
 if TYPE_CHECKING:
@@ -54,7 +54,6 @@ class RechunkPlan:
     output: OutputSpec
     template: Array
     token: str
-    threads: int | None = None  # a local threaded run uses this many threads
 
     @property
     def intermediate_name(self) -> str:
@@ -75,10 +74,10 @@ class RechunkPlan:
         return np.asarray(fill, self.template.dtype).astype(self.intermediate_dtype)[()]
 
 
-def prepare_rechunk(source: ArraySource, target_chunks: TargetChunks, *,
+def prepare_rechunk(source: ArraySource, chunks: TargetChunks, *,
                     max_memory: int | str, temp: StoreLike | None = None,
-                    target_shards: Sequence[int] | None = None, zarr_format: int | None = None,
-                    compressors: Any = ..., dtype: DTypeLike | None = None, region: Any = None,
+                    shards: Sequence[int] | None = None, zarr_format: int | None = None,
+                    compressors: Any = ..., dtype: DTypeLike | None = None, selection: Any = None,
                     scheduler: SchedulerLike = None,
                     storage_options: Mapping[str, Any] | None = None) -> RechunkPlan:
     """Open, check and plan a rechunk, creating nothing (see :func:`rechunk`).
@@ -96,23 +95,21 @@ def prepare_rechunk(source: ArraySource, target_chunks: TargetChunks, *,
                             **({} if isinstance(source, Array) else {"cache": False}))
     if array.options.cache is None:
         array = array.with_options(cache=False)
-    _, offset, shape = source_region(region, array)
-    chunks = target_chunk_shape(target_chunks, array, shape)
-    spec, template = output_template(array, shape, chunks, target_shards, dtype,
+    _, offset, shape = source_region(selection, array)
+    chunk_shape = target_chunk_shape(chunks, array, shape)
+    spec, template = output_template(array, shape, chunk_shape, shards, dtype,
                                      zarr_format, compressors)
     limit = byte_count("rechunk: max_memory", max_memory)
     aligned = all(o % c == 0 and (o + n) % c == 0
                   for o, n, c in zip(offset, shape, array.chunks))
-    for tasks in task_counts(scheduler):  # fewer threads, each with more memory
-        choice = choose_passes(shape, array.chunks, template.write_chunks, array.dtype,
-                               template.dtype, task_budget=task_budget(limit, tasks),
-                               min_blocks=BLOCKS_PER_THREAD * tasks, source_aligned=aligned)
-        if choice is not None and (choice.intermediate_chunks is None or temp is not None):
-            break
-    else:
-        refuse_plan(choice, array, template, shape, limit, tasks, temp is not None, aligned)
+    # max_memory is one task's: the threads only set how many blocks keep them busy.
+    choice = choose_passes(shape, array.chunks, template.write_chunks, array.dtype,
+                           template.dtype, task_budget=task_budget(limit),
+                           min_blocks=BLOCKS_PER_THREAD * tasks_per_process(scheduler),
+                           source_aligned=aligned)
+    if choice is None or (choice.intermediate_chunks is not None and temp is None):
+        refuse_plan(choice, array, template, shape, limit, temp is not None, aligned)
     assert choice is not None
     token = tokenize(array.store.identity, array.path, offset, shape,
                      metadata_part(template), choice.passes)
-    return RechunkPlan(array, offset, choice, spec, template, token,
-                       tasks if local_threads(scheduler) else None)
+    return RechunkPlan(array, offset, choice, spec, template, token)

@@ -35,6 +35,7 @@ from dask._task_spec import TaskRef
 from dask.blockwise import blockwise
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 
+from chunkflow.config.renames import renamed_parameters
 from chunkflow.core.array import Array
 from chunkflow.engine.pool import serial_io
 from chunkflow.graph.blocks import dim_blocks
@@ -45,6 +46,7 @@ from chunkflow.graph.rechunk.passes import Pass
 from chunkflow.graph.rechunk.plan import RechunkPlan, prepare_rechunk
 from chunkflow.graph.scheduler import ProgressArg
 from chunkflow.graph.scheduler import compute as run
+from chunkflow.graph.transactions import transaction
 from chunkflow.jobs import Job, block_keys, job_progress
 
 if TYPE_CHECKING:
@@ -111,23 +113,26 @@ def _pass_graph(plan: CopyPlan, step: Pass, token: str, after: da.Array | None) 
     return markers.all(split_every={axis: max(2, n) for axis, n in enumerate(markers.numblocks)})
 
 
+@renamed_parameters(target_chunks="chunks", target_shards="shards",
+                    region="selection")
 def rechunk(
     source: ArraySource,
-    target_chunks: TargetChunks,
+    chunks: TargetChunks,
     out: StoreLike,
     *,
     max_memory: int | str,
     temp: StoreLike | None = None,
-    target_shards: Sequence[int] | None = None,
+    shards: Sequence[int] | None = None,
     zarr_format: int | None = None,
     compressors: Any = ...,
     dtype: DTypeLike | None = None,
-    region: Any = None,
+    selection: Any = None,
     overwrite: bool = False,
     scheduler: SchedulerLike = None,
     progress: ProgressArg = False,
     resume: bool = False,
     storage_options: Mapping[str, Any] | None = None,
+    commit: str | None = None,
 ) -> Array:
     """Copy ``source`` (or a region of it) to a new array with other chunks.
 
@@ -135,35 +140,32 @@ def rechunk(
     ----------
     source : chunkflow.Array, path, URL or store
         The array to read.
-    target_chunks : int, tuple or dict
-        The output's chunks (inner chunks with ``target_shards``): one size per axis
+    chunks : int, tuple or dict
+        The output's chunks (inner chunks with ``shards``): one size per axis
         (``-1``: the whole axis), or ``{axis: size}`` for some axes, the others keeping
         the source's chunks.
     out : path, URL or store
         Where to create the output array (it must not exist, unless ``overwrite``).
     max_memory : int or str
-        What the job may hold in one worker process (``"256 MiB"``): each of its
-        threads runs one task, so each task is planned within ``max_memory`` divided by
-        the threads per process (1 for ``scheduler="processes"``). On local threads,
-        where that leaves too little (or needs an intermediate array without ``temp``),
-        the job runs on fewer threads. The plan is checked before anything runs; a
-        refusal (:class:`~chunkflow.MemoryPlanError`) says what would fit
-        and creates nothing.
+        What one task may hold (``"256 MiB"``), as rechunker's ``max_mem``: a worker
+        running ``n`` tasks at once holds up to ``n`` times as much. The plan is checked
+        before anything runs; a refusal (:class:`~chunkflow.MemoryPlanError`) says what
+        would fit and creates nothing.
     temp : path, URL or store, optional
         Where the intermediate array goes when one is needed (the error says so). It is
         created under ``temp`` as ``chunkflow-rechunk-<token>`` and removed after (also
         after a failure, unless ``resume=True`` keeps it for the next run).
-    target_shards : tuple, optional
+    shards : tuple, optional
         The output's shard shape (Zarr v3 sharding); tasks then write whole shards.
     zarr_format : {2, 3}, optional
-        The output's format (default: the source's; 3 with ``target_shards``).
+        The output's format (default: the source's; 3 with ``shards``).
     compressors : optional
         The output's compressors, as :func:`chunkflow.create_array` takes them
         (default: the source's compressor; ``None`` for none).
     dtype : optional
         The output's dtype (default: the source's); values convert as ``astype``.
-    region : tuple of slices, optional
-        Rechunk only this region of ``source`` (unit steps); the output has its shape.
+    selection : tuple of slices, optional
+        Rechunk only this part of ``source`` (unit steps); the output has its shape.
     overwrite : bool
         Replace what is at ``out``.
     scheduler, progress
@@ -174,15 +176,19 @@ def rechunk(
         not refused. Pass it on the first run too. See :mod:`chunkflow.jobs`.
     storage_options : dict, optional
         fsspec options for URLs (source, out and temp).
+    commit : str, optional
+        With an output in an Icechunk session: commit the session with this message
+        once the job succeeded (one commit). On a cluster the tasks write into forks of
+        the session, merged back at the end; see :mod:`chunkflow.graph.transactions`.
 
     Returns
     -------
     chunkflow.Array
         The output.
     """
-    plan = prepare_rechunk(source, target_chunks, max_memory=max_memory, temp=temp,
-                          target_shards=target_shards, zarr_format=zarr_format,
-                          compressors=compressors, dtype=dtype, region=region,
+    plan = prepare_rechunk(source, chunks, max_memory=max_memory, temp=temp,
+                          shards=shards, zarr_format=zarr_format,
+                          compressors=compressors, dtype=dtype, selection=selection,
                           scheduler=scheduler, storage_options=storage_options)
     target, tracker = open_output(plan, out, resume=resume, overwrite=overwrite,
                                   storage_options=storage_options)
@@ -201,9 +207,9 @@ def rechunk(
         last = dataclasses.replace(last, source=middle, offset=(0,) * target.ndim)
         done = _pass_graph(last, plan.choice.passes[1], f"{plan.token}-2", first)
     try:
-        threads = {} if plan.threads is None else {"num_workers": plan.threads}
-        with job_progress(progress, trackers) as shown:
-            run(done, scheduler=scheduler, progress=shown, **threads)
+        with job_progress(progress, trackers) as shown, transaction(
+                [target], scheduler=scheduler, commit=commit, what="rechunk") as on:
+            run(done, scheduler=on, progress=shown)
     except BaseException:
         if place is not None and middle is not None and not resume:
             place.remove(middle)  # nothing will resume it: no stray copy in temp

@@ -36,8 +36,8 @@ CHILD = textwrap.dedent("""
 
     args = json.loads(sys.argv[1])
     src, out, chunks = args.pop("src"), args.pop("out"), tuple(args.pop("chunks"))
-    if "region" in args:
-        args["region"] = tuple(slice(*r) for r in args["region"])
+    if "selection" in args:
+        args["selection"] = tuple(slice(*r) for r in args["selection"])
     plan = prepare_rechunk(src, chunks, scheduler="sync", **args).choice
     tracemalloc.start()
     with Peaks() as peaks:
@@ -60,10 +60,10 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> str:
     ({"chunks": [32, 32, 32], "max_memory": "12 MiB"}, 2),
     ({"chunks": [32, 32, 32], "max_memory": "48 MiB"}, 1),
     ({"chunks": [32, 16, 64], "max_memory": "12 MiB", "dtype": "f8"}, 2),
-    ({"chunks": [8, 32, 32], "target_shards": [32, 64, 64], "max_memory": "12 MiB",
+    ({"chunks": [8, 32, 32], "shards": [32, 64, 64], "max_memory": "12 MiB",
       "dtype": "u1"}, 2),
     # A region off the chunk edges: edge chunks are decoded apart, then copied.
-    ({"chunks": [29, 30, 30], "max_memory": "12 MiB", "region": [[3, 32], [10, 250]]}, 2),
+    ({"chunks": [29, 30, 30], "max_memory": "12 MiB", "selection": [[3, 32], [10, 250]]}, 2),
 ])
 def test_every_task_peaks_within_the_plan(source: str, tmp_path: Path,
                                           case: dict[str, object], passes: int) -> None:

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 import chunkflow
+from chunkflow.config import byte_count
 from chunkflow.errors import ContainsArrayError, InvalidSelectionError, MemoryPlanError
 from chunkflow.graph.rechunk import prepare_rechunk
 from chunkflow.testing import CountingMapping, CountingStore
@@ -105,10 +106,10 @@ def test_refusals_name_what_would_fit_and_create_nothing(tmp_path: Path) -> None
     with pytest.raises(MemoryPlanError, match=r"smallest tasks .* max_memory=[\d.]+ MiB would fit"):
         chunkflow.rechunk(source, (64, 64, 64), str(out), max_memory="1 MiB",
                           temp=str(temp), scheduler="threads")
-    with pytest.raises(InvalidSelectionError, match="target_chunks names axes"):
+    with pytest.raises(InvalidSelectionError, match="chunks names axes"):
         chunkflow.rechunk(source, {5: 2}, str(out), max_memory="1 GiB")
     with pytest.raises(InvalidSelectionError, match="unit steps"):
-        chunkflow.rechunk(source, -1, str(out), max_memory="1 GiB", region=(slice(0, 9, 2),))
+        chunkflow.rechunk(source, -1, str(out), max_memory="1 GiB", selection=(slice(0, 9, 2),))
     with pytest.raises(ValueError, match="max_memory"):
         chunkflow.rechunk(source, -1, str(out), max_memory="lots")
     assert os.listdir(tmp_path) == []
@@ -123,7 +124,7 @@ def test_v2_to_sharded_v3_with_dtype_and_codec_read_by_zarr_and_tensorstore(
     source = chunkflow.create_array(str(tmp_path / "v2.zarr"), data=data, chunks=(1, 36, 40),
                                     zarr_format=2)
     location = str(tmp_path / "v3.zarr")
-    chunkflow.rechunk(source, (10, 6, 8), location, target_shards=(20, 12, 40), dtype="f4",
+    chunkflow.rechunk(source, (10, 6, 8), location, shards=(20, 12, 40), dtype="f4",
                       compressors={"name": "zstd", "configuration": {"level": 3}},
                       max_memory="4 MiB", temp=str(tmp_path / "t"), scheduler="threads")
     peer = zarr.open_array(location, mode="r")
@@ -150,7 +151,7 @@ def test_a_region_and_a_subset_of_axes(tmp_path: Path) -> None:
     data = np.random.default_rng(3).random((12, 50, 60)).astype("f4")
     source = chunkflow.array(data, chunks=(12, 7, 9))
     out = chunkflow.rechunk(source, {1: 20}, chunkflow.MemoryStore(), max_memory="1 MiB",
-                            region=(slice(2, 11), slice(5, 45)), temp=chunkflow.MemoryStore())
+                            selection=(slice(2, 11), slice(5, 45)), temp=chunkflow.MemoryStore())
     assert out.shape == (9, 40, 60) and out.chunks == (12, 20, 9)
     np.testing.assert_array_equal(out[...], data[2:11, 5:45])
 
@@ -198,3 +199,16 @@ def test_urls_on_object_storage_with_an_intermediate(s3_server: dict[str, Any]) 
     np.testing.assert_array_equal(out[...], data)
     fs = fsspec.filesystem("s3", skip_instance_cache=True, **s3_server)
     assert not fs.find(f"{root}/temp")
+
+
+def test_max_memory_is_one_task_s_whatever_the_threads(tmp_path: Path) -> None:
+    source = chunkflow.zeros((64, 512, 512), chunks=(1, 512, 512), dtype="u2")
+    with pytest.raises(MemoryPlanError, match=r"max_memory=([\d.]+ [KM]iB)") as refused:
+        chunkflow.rechunk(source, (64, 64, 64), str(tmp_path / "a"), max_memory="16 MiB",
+                          scheduler="sync")
+    enough = refused.value.args[0].split("max_memory=")[1].split(",")[0].split(" (")[0]
+    # The same per-task figure suffices on any number of threads: it is not divided.
+    for scheduler in ("sync", "threads"):
+        plan = prepare_rechunk(source, (64, 64, 64), max_memory=enough, scheduler=scheduler)
+        assert plan.choice.intermediate_chunks is None
+        assert plan.choice.task_memory <= byte_count("max_memory", enough)

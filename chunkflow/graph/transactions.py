@@ -1,0 +1,252 @@
+"""Jobs that write into an Icechunk session: on threads straight into the session, on a
+cluster through forks of it, merged back when every task succeeded.
+
+Every writer (:func:`chunkflow.store`, :func:`chunkflow.to_chunkflow`,
+:func:`chunkflow.map_chunks`, :func:`chunkflow.rechunk`, :func:`chunkflow.pyramid`,
+:func:`chunkflow.label`, :func:`chunkflow.segment`) runs its graph inside
+:func:`transaction`. When an output lives in a writable Icechunk session (a
+``session.store``, or a chunkflow array opened over one):
+
+- **On threads** (``"threads"``, ``"sync"``, dask's default without a client) the
+  tasks write into the session itself, as any write does.
+- **On a dask.distributed cluster** Icechunk refuses to pickle a writable session, so
+  the job forks it (``session.fork()``, Icechunk's public API); the graph carries the
+  fork to the workers (each worker process writes into one copy), and when every task
+  succeeded the workers hand their copies back and the session merges them
+  (``session.merge(*forks)``). ``scheduler="processes"`` is refused: its processes
+  end with the computation, and their forks with them.
+- Icechunk forks only a session without uncommitted changes. Uncommitted node
+  changes (the output this job just created, or replaced with ``overwrite=True``;
+  attributes) are carried over: the job moves them into the fork, so they come back
+  with the merge (and, on failure, are put back as they were). Uncommitted chunks are
+  refused before anything runs: commit them first.
+- **The commit is the user's**, or the job's with ``commit="message"``: chunkflow
+  then commits once, after the merge, rebasing over commits made since the session
+  started when they changed other chunks. A conflict (the same chunks or metadata
+  changed by another commit) raises :class:`~chunkflow.errors.TransactionConflictError`
+  naming the arrays; chunkflow's writes stay in the session, uncommitted.
+- **A job that fails leaves nothing committed**: on a cluster nothing is merged (the
+  session is as before the job); on threads the tasks that finished wrote into the
+  session, uncommitted (``session.discard_changes()`` drops them). ``resume=True``
+  records no blocks in an Icechunk session (a record is no Zarr key there, and a
+  failed job has nothing merged to continue from): it runs the whole job again.
+
+Examples
+--------
+>>> import chunkflow
+>>> z = chunkflow.zeros((4,), chunks=2)
+>>> with transaction([z], scheduler="threads", commit=None, what="store") as chosen:
+...     chosen
+'threads'
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import dask
+
+from chunkflow.errors import TransactionConflictError, TransactionError
+from chunkflow.graph.scheduler import SchedulerLike, scheduler_choice
+from chunkflow.storage import Store
+
+__all__ = ["transaction"]
+
+
+def _store_of(output: Any) -> Store | None:
+    if isinstance(output, Store):
+        return output
+    store = getattr(output, "store", None)
+    return store if isinstance(store, Store) else None
+
+
+def _sessions(outputs: Sequence[Any]) -> list[tuple[Any, list[str]]]:
+    """The writable Icechunk sessions the outputs live in, each with its arrays' paths."""
+    found: list[tuple[Any, list[str]]] = []
+    for output in outputs:
+        store = _store_of(output)
+        if store is None or not store.transactional:
+            continue
+        from chunkflow.storage.zarr_store import ZarrStoreAdapter
+        from chunkflow.storage.zarr_traits import session_of
+
+        session = session_of(store.store) if isinstance(store, ZarrStoreAdapter) else None
+        if session is None or session.read_only:
+            continue
+        name = getattr(output, "path", None) or "/"
+        for known, names in found:
+            if known == session:
+                names.append(name)
+                break
+        else:
+            found.append((session, [name]))
+    return found
+
+
+def _named(names: Sequence[str]) -> str:
+    return ", ".join(repr(n) for n in names)
+
+
+@contextlib.contextmanager
+def transaction(outputs: Sequence[Any], *, scheduler: SchedulerLike, commit: str | None,
+                what: str) -> Iterator[SchedulerLike]:
+    """Run the job inside: yields the scheduler to compute on (a client connected for a
+    scheduler address); see the module documentation.
+
+    Parameters
+    ----------
+    outputs
+        The arrays (or stores) the job writes.
+    scheduler
+        The job's ``scheduler=``.
+    commit : str, optional
+        Commit the outputs' sessions with this message once the job succeeded.
+    what
+        The writer, for messages ("map_chunks").
+
+    Raises
+    ------
+    TransactionError
+        ``commit`` for outputs in no Icechunk session; a session with uncommitted chunks;
+        ``scheduler="processes"``; a worker lost during the job (nothing merged).
+    TransactionConflictError
+        The commit conflicted with another commit of the branch.
+    """
+    sessions = _sessions(outputs)
+    if commit is not None and not sessions:
+        raise TransactionError(
+            f"{what}: commit={commit!r} commits an Icechunk session, but no output is in a "
+            "writable Icechunk session; commit what you write elsewhere yourself")
+    if not sessions:
+        yield scheduler
+        return
+    choice, client = scheduler_choice(scheduler)
+    if choice == "address":
+        from distributed import Client
+
+        with Client(client) as connected, _forked(sessions, connected, what):
+            yield connected
+    elif client is not None:
+        with _forked(sessions, client, what):
+            yield client
+    else:
+        _check_local(choice or dask.config.get("scheduler", None), sessions, what)
+        yield scheduler  # the tasks write into the session itself
+    if commit is not None:
+        for session, names in sessions:
+            _commit(session, commit, names, what)
+
+
+def _check_local(choice: Any, sessions: list[tuple[Any, list[str]]], what: str) -> None:
+    if choice in ("processes", "multiprocessing"):
+        names = [n for _, found in sessions for n in found]
+        raise TransactionError(
+            f"{what}: array(s) {_named(names)} are in an Icechunk session, and "
+            "scheduler='processes' cannot write there: its processes end with the "
+            "computation, and the forks of the session they wrote with them. Use "
+            "scheduler='threads' or a dask.distributed cluster. Nothing was written.")
+
+
+@contextlib.contextmanager
+def _forked(sessions: list[tuple[Any, list[str]]], client: Any, what: str) -> Iterator[None]:
+    """Fork each session for the workers; merge the forks back when the body succeeded
+    (put the sessions back as they were when it failed)."""
+    from chunkflow.storage.forks import end_fork, forget_fork, start_fork, take_forks
+
+    prepared = [(session, names, _carried(session, names, what)) for session, names in sessions]
+    started = []
+    for session, names, carried in prepared:
+        fork = session.fork()
+        _replay(fork, carried)
+        started.append((session, names, fork, start_fork(session, fork)))
+    workers = set(client.scheduler_info()["workers"])
+    failed = True
+    try:
+        yield
+        failed = False
+    finally:
+        for session, names, fork, fork_id in started:
+            end_fork(fork_id)
+            returned = client.run(take_forks, fork_id)
+            with contextlib.suppress(Exception):  # the scheduler keeps a copy if it unpickled one
+                client.run_on_scheduler(take_forks, fork_id)
+            forget_fork(fork_id)
+            lost = workers - set(returned)
+            if failed or lost:
+                session.merge(fork)  # the carried metadata only: the session as before
+            else:
+                session.merge(fork, *(f for forks in returned.values() for f in forks))
+            if lost and not failed:
+                raise TransactionError(
+                    f"{what}: worker(s) {', '.join(sorted(lost))} left the cluster during the "
+                    f"job, and the writes they held for array(s) {_named(names)} with them. "
+                    "Nothing was merged into the session; run the job again.")
+
+
+def _carried(session: Any, names: list[str], what: str) -> list[tuple[str, bytes | None]]:
+    """The uncommitted node changes of ``session`` that its fork takes over, as
+    (prefix, None) for a deleted node and (key, document) for a new or changed one,
+    after checking there are no uncommitted chunks; the session is left clean."""
+    if not session.has_uncommitted_changes:
+        return []
+    diff = session.status()
+    if diff.updated_chunks:
+        raise TransactionError(
+            f"{what}: array(s) {_named(names)} are in an Icechunk session with uncommitted "
+            f"chunks (in {', '.join(sorted(diff.updated_chunks))}). On a cluster the job "
+            "writes through forks of the session, and Icechunk forks only a session "
+            "without uncommitted changes: commit them first (session.commit(...), then "
+            "repo.writable_session(...) for the job), or run on threads "
+            "(scheduler='threads'). Nothing was written.")
+    from chunkflow.storage.zarr_store import ZarrStoreAdapter
+
+    def depth(node: str) -> int:
+        return node.count("/") - (node == "/")
+
+    deleted = sorted({*diff.deleted_arrays, *diff.deleted_groups}, key=depth)
+    # A node deleted with its parent goes with the parent's delete.
+    tops = [node for node in deleted
+            if not any(node.startswith(other.rstrip("/") + "/") for other in deleted)]
+    nodes = sorted({*diff.new_groups, *diff.new_arrays, *diff.updated_groups,
+                    *diff.updated_arrays}, key=depth)
+    store = ZarrStoreAdapter(session.store)
+    carried: list[tuple[str, bytes | None]] = [(node.strip("/"), None) for node in tops]
+    for node in nodes:
+        key = f"{node.strip('/')}/zarr.json".lstrip("/")
+        carried.append((key, store[key]))
+    session.discard_changes()
+    return carried
+
+
+def _replay(fork: Any, carried: list[tuple[str, bytes | None]]) -> None:
+    """Make the carried node changes in the fork: deletions, then documents (parents
+    first)."""
+    if not carried:
+        return
+    from chunkflow.storage.zarr_store import ZarrStoreAdapter
+
+    store = ZarrStoreAdapter(fork.store)
+    for key, document in carried:
+        if document is None:
+            store.delete_prefix(key)
+        else:
+            store[key] = document
+
+
+def _commit(session: Any, message: str, names: list[str], what: str) -> None:
+    """Commit ``session``, rebasing over other commits that changed other things."""
+    import icechunk
+
+    try:
+        session.commit(message, rebase_with=icechunk.ConflictDetector())
+    except (icechunk.ConflictError, icechunk.RebaseFailedError) as error:
+        raise TransactionConflictError(
+            f"{what}: commit {message!r} of array(s) {_named(names)} on branch "
+            f"{session.branch!r} conflicts with a commit made since this session started "
+            f"(the same chunks or metadata changed: {error}). The job's writes are in the "
+            "session, uncommitted. Keep the other commit and run the job again from a new "
+            "session (repo.writable_session(...)), or rebase this one with a conflict "
+            "solver (session.rebase(icechunk.BasicConflictSolver(...))) and commit it."
+        ) from error
