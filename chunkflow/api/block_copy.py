@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from chunkflow.core.array import Array
 from chunkflow.core.documents import join_path
 from chunkflow.errors import InternalError
-from chunkflow.jobs import Job, job_identity, job_status, without_mark
+from chunkflow.jobs import Job, job_identity, job_status, records_in, without_mark
 
 if TYPE_CHECKING:
     from chunkflow.core.group import Group
@@ -74,7 +74,8 @@ def copy_array_resumable(source: ChunkedSource, dest: Group, name: str,
                          kwargs: dict[str, Any], *, resume: bool,
                          job_name: str | None, attributes: dict[str, Any] | None = None,
                          existing: bool = False) -> Array:
-    """Copy ``source`` into ``dest[name]`` block by block, resuming an unfinished copy.
+    """Copy ``source`` into ``dest[name]``, marked unfinished until it completes; with
+    ``resume=True`` block by block, each block recorded, resuming an unfinished copy.
 
     ``existing``: ``dest[name]`` exists and carries this copy's unfinished job.
 
@@ -91,15 +92,26 @@ def copy_array_resumable(source: ChunkedSource, dest: Group, name: str,
     spec = job_identity(template, plan={"block plan": str(block)}, sources=[source],
                         job_name=job_name)
     attrs = without_mark(attributes)
+    if not resume and not records_in(dest.store, join_path(dest.path, name)):
+        target = dest.create_array(name, **kwargs, attributes=attrs)  # not recorded here
+        target[...] = source
+        return target
     if existing:
         found = dest[name]
         if not isinstance(found, Array):  # resumable_here saw an array there
             raise InternalError(f"copy: {join_path(dest.path, name)!r} is no longer an array")
         target = found
-    else:
+    else:  # the mark comes with the metadata (one write)
         target = dest.create_array(name, **kwargs, attributes={**attrs, **Job.mark(spec, grid)})
     job = Job.open(target, spec, grid, resume=True)
     assert job is not None
+    if not resume:
+        # Marked unfinished until it completes (a resume=True of a failed copy starts
+        # it over), but copied chunk by chunk, whose memory stays within a few chunks
+        # per I/O thread (see chunkflow.engine.values.copy_from_source): no records.
+        target[...] = source
+        job.finish(target)
+        return target
     for index in indices:
         region = tuple(slice(i * b, min(n, (i + 1) * b)) for i, b, n in zip(index, block, target.shape))
         job.run(index, functools.partial(_copy_region, source, target, region), None,

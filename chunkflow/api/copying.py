@@ -29,7 +29,7 @@ from chunkflow.errors import (
     InvalidArgumentError,
     UnsupportedCodecError,
 )
-from chunkflow.jobs import without_mark
+from chunkflow.jobs import array_location, canonical, check_not_source, without_mark
 from chunkflow.metadata import ArrayMetadataV2, ArrayMetadataV3
 from chunkflow.storage import Store, make_store
 
@@ -238,6 +238,12 @@ def _copy_node(source: Array | Group | ChunkedSource, dest: Group, name: str, *,
     if array_source is not None:
         described += f" {tuple(array_source.shape)} {array_source.dtype}"
     path = join_path(dest.path, name)
+    if isinstance(getattr(source, "store", None), Store):
+        # Replacing (or writing into) what is being copied would lose it before it is read.
+        check_not_source("copy", canonical(dest.store.identity, path),
+                         [(f"its source {getattr(source, 'path', '') or '/'!r}",
+                           array_location(source))],
+                         creates=True)
     existing = node_kind(dest.store, path)
     resume, job_name = job
     unfinished = resume and not is_group and existing == "array" and resumable_here(dest, name)
@@ -258,16 +264,11 @@ def _copy_node(source: Array | Group | ChunkedSource, dest: Group, name: str, *,
     attrs = {} if without_attrs else without_mark(dict(getattr(source, "attrs", None) or {}))
     if not (is_group and existing == "group"):
         log(f"copy {described}")
-    if array_source is not None and resume:
+    if array_source is not None:  # every copy is a recorded job (see chunkflow.jobs)
         target = copy_array_resumable(array_source, dest, name,
                                       _array_kwargs(array_source, dest.zarr_format, kwargs),
-                                      resume=True, job_name=job_name, attributes=attrs,
+                                      resume=resume, job_name=job_name, attributes=attrs,
                                       existing=unfinished)
-        return 1, 0, int(target.nbytes)
-    if array_source is not None:
-        target = dest.create_array(name, **_array_kwargs(array_source, dest.zarr_format, kwargs),
-                                   attributes=attrs)
-        target[...] = array_source  # chunk by chunk: see chunkflow.engine.values.copy_from_source
         return 1, 0, int(target.nbytes)
     if existing == "group":  # if_exists="skip": merge into the group that is there
         target_group, copied = cast("Group", dest[name]), 0  # node_kind found a group

@@ -52,7 +52,7 @@ from chunkflow.errors import TransactionConflictError, TransactionError
 from chunkflow.graph.scheduler import SchedulerLike, scheduler_choice
 from chunkflow.storage import Store
 
-__all__ = ["transaction"]
+__all__ = ["check_commit", "transaction"]
 
 
 def _store_of(output: Any) -> Store | None:
@@ -83,6 +83,37 @@ def _sessions(outputs: Sequence[Any]) -> list[tuple[Any, list[str]]]:
         else:
             found.append((session, [name]))
     return found
+
+
+def _refuse_commit(commit: str, what: str) -> None:
+    raise TransactionError(
+        f"{what}: commit={commit!r} commits an Icechunk session, but no output is in a "
+        "writable Icechunk session; commit what you write elsewhere yourself. Nothing was "
+        "written.")
+
+
+def check_commit(out: Any, commit: str | None, what: str) -> None:
+    """Refuse ``commit=`` for an output location in no writable Icechunk session, before
+    a writer creates anything there.
+
+    ``out`` is what the writer was given: an array, a chunkflow store, a zarr-python
+    store, a path or a URL.
+
+    Examples
+    --------
+    >>> check_commit("data/out.zarr", None, "rechunk")
+    >>> check_commit("data/out.zarr", "message", "rechunk")
+    Traceback (most recent call last):
+    ...
+    chunkflow.errors.TransactionError: rechunk: commit='message' commits an Icechunk session, ...
+    """
+    if commit is None or _sessions([out]):
+        return
+    session = getattr(out, "session", None)  # a zarr-python store of a session
+    if session is not None and callable(getattr(session, "commit", None)) \
+            and not session.read_only:
+        return
+    _refuse_commit(commit, what)
 
 
 def _named(names: Sequence[str]) -> str:
@@ -116,9 +147,7 @@ def transaction(outputs: Sequence[Any], *, scheduler: SchedulerLike, commit: str
     """
     sessions = _sessions(outputs)
     if commit is not None and not sessions:
-        raise TransactionError(
-            f"{what}: commit={commit!r} commits an Icechunk session, but no output is in a "
-            "writable Icechunk session; commit what you write elsewhere yourself")
+        _refuse_commit(commit, what)
     if not sessions:
         yield scheduler
         return

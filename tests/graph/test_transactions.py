@@ -187,8 +187,23 @@ def test_processes_are_refused(repo: Any) -> None:
 
 def test_commit_needs_an_icechunk_output(tmp_path: Path) -> None:
     out = chunkflow.zeros((4,), chunks=2, store=str(tmp_path / "plain.zarr"))
+    ones = chunkflow.to_dask(chunkflow.ones((4,), chunks=2))
     with pytest.raises(TransactionError, match="commit='x'.*no output is in a writable"):
-        chunkflow.store(chunkflow.to_dask(chunkflow.ones((4,), chunks=2)), out, commit="x")
+        chunkflow.store(ones, out, commit="x")
+    np.testing.assert_array_equal(out[:], 0)
+    src = chunkflow.ones((8, 8), chunks=4)
+    refusals = {  # each refused before it creates its output
+        "to_chunkflow": lambda where: chunkflow.to_chunkflow(ones, where, commit="x"),
+        "map_chunks": lambda where: chunkflow.map_chunks(smooth, src, out=where, commit="x"),
+        "rechunk": lambda where: chunkflow.rechunk(src, 8, where, max_memory="1 MiB",
+                                                   commit="x"),
+        "pyramid": lambda where: chunkflow.pyramid(src, where, levels=2, commit="x"),
+        "label": lambda where: chunkflow.label(src, where, commit="x"),
+    }
+    for name, refused in refusals.items():
+        with pytest.raises(TransactionError, match=f"{name}: commit='x'"):
+            refused(str(tmp_path / f"{name}.zarr"))
+        assert not (tmp_path / f"{name}.zarr").exists()
 
 
 def test_a_conflict_names_the_array(repo: Any) -> None:

@@ -33,8 +33,9 @@ from chunkflow.graph.labels.plan import LabelJob, Source, label_voxel_bytes, pla
 from chunkflow.graph.labels.structure import normalize_structure
 from chunkflow.graph.read import as_source_array
 from chunkflow.graph.scheduler import compute as run
-from chunkflow.graph.transactions import transaction
-from chunkflow.jobs import function_parts, source_parts
+from chunkflow.graph.sources import source_locations
+from chunkflow.graph.transactions import check_commit, transaction
+from chunkflow.jobs import array_location, function_parts, source_parts
 
 if TYPE_CHECKING:
     from numpy.typing import DTypeLike
@@ -70,17 +71,21 @@ def open_source(source: ArraySource | da.Array, storage_options: Mapping[str, An
 
 def source_identity(source: Source) -> dict[str, str]:
     """The job parts that name the source (its stored bytes, or a dask graph's name)."""
+    return source_parts([source.array if source.array is not None else source.lazy])
+
+
+def source_reads(source: Source) -> list[tuple[str, str]]:
+    """The arrays the job reads, for the check of its output
+    (:func:`~chunkflow.jobs.check_not_source`)."""
     if source.array is not None:
-        return source_parts([source.array])
-    return {"source (dask)": str(source.token)}
+        return [("its source", array_location(source.array))]
+    return source_locations(source.lazy)
 
 
 def job_parts(parts: Mapping[str, str], source: Source, resume: bool,
               job_name: str | None) -> dict[str, str]:
-    """What names a resumable labelling job: ``parts``, and the source (a dask
-    source's graph name gives way to ``job_name``)."""
-    if not resume:
-        return dict(parts)
+    """What names a labelling job (recorded with ``resume=True`` or not): ``parts``,
+    and the source (a dask source's graph name gives way to ``job_name``)."""
     if job_name is not None:
         function_parts(None, None, job_name)  # checks the name
         if source.lazy is not None:
@@ -189,6 +194,7 @@ def label(
     (chunkflow.Array, int)
         The labels and their number, as ``scipy.ndimage.label`` returns them.
     """
+    check_commit(out, commit, "label")
     src = open_source(source, storage_options)
     shape = tuple(int(n) for n in src.shape)
     kernel = normalize_structure(structure, len(shape))
@@ -196,7 +202,7 @@ def label(
                          shards=shards, dtype=dtype, zarr_format=zarr_format,
                          overwrite=overwrite, resume=resume, job_name=job_name,
                          storage_options=storage_options,
-                         dimension_names=_dimension_names(src))
+                         dimension_names=_dimension_names(src), reads=source_reads(src))
     template = output.template()
     reads = [(src.dtype.itemsize, src.chunks), (template.dtype.itemsize, template.write_chunks)]
     block = plan_blocks(template, label_voxel_bytes(src.dtype.itemsize, template.dtype.itemsize),

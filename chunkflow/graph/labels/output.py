@@ -24,7 +24,7 @@ chunkflow.errors.LabelError: label: 300 labels do not fit dtype uint8 (at most 2
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -42,7 +42,17 @@ from chunkflow.errors import (
     ReadOnlyError,
     ShapeMismatchError,
 )
-from chunkflow.jobs import Job, JobSpec, block_keys, job_identity, job_status, quiet_open
+from chunkflow.jobs import (
+    Job,
+    JobSpec,
+    array_location,
+    block_keys,
+    check_not_source,
+    job_identity,
+    job_status,
+    location_of,
+    quiet_open,
+)
 from chunkflow.storage import Store
 
 if TYPE_CHECKING:
@@ -145,9 +155,9 @@ class OutputPlan:
             array = create_array(self.location, dtype=dtype, **self.kwargs,
                                  attributes=attributes, overwrite=self.overwrite, cache=False,
                                  storage_options=dict(self.storage_options or {}) or None)
-        tracker = (Job.open(array, self.spec(array), self.grid, resume=True) if self.resume
-                   else Job.open(array, JobSpec({}), self.grid, resume=False))
-        return OutputHandle(array, tracker)
+        # Recorded with resume=True or not (see chunkflow.jobs).
+        return OutputHandle(array, Job.open(array, self.spec(array), self.grid,
+                                            resume=self.resume))
 
 
 def _absolute(location: Any) -> Any:
@@ -160,7 +170,8 @@ def plan_output(what: str, out: Any, shape: tuple[int, ...], chunks: tuple[int, 
                 *, shards: Any, dtype: DTypeLike | None, zarr_format: int | None, overwrite: bool,
                 resume: bool, job_name: str | None,
                 storage_options: Mapping[str, Any] | None,
-                dimension_names: Any = None) -> OutputPlan:
+                dimension_names: Any = None,
+                reads: Sequence[tuple[str, str]] = ()) -> OutputPlan:
     """Check ``out`` can take labels of ``shape`` (nothing is created here).
 
     Raises
@@ -174,6 +185,13 @@ def plan_output(what: str, out: Any, shape: tuple[int, ...], chunks: tuple[int, 
     if resume and overwrite:
         raise LabelError(f"{what}: resume=True continues the output that exists and "
                          "overwrite=True replaces it; pass one of them")
+    # Labels join across block faces (a halo of one): an output that is (or holds)
+    # the source ``reads`` names is refused, whatever overwrite says.
+    here = (array_location(out) if isinstance(out, Array) else
+            location_of(out, storage_options) if isinstance(out, (str, os.PathLike, Store))
+            else None)
+    check_not_source(what, here, reads, depth=(1,) * len(shape),
+                     creates=not isinstance(out, Array))
     if dtype is not None:
         label_dtype(dtype, 0, what)  # an integer dtype
     if isinstance(out, Array):

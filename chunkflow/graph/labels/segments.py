@@ -43,12 +43,18 @@ from dask.base import tokenize
 
 from chunkflow.errors import ArgumentTypeError, LabelError, ShapeMismatchError
 from chunkflow.graph.labels.geometry import BlockGrid, face_bit
-from chunkflow.graph.labels.labelling import job_parts, open_source, run_label_job
+from chunkflow.graph.labels.labelling import (
+    job_parts,
+    open_source,
+    run_label_job,
+    source_reads,
+)
 from chunkflow.graph.labels.output import plan_output
 from chunkflow.graph.labels.parts import BlockInfo, block_info
 from chunkflow.graph.labels.plan import LabelJob, label_voxel_bytes, plan_blocks
 from chunkflow.graph.labels.tables import compact_labels
 from chunkflow.graph.map.halo import normalize_depth
+from chunkflow.graph.transactions import check_commit
 from chunkflow.jobs import function_parts
 
 if TYPE_CHECKING:
@@ -278,14 +284,15 @@ def segment(
         raise ArgumentTypeError(f"segment: fn must be callable, got {type(fn).__name__}")
     if not 0 <= min_overlap <= 1:
         raise LabelError(f"segment: min_overlap must lie in [0, 1], got {min_overlap!r}")
+    check_commit(out, commit, "segment")
     src = open_source(source, storage_options, "segment")
     shape = tuple(int(n) for n in src.shape)
     halo = normalize_depth(depth, len(shape))
-    fn_parts = function_parts(fn, (kwargs, min_overlap), job_name) if resume else {}
+    fn_parts = function_parts(fn, (kwargs, min_overlap), job_name, strict=resume)
     output = plan_output("segment", out, shape, tuple(max(1, c) for c in (chunks or src.chunks)),
                          shards=shards, dtype=dtype, zarr_format=zarr_format,
                          overwrite=overwrite, resume=resume, job_name=job_name,
-                         storage_options=storage_options)
+                         storage_options=storage_options, reads=source_reads(src))
     template = output.template()
     # The window as read, fn's result over it (func_memory_factor of int64 labels), then
     # as label's write pass.

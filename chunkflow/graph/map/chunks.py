@@ -53,7 +53,7 @@ from chunkflow.graph.map.plan import MapPlan
 from chunkflow.graph.map.tasks import RegionDep, TaskGrid, plan_tasks
 from chunkflow.graph.scheduler import ProgressArg
 from chunkflow.graph.scheduler import compute as run
-from chunkflow.graph.transactions import transaction
+from chunkflow.graph.transactions import check_commit, transaction
 from chunkflow.jobs import (
     block_keys,
     finish_after,
@@ -246,11 +246,14 @@ def map_chunks(
     -------
     dask.array.Array (``out=None``), the output Array, or a lazy dask scalar.
     """
+    check_commit(out, commit, "map_chunks")
     if resume and out is None:
         raise ArgumentTypeError("map_chunks: resume=True needs out= (an output to record blocks in)")
-    # Before anything is created: a function that cannot be tokenized refuses here.
+    # Before anything is created: a function that cannot be tokenized refuses here
+    # (resume=True); every job writing to out is recorded, with resume=True or not.
     func_parts = function_parts(func, (kwargs, depth, boundary, constant_value, trim,
-                                       block_info, str(dtype)), job_name) if resume else {}
+                                       block_info, str(dtype)), job_name,
+                                strict=resume) if out is not None else {}
     if resume and (blocks is None or blocks_per_task is None):
         # The default plan varies with the scheduler's threads: reuse the job's own.
         recorded = open_recorded_block_plan(out, storage_options)

@@ -58,7 +58,7 @@ from chunkflow.graph.pyramid.plan import PyramidPlan
 from chunkflow.graph.read import BLOCKS_PER_THREAD, as_source_array
 from chunkflow.graph.scheduler import ProgressArg, worker_threads
 from chunkflow.graph.scheduler import compute as run
-from chunkflow.graph.transactions import transaction
+from chunkflow.graph.transactions import check_commit, transaction
 from chunkflow.jobs import (
     Job,
     JobSpec,
@@ -205,6 +205,7 @@ def pyramid(
     -------
     tuple of chunkflow.Array, one per level (finest first), or a Delayed.
     """
+    check_commit(out, commit, "pyramid")
     array = as_source_array(source, storage_options,
                             **({} if isinstance(source, Array) else {"cache": False}))
     method = method or ("mode" if labels is not None else "mean")
@@ -226,7 +227,7 @@ def pyramid(
     attributes = _image_attributes(resolved_axes, per_axis, nlevels, scale, method, labels,
                                    version)
     image, arrays = output.create()  # last: every check passed
-    trackers = _trackers(array, arrays, geometry, method) if resume else ()
+    trackers = _trackers(array, arrays, geometry, method, resume)
     plan = PyramidPlan(array, arrays, geometry, method, trackers)
     token = tokenize("pyramid", array, [(a.store.identity, a.path) for a in arrays], method,
                      geometry, [(t.token, t.n_done) if t else None for t in trackers])
@@ -253,8 +254,9 @@ def _image_attributes(axes: Sequence[Axis], factors: Sequence[int], levels: int,
 
 
 def _trackers(source: Array, arrays: Sequence[Array], geometry: PyramidGeometry,
-              method: str) -> tuple[Job | None, ...]:
-    """A resumable job per stage, on the stage's last level (its tasks' grid)."""
+              method: str, resume: bool) -> tuple[Job | None, ...]:
+    """A recorded job per stage, on the stage's last level (its tasks' grid), with
+    ``resume=True`` or not."""
     what = tokenize(method, geometry.shapes, geometry.chunk, geometry.factors, geometry.radius)
     sources = source_parts([source])  # one listing for every stage's job
     stages = {"stages": [[stage.first, stage.last] for stage in geometry.stages]}
@@ -268,7 +270,7 @@ def _trackers(source: Array, arrays: Sequence[Array], geometry: PyramidGeometry,
         out = arrays[stage.last]
         spec = job_identity(out, sources=sources, kept=stages, plan={
             "pyramid": what, "block plan": tokenize(stage.first, stage.last, stage.numblocks)})
-        trackers[number] = open_job(out, stage.numblocks, resume=True,
+        trackers[number] = open_job(out, stage.numblocks, resume=resume,
                                     identity=_returning(spec))
     return tuple(trackers[number] for number in range(len(geometry.stages)))
 

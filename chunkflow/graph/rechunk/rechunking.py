@@ -46,7 +46,7 @@ from chunkflow.graph.rechunk.passes import Pass
 from chunkflow.graph.rechunk.plan import RechunkPlan, prepare_rechunk
 from chunkflow.graph.scheduler import ProgressArg
 from chunkflow.graph.scheduler import compute as run
-from chunkflow.graph.transactions import transaction
+from chunkflow.graph.transactions import check_commit, transaction
 from chunkflow.jobs import Job, block_keys, job_progress
 
 if TYPE_CHECKING:
@@ -186,6 +186,7 @@ def rechunk(
     chunkflow.Array
         The output.
     """
+    check_commit(out, commit, "rechunk")
     plan = prepare_rechunk(source, chunks, max_memory=max_memory, temp=temp,
                           shards=shards, zarr_format=zarr_format,
                           compressors=compressors, dtype=dtype, selection=selection,
