@@ -187,7 +187,8 @@ def scheduler_choice(scheduler: SchedulerLike) -> tuple[Any, Any]:
     >>> scheduler_choice("bogus")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    ValueError: scheduler='bogus' is not one of threads, processes, sync, a distributed.Client or a scheduler
+    chunkflow.errors.InvalidArgumentError: scheduler='bogus' is not one of threads, processes, sync, a
+    distributed.Client or a scheduler
     address (tcp://host:port)
     """
     if scheduler is None:

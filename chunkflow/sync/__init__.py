@@ -47,10 +47,11 @@ def as_synchronizer(value: SynchronizerLike) -> Synchronizer | None:
     ThreadSynchronizer(0 locks in use)
     >>> as_synchronizer(None) is None
     True
-    >>> as_synchronizer(42)  # doctest: +ELLIPSIS
+    >>> as_synchronizer(42)  # doctest: +ELLIPSIS, +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    TypeError: synchronizer must be None, 'thread' or an object with lock() and locks() ... got 42
+    chunkflow.errors.ArgumentTypeError: synchronizer must be None, 'thread' or an object with lock() and
+    locks() ... got 42
     """
     if value is None:
         return None
