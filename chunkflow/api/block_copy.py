@@ -25,6 +25,8 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+from collections.abc import Callable
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from chunkflow.core.array import Array
@@ -36,7 +38,15 @@ if TYPE_CHECKING:
     from chunkflow.core.group import Group
     from chunkflow.engine.values import ChunkedSource
 
-__all__ = ["COPY_BLOCK_BYTES", "copy_array_resumable", "copy_blocks"]
+__all__ = ["ARRAY_WRITER", "COPY_BLOCK_BYTES", "copy_array_resumable", "copy_blocks"]
+
+#: How a copy that is not resumed (into a new array) writes the array's values: ``None`` for
+#: ``target[...] = source`` in this process (the engine's I/O threads, a few chunks per
+#: thread). ``chunkflow.copy`` (:mod:`chunkflow.graph.copies`) sets a dask job on the
+#: scheduler its caller names, for the duration of one call: a context variable,
+#: because this layer cannot import the graph layer.
+ARRAY_WRITER: ContextVar[Callable[[Any, Array], None] | None] = ContextVar(
+    "chunkflow_copy_array_writer", default=None)
 
 #: A resumable copy reads and writes blocks of about this many bytes (whole chunks).
 COPY_BLOCK_BYTES = 16 * 2**20
@@ -92,6 +102,11 @@ def copy_array_resumable(source: ChunkedSource, dest: Group, name: str,
     spec = job_identity(template, plan={"block plan": str(block)}, sources=[source],
                         job_name=job_name)
     attrs = without_mark(attributes)
+    write = ARRAY_WRITER.get()
+    if not resume and write is not None:
+        target = dest.create_array(name, **kwargs, attributes=attrs)
+        write(source, target)  # a dask job (chunkflow.store), which records itself
+        return target
     if not resume and not records_in(dest.store, join_path(dest.path, name)):
         target = dest.create_array(name, **kwargs, attributes=attrs)  # not recorded here
         target[...] = source

@@ -325,9 +325,10 @@ def store(
         Where to run and whether to show a bar counting written blocks; see
         :func:`chunkflow.compute`.
     resume : bool
-        Record each finished write block in the target's store and skip (without
-        computing their source blocks) those an earlier run of the same job
-        recorded; see :mod:`chunkflow.jobs`. The job is identified by the
+        Skip (without computing their source blocks) the write blocks an earlier
+        run of the same job recorded; see :mod:`chunkflow.jobs`. Every run records
+        its finished blocks and marks the target unfinished until it completes,
+        with ``resume=True`` or not. The job is identified by the
         source's dask name (deterministic for arrays built from chunkflow, zarr or
         numpy data), the regions, the block plan and the targets' metadata.
     job_name : str, optional

@@ -3,12 +3,11 @@
 Every chunkflow function that writes an output (:func:`chunkflow.map_chunks` with
 ``out=``, :func:`chunkflow.store`, :func:`chunkflow.to_chunkflow`,
 :func:`chunkflow.rechunk`, :func:`chunkflow.pyramid`, :func:`chunkflow.copy`,
-:func:`chunkflow.copy_all`, the CLI's writing commands) takes ``resume=``. With
-``resume=True`` a run records each output block it finishes (see
-:mod:`chunkflow.jobs.job` for where and how); rerunning the same call after a crash,
-in any process or on any cluster, recomputes only the blocks not recorded, and the
-result is bit-identical to an uninterrupted run. Pass ``resume=True`` on the first run
-too: it starts the job when there is none.
+:func:`chunkflow.copy_all`, the CLI's writing commands) takes ``resume=``. Every run
+records each output block it finishes, with ``resume=True`` or not (see
+:mod:`chunkflow.jobs.job` for where and how); rerunning the same call with
+``resume=True`` after a crash, in any process or on any cluster, recomputes only the
+blocks not recorded, and the result is bit-identical to an uninterrupted run.
 
 A job is identified by a token of what it computes
 (:func:`~chunkflow.jobs.identity.job_identity`): the function and its arguments (or

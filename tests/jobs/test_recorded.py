@@ -16,6 +16,7 @@ from chunkflow.cli import main
 from chunkflow.errors import IncompleteJobWarning, JobMismatchError
 from chunkflow.jobs import JOB_ATTRIBUTE, RECORDS_FOLDER, job_status, not_recorded
 from chunkflow.storage import LocalStore
+from chunkflow.testing import CountingMapping
 from tests.helpers.jobs import calls, clear_calls, logged_filter
 
 SHAPE, CHUNKS = (48, 40), (8, 10)  # 6 x 4 = 24 blocks of one chunk
@@ -100,3 +101,39 @@ def test_not_recorded_switches_recording_off(tmp_path: Path, log: Path) -> None:
     with not_recorded(), pytest.raises(RuntimeError):
         _run(src, out, log)
     assert job_status(chunkflow.open(out, mode="r")) is None  # looks finished: the old way
+
+
+class _Logged(CountingMapping):
+    """Keeps every metadata document written, to see the mark come and go."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.documents: list[str] = []
+
+    def __setitem__(self, key: str, value: bytes) -> None:
+        if key.endswith((".zattrs", "zarr.json")):
+            self.documents.append(bytes(value).decode())
+        super().__setitem__(key, value)
+
+
+@pytest.mark.parametrize("writer", ["rechunk", "pyramid", "label", "to_chunkflow", "copy"])
+def test_every_writer_records_without_resume(tmp_path: Path, writer: str) -> None:
+    data = (np.random.default_rng(2).random((64, 48)) > 0.5).astype("u1")
+    z = chunkflow.array(data, chunks=(16, 16), store=str(tmp_path / "src.zarr"))
+    mapping = _Logged()
+    if writer == "rechunk":
+        chunkflow.rechunk(z, (64, 8), mapping, max_memory="1 MiB")
+    elif writer == "pyramid":
+        chunkflow.pyramid(z, chunkflow.MappingStore(mapping), levels=2, method="max")
+    elif writer == "label":
+        chunkflow.label(z, out=chunkflow.MappingStore(mapping))
+    elif writer == "to_chunkflow":
+        chunkflow.to_chunkflow(chunkflow.to_dask(z), mapping)
+    else:
+        chunkflow.copy(z, chunkflow.open_group(mapping, mode="w"), "copied")
+    if writer != "copy":  # copy marks its output, but records no blocks without resume
+        assert any(RECORDS_FOLDER in k for k in mapping.writes), "no block was recorded"
+    assert any(JOB_ATTRIBUTE in d for d in mapping.documents), "never marked unfinished"
+    assert not any(RECORDS_FOLDER in k for k in mapping)  # all gone once complete
+    assert not any(JOB_ATTRIBUTE in bytes(v).decode() for k, v in mapping.items()
+                   if k.endswith((".zattrs", "zarr.json")))

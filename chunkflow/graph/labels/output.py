@@ -52,6 +52,7 @@ from chunkflow.jobs import (
     job_status,
     location_of,
     quiet_open,
+    source_parts,
 )
 from chunkflow.storage import Store
 
@@ -121,6 +122,8 @@ class OutputPlan:
     job_name: str | None = None
     parts: Mapping[str, str] = field(default_factory=dict)
     grid: tuple[int, ...] = ()
+    sources: Mapping[str, str] = field(default_factory=dict)
+    function: Mapping[str, str] = field(default_factory=dict)
 
     def template(self) -> Array:
         """The output in memory (no chunks), with the dtype asked for or uint32."""
@@ -130,13 +133,19 @@ class OutputPlan:
         return create_array(None, dtype=dtype, **self.kwargs)
 
     def spec(self, array: Array) -> JobSpec:
-        # self.parts: the function's, the plan's and the source's parts, made before.
-        return job_identity(array, plan=self.parts, job_name=self.job_name)
+        # One helper names every job: the plan, the sources, the function, the output.
+        return job_identity(array, plan=self.parts, sources=self.sources,
+                            function=self.function, job_name=self.job_name)
 
-    def with_job(self, parts: Mapping[str, str], grid: tuple[int, ...]) -> OutputPlan:
-        """The plan with the job's parts (the output's metadata aside) and block grid;
-        a resumed output carrying another unfinished job is refused here."""
-        plan = replace(self, parts=dict(parts), grid=tuple(grid))
+    def with_job(self, parts: Mapping[str, str], grid: tuple[int, ...], *,
+                 sources: Sequence[Any] = (),
+                 function: Mapping[str, str] | None = None) -> OutputPlan:
+        """The plan with the job's plan parts, the arrays it reads, the function's
+        tokens (for :func:`~chunkflow.jobs.job_identity`) and its block grid; a
+        resumed output carrying another unfinished job is refused here."""
+        # The sources are listed once, here (their stored bytes), not per spec.
+        plan = replace(self, parts=dict(parts), grid=tuple(grid),
+                       sources=source_parts(sources), function=dict(function or {}))
         if self.resume and self.existing is not None:
             status = job_status(self.existing, count=False)
             if status is not None:  # the same job continues; another one is refused

@@ -44,7 +44,7 @@ from dask.base import tokenize
 from chunkflow.errors import ArgumentTypeError, LabelError, ShapeMismatchError
 from chunkflow.graph.labels.geometry import BlockGrid, face_bit
 from chunkflow.graph.labels.labelling import (
-    job_parts,
+    job_sources,
     open_source,
     run_label_job,
     source_reads,
@@ -303,9 +303,9 @@ def segment(
     block = plan_blocks(template, per_voxel, reads, blocks, max_memory, scheduler, "segment")
     job = SegmentJob(BlockGrid(shape, tuple(max(1, b) for b in block)), np.ones((3,) * len(shape), bool), src,
                      all_offsets(len(shape)), fn, halo, float(min_overlap), dict(kwargs))
-    parts = {**fn_parts, "segment": tokenize(halo, float(min_overlap)),
-             "block plan": tokenize(job.grid.block)}
-    output = output.with_job(job_parts(parts, src, resume, job_name), job.grid.numblocks)
+    parts = {"segment": tokenize(halo, float(min_overlap)), "block plan": tokenize(job.grid.block)}
+    output = output.with_job(parts, job.grid.numblocks, sources=job_sources(src, job_name),
+                             function=fn_parts)
     token = tokenize("segment", fn, kwargs, halo, min_overlap, job.grid, src.token,
                      output, resume)
     return run_label_job(job, output, token, compute=compute, scheduler=scheduler,

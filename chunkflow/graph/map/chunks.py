@@ -220,9 +220,11 @@ def map_chunks(
         each block's window in turn; ``1``: one task per block. Without ``out`` every
         task is one block of the returned dask array.
     resume : bool
-        With ``out``: record each finished block in ``out``'s store, and skip the
-        blocks an earlier run of the same job recorded (see :mod:`chunkflow.jobs`).
-        Pass it on the first run too. A different unfinished job on ``out`` is refused
+        With ``out``: continue the unfinished job on ``out``, skipping the blocks an
+        earlier run of the same job recorded (see :mod:`chunkflow.jobs`). Every job
+        writing to ``out`` records its finished blocks and marks ``out`` unfinished
+        until it completes, with ``resume=True`` or not, so a failed run can be
+        resumed. A different unfinished job on ``out`` is refused
         (:class:`~chunkflow.errors.JobMismatchError`, naming what changed).
     job_name : str, optional
         Identifies the job instead of ``func`` and ``kwargs`` (for functions that

@@ -140,6 +140,7 @@ def pyramid(
     progress: ProgressArg = False,
     compute: bool = True,
     resume: bool = False,
+    job_name: str | None = None,
     storage_options: Mapping[str, Any] | None = None,
     commit: str | None = None,
 ) -> Any:
@@ -189,11 +190,14 @@ def pyramid(
         Write now and return the level arrays (default), or return a lazy
         ``dask.delayed`` object that writes when computed (its graph holds every task).
     resume : bool
-        Record each finished task in the output's store and, when the output exists
-        (an interrupted run of the same job), skip the tasks it recorded: the result is
-        bit-identical to an uninterrupted run. Pass it on the first run too. A different
+        When the output exists (an interrupted run of the same job), skip the tasks it
+        recorded: the result is bit-identical to an uninterrupted run. Every run
+        records its finished tasks in the output's store, with ``resume=True`` or not. A different
         unfinished job there is refused (:class:`~chunkflow.errors.JobMismatchError`).
         See :mod:`chunkflow.jobs`.
+    job_name : str, optional
+        A name for the job (kept in the unfinished levels' marks; part of their
+        identity, so a resume must name it alike).
     storage_options : dict, optional
         fsspec options for URLs.
     commit : str, optional
@@ -227,7 +231,7 @@ def pyramid(
     attributes = _image_attributes(resolved_axes, per_axis, nlevels, scale, method, labels,
                                    version)
     image, arrays = output.create()  # last: every check passed
-    trackers = _trackers(array, arrays, geometry, method, resume)
+    trackers = _trackers(array, arrays, geometry, method, resume, job_name)
     plan = PyramidPlan(array, arrays, geometry, method, trackers)
     token = tokenize("pyramid", array, [(a.store.identity, a.path) for a in arrays], method,
                      geometry, [(t.token, t.n_done) if t else None for t in trackers])
@@ -254,7 +258,8 @@ def _image_attributes(axes: Sequence[Axis], factors: Sequence[int], levels: int,
 
 
 def _trackers(source: Array, arrays: Sequence[Array], geometry: PyramidGeometry,
-              method: str, resume: bool) -> tuple[Job | None, ...]:
+              method: str, resume: bool, job_name: str | None = None
+              ) -> tuple[Job | None, ...]:
     """A recorded job per stage, on the stage's last level (its tasks' grid), with
     ``resume=True`` or not."""
     what = tokenize(method, geometry.shapes, geometry.chunk, geometry.factors, geometry.radius)
@@ -268,7 +273,7 @@ def _trackers(source: Array, arrays: Sequence[Array], geometry: PyramidGeometry,
     for number in marked:
         stage = geometry.stages[number]
         out = arrays[stage.last]
-        spec = job_identity(out, sources=sources, kept=stages, plan={
+        spec = job_identity(out, sources=sources, kept=stages, job_name=job_name, plan={
             "pyramid": what, "block plan": tokenize(stage.first, stage.last, stage.numblocks)})
         trackers[number] = open_job(out, stage.numblocks, resume=resume,
                                     identity=_returning(spec))

@@ -47,15 +47,16 @@ if TYPE_CHECKING:
 __all__ = ["job_spec", "open_intermediate", "open_output"]
 
 
-def job_spec(plan: RechunkPlan, which: str) -> JobSpec:
+def job_spec(plan: RechunkPlan, which: str, job_name: str | None = None) -> JobSpec:
     """What identifies the rechunk (and which of its arrays ``which`` names)."""
     passes = [(p.block, p.read_chunks, p.write_chunks) for p in plan.choice.passes]
     return job_identity(plan.template, sources=[plan.source], plan={
         "array": which, "region": str((plan.offset, plan.choice.shape)),
-        "block plan": str(passes)})
+        "block plan": str(passes)}, job_name=job_name)
 
 
 def open_output(plan: RechunkPlan, out: StoreLike, *, resume: bool, overwrite: bool,
+                job_name: str | None = None,
                 storage_options: Mapping[str, Any] | None) -> tuple[Array, Job | None]:
     """The output (created, or the unfinished one this job was writing) and its job.
 
@@ -71,7 +72,7 @@ def open_output(plan: RechunkPlan, out: StoreLike, *, resume: bool, overwrite: b
     check_not_source("rechunk", location_of(out, storage_options),
                      [("its source", array_location(plan.source))], creates=True)
     target = open_unfinished(out, storage_options=storage_options) if resume else None
-    spec = job_spec(plan, "output")
+    spec = job_spec(plan, "output", job_name)
     if target is None:
         if not overwrite:
             refuse_existing(out, storage_options)
