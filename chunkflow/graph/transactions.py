@@ -30,6 +30,10 @@ Every writer (:func:`chunkflow.store`, :func:`chunkflow.to_chunkflow`,
   session, uncommitted (``session.discard_changes()`` drops them). ``resume=True``
   records no blocks in an Icechunk session (a record is no Zarr key there, and a
   failed job has nothing merged to continue from): it runs the whole job again.
+- With ``compute=False`` a writer returns its graph, which runs outside it: on threads
+  it writes into the session; on a cluster its tasks cannot reach the session
+  (:class:`~chunkflow.errors.ProcessLocalStoreError`, as Icechunk refuses to pickle a
+  writable session); let the writer compute there.
 
 Examples
 --------
