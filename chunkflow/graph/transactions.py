@@ -113,7 +113,7 @@ def check_commit(out: Any, commit: str | None, what: str) -> None:
     """
     if commit is None or _sessions([out]):
         return
-    session = getattr(out, "session", None)  # a zarr-python store of a session
+    session: Any = getattr(out, "session", None)  # a zarr-python store of a session
     if callable(getattr(session, "commit", None)) and not session.read_only:
         return
     _refuse_commit(commit, what)
