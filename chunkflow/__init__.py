@@ -39,8 +39,6 @@ from chunkflow.api import (
 )
 from chunkflow.api import open_node as open  # noqa: A001 - zarr-python's name
 from chunkflow.api.convenience import (
-    copy,
-    copy_all,
     copy_store,
     create_group,
     load,
@@ -82,6 +80,8 @@ if TYPE_CHECKING:
     from chunkflow import reductions as reductions
     from chunkflow.graph import (
         compute,
+        copy,
+        copy_all,
         histogram,
         label,
         map_chunks,
@@ -108,6 +108,8 @@ if TYPE_CHECKING:
 # reading and writing arrays needs none of it.
 _LAZY = {
     "compute": "chunkflow.graph",
+    "copy": "chunkflow.graph",  # with scheduler= and progress=: a dask job per array
+    "copy_all": "chunkflow.graph",
     "histogram": "chunkflow.graph",
     "label": "chunkflow.graph",
     "map_chunks": "chunkflow.graph",

@@ -24,18 +24,28 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from chunkflow.core.array import Array
 from chunkflow.core.documents import join_path
-from chunkflow.jobs import Job, job_identity, job_status, without_mark
+from chunkflow.jobs import Job, job_identity, job_status, records_in, without_mark
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
 
     from chunkflow.core.group import Group
 
-__all__ = ["COPY_BLOCK_BYTES", "copy_array_resumable", "copy_blocks"]
+__all__ = ["ARRAY_WRITER", "COPY_BLOCK_BYTES", "copy_array_resumable", "copy_blocks"]
+
+#: How a copy that is not resumed (into a new array) writes the array's values: ``None`` for
+#: ``target[...] = source`` in this process (the engine's I/O threads, a few chunks per
+#: thread). ``chunkflow.copy`` (:mod:`chunkflow.graph.copies`) sets a dask job on the
+#: scheduler its caller names, for the duration of one call: a context variable,
+#: because this layer cannot import the graph layer.
+ARRAY_WRITER: ContextVar[Callable[[Any, Array], None] | None] = ContextVar(
+    "chunkflow_copy_array_writer", default=None)
 
 #: A resumable copy reads and writes blocks of about this many bytes (whole chunks).
 COPY_BLOCK_BYTES = 16 * 2**20
@@ -73,7 +83,8 @@ def copy_array_resumable(source: Array | ArrayLike, dest: Group, name: str,
                          kwargs: dict[str, Any], *, resume: bool,
                          job_name: str | None, attributes: dict[str, Any] | None = None,
                          existing: bool = False) -> Array:
-    """Copy ``source`` into ``dest[name]`` block by block, resuming an unfinished copy.
+    """Copy ``source`` into ``dest[name]``, marked unfinished until it completes; with
+    ``resume=True`` block by block, each block recorded, resuming an unfinished copy.
 
     ``existing``: ``dest[name]`` exists and carries this copy's unfinished job.
 
@@ -90,12 +101,28 @@ def copy_array_resumable(source: Array | ArrayLike, dest: Group, name: str,
     spec = job_identity(template, plan={"block plan": str(block)}, sources=[source],
                         job_name=job_name)
     attrs = without_mark(attributes)
+    write = ARRAY_WRITER.get()
+    if not resume and write is not None:
+        target = dest.create_array(name, **kwargs, attributes=attrs)
+        write(source, target)  # a dask job (chunkflow.store), which records itself
+        return target
+    if not resume and not records_in(dest.store, join_path(dest.path, name)):
+        target = dest.create_array(name, **kwargs, attributes=attrs)  # not recorded here
+        target[...] = source
+        return target
     if existing:
         target = dest[name]
-    else:
+    else:  # the mark comes with the metadata (one write)
         target = dest.create_array(name, **kwargs, attributes={**attrs, **Job.mark(spec, grid)})
     job = Job.open(target, spec, grid, resume=True)
     assert job is not None
+    if not resume:
+        # Marked unfinished until it completes (a resume=True of a failed copy starts
+        # it over), but copied chunk by chunk, whose memory stays within a few chunks
+        # per I/O thread (see chunkflow.engine.values.copy_from_source): no records.
+        target[...] = source
+        job.finish(target)
+        return target
     for index in indices:
         region = tuple(slice(i * b, min(n, (i + 1) * b)) for i, b, n in zip(index, block, target.shape))
         job.run(index, lambda region=region: target.__setitem__(region, source[region]), None,

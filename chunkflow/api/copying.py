@@ -29,7 +29,7 @@ from chunkflow.errors import (
     InvalidArgumentError,
     UnsupportedCodecError,
 )
-from chunkflow.jobs import without_mark
+from chunkflow.jobs import array_location, canonical, check_not_source, without_mark
 from chunkflow.storage import Store, make_store
 
 if TYPE_CHECKING:
@@ -236,6 +236,11 @@ def _copy_node(source: Array | Group | ArrayLike, dest: Group, name: str, *, sha
     if not is_group:
         described += f" {tuple(source.shape)} {source.dtype}"
     path = join_path(dest.path, name)
+    if isinstance(getattr(source, "store", None), Store):
+        # Replacing (or writing into) what is being copied would lose it before it is read.
+        check_not_source("copy", canonical(dest.store.identity, path),
+                         [(f"its source {source.path or '/'!r}", array_location(source))],
+                         creates=True)
     existing = node_kind(dest.store, path)
     resume, job_name = job
     unfinished = resume and not is_group and existing == "array" and resumable_here(dest, name)
@@ -256,16 +261,11 @@ def _copy_node(source: Array | Group | ArrayLike, dest: Group, name: str, *, sha
     attrs = {} if without_attrs else without_mark(dict(getattr(source, "attrs", None) or {}))
     if not (is_group and existing == "group"):
         log(f"copy {described}")
-    if not is_group and resume:
+    if not is_group:  # every copy is a recorded job (see chunkflow.jobs)
         target = copy_array_resumable(source, dest, name,
                                       _array_kwargs(source, dest.zarr_format, kwargs),
-                                      resume=True, job_name=job_name, attributes=attrs,
+                                      resume=resume, job_name=job_name, attributes=attrs,
                                       existing=unfinished)
-        return 1, 0, int(target.nbytes)
-    if not is_group:
-        target = dest.create_array(name, **_array_kwargs(source, dest.zarr_format, kwargs),
-                                   attributes=attrs)
-        target[...] = source  # chunk by chunk: see chunkflow.engine.values.copy_from_source
         return 1, 0, int(target.nbytes)
     if existing == "group":  # if_exists="skip": merge into the group that is there
         target_group, copied = dest[name], 0

@@ -30,7 +30,14 @@ from chunkflow.api.unfinished import open_unfinished
 from chunkflow.cli.cleanup import removed_on_failure
 from chunkflow.cli.nodes import open_node_at
 from chunkflow.cli.options import add_storage_options, storage_options
-from chunkflow.jobs import check_same_output, job_status, quiet_open, remaining_blocks
+from chunkflow.jobs import (
+    check_not_source,
+    check_same_output,
+    job_status,
+    location_of,
+    quiet_open,
+    remaining_blocks,
+)
 
 __all__ = [
     "add_resume_option",
@@ -55,7 +62,18 @@ def add_resume_option(parser: argparse.ArgumentParser) -> None:
 
 
 def kept_for_resume(args: argparse.Namespace) -> contextlib.AbstractContextManager[Any]:
-    """Without ``--resume``: remove a DST this run created if it fails; with it: keep it."""
+    """Without ``--resume``: remove a DST this run created if it fails; with it: keep it.
+
+    First (before anything is created) a DST that is, holds or lies in SRC is refused
+    (:class:`~chunkflow.errors.OutputIsSourceError`): creating it would delete what
+    the command reads, ``--overwrite`` or not.
+    """
+    src = getattr(args, "src", None)
+    read = location_of(src, storage_options(args, src)) if src is not None else None
+    if read is not None:
+        check_not_source(f"chunkflow {args.command}",
+                         location_of(args.dst, storage_options(args, args.dst)),
+                         [(f"SRC {src!r}", read)], creates=True)
     if args.resume:
         return contextlib.nullcontext()
     return removed_on_failure(args.dst, storage_options(args, args.dst))

@@ -31,6 +31,7 @@ functions are ``chunkflow.rechunk`` and ``chunkflow.pyramid``.
 """
 
 from chunkflow.errors import MemoryPlanError
+from chunkflow.graph.copies import copy, copy_all
 from chunkflow.graph.labels import label, measure, segment
 from chunkflow.graph.map import map_chunks, summarize_chunks
 from chunkflow.graph.read import ArraySource, BlockChunks, to_dask
@@ -50,7 +51,7 @@ from chunkflow.graph.write import aligned_edges, store, to_chunkflow
 
 __all__ = [
     "ArraySource", "BlockChunks", "MemoryPlanError", "ReductionSource", "SchedulerLike",
-    "aligned_edges", "compute", "histogram", "label", "map_chunks", "measure", "median",
+    "aligned_edges", "compute", "copy", "copy_all", "histogram", "label", "map_chunks", "measure", "median",
     "nanmedian",
     "nanpercentile", "nanquantile", "percentile", "quantile", "reduce", "segment", "store",
     "summarize_chunks", "to_chunkflow", "to_dask",

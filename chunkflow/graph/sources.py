@@ -27,7 +27,7 @@ from typing import Any
 from chunkflow.core.array import Array
 from chunkflow.jobs import array_location
 
-__all__ = ["arrays_read_by", "source_locations"]
+__all__ = ["arrays_read_by", "source_locations", "source_reads"]
 
 # Layers whose values may be chunkflow arrays: to_dask's array, a map job's plan, and
 # dask.array.from_array's original array.
@@ -42,20 +42,32 @@ def _values(layer: Any) -> Iterator[Any]:
 
 def arrays_read_by(x: Any) -> list[Array]:
     """The chunkflow arrays that computing the dask collection ``x`` reads."""
+    return [array for array, _ in _arrays_and_halos(x)]
+
+
+def _arrays_and_halos(x: Any) -> list[tuple[Array, tuple[int, ...]]]:
     graph = x.__dask_graph__() if hasattr(x, "__dask_graph__") else None
     layers = getattr(graph, "layers", None) or {}
-    found: list[Array] = []
+    found: list[tuple[Array, tuple[int, ...]]] = []
     for name, layer in layers.items():
         if not str(name).startswith(_PREFIXES):
             continue
         for value in _values(layer):
             value = getattr(value, "value", value)  # a DataNode wraps the array
             if isinstance(value, Array):
-                found.append(value)
+                found.append((value, ()))
             else:  # a map job's plan
-                found.extend(s for s in getattr(value, "sources", ()) or ()
+                depth = tuple(getattr(value, "depth", ()) or ())
+                found.extend((s, depth) for s in getattr(value, "sources", ()) or ()
                              if isinstance(s, Array))
     return found
+
+
+def source_reads(x: Any) -> list[tuple[str, str, tuple[int, ...]]]:
+    """``(label, canonical location, halo)`` of every array ``x`` reads; the halo is
+    a lazy :func:`chunkflow.map_chunks`' ``depth`` (``()`` where it is not known)."""
+    return [(f"the array {a.path or '/'!r} read by the dask array", array_location(a), depth)
+            for a, depth in _arrays_and_halos(x)]
 
 
 def source_locations(x: Any) -> list[tuple[str, str]]:

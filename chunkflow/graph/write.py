@@ -58,14 +58,18 @@ from chunkflow.errors import (
 from chunkflow.graph.casting import check_cast, check_casting
 from chunkflow.graph.scheduler import ProgressArg
 from chunkflow.graph.scheduler import compute as run
+from chunkflow.graph.sources import source_reads
 from chunkflow.graph.transactions import check_commit, transaction
 from chunkflow.jobs import (
     Job,
+    array_location,
     block_keys,
+    check_not_source,
     check_same_output,
     function_parts,
     job_identity,
     job_progress,
+    location_of,
     open_job,
 )
 
@@ -267,8 +271,8 @@ def _open_store_job(source: da.Array, target: Array, region: tuple[slice, ...], 
                     job_name: str | None) -> Job | None:
     edges = _write_edges(source, target, region)
     grid = tuple(len(e) - 1 for e in edges)
-    parts = function_parts(source.name, None, job_name, what="source dask array") \
-        if resume else {}
+    parts = function_parts(source.name, None, job_name, what="source dask array",
+                           strict=resume)
     return open_job(target, grid, resume=resume, identity=lambda: job_identity(
         target, plan={"regions and block plan": tokenize(region, edges)}, function=parts,
         job_name=job_name))
@@ -295,6 +299,7 @@ def store(
     casting: str = "same_kind",
     storage_options: dict[str, Any] | None = None,
     commit: str | None = None,
+    overwrite: bool = False,
 ) -> Delayed | None:
     """Write dask arrays into chunkflow arrays, each chunk by exactly one task.
 
@@ -319,9 +324,10 @@ def store(
         Where to run and whether to show a bar counting written blocks; see
         :func:`chunkflow.compute`.
     resume : bool
-        Record each finished write block in the target's store and skip (without
-        computing their source blocks) those an earlier run of the same job
-        recorded; see :mod:`chunkflow.jobs`. The job is identified by the
+        Skip (without computing their source blocks) the write blocks an earlier
+        run of the same job recorded; see :mod:`chunkflow.jobs`. Every run records
+        its finished blocks and marks the target unfinished until it completes,
+        with ``resume=True`` or not. The job is identified by the
         source's dask name (deterministic for arrays built from chunkflow, zarr or
         numpy data), the regions, the block plan and the targets' metadata.
     job_name : str, optional
@@ -339,6 +345,12 @@ def store(
         For targets in an Icechunk session: commit it with this message once every
         block is written (one commit). On a cluster the tasks write into forks of the
         session, merged back at the end; see :mod:`chunkflow.graph.transactions`.
+    overwrite : bool
+        Allow a source that reads its own target (``store(to_dask(z) + 1, z)``):
+        refused otherwise (:class:`~chunkflow.errors.OutputIsSourceError`), since
+        what later tasks read may already be overwritten. ``overwrite=True`` asserts
+        that each block reads only the elements it writes; a lazy
+        :func:`~chunkflow.map_chunks` with a halo over its target is always refused.
 
     Returns
     -------
@@ -374,6 +386,12 @@ def store(
     check_casting(casting, "chunkflow.store")
     for source, target, region in zip(source_list, target_list, normalized):
         _check_pair(source, target, region, casting)
+    reads = [read for source in source_list for read in source_reads(source)]
+    for target in target_list:
+        check_not_source("chunkflow.store", array_location(target),
+                         [(label, where) for label, where, _ in reads], overwrite=overwrite,
+                         depth=max((depth for _, where, depth in reads
+                                    if where == array_location(target)), default=()))
 
     jobs = [_open_store_job(source, target, region, resume, job_name)
             for source, target, region in zip(source_list, target_list, normalized)]
@@ -472,6 +490,10 @@ def to_chunkflow(
     check_cast(np.dtype(x.dtype), np.dtype(spec["dtype"]), check_casting(casting, "to_chunkflow"),
                f"to_chunkflow: {out!s}")
     check_commit(out, commit, "to_chunkflow")
+    # Creating the output where x reads would delete what it reads (and resuming there
+    # would rewrite it): always refused.
+    check_not_source("to_chunkflow", location_of(out, storage_options, path),
+                     [(label, where) for label, where, _ in source_reads(x)], creates=True)
     target = open_unfinished(out, path, storage_options) if resume else None
     if target is None:
         target = create(**spec, store=out, path=path, overwrite=overwrite,

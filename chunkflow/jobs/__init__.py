@@ -18,7 +18,7 @@ and ``core`` in the layering: the arrays of ``core`` say when their job is unfin
 """
 
 from chunkflow.jobs.identity import function_parts, job_identity, metadata_part, source_parts
-from chunkflow.jobs.job import Job, JobSpec
+from chunkflow.jobs.job import Job, JobSpec, not_recorded, recording, records_in
 from chunkflow.jobs.overlap import (
     array_location,
     canonical,
@@ -61,11 +61,14 @@ __all__ = [
     "job_status",
     "location_of",
     "metadata_part",
+    "not_recorded",
     "open_job",
     "overlaps",
     "quiet_open",
     "recorded_block_plan",
     "recorded_plan",
+    "recording",
+    "records_in",
     "records_prefix",
     "remaining_blocks",
     "source_parts",

@@ -26,6 +26,7 @@ True
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -40,17 +41,21 @@ __all__ = ["function_parts", "job_identity", "metadata_part", "source_parts"]
 
 
 def function_parts(func: Any, arguments: Any, job_name: str | None,
-                   *, what: str = "function") -> dict[str, str]:
+                   *, what: str = "function", strict: bool = True) -> dict[str, str]:
     """Tokens of ``func`` and ``arguments`` (``{}`` when ``job_name`` names the job).
 
     A writer calls it before it creates anything, so that a function that cannot be
-    tokenized is refused first, and hands the result to :func:`job_identity`.
+    tokenized is refused first (``strict``: with ``resume=True``), and hands the
+    result to :func:`job_identity`. Not ``strict`` (a job recorded without
+    ``resume=True``), such a function gets a token of this run only: a later
+    ``resume=True`` of its output is refused as another job, with the advice to name
+    the job.
 
     Raises
     ------
     JobTokenError
-        ``func`` or ``arguments`` cannot be tokenized deterministically; the message
-        says to pass ``job_name=``.
+        ``strict``, and ``func`` or ``arguments`` cannot be tokenized
+        deterministically; the message says to pass ``job_name=``.
 
     Examples
     --------
@@ -66,6 +71,8 @@ def function_parts(func: Any, arguments: Any, job_name: str | None,
         with dask.config.set({"tokenize.ensure-deterministic": True}):
             return {what: tokenize(func), "arguments": tokenize(arguments)}
     except Exception as error:  # dask raises RuntimeError, pickling any error
+        if not strict:
+            return {what: f"not deterministic ({uuid.uuid4().hex})", "arguments": ""}
         name = getattr(func, "__qualname__", None) or type(func).__name__
         raise JobTokenError(
             f"resume=True: the {what} {name!r} or its arguments cannot be tokenized "
@@ -91,11 +98,15 @@ def source_parts(sources: Sequence[Any], out: Any = None) -> dict[str, str]:
     object-store listing that returns sizes): it sees chunks added, deleted or
     rewritten with another size, not a rewrite of the same size. A source that is the
     output itself is compared by location and metadata only (the job changes it). A
-    source that is not a stored chunkflow array (a numpy array) is described by its
-    type, shape and dtype.
+    dask array is named by its graph's name (deterministic for arrays built from
+    stored or numpy data). A source that is not a stored chunkflow array (a numpy
+    array) is described by its type, shape and dtype.
     """
     parts = {}
     for i, source in enumerate(sources):
+        if hasattr(source, "__dask_graph__") and isinstance(getattr(source, "name", None), str):
+            parts[f"source {i} (dask)"] = str(source.name)
+            continue
         if not _stored(source):
             parts[f"source {i}"] = (f"{type(source).__name__} {tuple(source.shape)} "
                                     f"{source.dtype}")

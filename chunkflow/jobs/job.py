@@ -2,8 +2,10 @@
 the output store (:class:`Job`), and what identifies it (:class:`JobSpec`).
 
 A *job* writes an output array block by block (one block: whole chunks or shards).
-With ``resume=True`` a writer tracks it so that a later run of the same job, in any
-process, recomputes only the blocks not yet written:
+Every writer tracks its job, whether or not ``resume=True`` was passed, so that an
+output left by a failed run says so (a warning on open, "job incomplete" in ``.info``
+and ``chunkflow status``) and a later run of the same job with ``resume=True``, in
+any process, recomputes only the blocks not yet written:
 
 - **the mark**: the attribute ``chunkflow_job`` of the output array holds the job's
   token, the parts of the token (function, arguments, block plan, output metadata,
@@ -74,7 +76,7 @@ from chunkflow.jobs.records import (
 if TYPE_CHECKING:
     from chunkflow.storage import Store
 
-__all__ = ["Job", "JobSpec"]
+__all__ = ["Job", "JobSpec", "not_recorded", "recording", "records_in"]
 
 
 logger = logging.getLogger("chunkflow.jobs")
@@ -83,6 +85,36 @@ T = TypeVar("T")
 # it with resume=False leave that job's mark and records alone.
 _DRIVEN: contextvars.ContextVar[frozenset[tuple[str, str]]] = contextvars.ContextVar(
     "chunkflow_driven_jobs", default=frozenset())
+_RECORDING: contextvars.ContextVar[bool] = contextvars.ContextVar("chunkflow_recording",
+                                                                  default=True)
+
+
+def recording(out: ArraySetup) -> bool:
+    """Whether a job run without ``resume=True`` on ``out`` is recorded (it is, unless
+    within :func:`not_recorded`, on a store that cannot delete keys, or driven by
+    another job: see :meth:`Job.open`)."""
+    return records_in(out.store, out.path)
+
+
+def records_in(store: Store, path: str) -> bool:
+    """:func:`recording` for the array at ``path`` in ``store`` (before it exists)."""
+    return (_RECORDING.get() and store.supports_deletes
+            and not store.transactional
+            and (store.identity, path) not in _DRIVEN.get())
+
+
+@contextlib.contextmanager
+def not_recorded() -> Iterator[None]:
+    """Within: jobs run without ``resume=True`` are not recorded (no mark, no records).
+
+    For measuring what recording costs (``benchmarks/bench_resume.py``); an output
+    written so that fails halfway looks finished. ``resume=True`` still records.
+    """
+    token = _RECORDING.set(False)
+    try:
+        yield
+    finally:
+        _RECORDING.reset(token)
 
 
 @dataclass(frozen=True)
@@ -179,11 +211,14 @@ class Job:
 
         ``resume=True``: continue the unfinished job on ``out`` if it is this one (one
         listing finds its finished blocks), start it if there is none (the mark is
-        written), and refuse another job's output. ``resume=False``: the job is not
-        tracked; an unfinished job's mark and records are removed first (its records
-        would otherwise vouch for blocks this run overwrites). On a transactional store
-        (Icechunk) no job is tracked: the whole job runs (see
-        :mod:`chunkflow.graph.transactions`).
+        written), and refuse another job's output. ``resume=False``: an unfinished
+        job's mark and records are removed first (its records would otherwise vouch for
+        blocks this run overwrites), then the job starts anew: every job is recorded,
+        so that an output left by a failed run says so and can be resumed. Not
+        tracked (``None``): a ``spec`` without parts, a store that cannot delete keys
+        (a zip store), an output whose job drives this writer (:meth:`driving`), and
+        within :func:`not_recorded`. On a transactional store (Icechunk) no job is
+        tracked: the whole job runs (see :mod:`chunkflow.graph.transactions`).
 
         Raises
         ------
@@ -193,9 +228,13 @@ class Job:
         """
         current = read_mark(out)
         if not resume:
-            if current is not None and (out.store.identity, out.path) not in _DRIVEN.get():
+            if (out.store.identity, out.path) in _DRIVEN.get():
+                return None  # a block of the job driving this writer: that job records it
+            if current is not None:
                 _drop(out, current["token"])
-            return None
+            if not spec.parts or not recording(out):
+                return None
+            return cls._start(out, spec, grid)
         if out.store.transactional:
             # Icechunk: a record is no Zarr key there (refused), and a job's writes land
             # at once at the merge or commit; a failed job leaves nothing to continue.
@@ -207,12 +246,7 @@ class Job:
                 f"array {out.path or '/'!r} in {out.store.identity}: resume=True needs a store "
                 "that deletes keys (its records are removed at the end); a zip store does not")
         if current is None:
-            # Records without a mark are leftovers (a mark removed by another tool):
-            # they vouch for nothing, and a new job must not trust them.
-            out.store.delete_prefix(records_folder(out.path))
-            out.attrs.update(cls.mark(spec, grid))
-            logger.info("job %s on %r: started, %d blocks", spec.token[:8], out.path, int(np.prod(grid)))
-            return cls(out.store, out.path, spec.token, np.zeros(grid, dtype=bool))
+            return cls._start(out, spec, grid)
         if current["token"] != spec.token:
             raise JobMismatchError(_mismatch_message(out, spec, current))
         done = listed_done(out.store, out.path, spec.token, grid)
@@ -220,6 +254,16 @@ class Job:
         logger.info("job %s on %r: resumed, %d of %d blocks done", spec.token[:8], out.path,
                     job.n_done, job.total)
         return job
+
+    @classmethod
+    def _start(cls, out: ArraySetup, spec: JobSpec, grid: tuple[int, ...]) -> Job:
+        # Records without a mark are leftovers (a mark removed by another tool): they
+        # vouch for nothing, and a new job must not trust them.
+        out.store.delete_prefix(records_folder(out.path))
+        out.attrs.update(cls.mark(spec, grid))
+        logger.info("job %s on %r: started, %d blocks", spec.token[:8], out.path,
+                    int(np.prod(grid)))
+        return cls(out.store, out.path, spec.token, np.zeros(grid, dtype=bool))
 
     def finish(self, out: ArraySetup | None = None) -> None:
         """The job completed: delete its records, then its mark (in that order).

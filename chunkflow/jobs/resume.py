@@ -3,12 +3,11 @@
 Every chunkflow function that writes an output (:func:`chunkflow.map_chunks` with
 ``out=``, :func:`chunkflow.store`, :func:`chunkflow.to_chunkflow`,
 :func:`chunkflow.rechunk`, :func:`chunkflow.pyramid`, :func:`chunkflow.copy`,
-:func:`chunkflow.copy_all`, the CLI's writing commands) takes ``resume=``. With
-``resume=True`` a run records each output block it finishes (see
-:mod:`chunkflow.jobs.job` for where and how); rerunning the same call after a crash,
-in any process or on any cluster, recomputes only the blocks not recorded, and the
-result is bit-identical to an uninterrupted run. Pass ``resume=True`` on the first run
-too: it starts the job when there is none.
+:func:`chunkflow.copy_all`, the CLI's writing commands) takes ``resume=``. Every run
+records each output block it finishes, with ``resume=True`` or not (see
+:mod:`chunkflow.jobs.job` for where and how); rerunning the same call with
+``resume=True`` after a crash, in any process or on any cluster, recomputes only the
+blocks not recorded, and the result is bit-identical to an uninterrupted run.
 
 A job is identified by a token of what it computes
 (:func:`~chunkflow.jobs.identity.job_identity`): the function and its arguments (or
@@ -46,7 +45,7 @@ import numpy as np
 from chunkflow.errors import JobMismatchError
 from chunkflow.grid import ChunkKeyEncoding
 from chunkflow.jobs.identity import metadata_part
-from chunkflow.jobs.job import Job, JobSpec
+from chunkflow.jobs.job import Job, JobSpec, recording
 
 __all__ = ["block_keys", "check_same_output", "finish_after", "job_progress", "open_job"]
 
@@ -60,13 +59,14 @@ def open_job(out: Any, grid: tuple[int, ...], *, resume: bool,
              identity: Callable[[], JobSpec]) -> Job | None:
     """:meth:`Job.open <chunkflow.jobs.Job.open>` for ``out``, or ``None``.
 
-    ``identity`` (a :func:`~chunkflow.jobs.identity.job_identity`) is called only for
-    ``resume=True`` (it may list the sources). With ``resume=False`` an unfinished job's
-    mark and records on ``out`` are removed.
+    ``identity`` (a :func:`~chunkflow.jobs.identity.job_identity`; it may list the
+    sources) is called unless the job is not tracked (see :meth:`Job.open`). With
+    ``resume=False`` an unfinished job's mark and records on ``out`` are removed and
+    the job starts anew, recorded all the same.
     """
-    if not resume:
-        return Job.open(out, JobSpec({}), grid, resume=False)
-    return Job.open(out, identity(), grid, resume=True)
+    if not resume and not recording(out):
+        return Job.open(out, JobSpec({}), grid, resume=False)  # drops an old job only
+    return Job.open(out, identity(), grid, resume=resume)
 
 
 def check_same_output(existing: Any, expected: Any, where: str, restart: str) -> None:

@@ -156,7 +156,7 @@ def as_buffer(value: object, key: str) -> bytes | memoryview:
     >>> as_buffer("text", "k")
     Traceback (most recent call last):
     ...
-    TypeError: store value for key 'k' must be bytes-like (bytes, bytearray, memoryview, numpy array), got str
+    chunkflow.errors.ArgumentTypeError: store value for key 'k' must be bytes-like (bytes, bytearray, memoryview, numpy array), got str
     """
     if type(value) is bytes:
         return value

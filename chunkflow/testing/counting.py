@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
+from chunkflow.jobs import RECORDS_FOLDER
 from chunkflow.storage import ByteRangeReader, MemoryStore, Store
 from chunkflow.storage.base import Version
 from chunkflow.storage.ranges import BytesRangeReader
@@ -30,8 +31,13 @@ class CountingMapping(dict):
         super().__setitem__(key, value)
 
     def chunk_writes(self) -> Counter[str]:
-        """Writes of chunks, leaving out metadata documents."""
-        return Counter({k: n for k, n in self.writes.items() if not k.endswith("zarr.json")})
+        """Writes of chunks, leaving out metadata documents and job records."""
+        return Counter({k: n for k, n in self.writes.items()
+                        if not k.endswith("zarr.json") and not _is_record(k)})
+
+
+def _is_record(key: str) -> bool:
+    return key.startswith(f"{RECORDS_FOLDER}/") or f"/{RECORDS_FOLDER}/" in key
 
 
 class Counts:

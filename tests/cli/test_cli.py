@@ -181,10 +181,15 @@ def test_copy_of_a_zero_dimensional_array(capsys: pytest.CaptureFixture[str],
 def test_copy_refuses_to_replace_without_overwrite(
     capsys: pytest.CaptureFixture[str], stored: tuple[str, np.ndarray]
 ) -> None:
-    path, _ = stored
+    path, data = stored
     code, out, err = run(capsys, "copy", path, path)
     assert code == 1 and out == ""
-    assert "already holds an array; pass --overwrite" in err and "Traceback" not in err
+    # DST is SRC: --overwrite would delete it before it is read, so it is not offered.
+    assert "is SRC" in err and "Nothing was written" in err and "Traceback" not in err
+    other = str(Path(path).with_name("other.zarr"))
+    assert run(capsys, "copy", path, other)[0] == 0
+    code, out, err = run(capsys, "copy", path, other)
+    assert code == 1 and "already holds an array; pass --overwrite" in err
 
 
 @pytest.mark.parametrize("argv, needle", [

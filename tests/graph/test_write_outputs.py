@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import chunkflow
-from chunkflow.errors import CastingError, UsageError
+from chunkflow.errors import CastingError, OutputIsSourceError, UsageError
 
 
 def _halves() -> tuple[np.ndarray, da.Array]:
@@ -54,3 +54,31 @@ def test_to_chunkflow_refuses_a_cast_before_creating(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="casting"):
         chunkflow.to_chunkflow(x, str(tmp_path / "b.zarr"), casting="maybe")
     assert not (tmp_path / "b.zarr").exists()
+
+
+def test_store_refuses_a_source_that_reads_its_target_unless_overwrite(tmp_path: Path) -> None:
+    data = np.arange(30 * 20, dtype="f8").reshape(30, 20)
+    z = chunkflow.array(data, chunks=(8, 8), store=str(tmp_path / "a.zarr"))
+    again = chunkflow.open(str(tmp_path / "a.zarr"), mode="r+")  # another handle
+    with pytest.raises(OutputIsSourceError, match="needs overwrite=True"):
+        chunkflow.store(chunkflow.to_dask(again) + 1, z)
+    np.testing.assert_array_equal(z[:], data)
+    chunkflow.store(chunkflow.to_dask(again) + 1, z, overwrite=True)  # elementwise: safe
+    np.testing.assert_array_equal(z[:], data + 1)
+    # A lazy map_chunks with a halo over the target: never.
+    from scipy import ndimage
+    smooth = chunkflow.map_chunks(ndimage.uniform_filter, z, depth=1, size=3)
+    with pytest.raises(OutputIsSourceError, match="halo"):
+        chunkflow.store(smooth, z, overwrite=True)
+    np.testing.assert_array_equal(z[:], data + 1)
+
+
+def test_to_chunkflow_refuses_to_create_where_it_reads(tmp_path: Path) -> None:
+    data = np.arange(30 * 20, dtype="f8").reshape(30, 20)
+    root = chunkflow.open_group(str(tmp_path / "g.zarr"), mode="w")
+    z = root.create_array("img", shape=(30, 20), chunks=(8, 8), dtype="f8")
+    z[:] = data
+    for where, path in ((str(tmp_path / "g.zarr"), None), (str(tmp_path / "g.zarr"), "img")):
+        with pytest.raises(OutputIsSourceError, match="delete what the job reads"):
+            chunkflow.to_chunkflow(chunkflow.to_dask(z) * 2, where, path=path, overwrite=True)
+    np.testing.assert_array_equal(chunkflow.open(str(tmp_path / "g.zarr"), path="img")[:], data)

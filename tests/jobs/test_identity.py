@@ -100,7 +100,8 @@ def _writers(tmp_path: Path) -> dict[str, Any]:
                             store=str(tmp_path / "image.zarr"))
     return {
         "map_chunks": lambda: chunkflow.map_chunks(
-            np.sqrt, src, out=str(tmp_path / "map.zarr"), resume=True, scheduler="sync"),
+            np.sqrt, src, out=str(tmp_path / "map.zarr"), dtype="f4", resume=True,
+            scheduler="sync"),
         "store": lambda: chunkflow.store(
             da.ones((16, 12), chunks=4), chunkflow.zeros((16, 12), chunks=(4, 4),
                                                          store=str(tmp_path / "st.zarr")),

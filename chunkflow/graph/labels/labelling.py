@@ -33,8 +33,9 @@ from chunkflow.graph.labels.plan import LabelJob, Source, label_voxel_bytes, pla
 from chunkflow.graph.labels.structure import normalize_structure
 from chunkflow.graph.read import as_source_array
 from chunkflow.graph.scheduler import compute as run
+from chunkflow.graph.sources import source_locations
 from chunkflow.graph.transactions import check_commit, transaction
-from chunkflow.jobs import function_parts, source_parts
+from chunkflow.jobs import array_location, function_parts
 
 if TYPE_CHECKING:
     from numpy.typing import DTypeLike
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
     from chunkflow.graph.read import ArraySource, BlockChunks
     from chunkflow.graph.scheduler import ProgressArg, SchedulerLike
 
-__all__ = ["job_parts", "label", "open_source", "run_label_job", "source_identity"]
+__all__ = ["job_sources", "label", "open_source", "run_label_job", "source_reads"]
 
 
 def open_source(source: ArraySource | da.Array, storage_options: Mapping[str, Any] | None,
@@ -68,24 +69,22 @@ def open_source(source: ArraySource | da.Array, storage_options: Mapping[str, An
     return found
 
 
-def source_identity(source: Source) -> dict[str, str]:
-    """The job parts that name the source (its stored bytes, or a dask graph's name)."""
+def source_reads(source: Source) -> list[tuple[str, str]]:
+    """The arrays the job reads, for the check of its output
+    (:func:`~chunkflow.jobs.check_not_source`)."""
     if source.array is not None:
-        return source_parts([source.array])
-    return {"source (dask)": str(source.token)}
+        return [("its source", array_location(source.array))]
+    return source_locations(source.lazy)
 
 
-def job_parts(parts: Mapping[str, str], source: Source, resume: bool,
-              job_name: str | None) -> dict[str, str]:
-    """What names a resumable labelling job: ``parts``, and the source (a dask
-    source's graph name gives way to ``job_name``)."""
-    if not resume:
-        return dict(parts)
+def job_sources(source: Source, job_name: str | None) -> list[Any]:
+    """What the job's identity names as its sources (:func:`~chunkflow.jobs.job_identity`):
+    the array, or the dask array, whose graph name gives way to ``job_name``."""
     if job_name is not None:
         function_parts(None, None, job_name)  # checks the name
         if source.lazy is not None:
-            return dict(parts)
-    return {**parts, **source_identity(source)}
+            return []
+    return [source.array if source.array is not None else source.lazy]
 
 
 def run_label_job(job: LabelJob, output: OutputPlan, token: str, *, compute: bool,
@@ -166,9 +165,9 @@ def label(
         Run now (default), or return a ``dask.delayed`` object that runs when computed,
         to ``(array, count)``.
     resume : bool
-        Record each written block in the output's store and skip the blocks an earlier
-        run of the same job recorded (the first pass and the merge run again; they
-        write nothing). Pass it on the first run too. A different unfinished job on
+        Skip the blocks an earlier run of the same job recorded (the first pass and
+        the merge run again; they write nothing). Every run records its written
+        blocks in the output's store, with ``resume=True`` or not. A different unfinished job on
         ``out`` is refused (:class:`~chunkflow.errors.JobMismatchError`).
     job_name : str, optional
         Names the job instead of the source's token (with a dask source whose graph
@@ -197,7 +196,7 @@ def label(
                          shards=shards, dtype=dtype, zarr_format=zarr_format,
                          overwrite=overwrite, resume=resume, job_name=job_name,
                          storage_options=storage_options,
-                         dimension_names=_dimension_names(src))
+                         dimension_names=_dimension_names(src), reads=source_reads(src))
     template = output.template()
     reads = [(src.dtype.itemsize, src.chunks), (template.dtype.itemsize, template.write_chunks)]
     block = plan_blocks(template, label_voxel_bytes(src.dtype.itemsize, template.dtype.itemsize),
@@ -205,7 +204,7 @@ def label(
     grid = BlockGrid(shape, tuple(max(1, b) for b in block))
     job = LabelJob.create(grid, kernel, src)
     parts = {"label": tokenize(kernel.tolist()), "block plan": tokenize(grid.block)}
-    output = output.with_job(job_parts(parts, src, resume, job_name), grid.numblocks)
+    output = output.with_job(parts, grid.numblocks, sources=job_sources(src, job_name))
     token = tokenize("label", kernel.tolist(), grid, src.token, output, resume)
     return run_label_job(job, output, token, compute=compute, scheduler=scheduler,
                          progress=progress, commit=commit)

@@ -24,7 +24,7 @@ chunkflow.errors.LabelError: label: 300 labels do not fit dtype uint8 (at most 2
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -42,7 +42,18 @@ from chunkflow.errors import (
     ReadOnlyError,
     ShapeMismatchError,
 )
-from chunkflow.jobs import Job, JobSpec, block_keys, job_identity, job_status, quiet_open
+from chunkflow.jobs import (
+    Job,
+    JobSpec,
+    array_location,
+    block_keys,
+    check_not_source,
+    job_identity,
+    job_status,
+    location_of,
+    quiet_open,
+    source_parts,
+)
 from chunkflow.storage import Store
 
 if TYPE_CHECKING:
@@ -111,6 +122,8 @@ class OutputPlan:
     job_name: str | None = None
     parts: Mapping[str, str] = field(default_factory=dict)
     grid: tuple[int, ...] = ()
+    sources: Mapping[str, str] = field(default_factory=dict)
+    function: Mapping[str, str] = field(default_factory=dict)
 
     def template(self) -> Array:
         """The output in memory (no chunks), with the dtype asked for or uint32."""
@@ -120,13 +133,19 @@ class OutputPlan:
         return create_array(None, dtype=dtype, **self.kwargs)
 
     def spec(self, array: Array) -> JobSpec:
-        # self.parts: the function's, the plan's and the source's parts, made before.
-        return job_identity(array, plan=self.parts, job_name=self.job_name)
+        # One helper names every job: the plan, the sources, the function, the output.
+        return job_identity(array, plan=self.parts, sources=self.sources,
+                            function=self.function, job_name=self.job_name)
 
-    def with_job(self, parts: Mapping[str, str], grid: tuple[int, ...]) -> OutputPlan:
-        """The plan with the job's parts (the output's metadata aside) and block grid;
-        a resumed output carrying another unfinished job is refused here."""
-        plan = replace(self, parts=dict(parts), grid=tuple(grid))
+    def with_job(self, parts: Mapping[str, str], grid: tuple[int, ...], *,
+                 sources: Sequence[Any] = (),
+                 function: Mapping[str, str] | None = None) -> OutputPlan:
+        """The plan with the job's plan parts, the arrays it reads, the function's
+        tokens (for :func:`~chunkflow.jobs.job_identity`) and its block grid; a
+        resumed output carrying another unfinished job is refused here."""
+        # The sources are listed once, here (their stored bytes), not per spec.
+        plan = replace(self, parts=dict(parts), grid=tuple(grid),
+                       sources=source_parts(sources), function=dict(function or {}))
         if self.resume and self.existing is not None:
             status = job_status(self.existing, count=False)
             if status is not None:  # the same job continues; another one is refused
@@ -145,9 +164,9 @@ class OutputPlan:
             array = create_array(self.location, dtype=dtype, **self.kwargs,
                                  attributes=attributes, overwrite=self.overwrite, cache=False,
                                  storage_options=dict(self.storage_options or {}) or None)
-        tracker = (Job.open(array, self.spec(array), self.grid, resume=True) if self.resume
-                   else Job.open(array, JobSpec({}), self.grid, resume=False))
-        return OutputHandle(array, tracker)
+        # Recorded with resume=True or not (see chunkflow.jobs).
+        return OutputHandle(array, Job.open(array, self.spec(array), self.grid,
+                                            resume=self.resume))
 
 
 def _absolute(location: Any) -> Any:
@@ -160,7 +179,8 @@ def plan_output(what: str, out: Any, shape: tuple[int, ...], chunks: tuple[int, 
                 *, shards: Any, dtype: DTypeLike, zarr_format: int | None, overwrite: bool,
                 resume: bool, job_name: str | None,
                 storage_options: Mapping[str, Any] | None,
-                dimension_names: Any = None) -> OutputPlan:
+                dimension_names: Any = None,
+                reads: Sequence[tuple[str, str]] = ()) -> OutputPlan:
     """Check ``out`` can take labels of ``shape`` (nothing is created here).
 
     Raises
@@ -174,6 +194,13 @@ def plan_output(what: str, out: Any, shape: tuple[int, ...], chunks: tuple[int, 
     if resume and overwrite:
         raise LabelError(f"{what}: resume=True continues the output that exists and "
                          "overwrite=True replaces it; pass one of them")
+    # Labels join across block faces (a halo of one): an output that is (or holds)
+    # the source ``reads`` names is refused, whatever overwrite says.
+    here = (array_location(out) if isinstance(out, Array) else
+            location_of(out, storage_options) if isinstance(out, (str, os.PathLike, Store))
+            else None)
+    check_not_source(what, here, reads, depth=(1,) * len(shape),
+                     creates=not isinstance(out, Array))
     if dtype is not None:
         label_dtype(dtype, 0, what)  # an integer dtype
     if isinstance(out, Array):

@@ -43,7 +43,12 @@ from dask.base import tokenize
 
 from chunkflow.errors import ArgumentTypeError, LabelError, ShapeMismatchError
 from chunkflow.graph.labels.geometry import BlockGrid, face_bit
-from chunkflow.graph.labels.labelling import job_parts, open_source, run_label_job
+from chunkflow.graph.labels.labelling import (
+    job_sources,
+    open_source,
+    run_label_job,
+    source_reads,
+)
 from chunkflow.graph.labels.output import plan_output
 from chunkflow.graph.labels.parts import BlockInfo, block_info
 from chunkflow.graph.labels.plan import LabelJob, label_voxel_bytes, plan_blocks
@@ -283,11 +288,11 @@ def segment(
     src = open_source(source, storage_options, "segment")
     shape = tuple(int(n) for n in src.shape)
     halo = normalize_depth(depth, len(shape))
-    fn_parts = function_parts(fn, (kwargs, min_overlap), job_name) if resume else {}
+    fn_parts = function_parts(fn, (kwargs, min_overlap), job_name, strict=resume)
     output = plan_output("segment", out, shape, tuple(max(1, c) for c in (chunks or src.chunks)),
                          shards=shards, dtype=dtype, zarr_format=zarr_format,
                          overwrite=overwrite, resume=resume, job_name=job_name,
-                         storage_options=storage_options)
+                         storage_options=storage_options, reads=source_reads(src))
     template = output.template()
     # The window as read, fn's result over it (func_memory_factor of int64 labels), then
     # as label's write pass.
@@ -298,9 +303,9 @@ def segment(
     block = plan_blocks(template, per_voxel, reads, blocks, max_memory, scheduler, "segment")
     job = SegmentJob(BlockGrid(shape, tuple(max(1, b) for b in block)), np.ones((3,) * len(shape), bool), src,
                      all_offsets(len(shape)), fn, halo, float(min_overlap), dict(kwargs))
-    parts = {**fn_parts, "segment": tokenize(halo, float(min_overlap)),
-             "block plan": tokenize(job.grid.block)}
-    output = output.with_job(job_parts(parts, src, resume, job_name), job.grid.numblocks)
+    parts = {"segment": tokenize(halo, float(min_overlap)), "block plan": tokenize(job.grid.block)}
+    output = output.with_job(parts, job.grid.numblocks, sources=job_sources(src, job_name),
+                             function=fn_parts)
     token = tokenize("segment", fn, kwargs, halo, min_overlap, job.grid, src.token,
                      output, resume)
     return run_label_job(job, output, token, compute=compute, scheduler=scheduler,

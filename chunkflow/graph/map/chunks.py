@@ -220,9 +220,11 @@ def map_chunks(
         each block's window in turn; ``1``: one task per block. Without ``out`` every
         task is one block of the returned dask array.
     resume : bool
-        With ``out``: record each finished block in ``out``'s store, and skip the
-        blocks an earlier run of the same job recorded (see :mod:`chunkflow.jobs`).
-        Pass it on the first run too. A different unfinished job on ``out`` is refused
+        With ``out``: continue the unfinished job on ``out``, skipping the blocks an
+        earlier run of the same job recorded (see :mod:`chunkflow.jobs`). Every job
+        writing to ``out`` records its finished blocks and marks ``out`` unfinished
+        until it completes, with ``resume=True`` or not, so a failed run can be
+        resumed. A different unfinished job on ``out`` is refused
         (:class:`~chunkflow.errors.JobMismatchError`, naming what changed).
     job_name : str, optional
         Identifies the job instead of ``func`` and ``kwargs`` (for functions that
@@ -249,9 +251,11 @@ def map_chunks(
     check_commit(out, commit, "map_chunks")
     if resume and out is None:
         raise ArgumentTypeError("map_chunks: resume=True needs out= (an output to record blocks in)")
-    # Before anything is created: a function that cannot be tokenized refuses here.
+    # Before anything is created: a function that cannot be tokenized refuses here
+    # (resume=True); every job writing to out is recorded, with resume=True or not.
     func_parts = function_parts(func, (kwargs, depth, boundary, constant_value, trim,
-                                       block_info, str(dtype)), job_name) if resume else {}
+                                       block_info, str(dtype)), job_name,
+                                strict=resume) if out is not None else {}
     if resume and (blocks is None or blocks_per_task is None):
         # The default plan varies with the scheduler's threads: reuse the job's own.
         recorded = open_recorded_block_plan(out, storage_options)

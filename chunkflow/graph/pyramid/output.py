@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from chunkflow.api.hierarchy import open_group, open_node
@@ -25,6 +24,7 @@ from chunkflow.errors import (
     NodeNotFoundError,
     PyramidError,
 )
+from chunkflow.jobs import array_location, check_not_source, location_of
 from chunkflow.metadata.ngff import image_label_attributes, labels_attributes
 from chunkflow.storage import Store
 
@@ -136,12 +136,6 @@ def _same_format(existing: Group, zarr_format: int, location: Any) -> int:
     return zarr_format
 
 
-def _local_path(location: Any) -> Path | None:
-    if isinstance(location, (str, os.PathLike)) and "://" not in str(location):
-        return Path(location).absolute().resolve()
-    return None
-
-
 def _existing(location: StoreLike, options: dict[str, Any] | None,
               path: str | None = None) -> Array | Group | None:
     try:
@@ -161,18 +155,20 @@ def plan_output(source: Array, source_location: Any, location: StoreLike,
     ContainsGroupError, ContainsArrayError
         Something is there already (without ``overwrite``), or a label image's parent
         is not a group.
+    OutputIsSourceError
+        The output would hold (or be) the source.
     PyramidError
-        The output would hold the source, or its format differs from the image the
-        labels join.
+        Its format differs from the image the labels join.
     """
     if not isinstance(location, (str, os.PathLike, Store)):
         raise ArgumentTypeError(f"pyramid: out must be a path, a URL or a store, got "
                                 f"{type(location).__name__}")
-    out_path, source_path = _local_path(location), _local_path(source_location)
-    if out_path is not None and source_path is not None and (
-            source_path == out_path or out_path in source_path.parents):
-        raise PyramidError(f"pyramid: out={str(location)!r} holds the source "
-                           f"{str(source_location)!r}; write the pyramid somewhere else")
+    # The same rule as every writer's: creating the output must not delete the source
+    # (a path, URL or store, compared by the store's identity and the node's path).
+    check_not_source("pyramid", location_of(location, storage_options,
+                                            f"labels/{labels}" if labels else None),
+                     [(f"its source {str(source_location)!r}", array_location(source))],
+                     creates=True)
     if resume and overwrite:
         raise PyramidError("pyramid: resume=True continues the output that exists and "
                            "overwrite=True replaces it; pass one of them")

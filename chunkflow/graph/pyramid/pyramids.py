@@ -139,6 +139,7 @@ def pyramid(
     progress: ProgressArg = False,
     compute: bool = True,
     resume: bool = False,
+    job_name: str | None = None,
     storage_options: Mapping[str, Any] | None = None,
     commit: str | None = None,
 ) -> Any:
@@ -188,11 +189,14 @@ def pyramid(
         Write now and return the level arrays (default), or return a lazy
         ``dask.delayed`` object that writes when computed (its graph holds every task).
     resume : bool
-        Record each finished task in the output's store and, when the output exists
-        (an interrupted run of the same job), skip the tasks it recorded: the result is
-        bit-identical to an uninterrupted run. Pass it on the first run too. A different
+        When the output exists (an interrupted run of the same job), skip the tasks it
+        recorded: the result is bit-identical to an uninterrupted run. Every run
+        records its finished tasks in the output's store, with ``resume=True`` or not. A different
         unfinished job there is refused (:class:`~chunkflow.errors.JobMismatchError`).
         See :mod:`chunkflow.jobs`.
+    job_name : str, optional
+        A name for the job (kept in the unfinished levels' marks; part of their
+        identity, so a resume must name it alike).
     storage_options : dict, optional
         fsspec options for URLs.
     commit : str, optional
@@ -226,7 +230,7 @@ def pyramid(
     attributes = _image_attributes(resolved_axes, per_axis, nlevels, scale, method, labels,
                                    version)
     image, arrays = output.create()  # last: every check passed
-    trackers = _trackers(array, arrays, geometry, method) if resume else ()
+    trackers = _trackers(array, arrays, geometry, method, resume, job_name)
     plan = PyramidPlan(array, arrays, geometry, method, trackers)
     token = tokenize("pyramid", array, [(a.store.identity, a.path) for a in arrays], method,
                      geometry, [(t.token, t.n_done) if t else None for t in trackers])
@@ -253,8 +257,10 @@ def _image_attributes(axes: Sequence[Axis], factors: Sequence[int], levels: int,
 
 
 def _trackers(source: Array, arrays: Sequence[Array], geometry: PyramidGeometry,
-              method: str) -> tuple[Job | None, ...]:
-    """A resumable job per stage, on the stage's last level (its tasks' grid)."""
+              method: str, resume: bool, job_name: str | None = None
+              ) -> tuple[Job | None, ...]:
+    """A recorded job per stage, on the stage's last level (its tasks' grid), with
+    ``resume=True`` or not."""
     what = tokenize(method, geometry.shapes, geometry.chunk, geometry.factors, geometry.radius)
     sources = source_parts([source])  # one listing for every stage's job
     stages = {"stages": [[stage.first, stage.last] for stage in geometry.stages]}
@@ -266,9 +272,9 @@ def _trackers(source: Array, arrays: Sequence[Array], geometry: PyramidGeometry,
     for number in marked:
         stage = geometry.stages[number]
         out = arrays[stage.last]
-        spec = job_identity(out, sources=sources, kept=stages, plan={
+        spec = job_identity(out, sources=sources, kept=stages, job_name=job_name, plan={
             "pyramid": what, "block plan": tokenize(stage.first, stage.last, stage.numblocks)})
-        trackers[number] = open_job(out, stage.numblocks, resume=True,
+        trackers[number] = open_job(out, stage.numblocks, resume=resume,
                                     identity=lambda spec=spec: spec)
     return tuple(trackers[number] for number in range(len(geometry.stages)))
 

@@ -1,8 +1,9 @@
 """Resumable rechunks: the output and the intermediate array, each with its job records.
 
-With ``resume=True`` the output is created with the job's mark in its attributes (one
-write), and each block of the last pass is recorded when written (see
-:mod:`chunkflow.jobs`). The intermediate array, named after the job, records the
+The output is marked with the job (with ``resume=True`` in its attributes from its
+creation, one write) and each block of the last pass is recorded when written, with
+``resume=True`` or not (see :mod:`chunkflow.jobs`); an output that is (or holds) the
+source is refused before anything is created. The intermediate array, named after the job, records the
 blocks of pass 1 the same way; it is never marked finished, only removed once the
 output is complete. A rerun of the same rechunk therefore skips the blocks of either
 pass that were written, and finds both arrays by the job alone.
@@ -28,7 +29,16 @@ from chunkflow.api.unfinished import open_unfinished
 from chunkflow.core.array import Array
 from chunkflow.graph.rechunk.arrays import Intermediate, refuse_existing
 from chunkflow.graph.rechunk.passes import block_grid
-from chunkflow.jobs import Job, JobSpec, job_identity, job_status, quiet_open
+from chunkflow.jobs import (
+    Job,
+    JobSpec,
+    array_location,
+    check_not_source,
+    job_identity,
+    job_status,
+    location_of,
+    quiet_open,
+)
 
 if TYPE_CHECKING:
     from chunkflow.graph.rechunk.plan import RechunkPlan
@@ -37,15 +47,16 @@ if TYPE_CHECKING:
 __all__ = ["job_spec", "open_intermediate", "open_output"]
 
 
-def job_spec(plan: RechunkPlan, which: str) -> JobSpec:
+def job_spec(plan: RechunkPlan, which: str, job_name: str | None = None) -> JobSpec:
     """What identifies the rechunk (and which of its arrays ``which`` names)."""
     passes = [(p.block, p.read_chunks, p.write_chunks) for p in plan.choice.passes]
     return job_identity(plan.template, sources=[plan.source], plan={
         "array": which, "region": str((plan.offset, plan.choice.shape)),
-        "block plan": str(passes)})
+        "block plan": str(passes)}, job_name=job_name)
 
 
 def open_output(plan: RechunkPlan, out: StoreLike, *, resume: bool, overwrite: bool,
+                job_name: str | None = None,
                 storage_options: Mapping[str, Any] | None) -> tuple[Array, Job | None]:
     """The output (created, or the unfinished one this job was writing) and its job.
 
@@ -58,16 +69,18 @@ def open_output(plan: RechunkPlan, out: StoreLike, *, resume: bool, overwrite: b
     """
     last = plan.choice.passes[-1]
     grid = block_grid(plan.choice.shape, last)
+    check_not_source("rechunk", location_of(out, storage_options),
+                     [("its source", array_location(plan.source))], creates=True)
     target = open_unfinished(out, storage_options=storage_options) if resume else None
+    spec = job_spec(plan, "output", job_name)
     if target is None:
         if not overwrite:
             refuse_existing(out, storage_options)
-        spec = job_spec(plan, "output") if resume else None
-        mark = Job.mark(spec, grid) if spec is not None else {}
+        # resume=True: the mark comes with the metadata (one write); without, the job
+        # is recorded all the same (Job.open marks it, unless recording is off).
+        mark = Job.mark(spec, grid) if resume else {}
         target = plan.output.create(out, storage_options, overwrite, mark)
-        if spec is None:
-            return target, None
-    return target, Job.open(target, job_spec(plan, "output"), grid, resume=True)
+    return target, Job.open(target, spec, grid, resume=resume)
 
 
 def open_intermediate(plan: RechunkPlan, place: Intermediate, *, resume: bool,

@@ -131,6 +131,7 @@ def rechunk(
     scheduler: SchedulerLike = None,
     progress: ProgressArg = False,
     resume: bool = False,
+    job_name: str | None = None,
     storage_options: Mapping[str, Any] | None = None,
     commit: str | None = None,
 ) -> Array:
@@ -171,9 +172,14 @@ def rechunk(
     scheduler, progress
         See :func:`chunkflow.compute`.
     resume : bool
-        Record each finished block (of both passes) and skip the blocks an earlier run
-        of the same rechunk recorded; the output of an interrupted run is continued,
-        not refused. Pass it on the first run too. See :mod:`chunkflow.jobs`.
+        Skip the blocks (of both passes) an earlier run of the same rechunk recorded;
+        the output of an interrupted run is continued, not refused. The output's
+        blocks are recorded (and the output marked unfinished until done) with
+        ``resume=True`` or not; the intermediate's only with it. See
+        :mod:`chunkflow.jobs`.
+    job_name : str, optional
+        A name for the job (kept in the unfinished output's mark; part of its
+        identity, so a resume must name it alike).
     storage_options : dict, optional
         fsspec options for URLs (source, out and temp).
     commit : str, optional
@@ -192,6 +198,7 @@ def rechunk(
                           compressors=compressors, dtype=dtype, selection=selection,
                           scheduler=scheduler, storage_options=storage_options)
     target, tracker = open_output(plan, out, resume=resume, overwrite=overwrite,
+                                  job_name=job_name,
                                   storage_options=storage_options)
     trackers: list[Job | None] = [tracker]
     last = CopyPlan(plan.source, target, plan.offset, tracker)

@@ -9,7 +9,12 @@ import numpy as np
 import pytest
 
 import chunkflow
-from chunkflow.errors import ContainsGroupError, MemoryPlanError, PyramidError
+from chunkflow.errors import (
+    ContainsGroupError,
+    MemoryPlanError,
+    OutputIsSourceError,
+    PyramidError,
+)
 from chunkflow.graph.pyramid.downsample import downsample, round_half_even_divide
 from tests.helpers.pyramid_reference import reference_levels
 
@@ -181,8 +186,14 @@ def test_an_existing_output_is_refused_unless_overwrite(tmp_path: Path) -> None:
 def test_the_source_inside_the_output_is_refused(tmp_path: Path) -> None:
     inside = tmp_path / "image.zarr" / "0"
     chunkflow.array(np.ones((64, 64), "u2"), chunks=(16, 16), store=str(inside))
-    with pytest.raises(PyramidError, match="holds the source"):
+    with pytest.raises(OutputIsSourceError, match="overlaps its source"):
         chunkflow.pyramid(str(inside), str(tmp_path / "image.zarr"), overwrite=True)
+    assert chunkflow.open_array(str(inside), mode="r")[0, 0] == 1
+    # The same through stores: one folder opened twice is one location.
+    store = chunkflow.LocalStore(str(tmp_path / "image.zarr"))
+    with pytest.raises(OutputIsSourceError, match="overlaps its source"):
+        chunkflow.pyramid(chunkflow.open_array(store, path="0", mode="r"),
+                          chunkflow.LocalStore(str(tmp_path / "image.zarr")), overwrite=True)
     assert chunkflow.open_array(str(inside), mode="r")[0, 0] == 1
 
 
