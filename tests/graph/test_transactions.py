@@ -294,3 +294,16 @@ def test_a_worker_lost_during_the_job_merges_nothing(repo: Any, tmp_path: Path) 
     assert (tmp_path / "died").exists()
     assert _messages(repo)[0] == "src and out"
     assert not session.has_uncommitted_changes  # the writes the others held: not merged
+
+
+@pytest.mark.slow
+def test_copy_on_a_cluster_into_a_session(repo: Any, cluster_client: Any,
+                                          tmp_path: Path) -> None:
+    """chunkflow.copy writes each array's values with store: through forks on a
+    cluster, merged into the session with the arrays it created; the user commits."""
+    session = repo.writable_session("main")
+    group = chunkflow.open_group(session.store, mode="a")
+    source = chunkflow.array(DATA, chunks=(5, 7), store=str(tmp_path / "plain.zarr"))
+    chunkflow.copy(source, group, name="copied", scheduler=cluster_client)
+    session.commit("copied")
+    np.testing.assert_array_equal(_main(repo, "copied"), DATA)
