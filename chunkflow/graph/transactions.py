@@ -4,8 +4,9 @@ cluster through forks of it, merged back when every task succeeded.
 Every writer (:func:`chunkflow.store`, :func:`chunkflow.to_chunkflow`,
 :func:`chunkflow.map_chunks`, :func:`chunkflow.rechunk`, :func:`chunkflow.pyramid`,
 :func:`chunkflow.label`, :func:`chunkflow.segment`; :func:`chunkflow.copy` through
-``store``, without ``commit=``) runs its graph inside :func:`transaction`. When an output lives in a writable Icechunk session (a
-``session.store``, or a chunkflow array opened over one):
+``store``, without ``commit=``) runs its graph inside :func:`transaction`. When an
+output lives in a writable Icechunk session (a ``session.store``, or a chunkflow array
+opened over one):
 
 - **On threads** (``"threads"``, ``"sync"``, dask's default without a client) the
   tasks write into the session itself, as any write does.
