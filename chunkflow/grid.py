@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import product
-from typing import Any, SupportsIndex, TypeAlias
+from typing import TYPE_CHECKING, Any, SupportsIndex, TypeAlias
 
 from chunkflow.errors import (
     ArgumentTypeError,
@@ -30,6 +30,9 @@ from chunkflow.errors import (
     InvalidSelectionError,
     MetadataError,
 )
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeIs  # typing.TypeIs is Python 3.13+
 
 __all__ = [
     "ChunkKeyEncoding", "ChunksLike", "KeyEncodingLike", "RegularChunkGrid", "ShapeLike", "ceil_div",
@@ -296,7 +299,7 @@ def normalize_shape(shape: ShapeLike) -> tuple[int, ...]:
     return result
 
 
-def _is_scalar(value: object) -> bool:
+def _is_scalar(value: object) -> TypeIs[SupportsIndex]:
     return not hasattr(value, "__iter__") or getattr(value, "ndim", 1) == 0
 
 

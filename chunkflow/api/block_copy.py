@@ -22,6 +22,7 @@ Examples
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Callable
@@ -30,12 +31,12 @@ from typing import TYPE_CHECKING, Any
 
 from chunkflow.core.array import Array
 from chunkflow.core.documents import join_path
+from chunkflow.errors import InternalError
 from chunkflow.jobs import Job, job_identity, job_status, records_in, without_mark
 
 if TYPE_CHECKING:
-    from numpy.typing import ArrayLike
-
     from chunkflow.core.group import Group
+    from chunkflow.engine.values import ChunkedSource
 
 __all__ = ["ARRAY_WRITER", "COPY_BLOCK_BYTES", "copy_array_resumable", "copy_blocks"]
 
@@ -79,7 +80,7 @@ def _regions(shape: tuple[int, ...], block: tuple[int, ...]) -> tuple[tuple[int,
     return grid, list(itertools.product(*(range(g) for g in grid)))
 
 
-def copy_array_resumable(source: Array | ArrayLike, dest: Group, name: str,
+def copy_array_resumable(source: ChunkedSource, dest: Group, name: str,
                          kwargs: dict[str, Any], *, resume: bool,
                          job_name: str | None, attributes: dict[str, Any] | None = None,
                          existing: bool = False) -> Array:
@@ -111,7 +112,10 @@ def copy_array_resumable(source: Array | ArrayLike, dest: Group, name: str,
         target[...] = source
         return target
     if existing:
-        target = dest[name]
+        found = dest[name]
+        if not isinstance(found, Array):  # resumable_here saw an array there
+            raise InternalError(f"copy: {join_path(dest.path, name)!r} is no longer an array")
+        target = found
     else:  # the mark comes with the metadata (one write)
         target = dest.create_array(name, **kwargs, attributes={**attrs, **Job.mark(spec, grid)})
     job = Job.open(target, spec, grid, resume=True)
@@ -125,11 +129,18 @@ def copy_array_resumable(source: Array | ArrayLike, dest: Group, name: str,
         return target
     for index in indices:
         region = tuple(slice(i * b, min(n, (i + 1) * b)) for i, b, n in zip(index, block, target.shape))
-        job.run(index, lambda region=region: target.__setitem__(region, source[region]), None,
-                lambda region=region: f"array region {[(s.start, s.stop) for s in region]} of "
-                                      f"{join_path(dest.path, name)!r}")
+        job.run(index, functools.partial(_copy_region, source, target, region), None,
+                functools.partial(_describe_region, region, join_path(dest.path, name)))
     job.finish(target)
     return target
+
+
+def _copy_region(source: ChunkedSource, target: Array, region: tuple[slice, ...]) -> None:
+    target[region] = source[region]
+
+
+def _describe_region(region: tuple[slice, ...], path: str) -> str:
+    return f"array region {[(s.start, s.stop) for s in region]} of {path!r}"
 
 
 def resumable_here(dest: Group, name: str) -> bool:

@@ -14,7 +14,7 @@ import contextlib
 import os
 import re
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from chunkflow.api.block_copy import copy_array_resumable, resumable_here
 from chunkflow.api.copy_log import CopyLog, LogTarget
@@ -30,12 +30,12 @@ from chunkflow.errors import (
     UnsupportedCodecError,
 )
 from chunkflow.jobs import array_location, canonical, check_not_source, without_mark
+from chunkflow.metadata import ArrayMetadataV2, ArrayMetadataV3
 from chunkflow.storage import Store, make_store
 
 if TYPE_CHECKING:
-    from numpy.typing import ArrayLike
-
     from chunkflow.core.group import Group
+    from chunkflow.engine.values import ChunkedSource
     from chunkflow.storage import StoreLike
 
 __all__ = ["copy", "copy_all", "copy_store"]
@@ -52,7 +52,7 @@ COPY_STORE_MAX_KEYS = 256
 
 @renamed_parameters(dest="out")
 def copy(
-    source: Array | Group | ArrayLike,
+    source: Array | Group | ChunkedSource,
     out: Group | StoreLike,
     name: str | None = None,
     *,
@@ -145,7 +145,7 @@ def copy(
     return counts
 
 
-def _copy_into(source: Array | Group | ArrayLike, dest: Group, name: str | None, *, shallow: bool,
+def _copy_into(source: Array | Group | ChunkedSource, dest: Group, name: str | None, *, shallow: bool,
                without_attrs: bool, if_exists: IfExists, zarr_format: int | None,
                job: tuple[bool, str | None], log: CopyLog,
                **create_kwargs: Any) -> tuple[int, int, int]:
@@ -226,20 +226,23 @@ def copy_all(
     return totals[0], totals[1], totals[2]
 
 
-def _copy_node(source: Array | Group | ArrayLike, dest: Group, name: str, *, shallow: bool,
+def _copy_node(source: Array | Group | ChunkedSource, dest: Group, name: str, *, shallow: bool,
                without_attrs: bool, if_exists: IfExists, kwargs: dict[str, Any],
                job: tuple[bool, str | None] = (False, None),
                log: CopyLog | None = None) -> tuple[int, int, int]:
     log = log or CopyLog()
     is_group = hasattr(source, "members") and not hasattr(source, "dtype")
+    # Not a group: an array-like (a shape, a dtype, slicing).
+    array_source = None if is_group else cast("ChunkedSource", source)
     described = str(getattr(source, "name", "") or "/" + name)
-    if not is_group:
-        described += f" {tuple(source.shape)} {source.dtype}"
+    if array_source is not None:
+        described += f" {tuple(array_source.shape)} {array_source.dtype}"
     path = join_path(dest.path, name)
     if isinstance(getattr(source, "store", None), Store):
         # Replacing (or writing into) what is being copied would lose it before it is read.
         check_not_source("copy", canonical(dest.store.identity, path),
-                         [(f"its source {source.path or '/'!r}", array_location(source))],
+                         [(f"its source {getattr(source, 'path', '') or '/'!r}",
+                           array_location(source))],
                          creates=True)
     existing = node_kind(dest.store, path)
     resume, job_name = job
@@ -261,18 +264,18 @@ def _copy_node(source: Array | Group | ArrayLike, dest: Group, name: str, *, sha
     attrs = {} if without_attrs else without_mark(dict(getattr(source, "attrs", None) or {}))
     if not (is_group and existing == "group"):
         log(f"copy {described}")
-    if not is_group:  # every copy is a recorded job (see chunkflow.jobs)
-        target = copy_array_resumable(source, dest, name,
-                                      _array_kwargs(source, dest.zarr_format, kwargs),
+    if array_source is not None:  # every copy is a recorded job (see chunkflow.jobs)
+        target = copy_array_resumable(array_source, dest, name,
+                                      _array_kwargs(array_source, dest.zarr_format, kwargs),
                                       resume=resume, job_name=job_name, attributes=attrs,
                                       existing=unfinished)
         return 1, 0, int(target.nbytes)
     if existing == "group":  # if_exists="skip": merge into the group that is there
-        target_group, copied = dest[name], 0
+        target_group, copied = cast("Group", dest[name]), 0  # node_kind found a group
     else:
         target_group, copied = dest.create_group(name, attributes=attrs), 1
     skipped = n_bytes = 0
-    for member_name, member in source.members():
+    for member_name, member in cast("Group", source).members():
         if shallow and not hasattr(member, "dtype"):
             continue
         counts = _copy_node(member, target_group, member_name, shallow=shallow,
@@ -282,7 +285,7 @@ def _copy_node(source: Array | Group | ArrayLike, dest: Group, name: str, *, sha
     return copied, skipped, n_bytes
 
 
-def _array_kwargs(source: Array | ArrayLike, zarr_format: int, overrides: dict[str, Any]) -> dict[str, Any]:
+def _array_kwargs(source: ChunkedSource, zarr_format: int, overrides: dict[str, Any]) -> dict[str, Any]:
     """Creation arguments that reproduce ``source`` in ``zarr_format``.
 
     In the same format the codec documents are copied as they are. Across formats the
@@ -299,10 +302,10 @@ def _array_kwargs(source: Array | ArrayLike, zarr_format: int, overrides: dict[s
     if isinstance(source, Array):
         meta = source.metadata
         kwargs.update(fill_value=source.fill_value, order=source.order)
-        if source.zarr_format == zarr_format == 2:
+        if isinstance(meta, ArrayMetadataV2) and zarr_format == 2:
             kwargs["dimension_separator"] = meta.dimension_separator
-            codecs = {"compressor": meta.compressor, "filters": meta.filters}
-        elif source.zarr_format == zarr_format == 3:
+            codecs: dict[str, Any] = {"compressor": meta.compressor, "filters": meta.filters}
+        elif isinstance(meta, ArrayMetadataV3) and zarr_format == 3:
             kwargs.update(chunk_key_encoding=meta.chunk_key_encoding,
                           dimension_names=meta.dimension_names)
             # The codec list already holds the order (as a transpose codec).
@@ -485,7 +488,7 @@ def _as_group(dest: Group | StoreLike, zarr_format: int | None, source: object,
               attributes: dict[str, Any] | None = None,
               storage_options: dict[str, Any] | None = None) -> Group:
     if hasattr(dest, "create_group") and hasattr(dest, "members"):
-        return dest
+        return cast("Group", dest)  # an open group (chunkflow's or zarr-python's)
     from chunkflow.api.hierarchy import open_group
 
     fmt = zarr_format or getattr(source, "zarr_format", None) or 3

@@ -21,8 +21,9 @@ from chunkflow.core.documents import (
     store_array_metadata,
 )
 from chunkflow.engine.options import ArrayOptions
-from chunkflow.engine.values import convert_dtype, is_chunked_source
+from chunkflow.engine.values import ChunkedSource, convert_dtype, is_chunked_source
 from chunkflow.errors import ContainsArrayError, ContainsGroupError, InvalidArgumentError
+from chunkflow.metadata import ArrayMetadataV2
 from chunkflow.storage import make_store
 
 if TYPE_CHECKING:
@@ -222,24 +223,24 @@ def array(data: ArrayLike, **kwargs: Any) -> Array:
     >>> z.nchunks, int(z[9])
     (3, 9)
     """
-    if not is_chunked_source(data):
-        data = _as_numpy(data, kwargs.get("dtype"), kwargs.get("path"))
-    kwargs.setdefault("dtype", data.dtype)
+    source: np.ndarray | ChunkedSource = (
+        data if is_chunked_source(data) else _as_numpy(data, kwargs.get("dtype"), kwargs.get("path")))
+    kwargs.setdefault("dtype", source.dtype)
     if kwargs.get("object_codec") is None:
-        kwargs["dtype"] = items_dtype(data, kwargs["dtype"])
-    if getattr(data, "chunks", None) is not None and "chunks" not in kwargs:
+        kwargs["dtype"] = items_dtype(source, kwargs["dtype"])
+    if getattr(source, "chunks", None) is not None and "chunks" not in kwargs:
         # A chunkflow source lends its stored-object shape (its shards, if sharded).
-        chunks = data.write_chunks if isinstance(data, Array) else data.chunks
+        chunks = source.write_chunks if isinstance(source, Array) else getattr(source, "chunks", None)
         if isinstance(chunks, tuple) and all(isinstance(c, (int, np.integer)) for c in chunks):
             kwargs["chunks"] = chunks
-    z = create(data.shape, **kwargs)
+    z = create(source.shape, **kwargs)
     if z.read_only:
         raise InvalidArgumentError("array(data, read_only=True) cannot write the data")
-    z[...] = data
+    z[...] = source
     return z
 
 
-def _as_numpy(data: ArrayLike, dtype: DTypeLike, path: str | None) -> np.ndarray:
+def _as_numpy(data: ArrayLike, dtype: DTypeLike | None, path: str | None) -> np.ndarray:
     """``data`` as numpy, refusing Python ints that overflow an integer ``dtype``.
 
     Converted before the array is created, so ``array([300], dtype="u1")`` leaves
@@ -256,7 +257,7 @@ def _as_numpy(data: ArrayLike, dtype: DTypeLike, path: str | None) -> np.ndarray
     return convert_dtype(data, target, path or "")
 
 
-def like_kwargs(a: ArrayLike, **kwargs: Any) -> dict[str, Any]:
+def like_kwargs(a: ChunkedSource, **kwargs: Any) -> dict[str, Any]:
     """Creation arguments copied from ``a`` (a chunkflow Array or any array-like), with
     ``kwargs`` overriding them: what the ``*_like`` functions pass to :func:`create`.
 
@@ -270,7 +271,7 @@ def like_kwargs(a: ArrayLike, **kwargs: Any) -> dict[str, Any]:
     if isinstance(a, Array):
         meta = a.metadata
         like.update(chunks=a.write_chunks, zarr_format=a.zarr_format, fill_value=a.fill_value)
-        if a.zarr_format == 2:
+        if isinstance(meta, ArrayMetadataV2):
             like.update(compressor=meta.compressor, filters=meta.filters, order=meta.order,
                         dimension_separator=meta.dimension_separator)
         else:
@@ -314,22 +315,22 @@ def retyped_codecs(codecs: Sequence[Any], old: np.dtype, new: np.dtype) -> list[
     return retyped
 
 
-def zeros_like(a: ArrayLike, **kwargs: Any) -> Array:
+def zeros_like(a: ChunkedSource, **kwargs: Any) -> Array:
     """An array of zeros shaped, chunked and encoded like ``a``."""
     return create(**like_kwargs(a, **kwargs, fill_value=0))
 
 
-def ones_like(a: ArrayLike, **kwargs: Any) -> Array:
+def ones_like(a: ChunkedSource, **kwargs: Any) -> Array:
     """An array of ones shaped, chunked and encoded like ``a``."""
     return create(**like_kwargs(a, **kwargs, fill_value=1))
 
 
-def empty_like(a: ArrayLike, **kwargs: Any) -> Array:
+def empty_like(a: ChunkedSource, **kwargs: Any) -> Array:
     """An empty array shaped, chunked and encoded like ``a``."""
     return create(**like_kwargs(a, **kwargs))
 
 
-def full_like(a: ArrayLike, fill_value: FillValueLike, **kwargs: Any) -> Array:
+def full_like(a: ChunkedSource, fill_value: FillValueLike, **kwargs: Any) -> Array:
     """An array of ``fill_value`` shaped, chunked and encoded like ``a``.
 
     Examples

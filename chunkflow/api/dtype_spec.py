@@ -97,7 +97,7 @@ def normalize_dtype(dtype: DTypeLike, object_codec: Any = None) -> DtypeSpec:
 
 def _from_dtype(dtype: DTypeLike) -> DtypeSpec:
     if isinstance(dtype, (str, type)) and dtype in _SPELLINGS:
-        return DtypeSpec(np.dtype(object), dict(_SPELLINGS[dtype]))  # type: ignore[index]
+        return DtypeSpec(np.dtype(object), dict(_SPELLINGS[dtype]))
     if isinstance(dtype, str) and dtype.startswith("array:"):
         item = _numpy_dtype(dtype[len("array:"):])
         return DtypeSpec(np.dtype(object), {"id": "vlen-array", "dtype": item.str})

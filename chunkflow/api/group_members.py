@@ -18,6 +18,7 @@ from chunkflow.api.zarr3_checks import ZARR3_ONLY
 from chunkflow.core import Array
 from chunkflow.core import Group as CoreGroup
 from chunkflow.errors import ArgumentTypeError, ShapeMismatchError
+from chunkflow.grid import normalize_shape
 from chunkflow.storage import Store
 
 if TYPE_CHECKING:
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
 __all__ = ["Group", "create_member_array"]
 
 
-def create_member_array(store: Store, path: str, *, shape: ShapeLike, dtype: DTypeLike,
+def create_member_array(store: Store, path: str, *, shape: ShapeLike | None, dtype: DTypeLike | None,
                         data: ArrayLike | None, chunks: ChunksLike, overwrite: bool,
                         defaults: dict[str, Any],
                         create_kwargs: dict[str, Any]) -> Array:
@@ -55,9 +56,9 @@ def create_member_array(store: Store, path: str, *, shape: ShapeLike, dtype: DTy
     if chunks is not True:
         kwargs["chunks"] = chunks
     if data is not None:
-        if shape is not None and tuple(np.atleast_1d(shape)) != tuple(data.shape):
+        if shape is not None and normalize_shape(shape) != np.shape(data):
             raise ShapeMismatchError(f"array {path!r}: shape={shape!r} does not match the "
-                                     f"shape {tuple(data.shape)} of data")
+                                     f"shape {np.shape(data)} of data")
         return creation.array(data, store=store, path=path, overwrite=overwrite, **kwargs)
     if shape is None:
         raise ArgumentTypeError(f"array {path!r}: pass shape= (or data=) to create an array")

@@ -261,7 +261,7 @@ def consolidate_metadata(store: StoreLike, path: str | None = None,
         for record in current._member_records().values():
             records.append(record)
             if record.kind == "group":
-                pending.append(current._node(record))  # type: ignore[arg-type]
+                pending.append(current._node(record))  # type: ignore[arg-type]  # a group record opens a Group
     records.sort(key=lambda r: r.path)
     start = len(root_path) + 1 if root_path else 0
     if root.zarr_format == 2:

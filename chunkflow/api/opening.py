@@ -20,8 +20,8 @@ from chunkflow.errors import ArrayNotFoundError, InvalidArgumentError
 from chunkflow.storage import make_store
 
 if TYPE_CHECKING:
-    from numpy.typing import ArrayLike
 
+    from chunkflow.engine.values import ChunkedSource
     from chunkflow.grid import ShapeLike
     from chunkflow.storage import StoreLike
 
@@ -76,7 +76,7 @@ def open_array(
                         **options, **kwargs)
 
 
-def open_like(a: ArrayLike, path: StoreLike, **kwargs: Any) -> Array:
+def open_like(a: ChunkedSource, path: StoreLike, **kwargs: Any) -> Array:
     """Open (or create) the array at ``path`` with the properties of ``a``."""
     like = like_kwargs(a, **kwargs)
     return open_array(path, **like)

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from chunkflow.grid import ceil_div
+from chunkflow.grid import ceil_div, normalize_chunks
 
 if TYPE_CHECKING:
     from chunkflow.grid import ChunksLike
@@ -53,7 +53,7 @@ def _largest_divisor_at_most(n: int, bound: int) -> int:
 
 
 def auto_partition(shape: Sequence[int], chunks: ChunksLike | Literal["auto"],
-                   shards: Sequence[int] | str,
+                   shards: Sequence[int] | str | Mapping[str, Any] | None,
                    itemsize: int) -> tuple[Any, Any]:
     """``(shards, chunks)`` with ``"auto"`` resolved where sharding asks for it.
 
@@ -65,14 +65,17 @@ def auto_partition(shape: Sequence[int], chunks: ChunksLike | Literal["auto"],
         return None, chunks
     if isinstance(chunks, str) and chunks == "auto":
         guess = _guess_inner(shape, max(int(itemsize), 1))
-        if not (isinstance(shards, str) and shards == "auto"):
+        if isinstance(shards, Mapping):  # zarr-python's {"shape": (...)} form
+            shards = tuple(shards["shape"])
+        if not isinstance(shards, str):
             guess = tuple(_largest_divisor_at_most(int(s), g) for s, g in zip(shards, guess))
         chunks = guess
     if isinstance(shards, str) and shards == "auto":
         warnings.warn("shards='auto' is experimental (as in zarr-python): the shard shape it "
                       "picks may change; pass shards= explicitly to keep a layout",
                       UserWarning, stacklevel=3)
-        shards = tuple(c * 2 if s // c > 8 else c for s, c in zip(shape, chunks))
-    elif isinstance(shards, dict):  # zarr-python's {"shape": (...)} form
+        inner = normalize_chunks(chunks, tuple(shape), max(int(itemsize), 1))
+        shards = tuple(c * 2 if s // c > 8 else c for s, c in zip(shape, inner))
+    elif isinstance(shards, Mapping):  # zarr-python's {"shape": (...)} form
         shards = tuple(shards["shape"])
     return tuple(shards), chunks

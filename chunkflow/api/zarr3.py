@@ -39,6 +39,7 @@ from chunkflow.api.zarr3_checks import (
 from chunkflow.codecs import evolved
 from chunkflow.core.array import Array
 from chunkflow.errors import ArgumentTypeError, MetadataError
+from chunkflow.grid import normalize_shape
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, DTypeLike
@@ -54,7 +55,7 @@ __all__ = ["create_array", "from_array"]
 DEFAULT_SERIALIZER = {"name": "bytes", "configuration": {"endian": "little"}}
 DEFAULT_V3_COMPRESSOR = {"name": "zstd", "configuration": {"level": 0, "checksum": False}}
 DEFAULT_V2_COMPRESSOR = {"id": "zstd", "level": 0}
-INDEX_CODECS = [DEFAULT_SERIALIZER, {"name": "crc32c"}]
+INDEX_CODECS: list[dict[str, Any]] = [DEFAULT_SERIALIZER, {"name": "crc32c"}]
 
 
 def _as_document(codec: CodecLike, zarr_format: int, items: DtypeSpec | None = None,
@@ -114,7 +115,7 @@ def create_array(
     *,
     name: str | None = None,
     shape: ShapeLike | None = None,
-    dtype: DTypeLike = None,
+    dtype: DTypeLike | None = None,
     data: ArrayLike | None = None,
     chunks: ChunksLike | Literal["auto"] = "auto",
     shards: Sequence[int] | str | None = None,
@@ -147,7 +148,7 @@ def create_array(
     zarr_format = resolve_zarr_format(zarr_format)
     if shape is None or dtype is None:
         raise ArgumentTypeError("create_array needs shape= and dtype= (or data=)")
-    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    shape = normalize_shape(shape)
     chunk_arg: ChunksLike = True if isinstance(chunks, str) and chunks == "auto" else chunks
     if isinstance(chunk_arg, (int, np.integer)) and not isinstance(chunk_arg, bool):
         chunk_arg = (int(chunk_arg),) * len(shape)
@@ -179,13 +180,13 @@ def create_array(
             check_stage(keyword, documents)
         inner = [*stages["filters"], *stages["serializer"], *stages["compressors"]]
         if shards is not None:
-            shards, chunk_arg = auto_partition(shape, "auto" if chunk_arg is True else chunk_arg,
-                                               shards, _itemsize(dtype))
-            check_shards(tuple(shards), tuple(chunk_arg), shape)
+            shard_shape, inner_chunks = auto_partition(
+                shape, "auto" if chunk_arg is True else chunk_arg, shards, _itemsize(dtype))
+            check_shards(tuple(shard_shape), tuple(inner_chunks), shape)
             inner = [{"name": "sharding_indexed", "configuration": {
-                "chunk_shape": list(chunk_arg), "codecs": inner,
+                "chunk_shape": list(inner_chunks), "codecs": inner,
                 "index_codecs": [dict(c) for c in INDEX_CODECS], "index_location": "end"}}]
-            chunk_arg = tuple(shards)
+            chunk_arg = tuple(shard_shape)
         options.update(codecs=inner, chunk_key_encoding=chunk_key_encoding,
                        dimension_names=dimension_names)
     array = create(shape, chunks=chunk_arg, dtype=dtype, store=store, path=name,

@@ -117,10 +117,10 @@ def key_encoding_document(encoding: KeyEncodingLike, zarr_format: int) -> KeyEnc
     """
     if not isinstance(encoding, Mapping):
         return encoding
-    doc = {"name": encoding.get("name"),
-           "configuration": dict(encoding.get("configuration") or {})}
+    configuration = dict(encoding.get("configuration") or {})
     if "separator" in encoding:
-        doc["configuration"]["separator"] = encoding["separator"]
+        configuration["separator"] = encoding["separator"]
+    doc = {"name": encoding.get("name"), "configuration": configuration}
     if zarr_format == 2 and doc["name"] != "v2":
         raise MetadataError(
             f"chunk_key_encoding {doc['name']!r}: Zarr v2 arrays use the 'v2' encoding; pass "

@@ -29,7 +29,14 @@ from chunkflow.cache.admission import WholeReads
 from chunkflow.cache.everywhere import discard_everywhere, register
 from chunkflow.cache.families import Families
 from chunkflow.cache.stats import CacheStats
-from chunkflow.cache.tiers import CachedChunk, Tiers, build_tiers, chunk_weight
+from chunkflow.cache.tiers import (
+    CachedChunk,
+    Tiers,
+    build_tiers,
+    chunk_weight,
+    drain,
+    keys_starting_with,
+)
 from chunkflow.config import byte_count
 from chunkflow.errors import ArgumentTypeError
 from chunkflow.storage.coherence import location
@@ -206,7 +213,7 @@ class ChunkCache:
         """
         if self._whole is None:
             return set()
-        return self._whole.first_reads(keys)  # type: ignore[return-value]
+        return self._whole.first_reads(keys)  # type: ignore[return-value]  # the keys given are str
 
     # -- tickets and insertions --------------------------------------------------------
 
@@ -337,7 +344,7 @@ class ChunkCache:
             self._floor = self._epoch
             self._log.clear()
             tiers = self._tiers
-            for key in _starting_with(tiers, prefix):
+            for key in keys_starting_with(tiers, prefix):
                 self._discard(tiers, key)
 
     @staticmethod
@@ -376,7 +383,7 @@ class ChunkCache:
     def discard_prefix(self, prefix: str) -> None:
         """Forget every chunk whose location starts with ``prefix``."""
         tiers = self._tiers
-        for key in _starting_with(tiers, prefix):
+        for key in keys_starting_with(tiers, prefix):
             self._discard(tiers, key)
 
     def discard_array(self, identity: str, path: str) -> None:
@@ -428,33 +435,14 @@ class ChunkCache:
             if compressed_bytes is not None:
                 compressed = byte_count("compressed_bytes", compressed_bytes, text=False)
             new = self._tiers = self._rebuilt(max_bytes, compressed)
-        for key, entry in self._drained(old):
+        entries, evicted = drain(old)
+        with self._count_lock:
+            self._evictions += evicted
+        for key, entry in entries:
             if chunk_weight(key, entry) <= max_bytes:
                 new.data[key] = entry  # what no longer fits is evicted (and counted) here
             else:
                 self._count_eviction(key, entry)
-
-    def _drained(self, tiers: Tiers) -> list[tuple[Hashable, CachedChunk]]:
-        """Take the decoded entries out of retired layers, least recently used first.
-
-        Without a second tier, ``LRU.evict()`` hands them out in recency order (each
-        call counts an eviction, taken back here: a move is not one). With one,
-        evicting would compress every entry into the retired tier for nothing: they
-        come in insertion order instead, and the compressed ones are dropped (which
-        counts as evicting them).
-        """
-        if tiers.slow is not None:
-            with self._count_lock:
-                self._evictions += len(tiers.slow)
-            return list(tiers.fast.items())
-        entries = []
-        while len(tiers.fast):
-            key, entry, _ = tiers.fast.evict()
-            if key is not None:
-                entries.append((key, entry))
-        with self._count_lock:
-            self._evictions -= len(entries)
-        return entries
 
     # -- counters ----------------------------------------------------------------------
 
@@ -507,9 +495,3 @@ class ChunkCache:
         budgets = f"max_bytes={self.max_bytes}, compressed_bytes={self.compressed_max_bytes}"
         return f"ChunkCache({budgets})"
 
-
-def _starting_with(tiers: Tiers, prefix: str) -> list[Hashable]:
-    # A scan, not an index: this runs when arrays are replaced or deleted, rarely, and
-    # an index would have to follow every eviction in both tiers. list(keys()) copies
-    # them at once, so concurrent changes cannot break the iteration.
-    return [k for k in list(tiers.data.keys()) if isinstance(k, str) and k.startswith(prefix)]

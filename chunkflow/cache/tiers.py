@@ -40,6 +40,8 @@ __all__ = [
     "chunk_weight",
     "compress",
     "decompress",
+    "drain",
+    "keys_starting_with",
 ]
 
 # lz4 at a middle level: entries are compressed again on every demotion, so speed
@@ -202,3 +204,30 @@ def build_tiers(
     )
     buffer = zict.Buffer({}, zict.Func(compress, decompress, slow), max_bytes, weight=chunk_weight)
     return Tiers(buffer, buffer.fast, slow)
+
+
+def drain(tiers: Tiers) -> tuple[list[tuple[Hashable, CachedChunk]], int]:
+    """Take the decoded entries out of retired tiers, least recently used first, and
+    the number of evictions that makes (to add to the cache's count).
+
+    Without a second tier, ``LRU.evict()`` hands them out in recency order (each call
+    counts an eviction, taken back here: a move is not one). With one, evicting would
+    compress every entry into the retired tier for nothing: they come in insertion
+    order instead, and the compressed ones are dropped (which counts as evicting them).
+    """
+    if tiers.slow is not None:
+        return list(tiers.fast.items()), len(tiers.slow)
+    entries: list[tuple[Hashable, CachedChunk]] = []
+    while len(tiers.fast):
+        key, entry, _ = tiers.fast.evict()
+        if key is not None and entry is not None:
+            entries.append((key, entry))
+    return entries, -len(entries)
+
+
+def keys_starting_with(tiers: Tiers, prefix: str) -> list[Hashable]:
+    """The cached keys (of both tiers) that start with ``prefix``."""
+    # A scan, not an index: this runs when arrays are replaced or deleted, rarely, and
+    # an index would have to follow every eviction in both tiers. list(keys()) copies
+    # them at once, so concurrent changes cannot break the iteration.
+    return [k for k in list(tiers.data.keys()) if isinstance(k, str) and k.startswith(prefix)]

@@ -129,7 +129,8 @@ def removed_on_failure(location: str, storage_options: dict[str, Any] | None = N
     except BaseException as err:
         if existed:
             raise
-        removed = _remove_url(location, storage_options) if url else _remove_local(root)
+        removed = (_remove_url(location, storage_options) if root is None
+                   else _remove_local(root))
         if not removed:
             raise
         shown = location if url else str(root)

@@ -202,8 +202,11 @@ def _slab_bar(total: int, enabled: bool) -> Iterator[Callable[[], None]]:
         yield lambda: None
         return
     bar = tqdm(total=total, unit="slab", desc="chunkflow copy", file=sys.stderr)
+    def tick() -> None:
+        bar.update(1)
+
     try:
-        yield lambda: bar.update(1)
+        yield tick
     finally:
         bar.close()
 

@@ -95,17 +95,18 @@ def _zstd(buf: Any, limit: int, name: str) -> Any:
         return numcodecs.zstd.decompress(buf)
     # No size in the frame: decompress into `limit` bytes at most. numcodecs insists the
     # output fill the buffer exactly and says how much there was; decode again into that.
-    for capacity in (limit, None):
-        dest = np.empty(capacity if capacity is not None else size, dtype=np.uint8)
+    capacity = limit
+    for retry in (False, True):
+        dest = np.empty(capacity, dtype=np.uint8)
         try:
             return numcodecs.zstd.decompress(buf, dest)
         except RuntimeError as err:
             if "too small" in str(err):
                 raise _refuse(name, limit) from None
             found = _ZSTD_SIZE.search(str(err))
-            if found is None or capacity is None:
+            if found is None or retry:
                 raise ChunkDecodeError(f"codec {name!r}: cannot decode: {err}") from err
-            size = int(found.group(1))
+            capacity = int(found.group(1))
     raise InternalError("unreachable")
 
 

@@ -27,7 +27,7 @@ from numcodecs.abc import Codec
 
 from chunkflow.codecs.array_stages import filter_out_spec, has_endianness
 from chunkflow.codecs.pipeline_v3 import split_codecs
-from chunkflow.codecs.registry import NumcodecsCodec, V3Codec, codec_from_json
+from chunkflow.codecs.registry import NumcodecsCodec, V3Codec, codec_from_json, is_v3_codec
 from chunkflow.codecs.sharding import ShardingCodec
 from chunkflow.codecs.stages import build_numcodec
 from chunkflow.codecs.v3_codecs import (
@@ -43,7 +43,7 @@ from chunkflow.codecs.v3_codecs import (
     VLenUTF8Codec,
     ZstdCodec,
 )
-from chunkflow.errors import InvalidArgumentError, UnsupportedCodecError
+from chunkflow.errors import InvalidArgumentError, MetadataError, UnsupportedCodecError
 from chunkflow.metadata import encode_data_type_v3
 
 if TYPE_CHECKING:
@@ -130,7 +130,7 @@ def to_v3_codec(obj: CodecLike, itemsize: int = 1) -> V3Codec:
     >>> to_v3_codec(numcodecs.BZ2(level=1)).to_json()
     {'name': 'numcodecs.bz2', 'configuration': {'level': 1}}
     """
-    if hasattr(obj, "kind") and hasattr(obj, "to_json"):
+    if is_v3_codec(obj):
         return obj
     if isinstance(obj, Codec):
         return _from_numcodecs_config(obj.get_config(), itemsize)
@@ -138,9 +138,10 @@ def to_v3_codec(obj: CodecLike, itemsize: int = 1) -> V3Codec:
         return _from_numcodecs_config(obj, itemsize)
     if isinstance(obj, (dict, str)):
         return codec_from_json(obj)
-    if callable(getattr(obj, "to_dict", None)):  # zarr-python codec objects
+    to_dict = getattr(obj, "to_dict", None)
+    if callable(to_dict):  # zarr-python codec objects
         # Their documents hold tuples (ShardingCodec's chunk_shape and codecs).
-        return codec_from_json(_plain_json(obj.to_dict()))
+        return codec_from_json(_plain_json(to_dict()))
     raise UnsupportedCodecError(f"cannot use {obj!r} as a codec")
 
 
@@ -403,12 +404,13 @@ def evolved(codec: Any, dtype: np.dtype, object_codec: str | None = None,
         warnings.simplefilter("ignore")
         zdtype = get_data_type_from_json(data_type, zarr_format=3)
         spec = ArraySpec(shape=(1,) * (ndim or 1), dtype=zdtype,
-                         fill_value=zdtype.default_scalar(), config=ArrayConfig.from_dict({}),
+                         fill_value=zdtype.default_scalar(),
+                         config=ArrayConfig(order="C", write_empty_chunks=False),
                          prototype=default_buffer_prototype())
         return evolve(spec)
 
 
-def compressor_of(zarr_format: int, doc: JSONValue) -> Codec | None:
+def compressor_of(zarr_format: int, doc: JSONValue | Sequence[dict[str, Any]]) -> Codec | None:
     """The numcodecs compressor of an array, for ``Array.compressor``.
 
     For v3 this is the first bytes->bytes codec that is not a checksum.
@@ -422,7 +424,11 @@ def compressor_of(zarr_format: int, doc: JSONValue) -> Codec | None:
     True
     """
     if zarr_format == 2:
+        if doc is not None and not isinstance(doc, dict):
+            raise MetadataError(f"a v2 compressor must be an object or null, got {doc!r}")
         return None if doc is None else build_numcodec(doc, allow_pickle=True)
+    if doc is not None and not isinstance(doc, (list, tuple)):
+        raise MetadataError(f"v3 codecs must be a list, got {doc!r}")
     for item in doc or ():
         codec = to_v3_codec(item)
         if codec.kind == BYTES_TO_BYTES:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -73,7 +73,7 @@ class V2Pipeline:
         self.chunk_shape = tuple(int(n) for n in chunk_shape)
         if order not in ("C", "F"):
             raise UnsupportedCodecError(f"v2 order must be 'C' or 'F', got {order!r}")
-        self.order = order
+        self.order: Literal["C", "F"] = "F" if order == "F" else "C"  # checked by the metadata
         self._filters = tuple(build_numcodec(f, allow_pickle=allow_pickle) for f in filters or ())
         self._filter_ids = tuple(str(f["id"]) for f in filters or ())
         self._compressor: BytesStage | None = None
@@ -151,7 +151,7 @@ class V2Pipeline:
         if self._compressor is not None:
             buf = self._compressor.encode(buf)
         if not detached and not isinstance(buf, bytes):
-            return memoryview(as_u8(buf))
+            return as_u8(buf).data
         return detach(buf, chunk)
 
     # -- decode ---------------------------------------------------------------
@@ -228,7 +228,7 @@ class V2Pipeline:
                 or not out.flags.writeable):
             return None
         stored = out if self.order == "C" else out.T
-        return memoryview(stored.reshape(-1).view(np.uint8))
+        return stored.reshape(-1).view(np.uint8).data
 
     def _decode_flat(self, data: BufferLike, out: np.ndarray) -> None:
         if self._compressor is None:

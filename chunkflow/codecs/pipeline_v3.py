@@ -115,8 +115,8 @@ class V3Pipeline:
     ) -> None:
         self.dtype = np.dtype(dtype)
         self.chunk_shape = tuple(int(n) for n in chunk_shape)
-        parsed = [c if hasattr(c, "kind") else codec_from_json(c) for c in codecs]
-        a2a, a2b, b2b = split_codecs(parsed)  # type: ignore[arg-type]
+        parsed = [codec_from_json(c) if isinstance(c, dict) else c for c in codecs]
+        a2a, a2b, b2b = split_codecs(parsed)
         self.codecs = tuple(parsed)
         spec: Spec = (self.chunk_shape, self.dtype)
         self._a2a: list[Any] = []
@@ -128,7 +128,7 @@ class V3Pipeline:
                 spec = (tuple(spec[0][i] for i in step), spec[1])
                 perm = None if perm is None else tuple(perm[i] for i in step)
             else:
-                stage = ArrayFilterStage(codec, spec, allow_pickle)  # type: ignore[arg-type]
+                stage = ArrayFilterStage(codec, spec, allow_pickle)  # type: ignore[arg-type]  # split_codecs: every a2a codec but transpose is a filter
                 self._a2a.append(stage)
                 spec, perm = stage.out_spec, None
         if isinstance(a2b, BytesCodec):
@@ -297,7 +297,7 @@ class V3Pipeline:
         if (out.shape != self.chunk_shape or out.dtype != self._stored_dtype
                 or not out.flags.c_contiguous or not out.flags.writeable):
             return None
-        return memoryview(out.reshape(-1).view(np.uint8))
+        return out.reshape(-1).view(np.uint8).data
 
     def _staged(self, chunk: np.ndarray) -> np.ndarray:
         """`chunk`, copied into this thread's scratch buffer if not already laid out
@@ -330,7 +330,7 @@ class V3Pipeline:
 
 
 def _as_bytes(buf: BufferLike) -> bytes | memoryview:
-    return buf if isinstance(buf, bytes) else memoryview(as_u8(buf))
+    return buf if isinstance(buf, bytes) else as_u8(buf).data
 
 
 def v3_pipeline(

@@ -11,7 +11,7 @@ ZstdCodec(level=3, checksum=False)
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, TypeGuard, Union
 
 from chunkflow.codecs.sharding import ShardingCodec
 from chunkflow.codecs.v3_codecs import (
@@ -20,10 +20,10 @@ from chunkflow.codecs.v3_codecs import (
     BYTES_TO_BYTES,
     BloscCodec,
     BytesCodec,
+    CodecBase,
     Crc32cCodec,
     GzipCodec,
     TransposeCodec,
-    V3Codec,
     VLenBytesCodec,
     VLenUTF8Codec,
     ZstdCodec,
@@ -33,7 +33,7 @@ from chunkflow.errors import UnsupportedCodecError
 if TYPE_CHECKING:
     from chunkflow.metadata.json import JSONValue
 
-__all__ = ["NUMCODECS_KINDS", "NumcodecsCodec", "V3Codec", "codec_from_json"]
+__all__ = ["NUMCODECS_KINDS", "NumcodecsCodec", "V3Codec", "codec_from_json", "is_v3_codec"]
 
 # The kinds zarr-python 3.1 assigns in zarr/codecs/numcodecs/_codecs.py; the object
 # codecs (vlen-*, json2, msgpack2, pickle, vlen-array) turn an array into bytes.
@@ -56,7 +56,7 @@ NUMCODECS_PREFIX = "numcodecs."
 
 
 @dataclass(frozen=True)
-class NumcodecsCodec(V3Codec):
+class NumcodecsCodec(CodecBase):
     """A numcodecs codec outside the v3 spec, stored as ``"numcodecs.<id>"``.
 
     Examples
@@ -95,6 +95,8 @@ class NumcodecsCodec(V3Codec):
     @classmethod
     def from_json(cls, doc: JSONValue) -> NumcodecsCodec:
         doc = {"name": doc} if isinstance(doc, str) else doc
+        if not isinstance(doc, dict) or not isinstance(doc.get("name"), str):
+            raise UnsupportedCodecError(f"expected a numcodecs codec document, got {doc!r}")
         config = doc.get("configuration") or {}
         if not isinstance(config, dict):
             raise UnsupportedCodecError(f"codec {doc['name']!r}: configuration must be an object")
@@ -107,6 +109,21 @@ V3Codec = Union[  # noqa: UP007
     BytesCodec, TransposeCodec, BloscCodec, GzipCodec, ZstdCodec, Crc32cCodec,
     VLenUTF8Codec, VLenBytesCodec, NumcodecsCodec, ShardingCodec,
 ]
+
+
+
+def is_v3_codec(obj: object) -> TypeGuard[V3Codec]:
+    """Whether ``obj`` is one of chunkflow's v3 codec objects (not a document).
+
+    Examples
+    --------
+    >>> is_v3_codec(Crc32cCodec()), is_v3_codec({"name": "crc32c"})
+    (True, False)
+    """
+    return isinstance(obj, (BytesCodec, TransposeCodec, BloscCodec, GzipCodec, ZstdCodec,
+                            Crc32cCodec, VLenUTF8Codec, VLenBytesCodec, NumcodecsCodec,
+                            ShardingCodec))
+
 
 _BY_NAME: dict[str, Any] = {
     cls.name: cls

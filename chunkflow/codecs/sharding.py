@@ -171,7 +171,7 @@ class ShardingStage:
         self.inner_shape = tuple(inner)
         self.grid = tuple(s // c for s, c in zip(self.shape, inner))
         self.count = math.prod(self.grid)
-        self.fill_value = np.zeros((), self.dtype)[()] if fill_value is None else fill_value
+        self.fill_value: np.generic = np.zeros(1, self.dtype)[0] if fill_value is None else fill_value
         self.inner = make_pipeline(self.dtype, inner, codec.codecs)
         self.index = make_pipeline(np.dtype("<u8"), (*self.grid, 2), codec.index_codecs)
         # The index codecs have a fixed overhead (bytes + crc32c): measure it on a

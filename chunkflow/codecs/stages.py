@@ -99,14 +99,16 @@ def detach(buf: BufferLike, source: np.ndarray) -> bytes | memoryview:
     >>> type(detach(chunk, chunk)).__name__, type(detach(chunk + 1, chunk)).__name__
     ('bytes', 'memoryview')
     """
-    if isinstance(buf, (bytes, bytearray)):
+    if isinstance(buf, bytes):
         return buf
+    if isinstance(buf, bytearray):  # a codec's own new buffer: no copy needed
+        return memoryview(buf)
     u8 = as_u8(buf)
     # A view of the caller's chunk would let later writes to the chunk change the
     # "stored" bytes (MemoryStore keeps references): copy in that one case.
     if np.may_share_memory(u8, source):
         return u8.tobytes()
-    return memoryview(u8)
+    return u8.data  # a memoryview of the flat bytes
 
 
 def check_safe(codec_id: str, allow_pickle: bool) -> None:

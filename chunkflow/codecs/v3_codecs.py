@@ -31,10 +31,10 @@ __all__ = [
     "BYTES_TO_BYTES",
     "BloscCodec",
     "BytesCodec",
+    "CodecBase",
     "Crc32cCodec",
     "GzipCodec",
     "TransposeCodec",
-    "V3Codec",
     "VLenBytesCodec",
     "VLenUTF8Codec",
     "ZstdCodec",
@@ -48,7 +48,7 @@ BLOSC_CNAMES = ("lz4", "lz4hc", "blosclz", "zstd", "snappy", "zlib")
 BLOSC_SHUFFLES = ("noshuffle", "shuffle", "bitshuffle")
 
 
-class V3Codec:
+class CodecBase:
     """The base of every v3 codec: its document (``to_json``/``from_json``), its numcodecs
     configuration and its stage; each codec class overrides these methods."""
 
@@ -92,7 +92,7 @@ def _check_int(name: str, key: str, value: object, low: int, high: int) -> None:
 
 
 @dataclass(frozen=True)
-class BytesCodec(V3Codec):
+class BytesCodec(CodecBase):
     """``bytes``: array->bytes in the given endianness (None for 1-byte types).
 
     Examples
@@ -124,7 +124,7 @@ class BytesCodec(V3Codec):
 
 
 @dataclass(frozen=True)
-class TransposeCodec(V3Codec):
+class TransposeCodec(CodecBase):
     """``transpose``: array->array permutation (encoded = chunk.transpose(order)).
 
     ``order`` may also be ``"C"`` (identity) or ``"F"`` (reversed axes), spellings
@@ -169,7 +169,7 @@ class TransposeCodec(V3Codec):
             raise UnsupportedCodecError(
                 f"codec 'transpose': order {list(self.order)} does not match {ndim} dimensions"
             )
-        return tuple(self.order)  # type: ignore[arg-type]
+        return tuple(self.order)  # type: ignore[arg-type]  # not 'C' or 'F': a tuple of axes
 
     def to_json(self) -> dict[str, Any]:
         order = self.order if isinstance(self.order, str) else list(self.order)
@@ -184,7 +184,7 @@ class TransposeCodec(V3Codec):
 
 
 @dataclass(frozen=True)
-class BloscCodec(V3Codec):
+class BloscCodec(CodecBase):
     """``blosc``: bytes->bytes; string shuffle and an explicit typesize.
 
     ``shuffle`` also accepts the numcodecs integers 0/1/2; ``typesize=None`` is
@@ -246,7 +246,7 @@ class BloscCodec(V3Codec):
 
 
 @dataclass(frozen=True)
-class GzipCodec(V3Codec):
+class GzipCodec(CodecBase):
     """``gzip``: bytes->bytes (RFC 1952, numcodecs ``GZip``).
 
     Examples
@@ -274,7 +274,7 @@ class GzipCodec(V3Codec):
 
 
 @dataclass(frozen=True)
-class ZstdCodec(V3Codec):
+class ZstdCodec(CodecBase):
     """``zstd``: bytes->bytes (numcodecs ``Zstd``).
 
     Examples
@@ -305,7 +305,7 @@ class ZstdCodec(V3Codec):
 
 
 @dataclass(frozen=True)
-class Crc32cCodec(V3Codec):
+class Crc32cCodec(CodecBase):
     """``crc32c``: bytes->bytes, appends the little-endian CRC32C of its input.
 
     Examples
@@ -330,7 +330,7 @@ class Crc32cCodec(V3Codec):
 
 
 @dataclass(frozen=True)
-class VLenUTF8Codec(V3Codec):
+class VLenUTF8Codec(CodecBase):
     """``vlen-utf8``: array->bytes for variable-length strings (numcodecs ``VLenUTF8``).
 
     Examples

@@ -250,7 +250,7 @@ def zarr_format(what: str, value: object) -> int:
         value = int(value.strip())
     if isinstance(value, bool) or value not in (2, 3):
         raise SettingError(f"{what} must be 2 or 3, got {value!r}")
-    return int(value)  # type: ignore[call-overload]
+    return int(value)
 
 
 def recheck_policy(what: str, value: object) -> bool | str | float:

@@ -25,25 +25,62 @@ __all__ = ["InfoSource", "array_info", "describe_stage"]
 class InfoSource(Protocol):
     """What ``.info`` reads of an array (a :class:`~chunkflow.Array` has it all)."""
 
-    name: str
-    path: str
-    attrs: Any
-    store: Store
-    zarr_format: int
-    dtype: np.dtype
-    fill_value: Any
-    shape: tuple[int, ...]
-    shards: tuple[int, ...] | None
-    chunks: tuple[int, ...]
-    order: str
-    read_only: bool
-    filters: Sequence[Any]
-    serializer: Any
-    compressors: Sequence[Any]
-    nbytes: int
-    nbytes_stored: int
-    nshards_initialized: int
-    nshards: int
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def attrs(self) -> Any: ...
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def zarr_format(self) -> int: ...
+
+    @property
+    def dtype(self) -> np.dtype: ...
+
+    @property
+    def fill_value(self) -> Any: ...
+
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+
+    @property
+    def shards(self) -> tuple[int, ...] | None: ...
+
+    @property
+    def chunks(self) -> tuple[int, ...]: ...
+
+    @property
+    def order(self) -> str: ...
+
+    @property
+    def read_only(self) -> bool: ...
+
+    @property
+    def filters(self) -> Sequence[Any] | None: ...
+
+    @property
+    def serializer(self) -> Any: ...
+
+    @property
+    def compressors(self) -> Sequence[Any]: ...
+
+    @property
+    def nbytes(self) -> int: ...
+
+    @property
+    def nbytes_stored(self) -> int: ...
+
+    @property
+    def nshards_initialized(self) -> int: ...
+
+    @property
+    def nshards(self) -> int: ...
 
 
 def describe_stage(codecs: Sequence[Any]) -> str:

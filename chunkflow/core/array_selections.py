@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike, DTypeLike
 
     from chunkflow.engine.chunk_io import ChunkIO
+    from chunkflow.engine.values import ChunkedSource
     from chunkflow.indexing import ChunkProjection, Fields, Indexer, Selection
     from chunkflow.indexing.plans import BasicPlans
 
@@ -182,19 +183,19 @@ class ArraySelections:
 
     def _get_vindex(self, selection: Selection, *, fields: Fields = None) -> np.ndarray:
         if is_mask_selection(selection, self.ndim):
-            return self.get_mask_selection(selection, fields=fields)  # type: ignore[arg-type]
+            return self.get_mask_selection(selection, fields=fields)  # type: ignore[arg-type]  # is_mask_selection checked it
         return self.get_coordinate_selection(selection, fields=fields)
 
     def _set_vindex(self, selection: Selection, value: ArrayLike, *,
                     fields: Fields = None) -> None:
         if is_mask_selection(selection, self.ndim):
-            self.set_mask_selection(selection, value, fields=fields)  # type: ignore[arg-type]
+            self.set_mask_selection(selection, value, fields=fields)  # type: ignore[arg-type]  # is_mask_selection checked it
         else:
             self.set_coordinate_selection(selection, value, fields=fields)
 
     # -- writing ---------------------------------------------------------------
 
-    def __setitem__(self, selection: Selection, value: ArrayLike) -> None:
+    def __setitem__(self, selection: Selection, value: ArrayLike | ChunkedSource) -> None:
         if is_basic_selection(selection):
             self.set_basic_selection(selection, value)
             return
@@ -204,7 +205,7 @@ class ArraySelections:
         else:
             self._set(NumpyIndexer(selection, self._io.grid), value, fields)
 
-    def set_basic_selection(self, selection: Selection, value: ArrayLike, *,
+    def set_basic_selection(self, selection: Selection, value: ArrayLike | ChunkedSource, *,
                             fields: Fields = None) -> None:
         """Write to integers, slices and Ellipsis; ``value`` broadcasts like numpy."""
         self._check_writable()
@@ -240,7 +241,7 @@ class ArraySelections:
         """Write where a boolean mask of the array's shape is true."""
         self._set(MaskIndexer(mask, self._io.grid), value, fields)
 
-    def _set(self, indexer: Indexer, value: ArrayLike, fields: Fields = None) -> None:
+    def _set(self, indexer: Indexer, value: ArrayLike | ChunkedSource, fields: Fields = None) -> None:
         self._check_writable()
         field = writable_field(self.dtype, fields, f"array {self._path or '/'!r}: ")
         if field is not None:

@@ -74,7 +74,7 @@ class Attributes(MutableMapping[str, Any]):
             raise KeyNotFoundError(f"node {self._path or '/'!r} has no attribute {key!r}")
         self._apply(lambda current: {k: v for k, v in current.items() if k != key})
 
-    def update(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
+    def update(self, *args: Any, **kwargs: Any) -> None:
         """Set many attributes with a single write."""
         changes = dict(*args, **kwargs)
         normalize_attributes(changes, self._path)  # refuse non-JSON before any write

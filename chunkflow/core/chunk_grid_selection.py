@@ -115,7 +115,7 @@ class ChunkGridSelection:
         >>> z.get_block_selection((1, 0))
         array([[8, 9]])
         """
-        return self.get_basic_selection(self._chunk_grid_slices(selection))  # type: ignore[attr-defined]
+        return self.get_basic_selection(self._chunk_grid_slices(selection))  # type: ignore[attr-defined]  # provided by Array
 
     def set_block_selection(self, selection: Selection, value: ArrayLike) -> None:
         """Write whole blocks of the chunk grid; ``value`` broadcasts like numpy.
@@ -128,7 +128,7 @@ class ChunkGridSelection:
         >>> z[:].tolist()
         [0, 0, 5, 5, 0, 0]
         """
-        self.set_basic_selection(self._chunk_grid_slices(selection), value)  # type: ignore[attr-defined]
+        self.set_basic_selection(self._chunk_grid_slices(selection), value)  # type: ignore[attr-defined]  # provided by Array
 
     @property
     def blocks(self) -> SelectionAccessor:

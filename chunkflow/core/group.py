@@ -43,6 +43,8 @@ from chunkflow.metadata.ngff import multiscales_rows, read_multiscales
 from chunkflow.storage import Store, make_store
 
 if TYPE_CHECKING:
+    from typing_extensions import Self  # typing.Self is Python 3.11+
+
     from chunkflow.cache import CacheLike
     from chunkflow.storage import StoreLike
     from chunkflow.sync import SynchronizerLike
@@ -112,7 +114,7 @@ class Group(NodeProperties, ArrayCreation, GroupNavigation):
     def _from_record(
         cls, store: Store, record: NodeRecord, read_only: bool, options: MemberOptions,
         index: ConsolidatedIndex | None = None,
-    ) -> Group:
+    ) -> Self:
         """A Group over an already-read record (no store read)."""
         group = cls.__new__(cls)
         group._setup(store, record, read_only, options, index)
@@ -186,7 +188,7 @@ class Group(NodeProperties, ArrayCreation, GroupNavigation):
                                            self._member_options, self._live_index())
         options = ArrayOptions.from_kwargs(read_only=self._read_only,
                                            **self._member_options.array_kwargs())
-        return Array._from_metadata(self._store, record.path, record.metadata,  # type: ignore[arg-type]
+        return Array._from_metadata(self._store, record.path, record.metadata,  # type: ignore[arg-type]  # an array record holds array metadata
                                     dict(record.attributes), options)
 
     def _record(self, path: str) -> NodeRecord | None:
@@ -374,7 +376,7 @@ class Group(NodeProperties, ArrayCreation, GroupNavigation):
         if record.kind == "array":
             raise ContainsArrayError(f"path {path!r} in {self._store!r} holds an array, "
                                      f"expected a group")
-        return self._node(record)  # type: ignore[return-value]
+        return self._node(record)  # type: ignore[return-value]  # not an array record: a group
 
     def __delitem__(self, name: str) -> None:
         self._check_writable()

@@ -10,10 +10,12 @@ from chunkflow.core.array import Array
 from chunkflow.core.member_options import MemberOptions
 from chunkflow.core.node_records import fetch_nodes, parse_node
 from chunkflow.errors import ArgumentTypeError, ContainsGroupError, DtypeMismatchError, ShapeMismatchError
+from chunkflow.grid import normalize_shape
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, DTypeLike
 
+    from chunkflow.core.node_records import NodeRecord
     from chunkflow.grid import ChunksLike, ShapeLike
     from chunkflow.metadata import FillValueLike
     from chunkflow.storage import Store
@@ -28,7 +30,8 @@ class ArrayMaker(Protocol):
     caller's keywords, which win. ``chunkflow.Group`` (a subclass defined in
     :mod:`chunkflow.api.group_members`) provides it."""
 
-    def __call__(self, store: Store, path: str, *, shape: ShapeLike, dtype: DTypeLike, data: ArrayLike | None,
+    def __call__(self, store: Store, path: str, *, shape: ShapeLike | None, dtype: DTypeLike | None,
+                 data: ArrayLike | None,
                  chunks: ChunksLike, overwrite: bool, defaults: dict[str, Any],
                  create_kwargs: dict[str, Any]) -> Array: ...
 
@@ -46,7 +49,13 @@ class ArrayCreation:
     _zarr_format: int
     _member_options: MemberOptions
 
-    def create_array(self, name: str, *, shape: ShapeLike | None = None, dtype: DTypeLike = None,
+    if TYPE_CHECKING:  # provided by Group, which this mixin is a base of
+        def _check_writable(self) -> None: ...
+        def _child_path(self, name: str) -> str: ...
+        def _changed(self) -> None: ...
+        def _node(self, record: NodeRecord) -> Array | ArrayCreation: ...
+
+    def create_array(self, name: str, *, shape: ShapeLike | None = None, dtype: DTypeLike | None = None,
                      data: ArrayLike | None = None, chunks: ChunksLike = True, overwrite: bool = False,
                      **create_kwargs: Any) -> Array:
         """Create the array ``name``; with ``data=``, its shape, dtype and values.
@@ -94,8 +103,11 @@ class ArrayCreation:
         if record.kind == "group":
             raise ContainsGroupError(f"path {path!r} in {self._store!r} holds a group, "
                                      f"expected an array")
-        array: Array = self._node(record)  # type: ignore[assignment]
-        wanted = tuple(int(n) for n in np.atleast_1d(shape)) if shape != () else ()
+        array = self._node(record)
+        if not isinstance(array, Array):  # parse_node said it is not a group
+            raise ContainsGroupError(f"path {path!r} in {self._store!r} holds a group, "
+                                     f"expected an array")
+        wanted = normalize_shape(shape)
         if array.shape != wanted:
             raise ShapeMismatchError(f"array {path!r} has shape {array.shape}, expected {wanted}")
         ok = array.dtype == np.dtype(dtype) if exact else np.can_cast(np.dtype(dtype), array.dtype)

@@ -110,5 +110,5 @@ class GroupNavigation:
     def info_complete(self) -> Any:
         """The group's ``info`` report: chunkflow's already counts members (arrays and
         groups), which zarr-python 3 keeps for ``info_complete()``."""
-        return self.info  # type: ignore[attr-defined]
+        return self.info  # type: ignore[attr-defined]  # provided by Group
 

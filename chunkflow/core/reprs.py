@@ -8,7 +8,7 @@ stored in shards show the shard shape and the inner chunk shape, because
 from __future__ import annotations
 
 import html
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
 from chunkflow.jobs import job_status
@@ -27,6 +27,8 @@ HTML_TREE_LEVELS = 2
 class _Store(Protocol):
     @property
     def identity(self) -> str: ...
+    @property
+    def listing_is_cheap(self) -> bool: ...
 
 
 class _Node(Protocol):
@@ -58,7 +60,7 @@ class _ArrayNode(_Node, Protocol):
 
 
 class _GroupNode(_Node, Protocol):
-    def members(self) -> Iterator[tuple[str, Any]]: ...
+    def members(self) -> Iterable[tuple[str, Any]]: ...
     def tree(self, level: int | None = None) -> Any: ...
 
 
@@ -126,7 +128,7 @@ def array_repr(array: _ArrayNode) -> str:
 def _job_field(array: _ArrayNode) -> str:
     """`` (job incomplete: 37 of 100 blocks done)`` for an unfinished job's output; the
     count needs a listing, made only where listing is cheap (``?`` elsewhere)."""
-    status = job_status(array, count=array.store.listing_is_cheap)  # type: ignore[arg-type]
+    status = job_status(array, count=array.store.listing_is_cheap)  # type: ignore[arg-type]  # an Array, seen through _ArrayNode
     return "" if status is None else f" ({status.describe()})"
 
 

@@ -308,10 +308,10 @@ class ChunkIO(ChunkSpace):
             if direct is not None and size == direct.nbytes:
                 used = True
                 return direct
-            return memoryview(scratch_buffer((size,), _BYTES, slot="fetch"))
+            return scratch_buffer((size,), _BYTES, slot="fetch").data
 
         data = self.store.get_into(key, buffer_for)
-        if used and data is not None and len(data) == direct.nbytes:  # type: ignore[union-attr]
+        if used and direct is not None and data is not None and len(data) == direct.nbytes:
             return  # the chunk is in place
         # A short read into `out` (a file truncated by a foreign writer) fails to
         # decode here, naming the chunk.

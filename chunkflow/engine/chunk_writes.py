@@ -25,6 +25,7 @@ from chunkflow.engine.freshness import current_copies
 from chunkflow.engine.options import ArrayOptions
 from chunkflow.engine.pool import batch_chunks, inflight_window, io_lanes, map_groups
 from chunkflow.engine.shard_writes import rewrite_shard
+from chunkflow.errors import ChunkDecodeError
 from chunkflow.grid import RegularChunkGrid
 from chunkflow.indexing import ChunkProjection
 from chunkflow.metadata import is_all_fill
@@ -54,10 +55,10 @@ class ChunkWriter(Protocol):
     def locked(self, projections: Sequence[ChunkProjection]
                ) -> contextlib.AbstractContextManager[None]: ...
     def empty_chunk(self, key: str = ...) -> np.ndarray: ...
-    def encode(self, key: str, chunk: np.ndarray) -> bytes: ...
+    def encode(self, key: str, chunk: np.ndarray) -> bytes | memoryview: ...
     def decode(self, key: str, data: bytes) -> np.ndarray: ...
     def discard(self, keys: Sequence[str]) -> None: ...
-    def _decode_error(self, key: str, err: Exception) -> Exception: ...
+    def _decode_error(self, key: str, err: Exception) -> ChunkDecodeError: ...
 
 
 def write_chunks(
@@ -122,7 +123,7 @@ def _write_group(
         part = group[start:start + io._batch]
         # Before anything is written: see ChunkCache.put(written=True).
         ticket = cache.ticket() if cache is not None else 0
-        to_store: dict[str, bytes] = {}
+        to_store: dict[str, bytes | memoryview] = {}
         owned = _write_batch(io, part, value, scalar, to_store.__setitem__, cache)
         versions = io.store.set_many_versioned(to_store) if to_store else {}
         _keep_written(io, cache, owned, versions, ticket)
@@ -146,7 +147,7 @@ def _write_batch(
     group: Sequence[ChunkProjection],
     value: np.ndarray,
     scalar: ScalarChunk | None,
-    send: Callable[[str, bytes], object],
+    send: Callable[[str, bytes | memoryview], object],
     cache: ChunkCache | None = None,
 ) -> dict[str, np.ndarray]:
     """Encode the chunks of ``group`` and ``send`` each (``send(key, bytes)``) as
@@ -199,7 +200,7 @@ def _write_batch(
 
 def _rewrite_shard(
     io: ChunkWriter, key: str, old: bytes | None, proj: ChunkProjection, part: np.ndarray
-) -> bytes | None:
+) -> bytes | memoryview | None:
     """The shard ``key`` with ``part`` written at ``proj`` (``None``: delete it)."""
     assert io.shards is not None
     shard = rewrite_shard(io.shards.stage, key, old, proj, part, io._decode_error)

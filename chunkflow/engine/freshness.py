@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -30,6 +30,8 @@ from chunkflow.indexing import ChunkProjection
 
 if TYPE_CHECKING:
     from chunkflow.engine.chunk_space import ChunkSpace
+    from chunkflow.grid import RegularChunkGrid
+    from chunkflow.storage import Store
 
 __all__ = ["current_copies", "recheck", "recheck_threshold", "serve_hits"]
 
@@ -50,7 +52,7 @@ def recheck_threshold(policy: bool | str | float, opened_at: float) -> float:
         return -math.inf
     if policy == "open":
         return opened_at
-    return time.monotonic() - float(policy)  # type: ignore[arg-type]
+    return time.monotonic() - float(policy)
 
 
 def serve_hits(
@@ -113,7 +115,18 @@ def recheck(
     cache.count_rechecks(len(due), stale)
 
 
-def current_copies(io: ChunkSpace, cache: ChunkCache, keys: list[str]) -> dict[str, np.ndarray]:
+class _CopySource(Protocol):
+    """What :func:`current_copies` needs of a chunk space (a ``ChunkSpace`` or the
+    ``ChunkWriter`` of a write)."""
+
+    store: Store
+    grid: RegularChunkGrid
+    pipeline: Any
+
+    def location(self, key: str) -> str: ...
+
+
+def current_copies(io: _CopySource, cache: ChunkCache, keys: list[str]) -> dict[str, np.ndarray]:
     """Writable copies of the cached chunks among ``keys`` that the store's versions
     prove current now (the others are left out, to be read from the store)."""
     locations = {key: io.location(key) for key in keys}

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from chunkflow.codecs import to_v3_codec
 from chunkflow.codecs.v3_codecs import ARRAY_TO_ARRAY, ARRAY_TO_BYTES, BYTES_TO_BYTES
 from chunkflow.grid import ceil_div
+from chunkflow.metadata import ArrayMetadataV3
 
 if TYPE_CHECKING:
     from chunkflow.metadata import ArrayMetadata
@@ -114,6 +115,6 @@ def layout_of(metadata: ArrayMetadata) -> ChunkLayout:
     >>> layout_of(chunkflow.zeros(4, chunks=2, dtype="u1", zarr_format=2).metadata)
     ChunkLayout(chunks=(2,), shards=None, inner_codecs=())
     """
-    if metadata.zarr_format == 2:
+    if not isinstance(metadata, ArrayMetadataV3):
         return ChunkLayout.unsharded(metadata.chunks)
     return ChunkLayout.from_v3(metadata.chunks, metadata.codecs)

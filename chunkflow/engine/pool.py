@@ -95,7 +95,7 @@ def io_threads() -> int:
     try:
         raw = dask.config.config["chunkflow"]["io"]["threads"]
     except (KeyError, TypeError):
-        return config.get("chunkflow.io.threads")  # type: ignore[no-any-return]
+        return config.get("chunkflow.io.threads")
     # Parsed again only when the raw value changes (the very same object parses to the
     # same count): config.get costs several microseconds, and every read asks.
     memo = _threads_memo

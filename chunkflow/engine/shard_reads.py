@@ -176,7 +176,7 @@ class ShardReader:
                    keep: ChunkCache | None, ticket: int) -> None:
         hits = self._cached(part, cache) if cache is not None else {}
         missing = [flat for flat in part.flats.tolist() if flat not in hits]
-        found: dict[int, bytes | None] = {}
+        found: dict[int, bytes | memoryview | None] = {}
         version = None
         if missing:
             found, version = self._fetch(part, missing, cache, ticket)
@@ -189,10 +189,12 @@ class ShardReader:
         else:
             target = out[proj.out_selection] if proj.out_selection else out[...]  # a view
         skip = self._first_whole_reads(part, cache, missing)
-        map_sharing(lambda group: [self._place(part, flat, inner, target, hits, found,
-                                              None if flat in skip else keep, version, ticket)
-                                   for flat, inner in group],
-                   part.inner, parallel=parallel)
+        def place(group: Sequence[tuple[int, Any]]) -> None:
+            for flat, inner in group:
+                self._place(part, flat, inner, target, hits, found,
+                            None if flat in skip else keep, version, ticket)
+
+        map_sharing(place, part.inner, parallel=parallel)
         if part.box:
             selection = shifted_selection(proj.chunk_selection, part.origin, self.stage.shape)
             out[proj.out_selection] = target[selection]
@@ -211,7 +213,7 @@ class ShardReader:
         return {whole[name] for name in cache.first_whole_reads(list(whole))} if whole else set()
 
     def _place(self, part: ShardPart, flat: int, inner: ChunkProjection, target: np.ndarray,
-               hits: dict[int, np.ndarray], found: dict[int, bytes | None],
+               hits: dict[int, np.ndarray], found: dict[int, bytes | memoryview | None],
                keep: ChunkCache | None, version: Any, ticket: int) -> None:
         """Put what ``inner`` selects of inner chunk ``flat`` at its place in ``target``."""
         stage = self.stage
@@ -282,7 +284,7 @@ class ShardReader:
                 if entry.chunk.shape == inner and entry.chunk.dtype == dtype}
 
     def _fetch(self, part: ShardPart, flats: list[int], cache: ChunkCache | None,
-               ticket: int) -> tuple[dict[int, bytes | None], Any]:
+               ticket: int) -> tuple[dict[int, bytes | memoryview | None], Any]:
         """The stored bytes of inner chunks ``flats`` (``None``: not stored) and the
         shard's version, all from one snapshot of the shard."""
         store, key = self.io.store, part.key
@@ -322,7 +324,7 @@ class ShardReader:
 
     def _fetch_from(self, reader: Any, part: ShardPart, flats: list[int],
                     cache: ChunkCache | None, ticket: int,
-                    index: Any) -> dict[int, bytes | None]:
+                    index: Any) -> dict[int, bytes | memoryview | None]:
         size = reader.size
         if len(flats) * 2 > self.stage.count:
             # Most of the shard: one request for all of it.
@@ -341,7 +343,7 @@ class ShardReader:
             # Every range of this snapshot was read without a change: the index is
             # the one of this version of the shard.
             self._remember_index(part, offsets, lengths, reader.version, cache, ticket)
-        found: dict[int, bytes | None] = dict.fromkeys(flats)
+        found: dict[int, bytes | memoryview | None] = dict.fromkeys(flats)
         found.update(zip(stored, datas))
         return found
 
@@ -379,7 +381,7 @@ class ShardReader:
         self._indexes[part.key] = KnownIndex(stacked, version)
 
     def _slices(self, key: str, whole: memoryview,
-                flats: list[int]) -> dict[int, bytes | None]:
+                flats: list[int]) -> dict[int, bytes | memoryview | None]:
         """The inner chunks ``flats`` cut out of the whole shard ``whole`` (at ``key``)."""
         size = len(whole)
 

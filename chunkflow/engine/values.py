@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
 
 import numpy as np
 
@@ -128,7 +128,22 @@ def _describe(value: object) -> str:
     return f"dtype {dtype}" if dtype is not None else f"{type(value).__name__} {value!r:.60}"
 
 
-def is_chunked_source(value: object) -> bool:
+class ChunkedSource(Protocol):
+    """What :func:`is_chunked_source` accepts: a shape, a dtype, slicing and conversion
+    to numpy (a chunkflow, zarr or dask array, an h5py dataset)."""
+
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+
+    @property
+    def dtype(self) -> np.dtype: ...
+
+    def __getitem__(self, key: Any) -> Any: ...
+
+    def __array__(self) -> np.ndarray: ...
+
+
+def is_chunked_source(value: object) -> TypeGuard[ChunkedSource]:
     """Whether ``value`` should be copied piecewise (an array-like that is not numpy).
 
     chunkflow arrays, zarr arrays, h5py datasets and dask arrays qualify: they have a
@@ -199,8 +214,11 @@ def _copy_units(dst: ChunkIO, dtype: np.dtype, units: list[list[ChunkProjection]
         for unit in units:
             _copy_unit(dst, dtype, unit, source, read_into)
         return
-    map_groups(lambda group: [_copy_unit(dst, dtype, unit, source, read_into) for unit in group],
-               units)
+    def copy_group(group: Sequence[Any]) -> None:
+        for unit in group:
+            _copy_unit(dst, dtype, unit, source, read_into)
+
+    map_groups(copy_group, units)
 
 
 def _copy_unit(dst: ChunkIO, dtype: np.dtype, unit: list[ChunkProjection], source: Any,

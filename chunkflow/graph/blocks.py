@@ -116,7 +116,7 @@ def compose_selection(dims: Sequence[DimBlocks], selection: Selection) -> tuple[
     composed: list[int | slice] = []
     for dim in dims:
         if not dim.kept:
-            composed.append(dim.index)  # type: ignore[arg-type]
+            composed.append(dim.index)  # type: ignore[arg-type]  # a dimension not kept has an int index
             continue
         positions = range(dim.start, dim.start + dim.length * dim.step, dim.step)
         entry = next(inner)

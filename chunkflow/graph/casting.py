@@ -60,7 +60,7 @@ def check_cast(result: np.dtype, out: np.dtype, casting: str, where: str) -> Non
     CastingError
         ``np.can_cast(result, out, casting)`` is false; nothing of the block is written.
     """
-    if casting == "unsafe" or np.can_cast(result, out, casting):  # type: ignore[arg-type]
+    if casting == "unsafe" or np.can_cast(result, out, casting):  # type: ignore[arg-type]  # casting is one of numpy's names (check_casting)
         return
     raise CastingError(
         f"{where}: cannot cast the result's dtype {result} to the output's dtype {out} "

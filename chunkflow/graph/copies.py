@@ -78,7 +78,7 @@ def _with_scheduler(func: Callable[..., Any]) -> Callable[..., Any]:
                                annotation="SchedulerLike"),
              inspect.Parameter("progress", inspect.Parameter.KEYWORD_ONLY, default=False,
                                annotation="ProgressArg")]
-    wrapper.__signature__ = signature.replace(  # type: ignore[attr-defined]
+    wrapper.__signature__ = signature.replace(  # type: ignore[attr-defined]  # inspect reads it
         parameters=parameters[:at] + added + parameters[at:])
     if func.__doc__ and "    resume : bool\n" in func.__doc__:
         wrapper.__doc__ = func.__doc__.replace("    resume : bool\n", _DOC + "    resume : bool\n", 1)

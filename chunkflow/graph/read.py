@@ -126,7 +126,7 @@ class SelectionDep(ArrayBlockwiseDep):
                 i, starts = next(blocks)
                 selection.append(dim.array_slice(starts[i], starts[i + 1]))
             else:
-                selection.append(dim.index)  # type: ignore[arg-type]
+                selection.append(dim.index)  # type: ignore[arg-type]  # a dimension not kept has an int index
         return tuple(selection)
 
 
@@ -366,4 +366,4 @@ def _to_dask_method(
 
 
 # The array layer cannot import the graph layer; the graph layer adds the method.
-Array.to_dask = _to_dask_method  # type: ignore[attr-defined]
+Array.to_dask = _to_dask_method  # type: ignore[attr-defined]  # added here: core cannot import graph

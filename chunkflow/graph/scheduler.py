@@ -162,10 +162,11 @@ def _distributed_progress(futures: list[Any], progress: ProgressArg, address: st
     from distributed.diagnostics.progressbar import progress as show
 
     if callable(progress):
+        report = progress  # narrowed: the class body below does not see the check
 
         class _Reporting(TextProgressBar):
             def _draw_bar(self, remaining: int, all: int, **kwargs: Any) -> None:
-                progress(all - remaining, all)
+                report(all - remaining, all)
 
             def _draw_stop(self, **kwargs: Any) -> None:
                 pass
@@ -186,7 +187,8 @@ def scheduler_choice(scheduler: SchedulerLike) -> tuple[Any, Any]:
     >>> scheduler_choice("bogus")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    ValueError: scheduler='bogus' is not one of threads, processes, sync, a distributed.Client or a scheduler
+    chunkflow.errors.InvalidArgumentError: scheduler='bogus' is not one of threads, processes, sync, a
+    distributed.Client or a scheduler
     address (tcp://host:port)
     """
     if scheduler is None:

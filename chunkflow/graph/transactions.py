@@ -3,9 +3,10 @@ cluster through forks of it, merged back when every task succeeded.
 
 Every writer (:func:`chunkflow.store`, :func:`chunkflow.to_chunkflow`,
 :func:`chunkflow.map_chunks`, :func:`chunkflow.rechunk`, :func:`chunkflow.pyramid`,
-:func:`chunkflow.label`, :func:`chunkflow.segment`) runs its graph inside
-:func:`transaction`. When an output lives in a writable Icechunk session (a
-``session.store``, or a chunkflow array opened over one):
+:func:`chunkflow.label`, :func:`chunkflow.segment`; :func:`chunkflow.copy` through
+``store``, without ``commit=``) runs its graph inside :func:`transaction`. When an
+output lives in a writable Icechunk session (a ``session.store``, or a chunkflow array
+opened over one):
 
 - **On threads** (``"threads"``, ``"sync"``, dask's default without a client) the
   tasks write into the session itself, as any write does.
@@ -30,6 +31,10 @@ Every writer (:func:`chunkflow.store`, :func:`chunkflow.to_chunkflow`,
   session, uncommitted (``session.discard_changes()`` drops them). ``resume=True``
   records no blocks in an Icechunk session (a record is no Zarr key there, and a
   failed job has nothing merged to continue from): it runs the whole job again.
+- With ``compute=False`` a writer returns its graph, which runs outside it: on threads
+  it writes into the session; on a cluster its tasks cannot reach the session
+  (:class:`~chunkflow.errors.ProcessLocalStoreError`, as Icechunk refuses to pickle a
+  writable session); let the writer compute there.
 
 Examples
 --------
@@ -109,7 +114,7 @@ def check_commit(out: Any, commit: str | None, what: str) -> None:
     """
     if commit is None or _sessions([out]):
         return
-    session = getattr(out, "session", None)  # a zarr-python store of a session
+    session: Any = getattr(out, "session", None)  # a zarr-python store of a session
     if callable(getattr(session, "commit", None)) and not session.read_only:
         return
     _refuse_commit(commit, what)

@@ -36,7 +36,7 @@ from __future__ import annotations
 import bisect
 import itertools
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 from dask.base import tokenize
@@ -50,6 +50,7 @@ from chunkflow.config.renames import renamed_parameters
 from chunkflow.core.array import Array
 from chunkflow.errors import (
     ArgumentTypeError,
+    InternalError,
     InvalidArgumentError,
     InvalidSelectionError,
     ReadOnlyError,
@@ -370,9 +371,11 @@ def store(
     9.0
     """
     single = hasattr(sources, "__dask_graph__")
-    source_list = [sources] if single else list(sources)
-    target_list = [_open_out(t, storage_options)
-                   for t in ([out] if single else list(out))]  # type: ignore[arg-type]
+    # Checked one by one below (_check_pair): dask arrays into chunkflow Arrays.
+    source_list: list[Any] = [sources] if single else list(cast("Sequence[Any]", sources))
+    outs: list[Any] = [out] if single else list(cast("Sequence[Any]", out))
+    target_list = [_open_out(t, storage_options) for t in outs]
+    region_list: list[Any]
     if single:
         region_list = [selection]
     else:
@@ -412,7 +415,7 @@ def store(
     done = HighLevelGraph.from_collections(final, {final: (_finish, write_keys, jobs,
                                                            target_list)})
     graph = HighLevelGraph.merge(graph, done)
-    graph.dependencies[final] = {k[0] for k in write_keys}
+    graph.dependencies[final] = {k[0] for k in write_keys}  # type: ignore[index]  # a HighLevelGraph's dependencies are a dict
     delayed = Delayed(final, graph)
     if compute:
         with job_progress(progress, jobs) as shown, transaction(
@@ -507,5 +510,9 @@ def to_chunkflow(
     pending = store(x, target, compute=compute, scheduler=scheduler, progress=progress,
                     resume=resume, job_name=job_name, casting=casting,
                     commit=commit)
-    return target if compute else (target, pending)
+    if compute:
+        return target
+    if pending is None:
+        raise InternalError("to_chunkflow: store(compute=False) returned no graph")
+    return target, pending
 

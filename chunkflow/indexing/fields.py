@@ -49,7 +49,7 @@ def pop_fields(selection: Selection) -> tuple[Fields, Selection]:
     if isinstance(selection, str):
         return selection, ()
     if _is_names(selection):
-        return list(selection), ()  # type: ignore[arg-type]
+        return list(selection), ()  # type: ignore[arg-type]  # _is_names: a sequence of str
     if not isinstance(selection, tuple):
         return None, selection
     names = [entry for entry in selection if isinstance(entry, str)]

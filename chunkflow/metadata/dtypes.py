@@ -22,7 +22,8 @@ dtype('<U3')
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import numpy as np
 
@@ -159,10 +160,15 @@ def encode_dtype_v2(dtype: np.dtype) -> str | list[Any]:
     return dtype.str
 
 
+def _fields(dtype: np.dtype) -> Mapping[str, tuple[Any, ...]]:
+    """``dtype.fields``: name -> (dtype, offset[, title]); empty for a plain dtype."""
+    return dtype.fields or {}
+
+
 def _encode_fields_v2(dtype: np.dtype) -> list[Any]:
     fields: list[Any] = []
     for name in dtype.names or ():
-        field_dtype = dtype.fields[name][0]  # type: ignore[index]
+        field_dtype = _fields(dtype)[name][0]
         if field_dtype.subdtype is not None:
             base, shape = field_dtype.subdtype
             fields.append([name, encode_dtype_v2(base), list(shape)])
@@ -364,7 +370,7 @@ def _sized(name: str, length: int) -> dict[str, Any]:
 def _encode_structured_v3(dtype: np.dtype) -> dict[str, Any]:
     fields = []
     for name in dtype.names or ():
-        field_dtype = dtype.fields[name][0]  # type: ignore[index]
+        field_dtype = _fields(dtype)[name][0]
         if field_dtype.subdtype is not None:
             raise UnsupportedDtypeError(
                 f"structured dtype {dtype}: field {name!r} is a sub-array, which Zarr v3 "
@@ -383,12 +389,12 @@ def _encode_structured_v3(dtype: np.dtype) -> dict[str, Any]:
 def _has_gaps(dtype: np.dtype) -> bool:
     offset = 0
     for name in dtype.names or ():
-        field_dtype, field_offset = dtype.fields[name][:2]  # type: ignore[index]
+        field_dtype, field_offset = _fields(dtype)[name][:2]
         if field_offset != offset:
             return True
         offset += field_dtype.itemsize
     return offset != dtype.itemsize
 
 
-def _is_int(value: object) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)

@@ -21,7 +21,7 @@ import binascii
 import datetime
 import math
 from collections.abc import Mapping, Sequence
-from typing import TypeAlias
+from typing import TypeAlias, TypeGuard, cast
 
 import numpy as np
 
@@ -56,6 +56,20 @@ _SPECIAL_FLOATS = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf
 _NAT = -(2**63)
 
 
+def item_of(array: np.ndarray) -> np.generic:
+    """``array[()]``: the element of a 0-d array as a numpy scalar.
+
+    numpy's stubs type ``a[()]`` as an array (an empty tuple of integer arrays); at run
+    time it is the element.
+
+    Examples
+    --------
+    >>> item_of(np.array(3, dtype="u1"))
+    np.uint8(3)
+    """
+    return cast("np.generic", array[()])
+
+
 def invalid(value: object, dtype: np.dtype, expected: str) -> MetadataError:
     return MetadataError(f"fill_value {value!r} is not valid for dtype {dtype}: expected {expected}")
 
@@ -80,14 +94,14 @@ def _to_int(value: FillValueLike, dtype: np.dtype, lenient: bool) -> np.generic:
     return dtype.type(int(value))
 
 
-def _to_float(value: FillValueLike, dtype: np.dtype, lenient: bool) -> np.generic:
+def _to_float(value: object, dtype: np.dtype, lenient: bool) -> np.generic:
     if isinstance(value, str):
         return _float_from_string(value, dtype, lenient)
     if not isinstance(value, (int, float, np.integer, np.floating)):
         raise invalid(value, dtype, 'a number, "NaN", "Infinity", "-Infinity" or "0x..." bits')
     try:
         with np.errstate(over="ignore"):
-            result = np.array(value, dtype=dtype)[()]
+            result = item_of(np.array(value, dtype=dtype))
         overflowed = bool(np.isinf(result)) and math.isfinite(float(value))
     except OverflowError:  # Python ints beyond any float
         overflowed = True
@@ -129,7 +143,7 @@ def _to_complex(value: FillValueLike, dtype: np.dtype, lenient: bool) -> np.gene
         raise invalid(value, dtype, "[real, imag]")
     out = np.zeros((), dtype=dtype)
     out.real, out.imag = real, imag
-    return out[()]
+    return item_of(out)
 
 
 def _to_time(value: FillValueLike, dtype: np.dtype, lenient: bool) -> np.generic:
@@ -140,7 +154,7 @@ def _to_time(value: FillValueLike, dtype: np.dtype, lenient: bool) -> np.generic
     if is_integer(value):
         if not _NAT <= int(value) < 2**63:
             raise invalid(value, dtype, expected)
-        return np.array(int(value), dtype=np.int64).view(native)[()]
+        return item_of(np.array(int(value), dtype=np.int64).view(native))
     if isinstance(value, str) and not (value == "NaT" or lenient):
         raise invalid(value, dtype, expected)
     try:
@@ -149,7 +163,7 @@ def _to_time(value: FillValueLike, dtype: np.dtype, lenient: bool) -> np.generic
         elif isinstance(value, datetime.timedelta) and dtype.kind == "m":
             value = np.timedelta64(value)
         if isinstance(value, (np.datetime64, np.timedelta64, str)):
-            return np.array(value).astype(native)[()]
+            return item_of(np.array(value).astype(native))
     except (TypeError, ValueError) as err:
         raise invalid(value, dtype, f"{expected} or a {native} value ({err})") from err
     raise invalid(value, dtype, expected)
@@ -179,7 +193,7 @@ def _item_from_bytes(raw: bytes, value: object, dtype: np.dtype) -> np.generic:
 
 def from_base64(value: FillValueLike, dtype: np.dtype) -> np.generic:
     if is_integer(value) and value == 0:  # old writers used 0 for "all zero bytes"
-        return np.zeros((), dtype=dtype)[()]
+        return item_of(np.zeros((), dtype=dtype))
     return _item_from_bytes(decode_base64(value, dtype), value, dtype)
 
 
@@ -193,7 +207,8 @@ def decode_base64(value: FillValueLike, dtype: np.dtype) -> bytes:
 
 
 def from_byte_list(value: FillValueLike, dtype: np.dtype) -> np.generic:
-    if not all(is_integer(b) and 0 <= b <= 255 for b in value) or len(value) != dtype.itemsize:
+    if (not isinstance(value, (list, tuple)) or len(value) != dtype.itemsize
+            or not all(is_integer(b) and 0 <= b <= 255 for b in value)):
         raise invalid(value, dtype, f"a list of {dtype.itemsize} byte values")
     return _item_from_bytes(bytes(value), value, dtype)
 
@@ -204,7 +219,7 @@ def unicode_from_json(value: FillValueLike, dtype: np.dtype) -> np.generic:
     if not isinstance(value, str):
         raise invalid(value, dtype, "a string")
     if len(value) * 4 <= dtype.itemsize:
-        return np.array(value, dtype=dtype)[()]
+        return item_of(np.array(value, dtype=dtype))
     # A full item in Base64 is always longer than the item's character count, so a
     # string too long to be the value itself can only be Base64.
     expected = f"a string of at most {dtype.itemsize // 4} characters"
@@ -215,12 +230,12 @@ def unicode_from_json(value: FillValueLike, dtype: np.dtype) -> np.generic:
         text = raw.decode("utf-32-be" if dtype.byteorder == ">" else "utf-32-le")
     except UnicodeDecodeError as err:
         raise invalid(value, dtype, expected) from err
-    return np.array(text, dtype=dtype)[()]
+    return item_of(np.array(text, dtype=dtype))
 
 
 def bytes_from_user(value: FillValueLike, dtype: np.dtype) -> np.generic:
     if is_integer(value) and value == 0:
-        return np.zeros((), dtype=dtype)[()]
+        return item_of(np.zeros((), dtype=dtype))
     if isinstance(value, str):
         try:
             value = value.encode("ascii")
@@ -236,7 +251,7 @@ def unicode_from_user(value: FillValueLike, dtype: np.dtype) -> np.generic:
         return np.str_("")
     if not isinstance(value, str) or len(value) * 4 > dtype.itemsize:
         raise invalid(value, dtype, f"a string of at most {dtype.itemsize // 4} characters")
-    return np.array(value, dtype=dtype)[()]
+    return item_of(np.array(value, dtype=dtype))
 
 
 def void_from_user(value: FillValueLike, dtype: np.dtype) -> np.generic:
@@ -244,14 +259,14 @@ def void_from_user(value: FillValueLike, dtype: np.dtype) -> np.generic:
         value = value[()]
     if isinstance(value, np.void) and value.dtype.fields is not None and dtype.fields is not None:
         try:
-            return np.array(value).astype(dtype, casting="same_kind").copy()[()]
+            return item_of(np.array(value).astype(dtype, casting="same_kind").copy())
         except (TypeError, ValueError) as err:
             raise invalid(value, dtype, f"a value castable to {dtype} ({err})") from err
     if isinstance(value, np.void):
         value = value.tobytes()
     if isinstance(value, tuple) and dtype.fields is not None:
         try:
-            return np.array(value, dtype=dtype)[()]
+            return item_of(np.array(value, dtype=dtype))
         except (TypeError, ValueError) as err:
             raise invalid(value, dtype, f"one value per field ({err})") from err
     return bytes_from_user(value, dtype)
@@ -260,7 +275,7 @@ def void_from_user(value: FillValueLike, dtype: np.dtype) -> np.generic:
 # ------------------------------------------------------------------------- public
 
 
-def is_integer(value: object) -> bool:
+def is_integer(value: object) -> TypeGuard[int | np.integer]:
     # numpy.timedelta64 subclasses numpy.signedinteger, but it is a duration, not a count.
     return isinstance(value, (int, np.integer)) and not isinstance(
         value, (bool, np.bool_, np.timedelta64)

@@ -46,6 +46,7 @@ from chunkflow.metadata.fill_scalars import (
     from_base64,
     from_byte_list,
     invalid,
+    item_of,
     to_numeric,
     unicode_from_json,
     unicode_from_user,
@@ -100,7 +101,7 @@ def normalize_fill_value(value: FillValueLike, dtype: np.dtype) -> Any:
     if value is None or dtype.kind in "OT":
         return value
     if isinstance(value, np.ndarray) and value.ndim == 0:
-        value = value[()]
+        value = item_of(value)
     kind = dtype.kind
     if kind == "V":
         return void_from_user(value, dtype)
@@ -239,23 +240,25 @@ def encode_fill_value_v3(
     if value is None:
         raise invalid(value, dtype, "a value (v3 requires a fill_value)")
     field_types = struct_field_types(data_type)
-    if field_types is not None:
+    fields = dtype.fields
+    if field_types is not None and fields is not None:
         item = normalize_fill_value(value, dtype)
         return {
-            name: _encode_json(item[name], dtype.fields[name][0],
+            name: _encode_json(item[name], fields[name][0],
                                raw_bits=_is_raw_bits(field_types.get(name)))
-            for name in dtype.names
+            for name in dtype.names or ()
         }
     return _encode_json(value, dtype, raw_bits=_is_raw_bits(data_type), full_item=False)
 
 
 def _parse_struct_fill(value: dict[str, Any], dtype: np.dtype, field_types: dict[str, Any]) -> Any:
     # zarr-extensions' struct: one JSON fill value per field, by field name.
-    if dtype.names is None or set(value) != set(dtype.names):
+    fields = dtype.fields
+    if dtype.names is None or fields is None or set(value) != set(dtype.names):
         raise invalid(value, dtype, f"an object with exactly the fields {list(dtype.names or ())}")
     item = np.zeros((), dtype=dtype)
     for name in dtype.names:
-        item[name] = _parse_json(value[name], dtype.fields[name][0],
+        item[name] = _parse_json(value[name], fields[name][0],
                                  raw_bits=_is_raw_bits(field_types.get(name)), vlen_bytes=False)
     return item[()]
 

@@ -302,7 +302,8 @@ def _chunk_key_encoding(where: Where, doc: JSONValue) -> tuple[str, str]:
     if not isinstance(config, dict):
         raise where.error("chunk_key_encoding", "an object with an object configuration", doc)
     name = doc.get("name")
-    return _check_encoding(where, name, config.get("separator", _DEFAULT_SEPARATOR.get(name)))
+    default = _DEFAULT_SEPARATOR.get(name) if isinstance(name, str) else None
+    return _check_encoding(where, name, config.get("separator", default))
 
 
 def _check_encoding(where: Where, name: JSONValue, separator: JSONValue) -> tuple[str, str]:

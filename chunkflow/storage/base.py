@@ -136,7 +136,7 @@ class Store(StoreHooks, MutableMapping[str, bytes]):
             self._delete(key)
 
     def __contains__(self, key: object) -> bool:
-        return self._contains(normalize_key(key))  # type: ignore[arg-type]
+        return self._contains(normalize_key(key))  # type: ignore[arg-type]  # normalize_key refuses a non-str key
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._list_prefix(""))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeGuard
 
 from fsspec.implementations.local import LocalFileSystem
 
@@ -48,7 +48,7 @@ def make_store(
     """
     made = _make_store(store, mode=mode, storage_options=storage_options)
     if made is not store:
-        made._opened_by_chunkflow = True  # type: ignore[attr-defined]
+        made._opened_by_chunkflow = True  # type: ignore[attr-defined]  # a mark for opened_by_chunkflow
     return made
 
 
@@ -146,7 +146,7 @@ def _make_store(
     return LocalStore(path, read_only=read_only)
 
 
-def _is_zarr_store(store: object) -> bool:
+def _is_zarr_store(store: object) -> TypeGuard[ZarrPythonStore]:
     """Whether ``store`` is a zarr-python 3 ``Store``, without importing zarr: nobody
     holds one unless zarr is imported."""
     if "zarr.abc.store" not in sys.modules:

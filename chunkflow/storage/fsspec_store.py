@@ -342,7 +342,7 @@ class FsspecStore(Store):
         from fsspec.asyn import sync
 
         limit = batch_kwargs(self.fs, len(paths))["batch_size"]
-        return sync(self.fs.loop, _gather_bounded,  # type: ignore[no-any-return]
+        return sync(self.fs.loop, _gather_bounded,
                     [functools.partial(self.fs._info, path) for path in paths], limit)
 
     def _get_many_versioned(self, keys: list[str]) -> dict[str, tuple[bytes, Version | None]]:

@@ -153,15 +153,16 @@ def as_buffer(value: object, key: str) -> bytes | memoryview:
     >>> import numpy as np
     >>> bytes(as_buffer(np.arange(3, dtype="u1"), "k"))
     b'\\x00\\x01\\x02'
-    >>> as_buffer("text", "k")
+    >>> as_buffer("text", "k")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    chunkflow.errors.ArgumentTypeError: store value for key 'k' must be bytes-like (bytes, bytearray, memoryview, numpy array), got str
+    chunkflow.errors.ArgumentTypeError: store value for key 'k' must be bytes-like (bytes, bytearray,
+    memoryview, numpy array), got str
     """
     if type(value) is bytes:
         return value
     try:
-        view = memoryview(value)  # type: ignore[arg-type]
+        view = memoryview(value)  # type: ignore[arg-type]  # a non-buffer raises TypeError, caught below
     except TypeError:
         raise ArgumentTypeError(
             f"store value for key {key!r} must be bytes-like (bytes, bytearray, "

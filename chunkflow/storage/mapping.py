@@ -146,7 +146,7 @@ class MappingStore(Store):
 
     @property
     def _mutable(self) -> MutableMapping[str, Any]:
-        return self.mapping  # type: ignore[return-value]
+        return self.mapping  # type: ignore[return-value]  # writes check _writable first
 
     def _get(self, key: str) -> bytes:
         try:
@@ -233,7 +233,7 @@ class MappingStore(Store):
             return len(self.mapping)
 
 
-def _as_bytes(value: object) -> bytes:
+def _as_bytes(value: Any) -> bytes:
     if type(value) is bytes:
         return value
     # A dict that zarr-python 3 wrote into holds its Buffers (not bytes-like).

@@ -81,7 +81,7 @@ class MemoryStore(Store):
         return reference(self, repr(self))
 
     def __copy__(self) -> MemoryStore:
-        data = {key: value for key, (value, _) in self._data.items()}
+        data: dict[str, bytes | memoryview] = {key: value for key, (value, _) in self._data.items()}
         return _restore(self.name, data, self.read_only)
 
     def __deepcopy__(self, memo: dict[int, object]) -> MemoryStore:
@@ -98,7 +98,7 @@ class MemoryStore(Store):
 
     def _get_many_versioned(self, keys: list[str]) -> dict[str, tuple[bytes, Version | None]]:
         # dict.get, not `in` then `[]`: a delete in between would raise KeyError.
-        found = {}
+        found: dict[str, tuple[bytes, Version | None]] = {}
         for key in keys:
             entry = self._data.get(key)
             if entry is not None:
@@ -154,7 +154,7 @@ class MemoryStore(Store):
         return len(self._data)
 
 
-def _restore(name: str | None, data: dict[str, bytes], read_only: bool) -> MemoryStore:
+def _restore(name: str | None, data: dict[str, bytes | memoryview], read_only: bool) -> MemoryStore:
     store = MemoryStore(name, read_only=read_only)
     store._set_many(data)
     return store

@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Awaitable, Callable, Iterable, Iterator
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import fsspec.asyn
 import obstore
@@ -42,6 +42,9 @@ from chunkflow.storage.obstore_config import obstore_arguments, obstore_location
 from chunkflow.storage.ranges import ByteRangeReader
 from chunkflow.storage.retries import raise_request_error
 from chunkflow.storage.streams import AsyncKeyStream, AsyncPutStream, CheckedPuts, KeyStream, PutStream
+
+if TYPE_CHECKING:
+    from obstore import GetOptions
 
 __all__ = ["ObstoreRangeReader", "ObstoreStore", "etag_version"]
 
@@ -131,7 +134,7 @@ class ObstoreStore(Store):
 
     def _run(self, function: Callable[..., Awaitable[T]], *args: Any) -> T:
         """Run ``function(*args)`` on fsspec's event loop and wait for it."""
-        return fsspec.asyn.sync(self._loop, function, *args)  # type: ignore[no-any-return]
+        return fsspec.asyn.sync(self._loop, function, *args)
 
     def _bounded(self, function: Callable[[str], Awaitable[T]], keys: list[str]) -> list[T]:
         """``function(key)`` for every key, at most ``chunkflow.io.inflight-requests``
@@ -220,9 +223,9 @@ class ObstoreStore(Store):
 
     def _get_range(self, key: str, start: int, length: int | None) -> bytes:
         if start < 0 and length is None:
-            suffix: dict[str, int] = {"suffix": -start}
+            options: GetOptions = {"range": {"suffix": -start}}
             with self._translate(key):
-                return bytes(obstore.get(self.store, key, options={"range": suffix}).bytes())
+                return bytes(obstore.get(self.store, key, options=options).bytes())
         begin, end = slice_bounds(self._getsize(key), start, length)
         if begin >= end:
             return b""

@@ -64,7 +64,8 @@ def check_ranges(key: str, ranges: Sequence[tuple[int, int]], size: int) -> list
     >>> check_ranges("c/0", [(8, 12)], 10)  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    ValueError: byte range (8, 12) of key 'c/0' is out of bounds: expected 0 <= start <= stop <= 10 (the size
+    chunkflow.errors.InvalidArgumentError: byte range (8, 12) of key 'c/0' is out of bounds: expected 0 <=
+    start <= stop <= 10 (the size
     of the value)
     """
     checked = []

@@ -34,7 +34,7 @@ from __future__ import annotations
 import asyncio
 import pickle
 from collections.abc import Coroutine, Iterator
-from typing import Any, TypeVar
+from typing import Any, TypeGuard, TypeVar
 
 from zarr.abc.store import Store as ZarrStore
 from zarr.buffer import default_buffer_prototype
@@ -58,7 +58,7 @@ __all__ = ["ZarrStoreAdapter", "is_zarr_store"]
 T = TypeVar("T")
 
 
-def is_zarr_store(obj: object) -> bool:
+def is_zarr_store(obj: object) -> TypeGuard[ZarrStore]:
     """Whether ``obj`` is a zarr-python 3 ``Store`` (True only if zarr is imported:
     without it nobody can hold one).
 
@@ -128,7 +128,7 @@ class ZarrStoreAdapter(Store):
         if store.read_only or not store.supports_writes:
             self._read_only_reason = f"the zarr-python store {store!r} is read-only"
         # An instance attribute over the class's: a ZipStore cannot delete.
-        self.supports_deletes = store.supports_deletes  # type: ignore[misc]
+        self.supports_deletes = store.supports_deletes  # type: ignore[misc]  # per instance: a ZipStore cannot delete
         self._prototype = default_buffer_prototype()
         self._identity = identity_of(store, self)
         #: Every request is a network round trip (see Store.latency_bound).

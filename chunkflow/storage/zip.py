@@ -18,6 +18,7 @@ import time
 import warnings
 import zipfile
 from collections.abc import Iterator
+from typing import Literal
 
 from chunkflow.errors import (
     InvalidArgumentError,
@@ -33,10 +34,13 @@ from chunkflow.storage.ranges import ByteRangeReader, BytesRangeReader
 __all__ = ["ZipStore"]
 
 
+#: The modes a zip store opens its file in (``zipfile.ZipFile``'s, without "x").
+ZipMode = Literal["r", "w", "a"]
+
 class _SharedZip:
     """One open ``ZipFile`` and the number of stores using it."""
 
-    def __init__(self, path: str, mode: str, compression: int) -> None:
+    def __init__(self, path: str, mode: ZipMode, compression: int) -> None:
         self.path = path
         self.mode = mode
         self.users = 0
@@ -54,7 +58,7 @@ _open_files: dict[str, _SharedZip] = {}
 _open_files_lock = threading.Lock()
 
 
-def _acquire(path: str, mode: str, compression: int) -> _SharedZip:
+def _acquire(path: str, mode: ZipMode, compression: int) -> _SharedZip:
     real = os.path.realpath(path)
     with _open_files_lock:
         shared = _open_files.get(real)
@@ -123,6 +127,8 @@ class _MemberRangeReader(ByteRangeReader):
     def _read(self, ranges: list[tuple[int, int]]) -> list[bytes]:
         with self._store._lock:
             fp = self._store._file().fp
+            if fp is None:
+                raise StoreClosedError(f"{self._store!r} is closed")
             out = []
             for start, stop in ranges:
                 fp.seek(self._data_offset + start)
@@ -175,7 +181,7 @@ class ZipStore(Store):
     def __init__(
         self,
         path: str | os.PathLike[str],
-        mode: str = "r",
+        mode: ZipMode = "r",
         *,
         compression: int = zipfile.ZIP_STORED,
     ) -> None:
@@ -267,6 +273,8 @@ class ZipStore(Store):
                 # offset, so the member is decompressed once, which pins it too.
                 return BytesRangeReader(key, self._file().read(info), _member_version(info))
             fp = self._file().fp
+            if fp is None:
+                raise StoreClosedError(f"{self!r} is closed")
             fp.seek(info.header_offset)
             header = fp.read(_LOCAL_HEADER.size)
         signature, name_length, extra_length = _LOCAL_HEADER.unpack(header)

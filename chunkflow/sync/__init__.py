@@ -47,10 +47,11 @@ def as_synchronizer(value: SynchronizerLike) -> Synchronizer | None:
     ThreadSynchronizer(0 locks in use)
     >>> as_synchronizer(None) is None
     True
-    >>> as_synchronizer(42)  # doctest: +ELLIPSIS
+    >>> as_synchronizer(42)  # doctest: +ELLIPSIS, +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    TypeError: synchronizer must be None, 'thread' or an object with lock() and locks() ... got 42
+    chunkflow.errors.ArgumentTypeError: synchronizer must be None, 'thread' or an object with lock() and
+    locks() ... got 42
     """
     if value is None:
         return None
@@ -64,7 +65,7 @@ def as_synchronizer(value: SynchronizerLike) -> Synchronizer | None:
     if not isinstance(value, str) and all(
         callable(getattr(value, name, None)) for name in ("lock", "locks")
     ):
-        return value  # type: ignore[no-any-return]
+        return value
     raise ArgumentTypeError(
         "synchronizer must be None, 'thread' or an object with lock() and locks() methods "
         f"(ThreadSynchronizer, ProcessSynchronizer, DistributedSynchronizer), got {value!r}"

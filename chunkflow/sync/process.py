@@ -14,7 +14,7 @@ from chunkflow.sync.base import KeyLockSynchronizer
 try:  # POSIX
     import fcntl
 except ImportError:  # Windows: no fcntl, so `import chunkflow` must not need it
-    fcntl = None  # type: ignore[assignment]
+    fcntl = None  # type: ignore[assignment]  # Windows has no fcntl
     import msvcrt
 
 

@@ -140,7 +140,7 @@ class CountingStore(Store):
     def identity(self) -> str:
         return self.inner.identity
 
-    @property  # type: ignore[override]
+    @property
     def read_only(self) -> bool:
         return self.inner.read_only
 
@@ -148,12 +148,12 @@ class CountingStore(Store):
     def read_only(self, value: bool) -> None:
         self.inner.read_only = value
 
-    @property  # type: ignore[override]
-    def supports_deletes(self) -> bool:
+    @property
+    def supports_deletes(self) -> bool:  # type: ignore[override]  # the inner store's, read-only
         return self.inner.supports_deletes
 
-    @property  # type: ignore[override]
-    def latency_bound(self) -> bool:
+    @property
+    def latency_bound(self) -> bool:  # type: ignore[override]  # the inner store's, read-only
         return self.inner.latency_bound
 
     def close(self) -> None:

@@ -88,9 +88,10 @@ class RangeConformance:
                     reader.read([(0, 1), bad])
                 message = str(info.value)
                 assert "'k'" in message and str(bad) in message and "10" in message
-            for bad in [(1.5, 2), (1,), "ab"]:  # type: ignore[list-item]
+            not_ranges: list[Any] = [(1.5, 2), (1,), "ab"]  # wrong on purpose
+            for bad in not_ranges:
                 with pytest.raises(ValueError, match="'k'"):
-                    reader.read([bad])  # type: ignore[list-item]
+                    reader.read([bad])
             assert reader.read([(0, 10)]) == [bytes(10)]  # still usable
 
     def test_open_ranges_close(self, store: Store) -> None:

@@ -157,7 +157,7 @@ class ChunkflowDataStore(AbstractDataStore):
         """The group's arrays by name, opened once (from consolidated metadata if any)."""
         if self._arrays is None:
             if self._only is not None:
-                self._arrays = {self._only: self.group[self._only]}  # type: ignore[dict-item]
+                self._arrays = {self._only: self.group[self._only]}  # type: ignore[dict-item]  # _only names an array
             else:
                 self._arrays = {name: array for name, array in self.group.arrays()
                                 if name not in self._exclude}

@@ -59,7 +59,7 @@ class ChunkflowBackendEntrypoint(BackendEntrypoint):
     def guess_can_open(self, filename_or_obj: object) -> bool:
         return False
 
-    def open_dataset(  # type: ignore[override]
+    def open_dataset(  # type: ignore[override]  # takes chunkflow's sources, not xarray's
         self,
         filename_or_obj: Group | StoreLike,
         *,
@@ -95,7 +95,7 @@ class ChunkflowBackendEntrypoint(BackendEntrypoint):
             store.close()
             raise
 
-    def open_groups_as_dict(  # type: ignore[override]
+    def open_groups_as_dict(  # type: ignore[override]  # takes chunkflow's sources, not xarray's
         self, filename_or_obj: Group | StoreLike, *, group: str | None = None,
         consolidated: bool | None = None, storage_options: dict[str, Any] | None = None,
         zarr_format: int | None = None, use_zarr_fill_value_as_mask: bool | None = None,
@@ -130,7 +130,7 @@ class ChunkflowBackendEntrypoint(BackendEntrypoint):
             root.close()
             raise
 
-    def open_datatree(self, filename_or_obj: Group | StoreLike, **kwargs: Any) -> Any:  # type: ignore[override]
+    def open_datatree(self, filename_or_obj: Group | StoreLike, **kwargs: Any) -> Any:  # type: ignore[override]  # takes chunkflow's sources, not xarray's
         """The group and its subgroups as a :class:`xarray.DataTree` (xarray >= 2024.10)."""
         from xarray import DataTree
 

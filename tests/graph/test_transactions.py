@@ -5,6 +5,7 @@ jobs leave the branch as it was. Values are compared with numpy and scipy."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -265,3 +266,44 @@ def test_resume_on_threads_runs_the_whole_job(repo: Any) -> None:
     chunkflow.map_chunks(lambda block: block * 2, _src(session), out=out, scheduler="threads",
                          commit="resumed", resume=True)
     np.testing.assert_array_equal(_main(repo, "out"), DATA * 2)
+
+
+def _dies_once(block: np.ndarray, block_info: dict[str, Any], marker: str) -> np.ndarray:
+    """Kill this worker process the first time the last block runs (the nanny starts a
+    new one, and the scheduler reruns the task there)."""
+    if block_info["block_index"] == tuple(n - 1 for n in block_info["num_blocks"]):
+        if not Path(marker).exists():
+            Path(marker).touch()
+            os._exit(1)
+    return block * 2
+
+
+@pytest.mark.slow
+def test_a_worker_lost_during_the_job_merges_nothing(repo: Any, tmp_path: Path) -> None:
+    import distributed
+
+    session = repo.writable_session("main")
+    out = chunkflow.open_array(session.store, path="out")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=":0") as cluster, \
+            distributed.Client(cluster, set_as_default=False) as client:
+        with pytest.raises(TransactionError, match=r"left the cluster.*'out'.*Nothing was merged"):
+            chunkflow.map_chunks(_dies_once, _src(session), out=out, block_info=True,
+                                 blocks=(1, 1), blocks_per_task=1, scheduler=client,
+                                 commit="lost", marker=str(tmp_path / "died"))
+    assert (tmp_path / "died").exists()
+    assert _messages(repo)[0] == "src and out"
+    assert not session.has_uncommitted_changes  # the writes the others held: not merged
+
+
+@pytest.mark.slow
+def test_copy_on_a_cluster_into_a_session(repo: Any, cluster_client: Any,
+                                          tmp_path: Path) -> None:
+    """chunkflow.copy writes each array's values with store: through forks on a
+    cluster, merged into the session with the arrays it created; the user commits."""
+    session = repo.writable_session("main")
+    group = chunkflow.open_group(session.store, mode="a")
+    source = chunkflow.array(DATA, chunks=(5, 7), store=str(tmp_path / "plain.zarr"))
+    chunkflow.copy(source, group, name="copied", scheduler=cluster_client)
+    session.commit("copied")
+    np.testing.assert_array_equal(_main(repo, "copied"), DATA)

@@ -107,7 +107,7 @@ def label(
     out: ArraySource,
     *,
     structure: Any = None,
-    dtype: DTypeLike = None,
+    dtype: DTypeLike | None = None,
     chunks: tuple[int, ...] | None = None,
     shards: tuple[int, ...] | None = None,
     zarr_format: int | None = None,

@@ -176,7 +176,7 @@ def _absolute(location: Any) -> Any:
 
 
 def plan_output(what: str, out: Any, shape: tuple[int, ...], chunks: tuple[int, ...],
-                *, shards: Any, dtype: DTypeLike, zarr_format: int | None, overwrite: bool,
+                *, shards: Any, dtype: DTypeLike | None, zarr_format: int | None, overwrite: bool,
                 resume: bool, job_name: str | None,
                 storage_options: Mapping[str, Any] | None,
                 dimension_names: Any = None,

@@ -231,7 +231,7 @@ def segment(
     *,
     depth: int | Sequence[int] | Mapping[int, int],
     min_overlap: float = 0.0,
-    dtype: DTypeLike = None,
+    dtype: DTypeLike | None = None,
     chunks: tuple[int, ...] | None = None,
     shards: tuple[int, ...] | None = None,
     zarr_format: int | None = None,

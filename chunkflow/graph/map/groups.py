@@ -94,7 +94,8 @@ class TaskWindows:
     def read(cls, sources: Sequence[Array], region: Sequence[slice], depth: Sequence[int],
              boundary: str, constant_value: Any = 0) -> TaskWindows:
         """Read the task's window of every source (each chunk it touches decoded once)."""
-        windows, halo = [], ()
+        windows: list[np.ndarray] = []
+        halo: tuple[tuple[int, int], ...] = ()
         for source in sources:
             window, halo = read_window(source, region, depth, boundary, constant_value)
             windows.append(window)

@@ -36,7 +36,7 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -52,7 +52,8 @@ __all__ = [
 BOUNDARIES = ("reflect", "nearest", "constant", "periodic", "none")
 #: ``numpy.pad``'s mode for each boundary that pads a window (``periodic`` reads the
 #: other side of the array instead; ``none`` does not pad).
-NUMPY_PAD_MODES = {"reflect": "symmetric", "nearest": "edge", "constant": "constant"}
+NUMPY_PAD_MODES: dict[str, Literal["symmetric", "edge", "constant"]] = {
+    "reflect": "symmetric", "nearest": "edge", "constant": "constant"}
 #: scipy.ndimage's mode for each boundary: with a full halo only the array's edges use
 #: it, and ``none`` (no halo past the edge) treats the edge as scipy's ``reflect`` does.
 SCIPY_MODES = {"reflect": "reflect", "nearest": "nearest", "constant": "constant",

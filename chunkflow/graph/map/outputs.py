@@ -96,7 +96,7 @@ def _open_existing(out: Any, storage_options: Mapping[str, Any] | None) -> Array
         return None
 
 
-def resolve_out(out: ArraySource | None, sources: Sequence[Array], dtype: DTypeLike,
+def resolve_out(out: ArraySource | None, sources: Sequence[Array], dtype: DTypeLike | None,
                 storage_options: Mapping[str, Any] | None, *, depth: Sequence[int] = (),
                 overwrite: bool = False, resume: bool = False) -> Array | NewOut | None:
     """``out`` as an open writable array, a :class:`NewOut` to create, or ``None``.

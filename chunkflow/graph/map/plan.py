@@ -47,7 +47,8 @@ class MapPlan:
     casting: str = "same_kind"  # numpy's rule for the cast of a block to dtype
 
     def windows(self, region: tuple[slice, ...]) -> tuple[list[np.ndarray], tuple[tuple[int, int], ...]]:
-        windows, halo = [], ()
+        windows: list[np.ndarray] = []
+        halo: tuple[tuple[int, int], ...] = ()
         for source in self.sources:
             window, halo = read_window(source, region, self.depth, self.boundary,
                                        self.constant_value)

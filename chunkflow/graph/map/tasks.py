@@ -67,8 +67,12 @@ TaskGroup = "int | Sequence[int] | None"
 class RegionDep(SelectionDep):
     """Task index -> (task index, the array region of that task)."""
 
-    def __getitem__(self, idx: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[slice, ...]]:
-        return idx, super().__getitem__(idx)  # type: ignore[return-value]
+    # A task's (index, region) instead of a selection: dask only passes it to the task.
+    def __getitem__(  # type: ignore[override]  # (index, region), not a selection
+        self, idx: tuple[int, ...]
+    ) -> tuple[tuple[int, ...], tuple[slice, ...]]:
+        # Every dimension of a map job is kept: its selection holds slices only.
+        return idx, super().__getitem__(idx)  # type: ignore[return-value]  # all slices: every axis is kept
 
 
 @dataclass(frozen=True)

@@ -183,7 +183,7 @@ def _mode(block: np.ndarray, factors: Sequence[int]) -> np.ndarray:
         ok = np.ones(out_shape, dtype=bool)
         for axis, (j, n, f) in enumerate(zip(offset, block.shape, factors)):
             if n % f and j >= n % f:
-                index = [slice(None)] * len(out_shape)
+                index: list[int | slice] = [slice(None)] * len(out_shape)
                 index[axis] = -1
                 ok[tuple(index)] = False
         valid.append(ok)

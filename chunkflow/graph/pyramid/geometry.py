@@ -69,11 +69,14 @@ def resolve_factors(factors: int | Sequence[int] | Mapping[str, int],
         values: list[Any] = [factors.get(n, b) for n, b in zip(names, base)]
     elif isinstance(factors, (int, np.integer)) and not isinstance(factors, bool):
         values = [int(factors) if a.type == "space" else 1 for a in axes]
-    else:
+    elif isinstance(factors, Sequence):
         values = list(factors)
         if len(values) != len(axes):
             raise PyramidError(f"pyramid: factors={factors!r} gives {len(values)} factors for "
                                f"{len(axes)} axes ({''.join(names)!r})")
+    else:
+        raise PyramidError(f"pyramid: factors must be an int, a sequence of ints or a mapping "
+                           f"from axis names to ints, got {factors!r}")
     for name, value in zip(names, values):
         if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
             raise PyramidError(f"pyramid: the factor of axis {name!r} must be a whole number "

@@ -25,6 +25,7 @@ from chunkflow.errors import (
     PyramidError,
 )
 from chunkflow.jobs import array_location, check_not_source, location_of
+from chunkflow.metadata import ArrayMetadataV2
 from chunkflow.metadata.ngff import image_label_attributes, labels_attributes
 from chunkflow.storage import Store
 
@@ -39,13 +40,13 @@ def codec_kwargs(source: Array, zarr_format: int) -> dict[str, Any]:
     sharding: levels are stored in plain chunks); the format's defaults otherwise."""
     if source.zarr_format != zarr_format:
         return {}
-    if zarr_format == 2:
-        meta = source.metadata
+    meta = source.metadata
+    if isinstance(meta, ArrayMetadataV2):
         return {"compressor": meta.compressor, "filters": meta.filters}
     serializer = source.serializer
     if serializer is None:
         return {}
-    return {"codecs": [*source.filters, serializer, *source.compressors]}
+    return {"codecs": [*(source.filters or ()), serializer, *source.compressors]}
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,7 @@ class PyramidOutput:
         """Create the group and the empty level arrays (no multiscales yet); with
         ``reuse``, open them where they exist (a resumed job)."""
         options = dict(self.storage_options or {}) or None
+        image: Group
         if self.reuse:
             image = open_group(self.location, mode="r+", path=self.image_path or None,
                                storage_options=options, cache=False)

@@ -32,7 +32,7 @@ True
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -61,6 +61,7 @@ from chunkflow.graph.scheduler import compute as run
 from chunkflow.graph.transactions import check_commit, transaction
 from chunkflow.jobs import (
     Job,
+    JobSpec,
     job_identity,
     job_progress,
     job_status,
@@ -275,8 +276,13 @@ def _trackers(source: Array, arrays: Sequence[Array], geometry: PyramidGeometry,
         spec = job_identity(out, sources=sources, kept=stages, job_name=job_name, plan={
             "pyramid": what, "block plan": tokenize(stage.first, stage.last, stage.numblocks)})
         trackers[number] = open_job(out, stage.numblocks, resume=resume,
-                                    identity=lambda spec=spec: spec)
+                                    identity=_returning(spec))
     return tuple(trackers[number] for number in range(len(geometry.stages)))
+
+
+def _returning(spec: JobSpec) -> Callable[[], JobSpec]:
+    """A function returning ``spec`` (open_job asks for the identity only when needed)."""
+    return lambda: spec
 
 
 def _level_kwargs(source: Array, shape: tuple[int, ...], chunk: tuple[int, ...],

@@ -122,7 +122,7 @@ class OutputSpec:
 
 
 def output_template(source: Array, shape: tuple[int, ...], chunks: tuple[int, ...],
-                    shards: Sequence[int] | None, dtype: DTypeLike, zarr_format: int | None,
+                    shards: Sequence[int] | None, dtype: DTypeLike | None, zarr_format: int | None,
                     compressors: Any) -> tuple[OutputSpec, Array]:
     """The output's creation arguments and an in-memory array made with them (which
     checks them all, creating nothing where the output goes)."""

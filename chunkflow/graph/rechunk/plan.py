@@ -77,7 +77,7 @@ class RechunkPlan:
 def prepare_rechunk(source: ArraySource, chunks: TargetChunks, *,
                     max_memory: int | str, temp: StoreLike | None = None,
                     shards: Sequence[int] | None = None, zarr_format: int | None = None,
-                    compressors: Any = ..., dtype: DTypeLike = None, selection: Any = None,
+                    compressors: Any = ..., dtype: DTypeLike | None = None, selection: Any = None,
                     scheduler: SchedulerLike = None,
                     storage_options: Mapping[str, Any] | None = None) -> RechunkPlan:
     """Open, check and plan a rechunk, creating nothing (see :func:`rechunk`).

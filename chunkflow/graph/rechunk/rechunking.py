@@ -125,7 +125,7 @@ def rechunk(
     shards: Sequence[int] | None = None,
     zarr_format: int | None = None,
     compressors: Any = ...,
-    dtype: DTypeLike = None,
+    dtype: DTypeLike | None = None,
     selection: Any = None,
     overwrite: bool = False,
     scheduler: SchedulerLike = None,

@@ -124,16 +124,19 @@ def histogram(
         low, high = run(x.min(), x.max(), scheduler=scheduler, progress=progress)
         # numpy takes a.min() and a.max() in the array's dtype: so do we (the edges'
         # dtype follows from them).
-        range = (np.asarray(low, x.dtype)[()], np.asarray(high, x.dtype)[()])
-        if not (np.isfinite(range[0]) and np.isfinite(range[1])):
-            raise InvalidArgumentError(f"histogram: autodetected range of [{range[0]}, {range[1]}] is "
+        lowest, highest = np.asarray(low, x.dtype)[()], np.asarray(high, x.dtype)[()]
+        if not (np.isfinite(lowest) and np.isfinite(highest)):
+            raise InvalidArgumentError(f"histogram: autodetected range of [{lowest}, {highest}] is "
                                        "not finite (as numpy says); pass range=")
+        bounds: tuple[Any, Any] | None = (lowest, highest)  # in the array's dtype
+    else:
+        bounds = range
     # numpy's edges (and its errors for bad bins or a non-finite range), before any pass.
-    edges = np.histogram_bin_edges(np.empty(0, x.dtype), bins=bins, range=range)
+    edges = np.histogram_bin_edges(np.empty(0, x.dtype), bins=bins, range=bounds)
     counts: Any = np.zeros(len(edges) - 1, np.int64)
     if x.size:
         block_bins = edges if np.ndim(bins) else bins
-        counts = tree_reduce(x, partial(_block_histogram, bins=block_bins, range=range),
+        counts = tree_reduce(x, partial(_block_histogram, bins=block_bins, range=bounds),
                              every=split_every(x, None, block_bytes))
     if not compute:
         return dask.delayed(_finish, pure=True)(counts, edges, density)

@@ -60,7 +60,8 @@ def check_dtype(dtype: np.dtype[Any], what: str) -> np.dtype[Any]:
     >>> check_dtype(np.dtype(bool), "median")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    TypeError: median of a bool array is not supported (numpy cannot interpolate booleans); convert it first,
+    chunkflow.errors.ArgumentTypeError: median of a bool array is not supported (numpy cannot interpolate
+    booleans); convert it first,
     e.g. with astype('u1')
     """
     if dtype.kind == "b":

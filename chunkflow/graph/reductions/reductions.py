@@ -117,7 +117,7 @@ def reduce(
     return dict(zip(lazy, values))
 
 
-def _single(op: str):  # type: ignore[no-untyped-def]
+def _single(op: str):
     # Renamed here too, so that the warning points at the caller's line.
     @renamed_parameters(chunks="blocks", memory_limit="max_memory", compute_now="compute")
     def reduction(source: ReductionSource, axis: int | tuple[int, ...] | None = None, *,
