@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from chunkflow.api.copying import copy, copy_all, copy_store
+from chunkflow.api.copying import copy, copy_all
 from chunkflow.api.creation import array as create_array_from
 from chunkflow.api.foreign import as_hierarchy_node
 from chunkflow.api.opening import open_array
+from chunkflow.api.raw_copy import copy_store
 from chunkflow.core.array import Array
 from chunkflow.core.documents import node_kind, normalize_path, not_found_message
 from chunkflow.errors import InvalidArgumentError, NodeNotFoundError

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 import chunkflow
-from chunkflow.api import copying, group, open_group
+from chunkflow.api import group, open_group
+from chunkflow.api import raw_copy as copying
 from chunkflow.api.convenience import (
     LazyLoader,
     copy,
