@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import chunkflow
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -20,6 +22,7 @@ def test_every_public_name_resolves_and_is_listed() -> None:
         assert name in dir(chunkflow)
 
 
+@pytest.mark.slow
 def test_reading_and_writing_do_not_load_dask_array_until_a_graph_is_built(
     tmp_path: Path,
 ) -> None:

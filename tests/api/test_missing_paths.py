@@ -58,6 +58,7 @@ def test_something_there_but_no_node_keeps_the_documents_message() -> None:
         chunkflow.open(store, mode="r", path="x")
 
 
+@pytest.mark.slow
 def test_cli_info_says_the_path_does_not_exist(tmp_path: Path) -> None:
     repo = str(Path(chunkflow.__file__).resolve().parents[1])
     done = subprocess.run([sys.executable, "-m", "chunkflow", "info", "nope.zarr"],

@@ -154,6 +154,7 @@ def test_deleting_an_array_through_its_group_drops_its_chunks(tmp_path: Path) ->
 # -- other processes -------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_writes_of_processes_taking_turns_are_never_erased(
     tmp_path: Path, file_versions: str
 ) -> None:
@@ -307,6 +308,7 @@ def test_recheck_policy_is_validated() -> None:
     assert chunkflow.zeros(3, recheck_cached_data="2.5").options.resolve_recheck() == 2.5
 
 
+@pytest.mark.slow
 def test_store_from_worker_processes_leaves_no_stale_chunks_in_this_process(
     tmp_path: Path,
 ) -> None:

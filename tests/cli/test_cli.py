@@ -580,6 +580,7 @@ def test_progress_bar_on_a_terminal_unless_quiet(capsys: pytest.CaptureFixture[s
 # -- demo ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_demo_keeps_its_results(capsys: pytest.CaptureFixture[str], tmp_path: Path,
                                 monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
@@ -653,6 +654,7 @@ def test_demo_without_scipy_says_demo_and_creates_nothing(
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_a_failed_demo_removes_the_folder_it_made(capsys: pytest.CaptureFixture[str],
                                                   monkeypatch: pytest.MonkeyPatch,
                                                   tmp_path: Path) -> None:

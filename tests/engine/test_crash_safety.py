@@ -172,6 +172,7 @@ def test_killed_shrink_never_resurrects_values(tmp_path: Path, zarr_format: int)
     assert stages >= 4  # metadata, deletes and edge-chunk rewrites were all interrupted
 
 
+@pytest.mark.slow
 def test_killed_shrink_and_grow_at_once(tmp_path: Path) -> None:
     _kill_at_every_stage(tmp_path, _plain(3), lambda p: _open(p).resize(5, 9),
                          _embed(BASE[:5], (5, 9)))
@@ -197,6 +198,7 @@ def test_killed_grow_never_shows_a_stale_handle_s_writes(
                          _embed(BASE[:6, :5], (12, 8)))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("zarr_format", [2, 3])
 def test_killed_append_shows_old_rows_or_all_new_ones(tmp_path: Path, zarr_format: int) -> None:
     stages = _kill_at_every_stage(tmp_path, _plain(zarr_format),
@@ -204,6 +206,7 @@ def test_killed_append_shows_old_rows_or_all_new_ones(tmp_path: Path, zarr_forma
     assert stages >= 3
 
 
+@pytest.mark.slow
 def test_killed_append_along_columns(tmp_path: Path) -> None:
     _kill_at_every_stage(tmp_path, _plain(3), lambda p: _open(p).append(COLUMNS, axis=1),
                          np.hstack([BASE, COLUMNS]))

@@ -52,6 +52,7 @@ def _store(url: str, options: dict[str, Any] | None) -> Store:
     pytest.param("s3", 3, marks=pytest.mark.s3),
     pytest.param("s3", 4, marks=[pytest.mark.s3, pytest.mark.slow]),
 ])
+@pytest.mark.slow
 def test_client_killed_at_a_random_moment_resumes_exactly(
     tmp_path: Path, request: pytest.FixtureRequest, backend: str, seed: int
 ) -> None:

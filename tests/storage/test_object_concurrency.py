@@ -113,6 +113,7 @@ def test_a_cached_read_on_s3_makes_no_request_per_chunk_beyond_its_get(
 # ------------------------------------------------------------------ in flight
 
 
+@pytest.mark.slow
 def test_reads_over_http_keep_many_requests_in_flight(
         http_folder: tuple[FaultProxy, Path]) -> None:
     proxy, folder = http_folder

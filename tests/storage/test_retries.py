@@ -52,6 +52,7 @@ def test_s3_stores_use_the_standard_retry_mode(s3_server: dict[str, Any]) -> Non
     assert _client_retries(FsspecStore(_url(), storage_options=legacy))["mode"] == "legacy"
 
 
+@pytest.mark.slow
 @pytest.mark.s3
 @pytest.mark.parametrize("backend", ["fsspec", "obstore"])
 def test_an_array_survives_a_third_of_requests_failing(s3_server: dict[str, Any],

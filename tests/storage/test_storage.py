@@ -534,6 +534,7 @@ class TestMappingDict(StoreConformance):
         # No store holds the dict any more: its id() could name a new dict.
         assert MappingStore(backing).identity != identity
 
+    @pytest.mark.slow
     def test_stores_dying_in_the_garbage_collector_never_deadlock_new_ones(self) -> None:
         # A store in a reference cycle dies inside a collection, which may run while
         # another store is being created (holding the identity lock) in this thread.

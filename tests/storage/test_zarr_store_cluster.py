@@ -118,6 +118,7 @@ def test_store_and_reduce_use_the_default_client(source: Any, default_client: An
     assert transitions() > before  # the work went to the cluster, not to threads
 
 
+@pytest.mark.slow
 @pytest.mark.s3
 def test_writers_into_an_object_store_on_a_cluster(object_store: Any, s3_server: dict[str, Any],
                                                    cluster_client: Any) -> None:

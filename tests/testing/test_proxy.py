@@ -111,6 +111,7 @@ def test_most_in_flight_counts_overlapping_requests_only(upstream: str, prefix: 
         assert proxy.requests["PUT"] == 5 and proxy.most_in_flight == 1
 
 
+@pytest.mark.slow
 def test_a_burst_of_connections_is_queued_not_refused(upstream: str, prefix: str) -> None:
     with FaultProxy(upstream) as proxy:
         _request(proxy.url, "PUT", f"/{prefix}/b", b"b")
@@ -158,6 +159,7 @@ def test_a_seed_gives_the_same_failures_and_the_share_is_kept(upstream: str, pre
     assert 4 <= sum(status != 200 for status in first) <= 20
 
 
+@pytest.mark.slow
 def test_s3fs_gets_through_a_tenth_of_requests_failing(
     s3_server: dict[str, Any], upstream: str, prefix: str
 ) -> None:

@@ -130,6 +130,7 @@ def test_default_groups_a_write_job_into_fewer_tasks() -> None:
     np.testing.assert_allclose(out[:], func(image), rtol=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scheduler", ["processes", "cluster"])
 def test_groups_on_processes_and_a_cluster(scheduler: str, tmp_path: Path,
                                            request: pytest.FixtureRequest) -> None:

@@ -211,6 +211,7 @@ def test_metadata_is_written_after_every_level() -> None:
         [[0.0, 0.0], [0.5, 0.5], [1.5, 1.5]]
 
 
+@pytest.mark.slow
 def test_runs_on_processes(tmp_path: Path) -> None:
     image = _image((90, 70), "u2", "mean")
     source = str(tmp_path / "source.zarr")

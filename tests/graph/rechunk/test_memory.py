@@ -65,6 +65,7 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> str:
     # A region off the chunk edges: edge chunks are decoded apart, then copied.
     ({"chunks": [29, 30, 30], "max_memory": "12 MiB", "selection": [[3, 32], [10, 250]]}, 2),
 ])
+@pytest.mark.slow
 def test_every_task_peaks_within_the_plan(source: str, tmp_path: Path,
                                           case: dict[str, object], passes: int) -> None:
     args = {"src": source, "out": str(tmp_path / "out.zarr"), "temp": str(tmp_path / "t"),

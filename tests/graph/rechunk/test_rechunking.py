@@ -156,6 +156,7 @@ def test_a_region_and_a_subset_of_axes(tmp_path: Path) -> None:
     np.testing.assert_array_equal(out[...], data[2:11, 5:45])
 
 
+@pytest.mark.slow
 def test_processes_and_a_local_cluster_give_the_same_array(tmp_path: Path,
                                                              cluster_client: Any) -> None:
     data = np.random.default_rng(4).integers(0, 9, (16, 64, 64), dtype="u1")
@@ -182,6 +183,7 @@ def test_progress_counts_the_blocks_of_both_passes() -> None:
     assert seen[-1] == (blocks, blocks)
 
 
+@pytest.mark.slow
 @pytest.mark.s3
 def test_urls_on_object_storage_with_an_intermediate(s3_server: dict[str, Any]) -> None:
     import fsspec
