@@ -33,7 +33,6 @@ True
 
 from __future__ import annotations
 
-import bisect
 import itertools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
@@ -52,7 +51,6 @@ from chunkflow.errors import (
     ArgumentTypeError,
     InternalError,
     InvalidArgumentError,
-    InvalidSelectionError,
     ReadOnlyError,
     ShapeMismatchError,
 )
@@ -61,6 +59,12 @@ from chunkflow.graph.scheduler import ProgressArg
 from chunkflow.graph.scheduler import compute as run
 from chunkflow.graph.sources import source_reads
 from chunkflow.graph.transactions import check_commit, transaction
+from chunkflow.graph.write_regions import (
+    aligned_edges,
+    block_edges,
+    dim_pieces,
+    unit_region,
+)
 from chunkflow.jobs import (
     Job,
     array_location,
@@ -83,50 +87,6 @@ if TYPE_CHECKING:
 
 __all__ = ["aligned_edges", "store", "to_chunkflow", "unit_region"]
 
-# One dimension of a piece: (source block index, slice in that block, slice in the
-# write block).
-_DimPiece = tuple[int, slice, slice]
-
-
-def aligned_edges(start: int, stop: int, chunk: int, per_block: int) -> list[int]:
-    """Edges (relative to ``start``) of write blocks covering ``[start, stop)``.
-
-    Inner edges fall on multiples of ``chunk * per_block`` in absolute coordinates,
-    so each chunk lies in exactly one block; only the first and last block can be cut
-    by the region's own edges.
-
-    Examples
-    --------
-    >>> aligned_edges(0, 10, chunk=4, per_block=1)
-    [0, 4, 8, 10]
-    >>> aligned_edges(3, 13, chunk=4, per_block=2)
-    [0, 5, 10]
-    >>> aligned_edges(5, 5, chunk=4, per_block=1)
-    [0]
-    """
-    step = chunk * per_block
-    first_inner = (start // step + 1) * step
-    inner = range(first_inner, stop, step)
-    return [0, *(edge - start for edge in inner), stop - start] if stop > start else [0]
-
-
-def _block_edges(sizes: Sequence[int]) -> list[int]:
-    return [0, *itertools.accumulate(sizes)]
-
-
-def _dim_pieces(source_edges: list[int], lo: int, hi: int) -> list[_DimPiece]:
-    """Source blocks overlapping ``[lo, hi)`` along one dimension, as slices."""
-    pieces = []
-    k = bisect.bisect_right(source_edges, lo) - 1
-    while k < len(source_edges) - 1 and source_edges[k] < hi:
-        first, last = max(lo, source_edges[k]), min(hi, source_edges[k + 1])
-        pieces.append(
-            (k, slice(first - source_edges[k], last - source_edges[k]),
-             slice(first - lo, last - lo))
-        )
-        k += 1
-    return pieces
-
 
 def _write_block(
     target: Array,
@@ -147,36 +107,6 @@ def _write_block(
         check_cast(value.dtype, target.dtype, casting,
                    f"chunkflow.store: the source's block for {block_keys(target, region)}")
     target[region] = value
-
-
-def unit_region(region: Any, array: Array, what: str) -> tuple[slice, ...]:
-    """``region`` (``None``, a slice or a tuple of slices) as unit-step slices, one per
-    dimension of ``array``; ``what`` names the caller in errors ("store", "rechunk").
-
-    Examples
-    --------
-    >>> import chunkflow
-    >>> unit_region((slice(2, None),), chunkflow.zeros((4, 6), chunks=2), "store")
-    (slice(2, 4, None), slice(0, 6, None))
-    """
-    name = array.path or "/"
-    entries = () if region is None else region if isinstance(region, tuple) else (region,)
-    if len(entries) > array.ndim or any(not isinstance(s, slice) for s in entries):
-        raise InvalidSelectionError(
-            f"{what}: array {name!r}: selection= must be a tuple of at most {array.ndim} "
-            f"slices, got {region!r}"
-        )
-    entries = entries + (slice(None),) * (array.ndim - len(entries))
-    normalized = []
-    for dim, (entry, size) in enumerate(zip(entries, array.shape)):
-        start, stop, step = entry.indices(size)
-        if step != 1:
-            raise InvalidSelectionError(
-                f"{what}: array {name!r}: selection= slices need unit steps, got {entry!r} for "
-                f"axis {dim}"
-            )
-        normalized.append(slice(start, max(start, stop)))
-    return tuple(normalized)
 
 
 def _check_pair(source: Any, target: Array, region: tuple[slice, ...],
@@ -231,12 +161,12 @@ def _store_layer(source: da.Array, target: Array, region: tuple[slice, ...], nam
     With a resumed ``job``, finished blocks become tasks without dependencies, so the
     source blocks only they need are culled from the graph (never computed).
     """
-    source_edges = [_block_edges(sizes) for sizes in source.chunks]
+    source_edges = [block_edges(sizes) for sizes in source.chunks]
     write_edges = _write_edges(source, target, region)
     # Tasks record blocks through a copy without the done bitmap (it stays here).
     recorder = job.recorder() if job is not None else None
     per_dim = [
-        [(lo, hi, _dim_pieces(src, lo, hi)) for lo, hi in itertools.pairwise(edges)]
+        [(lo, hi, dim_pieces(src, lo, hi)) for lo, hi in itertools.pairwise(edges)]
         for edges, src in zip(write_edges, source_edges)
     ]
     layer: dict = {}
