@@ -161,6 +161,10 @@ def _child(kind: str, image: str, out: str, threshold: str) -> None:
 
     import chunkflow  # noqa: F401
 
+    # chunkflow loads its graph functions on first use: load them before the
+    # baseline and the timer, as the peers' code is loaded.
+    import chunkflow.graph  # noqa: F401
+
     if kind.startswith("dask-image"):
         import resource
 

@@ -119,6 +119,10 @@ def _child(kind: str, args: dict) -> None:
 
     import chunkflow
 
+    # chunkflow loads its graph functions on first use: load them before the
+    # baseline and the timer, as the peers' code is loaded.
+    import chunkflow.graph  # noqa: F401
+
     zstd = numcodecs.Zstd(level=1)
     _warm_up(kind)
     baseline = _peak_rss()
