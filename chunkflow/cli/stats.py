@@ -12,6 +12,8 @@ Examples
 from __future__ import annotations
 
 import argparse
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -19,6 +21,7 @@ import numpy as np
 import chunkflow
 from chunkflow.cli.nodes import naming_source, open_array_at
 from chunkflow.cli.options import add_compute_options, progress_wanted, storage_options
+from chunkflow.errors import MemoryPlanError, UsageError
 
 __all__ = ["OPS", "register", "run_reduce", "text_histogram"]
 
@@ -59,7 +62,7 @@ def run_reduce(args: argparse.Namespace) -> int:
     """Print the chosen statistics of the array at ``args.path``."""
     ops = list(dict.fromkeys(args.op or DEFAULT_OPS))
     source = open_array_at(args.path, storage_options(args, args.path), cache=False)
-    with naming_source(args.path):
+    with naming_source(args.path), _memory_refused():
         _print_reductions(args, source, ops, progress_wanted(args))
     return 0
 
@@ -68,15 +71,25 @@ def _print_reductions(args: argparse.Namespace, source: chunkflow.Array, ops: li
                       progress: bool) -> None:
     plain = [op for op in ops if op != "histogram"]
     if plain:
-        values = chunkflow.reduce(source, plain, scheduler=args.scheduler, progress=progress)
+        values = chunkflow.reduce(source, plain, max_memory=args.max_memory,
+                                  scheduler=args.scheduler, progress=progress)
         width = max(map(len, plain))
         for op in plain:
             print(f"{op:<{width}}  {_format_value(values[op])}")
     if "histogram" in ops:
-        counts, edges = chunkflow.histogram(source, bins=args.bins, scheduler=args.scheduler,
-                                            progress=progress)
+        counts, edges = chunkflow.histogram(source, bins=args.bins, max_memory=args.max_memory,
+                                            scheduler=args.scheduler, progress=progress)
         print(f"histogram of {args.path} ({int(counts.sum())} values, {args.bins} bins):")
         print(text_histogram(counts, edges))
+
+
+@contextlib.contextmanager
+def _memory_refused() -> Iterator[None]:
+    """A --max-memory too small for one block is a usage error (exit code 2)."""
+    try:
+        yield
+    except MemoryPlanError as err:
+        raise UsageError(str(err).replace("max_memory", "--max-memory")) from err
 
 
 def _positive_int(text: str) -> int:
@@ -102,5 +115,8 @@ def register(commands: argparse._SubParsersAction, parents: list[argparse.Argume
                         help="what to compute (repeatable; default: mean, std, min, max)")
     parser.add_argument("--bins", type=_positive_int, default=20,
                         help="histogram bins (default: 20)")
+    parser.add_argument("--max-memory", default=None, metavar="SIZE",
+                        help="what one task may use, e.g. '512 MiB' (default: a worker's "
+                             "memory less the chunk cache, shared by its threads)")
     add_compute_options(parser)
     parser.set_defaults(run=run_reduce)

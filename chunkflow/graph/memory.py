@@ -206,7 +206,8 @@ def default_max_memory(scheduler: SchedulerLike) -> tuple[int, str]:
 def check_memory(estimate: MemoryPlan, limit: int, multiples: tuple[int, ...],
                   unit: tuple[int, ...], shape: tuple[int, ...],
                   estimate_for: Callable[[tuple[int, ...]], MemoryPlan],
-                  note: str = "") -> None:
+                  note: str = "", what: str = "map_chunks") -> None:
+    """Raise :class:`MemoryPlanError` naming ``what`` unless ``estimate`` fits ``limit``."""
     if estimate.total <= limit:
         return
     fit = fitting_multiples(multiples, unit, shape, lambda b: estimate_for(b).total <= limit)
@@ -216,6 +217,6 @@ def check_memory(estimate: MemoryPlan, limit: int, multiples: tuple[int, ...],
     else:
         advice = f"blocks={fit} (blocks of {tuple(k * u for k, u in zip(fit, unit))}) would fit"
     raise MemoryPlanError(
-        f"map_chunks: each task would need about {estimate.describe()}, more than max_memory "
+        f"{what}: each task would need about {estimate.describe()}, more than max_memory "
         f"{format_bytes(limit)}{f' ({note})' if note else ''}; {advice}"
     )

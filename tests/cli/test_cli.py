@@ -432,6 +432,18 @@ def test_reduce_of_a_corrupt_chunk_names_path_array_and_chunk(
                          "could not be decoded: codec ")
 
 
+def test_reduce_keeps_to_max_memory_or_says_it_is_too_small(
+        capsys: pytest.CaptureFixture[str], stored: tuple[str, np.ndarray]) -> None:
+    path, data = stored
+    code, out, _ = run(capsys, "reduce", path, "--op", "max", "--max-memory", "64 KiB")
+    assert code == 0 and out.split() == ["max", str(int(data.max()))]
+    # One 16 x 20 uint16 chunk (640 B), its float64 work and the next block: 11.25 KiB.
+    code, out, err = run(capsys, "reduce", path, "--op", "histogram", "--max-memory", "1 KiB")
+    assert code == 2 and out == ""
+    assert_one_line(err, "chunkflow reduce: error: histogram: each task would need about "
+                         "11.25 kiB", "more than --max-memory 1.00 kiB; raise --max-memory")
+
+
 def test_reduce_histogram_is_a_text_plot(capsys: pytest.CaptureFixture[str],
                                          stored: tuple[str, np.ndarray]) -> None:
     path, data = stored

@@ -357,6 +357,26 @@ def test_reduction_blocks_shrink_with_the_memory_budget() -> None:
     assert stats["std"].dask.layers.keys() >= {tight.name}
 
 
+@pytest.mark.parametrize("run", [
+    lambda z, m: chunkflow.reduce(z, ["mean", "std"], max_memory=m),
+    lambda z, m: chunkflow.histogram(z, bins=4, max_memory=m),
+    lambda z, m: chunkflow.percentile(z, [5, 50], max_memory=m),
+], ids=["reduce", "histogram", "percentile"])
+def test_a_budget_one_chunk_does_not_fit_is_refused_and_one_it_fits_is_kept(run: Any) -> None:
+    from chunkflow.errors import MemoryPlanError
+
+    data = np.random.default_rng(4).random((256, 256), dtype="f4")
+    z = chunkflow.array(data, chunks=(64, 64))
+    # One 16 KiB chunk: the block, its float64 work (4x) and the next block: 160 KiB.
+    with pytest.raises(MemoryPlanError, match=r"^\w+: each task would need about 160\.00 kiB "
+                                              r"for blocks of \(64, 64\).*max_memory 159"):
+        run(z, "159 KiB")
+    fitted = run(z, "160 KiB")
+    np.testing.assert_equal(fitted, run(z, None))  # the same answer in one-chunk blocks
+    assert chunkflow.reduce(z, ["mean"], max_memory="160 KiB")["mean"] == \
+        pytest.approx(float(data.astype("f8").mean()), rel=1e-6)
+
+
 def test_percentile_is_exact_on_one_block_and_on_many() -> None:
     data = np.random.default_rng(3).normal(size=(300, 40))
     z = chunkflow.array(data, chunks=(30, 40))

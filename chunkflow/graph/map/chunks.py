@@ -108,8 +108,10 @@ def _prepare_plan(func: Callable[..., Any], sources: Sequence[ArraySource], *,
                   summary_shape: tuple[int, ...] | None,
                   blocks_per_task: int | Sequence[int] | None = None,
                   overwrite: bool = False, resume: bool = False,
-                  casting: str = "same_kind") -> tuple[MapPlan, TaskGrid]:
-    arrays = open_sources(sources, storage_options)
+                  casting: str = "same_kind",
+                  what: str = "map_chunks") -> tuple[MapPlan, TaskGrid]:
+    """Open, check and plan a job; ``what`` names the public function in its errors."""
+    arrays = open_sources(sources, storage_options, what)
     first = arrays[0]
     check_boundary(boundary)
     halo = normalize_depth(depth, first.ndim)
@@ -125,12 +127,12 @@ def _prepare_plan(func: Callable[..., Any], sources: Sequence[ArraySource], *,
     tasks = plan_tasks(arrays, target if target is not None else first, itemsize, halo,
                        chunks, max_memory, scheduler, func_memory_factor,
                        grouped=target is not None and summary_shape is None,
-                       per_task=blocks_per_task)
+                       per_task=blocks_per_task, what=what)
     if isinstance(resolved, NewOut):
         target = resolved.create()  # last: the plan holds
     plan = MapPlan(func, arrays, halo, boundary, constant_value, trim, block_info, out_dtype,
                    tasks.numblocks, dict(kwargs), target, summary_shape, tasks.spans,
-                   casting=check_casting(casting, "map_chunks"))
+                   casting=check_casting(casting, what))
     return plan, tasks
 
 
@@ -348,7 +350,7 @@ def summarize_chunks(
                                 block_info=block_info, trim=False, max_memory=max_memory,
                                 scheduler=scheduler, storage_options=storage_options,
                                 func_memory_factor=func_memory_factor, kwargs=kwargs,
-                                summary_shape=tuple(shape))
+                                summary_shape=tuple(shape), what="summarize_chunks")
     token = tokenize("summary", func, kwargs, plan.sources, plan.depth, boundary,
                      constant_value, block_info, str(plan.dtype), tuple(shape), tasks.dep)
     graph, name = _graph(plan, tasks.dep, token, tuple(shape))

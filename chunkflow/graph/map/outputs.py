@@ -40,10 +40,11 @@ __all__ = ["NewOut", "open_sources", "resolve_out"]
 
 
 def open_sources(sources: Sequence[ArraySource],
-                 storage_options: Mapping[str, Any] | None) -> tuple[Array, ...]:
+                 storage_options: Mapping[str, Any] | None,
+                 what: str = "map_chunks") -> tuple[Array, ...]:
     """The sources as open arrays of one shape, past the process-wide chunk cache."""
     if not sources:
-        raise ArgumentTypeError("map_chunks needs at least one source array")
+        raise ArgumentTypeError(f"{what} needs at least one source array")
     # Sources skip the process-wide chunk cache (as to_dask's do): a map job reads each
     # chunk about once per task (halos are reused inside a task, see map.groups), and
     # caching a whole source (up to the cache budget) doubled the peak memory of a
@@ -57,7 +58,7 @@ def open_sources(sources: Sequence[ArraySource],
     for i, array in enumerate(arrays[1:], start=1):
         if array.shape != shape:
             raise ShapeMismatchError(
-                f"map_chunks: source {i} ({array.path or '/'!r}) has shape {array.shape}; "
+                f"{what}: source {i} ({array.path or '/'!r}) has shape {array.shape}; "
                 f"source 0 ({arrays[0].path or '/'!r}) has {shape}; sources must match"
             )
     return arrays

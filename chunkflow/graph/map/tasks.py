@@ -150,11 +150,12 @@ def _group_fits(block: tuple[int, ...], spans: tuple[int, ...], shape: tuple[int
 def plan_tasks(sources: Sequence[Array], grid_owner: Array, out_itemsize: int,
                depth: tuple[int, ...], chunks: BlockChunks, max_memory: int | str | None,
                scheduler: SchedulerLike, func_memory_factor: float, *, grouped: bool,
-               per_task: int | Sequence[int] | None = None) -> TaskGrid:
+               per_task: int | Sequence[int] | None = None,
+               what: str = "map_chunks") -> TaskGrid:
     """Plan the blocks and tasks of a job whose output grid is ``grid_owner``'s.
 
     ``grouped``: tasks may run several blocks (a job writing to ``out``);
-    ``per_task`` fixes how many. Raises
+    ``per_task`` fixes how many; ``what`` names the public function in errors. Raises
     :class:`~chunkflow.MemoryPlanError` when one block alone does not fit
     ``max_memory``.
     """
@@ -171,9 +172,9 @@ def plan_tasks(sources: Sequence[Array], grid_owner: Array, out_itemsize: int,
     if max_memory is None:
         limit, note = default_max_memory(scheduler)
     else:
-        limit, note = byte_count("map_chunks: max_memory", max_memory), ""
+        limit, note = byte_count(f"{what}: max_memory", max_memory), ""
     block = _largest(block_dims) if shape else ()
-    check_memory(estimate_for(block), limit, multiples, unit, shape, estimate_for, note)
+    check_memory(estimate_for(block), limit, multiples, unit, shape, estimate_for, note, what)
     numblocks = tuple(len(d.chunks) for d in block_dims)
     spans = tuple(d.span for d in block_dims)
     if not grouped or not shape:
@@ -192,7 +193,7 @@ def plan_tasks(sources: Sequence[Array], grid_owner: Array, out_itemsize: int,
     estimate = estimate_for(block, _largest(task_dims) if grouping else None)
     if grouping and estimate.total > limit:  # only an explicit group can get here
         raise MemoryPlanError(
-            f"map_chunks: each task of blocks_per_task={group} would need about "
+            f"{what}: each task of blocks_per_task={group} would need about "
             f"{estimate.describe()}, more than max_memory {format_bytes(limit)}"
             f"{f' ({note})' if note else ''}; blocks_per_task=1 needs "
             f"{format_bytes(estimate_for(block).total)}"

@@ -114,7 +114,7 @@ def histogram(
         raise InvalidArgumentError(f"histogram: bins={bins!r} (a numpy bin estimator) needs the whole "
                                    "data in memory; give a number of bins or the edges")
     x, block_bytes = reduction_input(source, selection, blocks, max_memory, scheduler,
-                                     storage_options)
+                                     storage_options, "histogram")
     if not compute and range is None and np.ndim(bins) == 0 and x.size:
         # The edges depend on a first pass: both passes run in one task when the result
         # is computed. A partial hides x from dask, which would load it whole.

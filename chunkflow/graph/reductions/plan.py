@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 import dask.array as da
 import numpy as np
+from dask.utils import format_bytes
 
 from chunkflow.core.array import Array
-from chunkflow.errors import InvalidArgumentError
+from chunkflow.errors import InvalidArgumentError, MemoryPlanError
 from chunkflow.graph.memory import memory_budget, task_max_memory
 from chunkflow.graph.read import as_source_array, to_dask
 
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "REDUCTION_BLOCK_BYTES", "ReductionSource", "reduction_block_bytes", "reduction_input",
-    "split_every",
+    "split_every", "task_bytes_per_block_byte",
 ]
 
 #: What the reductions read: an array to open (:data:`~chunkflow.graph.read.ArraySource`)
@@ -50,9 +51,9 @@ ReductionSource: TypeAlias = "ArraySource | da.Array"
 # RSS, 4 MiB 0.57-0.64 s at 180 MB, 8 MiB 0.59-0.68 s at 260 MB (dask + zarr-python:
 # 1.3 s at 118 MB; 86 MB of every figure is the interpreter and its libraries).
 REDUCTION_BLOCK_BYTES = 4 * 2**20
-# Bytes of float64 work per input element while one block is reduced (std: x - mean,
-# then its square), on top of the block itself.
-_WORK_BYTES_PER_ELEMENT = 16
+#: Bytes of float64 work per input element while one block is reduced (std: x - mean,
+#: then its square), on top of the block itself.
+WORK_BYTES_PER_ELEMENT = 16
 
 
 def reduction_block_bytes(itemsize: int, max_memory: int | str | None = None,
@@ -69,9 +70,25 @@ def reduction_block_bytes(itemsize: int, max_memory: int | str | None = None,
     2
     """
     budget = task_max_memory(max_memory, scheduler)
-    expansion = 1 + _WORK_BYTES_PER_ELEMENT / itemsize
-    fits = int(budget / expansion / 2)
-    return builtins.max(2**20, builtins.min(REDUCTION_BLOCK_BYTES, fits))
+    fits = int(budget / task_bytes_per_block_byte(itemsize))
+    # At least 1 MiB per block keeps the tasks few under the machine's own budget; a
+    # budget the user gave is kept, down to one chunk per block (reduction_input then
+    # refuses a budget that one chunk does not fit).
+    floor = 2**20 if max_memory is None else 1
+    return builtins.max(floor, builtins.min(REDUCTION_BLOCK_BYTES, fits))
+
+
+def task_bytes_per_block_byte(itemsize: int) -> float:
+    """A task's bytes per decoded block byte: the block and its work, twice (the block
+    dask reads ahead and the partial results waiting for their combine).
+
+    One rule for every reduction: std's float64 work is the most any of them needs
+    (the order statistics' keys and bucket rows are fewer bytes, in steps).
+
+    >>> task_bytes_per_block_byte(8)
+    6.0
+    """
+    return 2 * (1 + WORK_BYTES_PER_ELEMENT / itemsize)
 
 
 def split_every(x: da.Array, axis: int | tuple[int, ...] | None, block_bytes: int) -> int:
@@ -90,12 +107,14 @@ def split_every(x: da.Array, axis: int | tuple[int, ...] | None, block_bytes: in
 
 def reduction_input(source: ReductionSource, selection: Selection = Ellipsis, blocks: BlockChunks = None,
                     max_memory: int | str | None = None, scheduler: SchedulerLike = None,
-                    storage_options: Mapping[str, Any] | None = None) -> tuple[da.Array, int]:
+                    storage_options: Mapping[str, Any] | None = None,
+                    what: str = "reduce") -> tuple[da.Array, int]:
     """The dask array a reduction reads (blocks sized for the budget), and its block bytes.
 
     ``source`` is a chunkflow array, a dask array, or a path, URL or store (opened
     read-only with ``storage_options``, past the chunk cache: one pass reads each chunk
-    once).
+    once). A ``max_memory`` that one chunk per block does not fit raises
+    :class:`~chunkflow.MemoryPlanError` naming ``what``.
 
     Examples
     --------
@@ -118,4 +137,20 @@ def reduction_input(source: ReductionSource, selection: Selection = Ellipsis, bl
         selected = to_dask(array, selection, 1).nbytes  # a plan only: no I/O
         blocks = builtins.min(blocks, builtins.max(2**20, int(selected) // (2 * threads)))
     x = to_dask(array, selection, blocks)
-    return x, int(np.prod(x.chunksize)) * x.dtype.itemsize
+    block_bytes = int(np.prod(x.chunksize)) * x.dtype.itemsize
+    if max_memory is not None:
+        _check_fits(block_bytes, x.chunksize, array.dtype.itemsize, max_memory, scheduler,
+                    what)
+    return x, block_bytes
+
+
+def _check_fits(block_bytes: int, block: tuple[int, ...], itemsize: int,
+                max_memory: int | str, scheduler: SchedulerLike, what: str) -> None:
+    budget = task_max_memory(max_memory, scheduler)
+    need = int(block_bytes * task_bytes_per_block_byte(itemsize))
+    if need > budget:
+        raise MemoryPlanError(
+            f"{what}: each task would need about {format_bytes(need)} for blocks of {block} "
+            f"(the block, its work and the next block), more than max_memory "
+            f"{format_bytes(budget)}; raise max_memory, or store the array in smaller chunks"
+        )

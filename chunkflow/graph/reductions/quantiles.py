@@ -184,7 +184,8 @@ def _order_statistics(source: ReductionSource, ranks_of: Any, what: str, skip_na
                       storage_options: Mapping[str, Any] | None) -> tuple[_Found, np.dtype[Any]]:
     """Count, then select the values at ``ranks_of(n)`` (n: the non-NaN values); none
     when NaN makes the answer NaN (``skip_nan`` false)."""
-    x, _ = reduction_input(source, selection, blocks, max_memory, scheduler, storage_options)
+    x, _ = reduction_input(source, selection, blocks, max_memory, scheduler, storage_options,
+                           what)
     dtype = check_dtype(x.dtype, what)
     if x.dtype != dtype:
         x = x.astype(dtype)

@@ -201,6 +201,14 @@ def test_impossible_block_size_is_refused_with_advice() -> None:
         chunkflow.map_chunks(np.negative, z, depth=8, blocks=(1, 1), max_memory="1 MiB")
 
 
+def test_summarize_chunks_errors_name_summarize_chunks() -> None:
+    z = chunkflow.zeros((4096, 4096), chunks=(256, 256), dtype="f4")
+    with pytest.raises(MemoryPlanError, match=r"^summarize_chunks: each task would need"):
+        chunkflow.summarize_chunks(np.max, z, depth=8, blocks=(1, 1), max_memory="1 MiB")
+    with pytest.raises(ShapeMismatchError, match=r"^summarize_chunks: source 1"):
+        chunkflow.summarize_chunks(np.max, z, chunkflow.zeros((10, 11), chunks=5))
+
+
 _PEAK_SCRIPT = """
 import functools, json, math, sys, tracemalloc
 import dask, numpy as np
