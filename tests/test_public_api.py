@@ -37,9 +37,18 @@ def test_a_star_import_hides_no_builtin_but_open() -> None:
 
 
 def test_errors_and_the_job_status_users_need_are_exported() -> None:
-    for name in ("ChunkflowError", "MemoryPlanError", "JobMismatchError", "JobTokenError",
-                 "IncompleteJobWarning"):
+    caught = ("ChunkflowError", "MemoryPlanError", "JobMismatchError", "JobTokenError",
+              "IncompleteJobWarning", "CastingError", "OutputIsSourceError",
+              "TransactionError", "TransactionConflictError", "ArrayNotFoundError",
+              "GroupNotFoundError", "NodeNotFoundError", "ContainsArrayError",
+              "ContainsGroupError", "ReadOnlyError", "ChunkDecodeError", "StoreRequestError",
+              "IncompleteListingError", "LockTimeoutError", "ValuesChangedError")
+    for name in caught:
+        assert name in chunkflow.__all__
         assert getattr(chunkflow, name) is getattr(errors, name)
+    # The top level exports no error that errors.py does not define.
+    exported = {n for n in chunkflow.__all__ if n.endswith(("Error", "Warning"))}
+    assert exported == set(caught)
     assert chunkflow.job_status is chunkflow.jobs.job_status
 
 

@@ -10,6 +10,9 @@ Examples
 "unknown URL protocol 'foo' (fsspec knows none by that name; e.g. file://, s3://, gs://, https://, memory://)"
 >>> describe(KeyError("a"))
 "KeyError: 'a'"
+>>> from chunkflow.errors import KeyNotFoundError
+>>> describe(KeyNotFoundError("c/0/0"))
+"KeyNotFoundError: 'c/0/0'"
 """
 
 from __future__ import annotations
@@ -43,6 +46,8 @@ def describe(err: BaseException) -> str:
         protocol = message.rpartition(":")[2].strip()
         return (f"unknown URL protocol {protocol!r} (fsspec knows none by that name; "
                 "e.g. file://, s3://, gs://, https://, memory://)")
+    if isinstance(err, ChunkflowError) and isinstance(err, KeyError) and message.startswith("'"):
+        return f"{name}: {message}"  # a KeyError's message is the quoted key alone
     if isinstance(err, ChunkflowError) and message:
         return message  # already written for people (and may wrap a described error)
     if "credential" in (name + message).lower():

@@ -9,6 +9,11 @@ dataset, a zarr-python array) is read in this process, as before. With
 ``resume=True`` arrays are copied block by block in this process, each block recorded
 (see :mod:`chunkflow.api.block_copy`).
 
+With ``compute=False`` the groups, arrays and attributes are created now and the call
+returns ``(counts, delayed)``: the values are written when ``delayed`` is computed
+(one dask job for every array; a source that is not a chunkflow array is read through
+``dask.array.from_array``).
+
 Examples
 --------
 >>> import numpy as np
@@ -21,6 +26,12 @@ Examples
 (1, 0, 80)
 >>> int(dst["x"][9]), seen[-1][0] == seen[-1][1]
 (9, True)
+>>> counts, pending = chunkflow.copy(src, dst, "y", compute=False)
+>>> counts, int(dst["y"][9])
+((1, 0, 80), 0)
+>>> _ = pending.compute(scheduler="sync")
+>>> int(dst["y"][9])
+9
 """
 
 from __future__ import annotations
@@ -30,10 +41,15 @@ import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import dask
+import dask.array as da
+from dask.delayed import Delayed
+
 from chunkflow.api import copying
 from chunkflow.api.block_copy import ARRAY_WRITER
 from chunkflow.config.renames import renamed_parameters
 from chunkflow.core.array import Array
+from chunkflow.errors import InvalidArgumentError
 from chunkflow.graph.read import to_dask
 from chunkflow.graph.scheduler import ProgressArg
 from chunkflow.graph.write import store
@@ -47,6 +63,10 @@ _DOC = """    scheduler, progress
         Where each array's values are copied, and whether to show a bar (see
         :func:`chunkflow.compute`). Sources that are not chunkflow arrays, and copies
         with ``resume=True``, are copied in this process.
+    compute : bool
+        Copy now (default), or create the groups and arrays now and return
+        ``(counts, delayed)``, whose ``delayed.compute()`` writes the values. Not with
+        ``resume=True`` (a resumed copy runs block by block in this process).
 """
 
 
@@ -60,16 +80,46 @@ def _writer(scheduler: SchedulerLike, progress: ProgressArg) -> Callable[[Any, A
     return write
 
 
+def _deferred_writer(pending: list[Delayed]) -> Callable[[Any, Array], None]:
+    """Collects each array's write as a delayed job instead of running it."""
+    def write(source: Any, target: Array) -> None:
+        values = to_dask(source) if isinstance(source, Array) else \
+            da.from_array(source, chunks=target.write_chunks)
+        job = store(values, target, compute=False)
+        if job is not None:
+            pending.append(job)
+
+    return write
+
+
+def _all_written(*_: Any) -> None:
+    """The last task of a deferred copy: every array's job ran."""
+
+
 def _with_scheduler(func: Callable[..., Any]) -> Callable[..., Any]:
+    name = func.__name__
+
     @renamed_parameters(dest="out")
     @functools.wraps(func)
     def wrapper(*args: Any, scheduler: SchedulerLike = None, progress: ProgressArg = False,
-                **kwargs: Any) -> Any:
-        token = ARRAY_WRITER.set(_writer(scheduler, progress))
+                compute: bool = True, **kwargs: Any) -> Any:
+        if compute:
+            token = ARRAY_WRITER.set(_writer(scheduler, progress))
+            try:
+                return func(*args, **kwargs)
+            finally:
+                ARRAY_WRITER.reset(token)
+        if kwargs.get("resume"):
+            raise InvalidArgumentError(
+                f"{name}: compute=False with resume=True; a resumed copy runs block by block "
+                "in this process: pass compute=True (or resume=False)")
+        pending: list[Delayed] = []
+        token = ARRAY_WRITER.set(_deferred_writer(pending))
         try:
-            return func(*args, **kwargs)
+            counts = func(*args, **kwargs)
         finally:
             ARRAY_WRITER.reset(token)
+        return counts, dask.delayed(_all_written, pure=False)(*pending)
 
     signature = inspect.signature(func)
     parameters = list(signature.parameters.values())
@@ -77,7 +127,9 @@ def _with_scheduler(func: Callable[..., Any]) -> Callable[..., Any]:
     added = [inspect.Parameter("scheduler", inspect.Parameter.KEYWORD_ONLY, default=None,
                                annotation="SchedulerLike"),
              inspect.Parameter("progress", inspect.Parameter.KEYWORD_ONLY, default=False,
-                               annotation="ProgressArg")]
+                               annotation="ProgressArg"),
+             inspect.Parameter("compute", inspect.Parameter.KEYWORD_ONLY, default=True,
+                               annotation="bool")]
     wrapper.__signature__ = signature.replace(  # type: ignore[attr-defined]  # inspect reads it
         parameters=parameters[:at] + added + parameters[at:])
     if func.__doc__ and "    resume : bool\n" in func.__doc__:

@@ -57,7 +57,7 @@ from chunkflow.errors import TransactionConflictError, TransactionError
 from chunkflow.graph.scheduler import SchedulerLike, scheduler_choice
 from chunkflow.storage import Store
 
-__all__ = ["check_commit", "transaction"]
+__all__ = ["check_commit", "refuse_deferred_commit", "transaction"]
 
 
 def _store_of(output: Any) -> Store | None:
@@ -95,6 +95,22 @@ def _refuse_commit(commit: str, what: str) -> None:
         f"{what}: commit={commit!r} commits an Icechunk session, but no output is in a "
         "writable Icechunk session; commit what you write elsewhere yourself. Nothing was "
         "written.")
+
+
+def refuse_deferred_commit(commit: str | None, compute: bool, what: str) -> None:
+    """Refuse ``commit=`` with ``compute=False``: the lazy result is computed later, by
+    the caller, so no commit could follow it here (it would be dropped without a word).
+
+    >>> refuse_deferred_commit("message", False, "store")
+    Traceback (most recent call last):
+    ...
+    chunkflow.errors.TransactionError: store: commit='message' with compute=False: ...
+    """
+    if commit is not None and not compute:
+        raise TransactionError(
+            f"{what}: commit={commit!r} with compute=False: the lazy result writes when you "
+            "compute it, after this call returns, so commit the session yourself then "
+            "(session.commit(...)), or pass compute=True. Nothing was written.")
 
 
 def check_commit(out: Any, commit: str | None, what: str) -> None:

@@ -58,7 +58,7 @@ from chunkflow.graph.casting import check_cast, check_casting
 from chunkflow.graph.scheduler import ProgressArg
 from chunkflow.graph.scheduler import compute as run
 from chunkflow.graph.sources import source_reads
-from chunkflow.graph.transactions import check_commit, transaction
+from chunkflow.graph.transactions import check_commit, refuse_deferred_commit, transaction
 from chunkflow.graph.write_regions import (
     aligned_edges,
     block_edges,
@@ -300,6 +300,7 @@ def store(
     >>> float(z[:].sum())
     9.0
     """
+    refuse_deferred_commit(commit, compute, "chunkflow.store")
     single = hasattr(sources, "__dask_graph__")
     # Checked one by one below (_check_pair): dask arrays into chunkflow Arrays.
     source_list: list[Any] = [sources] if single else list(cast("Sequence[Any]", sources))
@@ -422,6 +423,7 @@ def to_chunkflow(
                 **create_kwargs)
     check_cast(np.dtype(x.dtype), np.dtype(spec["dtype"]), check_casting(casting, "to_chunkflow"),
                f"to_chunkflow: {out!s}")
+    refuse_deferred_commit(commit, compute, "to_chunkflow")
     check_commit(out, commit, "to_chunkflow")
     # Creating the output where x reads would delete what it reads (and resuming there
     # would rewrite it): always refused.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import dask
 import numpy as np
 import pytest
 import zarr
@@ -56,3 +57,31 @@ def test_a_foreign_source_is_copied_in_this_process(tmp_path: Path) -> None:
     chunkflow.copy(peer, out, "x", scheduler="sync")
     np.testing.assert_array_equal(out["x"][...], DATA)
     assert ARRAY_WRITER.get() is None  # the call's writer does not outlive it
+
+
+def test_compute_false_creates_the_tree_now_and_writes_when_computed(
+        source: chunkflow.Group, tmp_path: Path) -> None:
+    peer = zarr.create_array(str(tmp_path / "peer.zarr"), shape=DATA.shape, chunks=(8, 8),
+                             dtype=DATA.dtype)
+    peer[...] = DATA
+    out = chunkflow.group(str(tmp_path / "lazy.zarr"))
+    counts, pending = chunkflow.copy_all(source, out, compute=False)
+    assert counts == (3, 0, DATA.nbytes + DATA[::2].nbytes)
+    # The groups, arrays and attributes exist; no value is written yet.
+    assert out.attrs["title"] == "t" and out["a"].attrs["u"] == 1
+    assert not out["a"][...].any() and not out["sub/b"][...].any()
+    copy_counts, copied = chunkflow.copy(peer, out, "peer", compute=False)
+    assert copy_counts == (1, 0, DATA.nbytes) and not out["peer"][...].any()
+    dask.compute(pending, copied, scheduler="threads")
+    np.testing.assert_array_equal(out["a"][...], DATA)
+    np.testing.assert_array_equal(out["sub/b"][...], DATA[::2])
+    np.testing.assert_array_equal(out["peer"][...], DATA)
+    assert ARRAY_WRITER.get() is None
+
+
+def test_compute_false_with_resume_is_refused_and_creates_nothing(
+        source: chunkflow.Group, tmp_path: Path) -> None:
+    out = tmp_path / "resumed.zarr"
+    with pytest.raises(ValueError, match="compute=False with resume=True"):
+        chunkflow.copy(source["a"], str(out), "a", compute=False, resume=True)
+    assert not out.exists()

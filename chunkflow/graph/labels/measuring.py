@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import dask
 import dask.array as da
 import numpy as np
 from dask.base import tokenize
@@ -34,7 +35,7 @@ from dask.delayed import Delayed
 
 from chunkflow.api.zarr3 import create_array
 from chunkflow.config import byte_count
-from chunkflow.errors import LabelError, ShapeMismatchError
+from chunkflow.errors import InvalidArgumentError, LabelError, ShapeMismatchError
 from chunkflow.graph.labels.crops import (
     CropJob,
     check_crop_names,
@@ -132,7 +133,8 @@ def measure(
     scheduler: SchedulerLike = None,
     progress: ProgressArg = False,
     storage_options: Mapping[str, Any] | None = None,
-) -> dict[str, np.ndarray]:
+    compute: bool = True,
+) -> Any:
     """A table of the objects of ``labels``, as ``skimage.measure.regionprops_table``.
 
     Parameters
@@ -161,12 +163,17 @@ def measure(
         See :func:`chunkflow.compute`.
     storage_options : dict, optional
         fsspec options for URLs.
+    compute : bool
+        Measure now (default), or return a ``dask.delayed`` table. Only for the
+        one-pass properties: the others' second pass is planned from the first's
+        result, so they are refused with ``compute=False``.
 
     Returns
     -------
     dict of str to numpy array
         One column per name (``bbox-0``, ... for several values), one row per label,
-        ascending; ``pandas.DataFrame(table)`` takes it as is.
+        ascending; ``pandas.DataFrame(table)`` takes it as is. A ``Delayed`` of it
+        with ``compute=False``.
     """
     source = open_source(labels, storage_options, "measure")
     if source.dtype.kind not in "iub":
@@ -179,6 +186,12 @@ def measure(
             raise ShapeMismatchError(f"measure: intensity has shape {image.shape}; the labels "
                                      f"have {source.shape}")
     partial, whole, functions = _split_properties(list(properties))
+    if not compute and (whole or functions):
+        later = whole + [getattr(f, "__name__", repr(f)) for f in functions]
+        raise InvalidArgumentError(
+            f"measure: compute=False with properties {later}, which a second pass measures "
+            "on crops planned from the first pass's result; pass compute=True, or only "
+            f"the one-pass properties ({', '.join(sorted(PARTIAL_PROPERTIES))})")
     stats = needed_stats(partial + (["bbox"] if whole or functions else []), image is not None)
     reads = [(source.dtype.itemsize, source.chunks)]
     if image is not None:
@@ -194,15 +207,30 @@ def measure(
     parts = [_add(graph, (f"chunkflow-measure-{token}", *index), _partial, grid, source, image,
                   stats, index) for index in grid.blocks()]
     root = _tree(graph, f"chunkflow-measuremerge-{token}", parts, _merge)
+    if not compute:
+        return dask.delayed(_table)(Delayed(root, graph), partial, source.ndim, stats,
+                                    properties)
     (table,) = run(Delayed(root, graph), scheduler=scheduler, progress=progress)
-    found = (columns(table, partial, source.ndim) if len(table["label"])
-             else empty_like_columns(partial, source.ndim, stats))
+    found = _columns(table, partial, source.ndim, stats)
     if whole or functions:
         limit = (default_max_memory(scheduler)[0] if max_memory is None
                  else byte_count("measure: max_memory", max_memory))
         found.update(_crop_pass(grid, source, image, table, whole, functions, limit,
                                 scheduler, progress))
     return _ordered(found, properties)
+
+
+def _columns(table: dict[str, np.ndarray], partial: list[str], ndim: int,
+             stats: Any) -> dict[str, np.ndarray]:
+    """The one-pass columns of the merged ``table`` (empty columns for no object)."""
+    return (columns(table, partial, ndim) if len(table["label"])
+            else empty_like_columns(partial, ndim, stats))
+
+
+def _table(table: dict[str, np.ndarray], partial: list[str], ndim: int, stats: Any,
+           properties: Sequence[Any]) -> dict[str, np.ndarray]:
+    """The last task of a deferred measure: the ordered one-pass table."""
+    return _ordered(_columns(table, partial, ndim, stats), properties)
 
 
 def _identity(source: Source | None) -> Any:

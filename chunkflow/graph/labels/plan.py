@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING, Any
 import dask.array as da
 import numpy as np
 from dask.utils import format_bytes
-from scipy import ndimage
 
 from chunkflow.core.array import Array
 from chunkflow.engine.pool import serial_io
@@ -103,6 +102,10 @@ class Source:
 
 
 def _scipy_labels(data: np.ndarray, structure: np.ndarray) -> tuple[np.ndarray, int]:
+    # Imported here, not at the top: scipy.ndimage takes ~35 ms to import, which
+    # every user of chunkflow.graph (to_dask, map_chunks) would pay.
+    from scipy import ndimage
+
     labels, count = ndimage.label(data, structure)
     return labels, int(count)
 

@@ -25,7 +25,6 @@ import itertools
 from typing import Any
 
 import numpy as np
-from scipy import ndimage
 
 from chunkflow.errors import LabelError
 
@@ -41,6 +40,10 @@ def normalize_structure(structure: Any, ndim: int) -> np.ndarray:
         Not of rank ``ndim``, a size other than 3, or not symmetric about its centre.
     """
     if structure is None:
+        # Imported here, not at the top: scipy.ndimage takes ~35 ms to import, which
+        # every user of chunkflow.graph (to_dask, map_chunks) would pay.
+        from scipy import ndimage
+
         return ndimage.generate_binary_structure(ndim, 1)
     array = np.asarray(structure, dtype=bool)
     if array.ndim != ndim:

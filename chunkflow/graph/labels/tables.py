@@ -30,7 +30,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from scipy import ndimage
 
 from chunkflow.errors import LabelError
 
@@ -148,6 +147,10 @@ def block_table(labels: np.ndarray, intensity: np.ndarray | None, start: Sequenc
 
     table: Table = {"label": present, "count": per_label()}
     if "bbox" in stats:
+        # Imported here, not at the top: scipy.ndimage takes ~35 ms to import, which
+        # every user of chunkflow.graph (to_dask, map_chunks) would pay.
+        from scipy import ndimage
+
         boxes = ndimage.find_objects((flat + 1).reshape(labels.shape), max_label=size)
         picked = [boxes[i] for i in chosen]
         table["bbox_min"] = np.array([[s.start + o for s, o in zip(box, start)] for box in picked],

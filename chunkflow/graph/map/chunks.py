@@ -53,7 +53,7 @@ from chunkflow.graph.map.plan import MapPlan
 from chunkflow.graph.map.tasks import RegionDep, TaskGrid, plan_tasks
 from chunkflow.graph.scheduler import ProgressArg
 from chunkflow.graph.scheduler import compute as run
-from chunkflow.graph.transactions import check_commit, transaction
+from chunkflow.graph.transactions import check_commit, refuse_deferred_commit, transaction
 from chunkflow.jobs import (
     block_keys,
     finish_after,
@@ -250,6 +250,8 @@ def map_chunks(
     -------
     dask.array.Array (``out=None``), the output Array, or a lazy dask scalar.
     """
+    if out is not None:
+        refuse_deferred_commit(commit, compute, "map_chunks")
     check_commit(out, commit, "map_chunks")
     if resume and out is None:
         raise ArgumentTypeError("map_chunks: resume=True needs out= (an output to record blocks in)")

@@ -46,7 +46,7 @@ from chunkflow.graph.rechunk.passes import Pass
 from chunkflow.graph.rechunk.plan import RechunkPlan, prepare_rechunk
 from chunkflow.graph.scheduler import ProgressArg
 from chunkflow.graph.scheduler import compute as run
-from chunkflow.graph.transactions import check_commit, transaction
+from chunkflow.graph.transactions import check_commit, refuse_deferred_commit, transaction
 from chunkflow.jobs import Job, block_keys, job_progress
 
 if TYPE_CHECKING:
@@ -134,7 +134,8 @@ def rechunk(
     job_name: str | None = None,
     storage_options: Mapping[str, Any] | None = None,
     commit: str | None = None,
-) -> Array:
+    compute: bool = True,
+) -> Any:
     """Copy ``source`` (or a region of it) to a new array with other chunks.
 
     Parameters
@@ -186,12 +187,17 @@ def rechunk(
         With an output in an Icechunk session: commit the session with this message
         once the job succeeded (one commit). On a cluster the tasks write into forks of
         the session, merged back at the end; see :mod:`chunkflow.graph.transactions`.
+    compute : bool
+        Copy now and return the output (default), or create the output and return a
+        lazy dask scalar that copies when computed (to ``True``), finishing the job and
+        removing the intermediate array last. Not with ``commit``.
 
     Returns
     -------
     chunkflow.Array
-        The output.
+        The output, or the lazy dask scalar with ``compute=False``.
     """
+    refuse_deferred_commit(commit, compute, "rechunk")
     check_commit(out, commit, "rechunk")
     plan = prepare_rechunk(source, chunks, max_memory=max_memory, temp=temp,
                           shards=shards, zarr_format=zarr_format,
@@ -214,6 +220,9 @@ def rechunk(
                             plan.choice.passes[0], f"{plan.token}-1", None)
         last = dataclasses.replace(last, source=middle, offset=(0,) * target.ndim)
         done = _pass_graph(last, plan.choice.passes[1], f"{plan.token}-2", first)
+    if not compute:
+        return da.map_blocks(_finish_flag, done, tracker, target, place, middle, dtype=bool,
+                             meta=np.empty((), bool))
     try:
         with job_progress(progress, trackers) as shown, transaction(
                 [target], scheduler=scheduler, commit=commit, what="rechunk") as on:
@@ -222,9 +231,22 @@ def rechunk(
         if place is not None and middle is not None and not resume:
             place.remove(middle)  # nothing will resume it: no stray copy in temp
         raise
+    _finish(tracker, target, place, middle)
+    return target
+
+
+def _finish(tracker: Job | None, target: Array, place: Intermediate | None,
+            middle: Array | None) -> None:
+    """After the last block: the job is finished, the intermediate array goes."""
     if tracker is not None:
         tracker.finish(target)
     if place is not None and middle is not None:
         place.remove(middle)
     target.forget_cached()  # written by other processes
-    return target
+
+
+def _finish_flag(flag: np.ndarray, tracker: Job | None, target: Array,
+                 place: Intermediate | None, middle: Array | None) -> np.ndarray:
+    """:func:`_finish` as the last task of a deferred rechunk."""
+    _finish(tracker, target, place, middle)
+    return flag

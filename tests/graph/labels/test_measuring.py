@@ -66,6 +66,23 @@ def test_any_integer_label_image() -> None:
     compare(small, None, (7, 11), ["label", "area", "bbox", "centroid"])
 
 
+def test_compute_false_defers_the_one_pass_table_and_refuses_the_crops() -> None:
+    import dask
+
+    labels = ndimage.label(blobs((60, 64), 3, 0.5, seed=9))[0]
+    intensity = np.random.default_rng(9).random(labels.shape)
+    z, image = chunkflow.array(labels, chunks=(9, 10)), chunkflow.array(intensity, chunks=(9, 10))
+    lazy = chunkflow.measure(z, image, properties=PARTIAL, compute=False)
+    assert dask.is_dask_collection(lazy)
+    table = lazy.compute(scheduler="threads")
+    expected = skimage_measure.regionprops_table(labels, intensity, properties=PARTIAL)
+    assert list(table) == list(expected)
+    for name, column in expected.items():
+        np.testing.assert_allclose(table[name], column, rtol=1e-10, err_msg=name)
+    with pytest.raises(ValueError, match=r"compute=False with properties \['perimeter'\]"):
+        chunkflow.measure(z, properties=["label", "perimeter"], compute=False)
+
+
 def test_whole_object_properties_from_crops() -> None:
     labels = ndimage.label(blobs((60, 64), 3, 0.5, seed=6))[0]
     intensity = np.random.default_rng(7).random(labels.shape)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
+import dask
 import numpy as np
 import pytest
 import tensorstore as ts
@@ -68,6 +70,44 @@ def test_a_job_that_needs_an_intermediate_writes_and_removes_it(tmp_path: Path) 
     np.testing.assert_array_equal(out[...], data)
     left = [f for _, _, files in os.walk(temp) for f in files]
     assert left == [], left
+
+
+@pytest.mark.parametrize("scheduler", ["sync", "processes"])
+def test_compute_false_copies_when_computed_and_finishes_last(tmp_path: Path,
+                                                              scheduler: str) -> None:
+    data = np.random.default_rng(2).integers(0, 2**16, (32, 256, 256), dtype="u2")
+    source = chunkflow.create_array(str(tmp_path / "src.zarr"), data=data, chunks=(1, 256, 256))
+    temp, out = tmp_path / "temp", str(tmp_path / "out.zarr")
+    lazy = chunkflow.rechunk(source, (32, 32, 32), out, max_memory="3 MiB", temp=str(temp),
+                             compute=False)
+    assert dask.is_dask_collection(lazy)
+    # Created, marked unfinished, not written: a reader is told so.
+    with pytest.warns(chunkflow.IncompleteJobWarning):
+        opened = chunkflow.open_array(out, mode="r")
+    assert opened.shape == data.shape and not opened[...].any()
+    assert bool(lazy.compute(scheduler=scheduler)) is True
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", chunkflow.IncompleteJobWarning)
+        done = chunkflow.open_array(out, mode="r")
+    np.testing.assert_array_equal(done[...], data)
+    assert [f for _, _, files in os.walk(temp) for f in files] == []  # intermediate gone
+
+
+def test_commit_with_compute_false_is_refused_before_anything_is_created(
+        tmp_path: Path) -> None:
+    from chunkflow.errors import TransactionError
+
+    source = chunkflow.array(np.arange(64).reshape(8, 8), chunks=(2, 8))
+    with pytest.raises(TransactionError, match="compute=False"):
+        chunkflow.rechunk(source, (8, 2), chunkflow.MemoryStore(), max_memory="1 MiB",
+                          compute=False, commit="m")
+    with pytest.raises(TransactionError, match="compute=False"):
+        chunkflow.map_chunks(np.negative, source, out=str(tmp_path / "m.zarr"),
+                             compute=False, commit="m")
+    with pytest.raises(TransactionError, match="compute=False"):
+        chunkflow.store(chunkflow.to_dask(source), chunkflow.zeros((8, 8), chunks=4),
+                        compute=False, commit="m")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_failed_rechunk_without_resume_removes_its_intermediate(tmp_path: Path) -> None:
