@@ -34,7 +34,7 @@ from chunkflow.graph.labels.structure import normalize_structure
 from chunkflow.graph.read import as_source_array
 from chunkflow.graph.scheduler import compute as run
 from chunkflow.graph.sources import source_locations
-from chunkflow.graph.transactions import check_commit, transaction
+from chunkflow.graph.transactions import check_commit, refuse_deferred_commit, transaction
 from chunkflow.jobs import array_location, function_parts
 
 if TYPE_CHECKING:
@@ -188,6 +188,7 @@ def label(
     (chunkflow.Array, int)
         The labels and their number, as ``scipy.ndimage.label`` returns them.
     """
+    refuse_deferred_commit(commit, compute, "label")
     check_commit(out, commit, "label")
     src = open_source(source, storage_options)
     shape = tuple(int(n) for n in src.shape)

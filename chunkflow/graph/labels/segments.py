@@ -54,7 +54,7 @@ from chunkflow.graph.labels.parts import BlockInfo, block_info
 from chunkflow.graph.labels.plan import LabelJob, label_voxel_bytes, plan_blocks
 from chunkflow.graph.labels.tables import compact_labels
 from chunkflow.graph.map.halo import normalize_depth
-from chunkflow.graph.transactions import check_commit
+from chunkflow.graph.transactions import check_commit, refuse_deferred_commit
 from chunkflow.jobs import function_parts
 
 if TYPE_CHECKING:
@@ -284,6 +284,7 @@ def segment(
         raise ArgumentTypeError(f"segment: fn must be callable, got {type(fn).__name__}")
     if not 0 <= min_overlap <= 1:
         raise LabelError(f"segment: min_overlap must lie in [0, 1], got {min_overlap!r}")
+    refuse_deferred_commit(commit, compute, "segment")
     check_commit(out, commit, "segment")
     src = open_source(source, storage_options, "segment")
     shape = tuple(int(n) for n in src.shape)

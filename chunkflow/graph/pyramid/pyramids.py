@@ -58,7 +58,7 @@ from chunkflow.graph.pyramid.plan import PyramidPlan
 from chunkflow.graph.read import BLOCKS_PER_THREAD, as_source_array
 from chunkflow.graph.scheduler import ProgressArg, worker_threads
 from chunkflow.graph.scheduler import compute as run
-from chunkflow.graph.transactions import check_commit, transaction
+from chunkflow.graph.transactions import check_commit, refuse_deferred_commit, transaction
 from chunkflow.jobs import (
     Job,
     JobSpec,
@@ -209,6 +209,7 @@ def pyramid(
     -------
     tuple of chunkflow.Array, one per level (finest first), or a Delayed.
     """
+    refuse_deferred_commit(commit, compute, "pyramid")
     check_commit(out, commit, "pyramid")
     array = as_source_array(source, storage_options,
                             **({} if isinstance(source, Array) else {"cache": False}))

@@ -107,6 +107,13 @@ def test_commit_with_compute_false_is_refused_before_anything_is_created(
     with pytest.raises(TransactionError, match="compute=False"):
         chunkflow.store(chunkflow.to_dask(source), chunkflow.zeros((8, 8), chunks=4),
                         compute=False, commit="m")
+    image = chunkflow.array(np.zeros((64, 64), "u2"), chunks=32)
+    for writer in (lambda out: chunkflow.pyramid(image, out, compute=False, commit="m"),
+                   lambda out: chunkflow.label(image, out, compute=False, commit="m"),
+                   lambda out: chunkflow.segment(np.sign, image, out, depth=1, compute=False,
+                                                 commit="m")):
+        with pytest.raises(TransactionError, match="compute=False"):
+            writer(str(tmp_path / "w.zarr"))
     assert list(tmp_path.iterdir()) == []
 
 
