@@ -12,13 +12,11 @@ element is the one stored (``z[[0, 0]] = [1, 2]`` stores 2), and so does chunkfl
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from chunkflow.buffers import HUGE_PAGE, aligned_empty
 from chunkflow.core.selection import SelectionAccessor, has_ellipsis, read_target
 from chunkflow.engine.values import (
     convert_dtype,
@@ -133,7 +131,7 @@ class ArraySelections:
 
     def _read(self, indexer: Indexer,
               projections: list[ChunkProjection] | None = None) -> np.ndarray:
-        buffer = _result_buffer(indexer.shape, self.dtype)
+        buffer = np.empty(indexer.shape, dtype=self.dtype)
         self._io.read(list(indexer) if projections is None else projections, buffer)
         return indexer.result(buffer)
 
@@ -302,12 +300,3 @@ class ArraySelections:
             result = func(indexer.result(current))
             value = prepare_value(result, self.dtype, indexer, self._path)
             self._io.write(projections, value, locked=True)
-
-
-def _result_buffer(shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray:
-    """An uninitialized result: from 2 MiB on, on huge pages (see
-    :func:`chunkflow.buffers.aligned_empty`), where chunks are read and decoded faster."""
-    nbytes = dtype.itemsize * math.prod(shape)
-    if dtype.hasobject or nbytes < HUGE_PAGE:
-        return np.empty(shape, dtype=dtype)
-    return aligned_empty(nbytes).view(dtype).reshape(shape)
