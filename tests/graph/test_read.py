@@ -371,8 +371,12 @@ def test_a_budget_one_chunk_does_not_fit_is_refused_and_one_it_fits_is_kept(run:
     with pytest.raises(MemoryPlanError, match=r"^\w+: each task would need about 160\.00 kiB "
                                               r"for blocks of \(64, 64\).*max_memory 159"):
         run(z, "159 KiB")
-    fitted = run(z, "160 KiB")
-    np.testing.assert_equal(fitted, run(z, None))  # the same answer in one-chunk blocks
+    fitted, default = run(z, "160 KiB"), run(z, None)  # one-chunk blocks, and larger
+    if isinstance(fitted, dict):  # float sums in another order: equal to rounding
+        for op in fitted:
+            np.testing.assert_allclose(fitted[op], default[op], rtol=1e-6)
+    else:  # counts and order statistics: exact
+        np.testing.assert_equal(fitted, default)
     assert chunkflow.reduce(z, ["mean"], max_memory="160 KiB")["mean"] == \
         pytest.approx(float(data.astype("f8").mean()), rel=1e-6)
 
