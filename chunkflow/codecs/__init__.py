@@ -97,6 +97,10 @@ class CodecPipeline(Protocol):
     def decode_into(self, data: bytes | memoryview, out: np.ndarray) -> None:
         """Decode into `out` (decompressing in place when the layout allows)."""
 
+    @property
+    def stored_as_is(self) -> bool:
+        """Whether a stored chunk is its decoded bytes (no codec transforms them)."""
+
     def stored_view(self, out: np.ndarray) -> memoryview | None:
         """The bytes of `out` when stored chunks are its very bytes (no codec
         transforms them), so that reading a chunk into them decodes it; else ``None``."""

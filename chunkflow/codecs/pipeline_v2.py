@@ -208,6 +208,11 @@ class V2Pipeline:
             return
         np.copyto(out, self._decode_array(data))
 
+    @property
+    def stored_as_is(self) -> bool:
+        """Whether a stored chunk is its decoded bytes (no compressor nor filters)."""
+        return self._compressor is None and not self._filters and not self._is_object
+
     def stored_view(self, out: np.ndarray) -> memoryview | None:
         """The bytes of `out` (a ``chunk_shape`` array) when stored chunks are exactly
         its bytes: no compressor nor filters, the array's dtype, `out` contiguous in

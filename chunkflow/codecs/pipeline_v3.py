@@ -279,6 +279,13 @@ class V3Pipeline:
             return
         np.copyto(out, self._decode_array(data))
 
+    @property
+    def stored_as_is(self) -> bool:
+        """Whether a stored chunk is its decoded bytes (only the ``bytes`` codec, in
+        the array's dtype and byte order, no transpose)."""
+        return (self._fast and not self._b2b and self._perm is None
+                and self._stored_dtype == self.dtype)
+
     def stored_view(self, out: np.ndarray) -> memoryview | None:
         """The bytes of `out` (a ``chunk_shape`` array) when stored chunks are exactly
         its bytes: only the ``bytes`` codec in `out`'s byte order, `out` C-contiguous

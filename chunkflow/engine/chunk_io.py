@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal, NamedTuple, TypeVar
+from typing import NamedTuple, TypeVar
 
 import numpy as np
 
@@ -95,18 +95,11 @@ class ChunkIO(ChunkSpace):
         # holding 64 fetched 1 MiB chunks at once made reading 8x slower).
         self._batch = max(1, BATCH_BYTES // max(self._chunk_bytes, 1))
         self._reads_into = self.store.reads_into and (
-            self._chunk_bytes >= READ_INTO_MIN_BYTES or self._stored_as_is())
+            self._chunk_bytes >= READ_INTO_MIN_BYTES or self.pipeline.stored_as_is)
         # Sharded arrays: the grid's chunks are shards; parts of them are read by byte
         # ranges, and the cache holds their inner chunks (never whole shards).
         stage = getattr(self.pipeline, "shard_stage", None)
         self.shards: ShardReader | None = None if stage is None else ShardReader(self, stage)
-
-    def _stored_as_is(self) -> bool:
-        """Whether stored chunks are their decoded bytes (asked of a small chunk only:
-        the probe allocates one)."""
-        order: Literal["C", "F"] = "F" if getattr(self.pipeline, "order", "C") == "F" else "C"
-        probe = np.empty(self.grid.chunks, dtype=self.pipeline.dtype, order=order)
-        return self.pipeline.stored_view(probe) is not None
 
     # -- single chunks ------------------------------------------------------------
 

@@ -139,8 +139,8 @@ def reduction_input(source: ReductionSource, selection: Selection = Ellipsis, bl
     x = to_dask(array, selection, blocks)
     block_bytes = int(np.prod(x.chunksize)) * x.dtype.itemsize
     if max_memory is not None:
-        _check_fits(block_bytes, tuple(map(int, x.chunksize)), array.dtype.itemsize, max_memory, scheduler,
-                    what)
+        block = tuple(int(n) for n in x.chunksize)
+        _check_fits(block_bytes, block, array.dtype.itemsize, max_memory, scheduler, what)
     return x, block_bytes
 
 
