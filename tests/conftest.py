@@ -14,10 +14,22 @@ from typing import Any
 
 import fsspec
 import pytest
+from hypothesis import HealthCheck, settings
 
 from chunkflow.storage import FsspecStore, LocalStore, MappingStore, MemoryStore, Store, ZipStore
 
 _counter = itertools.count()
+
+# Hypothesis profiles (``--hypothesis-profile=NAME``). ``ci``, the default, is
+# derandomized: CI runs the same examples every time, and a red run reproduces. ``long``
+# draws fresh examples, 100 times each test's budget in tests/differential
+# (tests/differential/conftest.py). Neither sets a deadline: a loaded 2-core machine
+# makes an example slow, not wrong.
+_SLOW_DRAWS = [HealthCheck.too_slow, HealthCheck.data_too_large]
+settings.register_profile("ci", derandomize=True, deadline=None, database=None,
+                          suppress_health_check=_SLOW_DRAWS)
+settings.register_profile("long", deadline=None, suppress_health_check=_SLOW_DRAWS)
+settings.load_profile("ci")
 
 
 def _scratch() -> Path:

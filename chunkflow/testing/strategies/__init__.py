@@ -1,0 +1,85 @@
+"""Hypothesis strategies for differential tests of chunked arrays (chunkflow's, and yours).
+
+Each strategy draws what a user could hand chunkflow, corners included, so that a test
+compares chunkflow with its oracle (numpy, scipy, scikit-image, zarr-python) on inputs
+that nobody picked:
+
+- :mod:`~chunkflow.testing.strategies.values`: dtypes of every kind and byte order, and
+  arrays of them holding NaN (with payloads), ±0, ±inf, subnormals and each type's
+  extremes;
+- :mod:`~chunkflow.testing.strategies.grids`: shapes from 0-D to 4-D with zero-length
+  sides, chunk grids with edge chunks and chunks of 1, shard grids, Zarr formats,
+  fill values, and :class:`StoredArraySpec`, an array ready to create in any store;
+- :mod:`~chunkflow.testing.strategies.selections`: every selection kind (integers,
+  slices with steps of both signs, index arrays, masks, ``None``, ``Ellipsis``) in
+  numpy's syntax and in zarr's ``oindex``/``vindex`` meanings;
+- :mod:`~chunkflow.testing.strategies.labels`: label images (objects touching chunk
+  faces, holes, large label values);
+- :func:`schedulers`: the dask schedulers ``sync``, ``threads`` and ``processes``.
+
+hypothesis is needed (``pip install hypothesis``; it comes with chunkflow's ``test``
+extra). Nothing here is imported by ``import chunkflow``.
+
+Examples
+--------
+>>> from hypothesis import given, settings
+>>> import numpy as np
+>>> from chunkflow.testing import strategies as cst
+>>> @settings(max_examples=20, database=None)
+... @given(cst.stored_arrays(dtypes=cst.dtypes(kinds="f")))
+... def test_round_trip(spec):
+...     z = spec.create()
+...     np.testing.assert_array_equal(z[...], spec.data)
+>>> test_round_trip()
+"""
+
+from chunkflow.testing.strategies.grids import (
+    StoredArraySpec,
+    chunk_shapes,
+    fill_values,
+    shapes,
+    shard_shapes,
+    stored_arrays,
+    zarr_formats,
+)
+from chunkflow.testing.strategies.labels import label_images
+from chunkflow.testing.strategies.schedulers import SCHEDULERS, schedulers
+from chunkflow.testing.strategies.selections import (
+    basic_selections,
+    coordinate_selections,
+    mask_selections,
+    numpy_selections,
+    orthogonal_selections,
+    selection_values,
+)
+from chunkflow.testing.strategies.values import (
+    DTYPE_CODES,
+    arrays,
+    dtypes,
+    elements,
+    special_values,
+)
+
+__all__ = [
+    "DTYPE_CODES",
+    "SCHEDULERS",
+    "StoredArraySpec",
+    "arrays",
+    "basic_selections",
+    "chunk_shapes",
+    "coordinate_selections",
+    "dtypes",
+    "elements",
+    "fill_values",
+    "label_images",
+    "mask_selections",
+    "numpy_selections",
+    "orthogonal_selections",
+    "schedulers",
+    "selection_values",
+    "shapes",
+    "shard_shapes",
+    "special_values",
+    "stored_arrays",
+    "zarr_formats",
+]
