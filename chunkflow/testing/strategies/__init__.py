@@ -33,17 +33,17 @@ Examples
 >>> test_round_trip()
 """
 
+from chunkflow.testing.strategies.array_shapes import shapes
 from chunkflow.testing.strategies.grids import (
     StoredArraySpec,
     chunk_shapes,
     fill_values,
-    shapes,
     shard_shapes,
     stored_arrays,
     zarr_formats,
 )
 from chunkflow.testing.strategies.labels import label_images
-from chunkflow.testing.strategies.schedulers import SCHEDULERS, schedulers
+from chunkflow.testing.strategies.scheduling import SCHEDULERS, schedulers
 from chunkflow.testing.strategies.selections import (
     basic_selections,
     coordinate_selections,

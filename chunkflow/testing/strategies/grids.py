@@ -9,8 +9,8 @@ processes) and compares with ``spec.data``.
 Examples
 --------
 >>> from hypothesis import find
->>> find(shapes(min_dims=2), lambda s: 0 in s)
-(0, 0)
+>>> find(chunk_shapes((7, 3)), lambda c: c[0] < 7 and 7 % c[0])
+(2, 1)
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from hypothesis import strategies as st
 
+from chunkflow.testing.strategies.array_shapes import shapes
 from chunkflow.testing.strategies.values import arrays, dtypes, elements
 
 if TYPE_CHECKING:
@@ -31,25 +32,10 @@ __all__ = [
     "StoredArraySpec",
     "chunk_shapes",
     "fill_values",
-    "shapes",
     "shard_shapes",
     "stored_arrays",
     "zarr_formats",
 ]
-
-
-def shapes(*, min_dims: int = 0, max_dims: int = 4, max_side: int = 7,
-           zero_sides: bool = True) -> st.SearchStrategy[tuple[int, ...]]:
-    """A shape of ``min_dims`` to ``max_dims`` sides of up to ``max_side`` (0 sometimes).
-
-    Examples
-    --------
-    >>> from hypothesis import find
-    >>> len(find(shapes(min_dims=3, max_dims=3, zero_sides=False), lambda s: True))
-    3
-    """
-    side = st.integers(0 if zero_sides else 1, max_side)
-    return st.lists(side, min_size=min_dims, max_size=max_dims).map(tuple)
 
 
 def chunk_shapes(shape: tuple[int, ...]) -> st.SearchStrategy[tuple[int, ...]]:
@@ -80,8 +66,10 @@ def shard_shapes(chunks: tuple[int, ...], *, max_chunks_per_side: int = 3
     >>> find(shard_shapes((2, 3)), lambda s: s[0] > 2)
     (4, 3)
     """
-    return st.tuples(*[st.integers(1, max_chunks_per_side).map(lambda k, c=c: k * c)
-                       for c in chunks])
+    def side(chunk: int) -> st.SearchStrategy[int]:
+        return st.integers(1, max_chunks_per_side).map(lambda k: k * chunk)
+
+    return st.tuples(*[side(c) for c in chunks])
 
 
 def zarr_formats() -> st.SearchStrategy[int]:

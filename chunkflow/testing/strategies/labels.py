@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
-from chunkflow.testing.strategies.grids import shapes as shape_strategy
+from chunkflow.testing.strategies.array_shapes import shapes as shape_strategy
 from chunkflow.testing.strategies.values import dtypes as dtype_strategy
 
 __all__ = ["label_images"]
