@@ -36,6 +36,9 @@ from pathlib import Path
 EXIT_UNREACHABLE = 75
 #: pip's network options for the downloads: fail in minutes, not hours, when offline.
 PIP_NETWORK = ("--timeout", "60", "--retries", "2")
+#: Outcomes that are failures: a test's ("failed"), a doctest example's ("failed": its
+#: output differs, "error": it raised).
+FAILING = frozenset({"failed", "error"})
 
 
 class IndexUnreachable(RuntimeError):
@@ -208,7 +211,7 @@ def regressions(reference: Mapping[str, str], chunkflow: Mapping[str, tuple[str,
     for test, outcome in reference.items():
         got = chunkflow.get(test, ("not run", ""))[0]
         if ((outcome == "passed" or test in must) and got != "passed") or (
-                got == "failed" and outcome != "failed"):
+                got in FAILING and outcome not in FAILING):
             found.append(test)
     return sorted(found)
 
