@@ -160,8 +160,10 @@ def _environment() -> dict[str, str]:
 
 
 def baseline_path(folder: Path, suite: str, peers: Mapping[str, str]) -> Path:
-    """``folder/baseline-SUITE-PEER-VERSION[-PEER-VERSION...].json``."""
-    versions = "-".join(f"{name}-{version}" for name, version in peers.items())
+    """``folder/baseline-SUITE-PEER-VERSION[-PEER-VERSION...].json`` (the peer named as
+    the suite by its version alone: ``baseline-xarray-2026.9.0-zarr-3.1.6.json``)."""
+    versions = "-".join(version if name == suite else f"{name}-{version}"
+                        for name, version in peers.items())
     return folder / f"baseline-{suite}-{versions}.json"
 
 
