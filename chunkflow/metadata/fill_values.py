@@ -57,7 +57,6 @@ __all__ = [
     "FillValueLike",
     "encode_fill_value_v2",
     "encode_fill_value_v3",
-    "is_all_fill",
     "normalize_fill_value",
     "parse_fill_value_v2",
     "parse_fill_value_v3",
@@ -270,38 +269,3 @@ def _is_raw_bits(data_type: JSONValue) -> bool:
 def _is_vlen_bytes(data_type: JSONValue) -> bool:
     name = data_type.get("name") if isinstance(data_type, dict) else data_type
     return name in VLEN_BYTES_NAMES
-
-
-def is_all_fill(chunk: np.ndarray, fill_value: np.generic) -> bool:
-    """Whether every element of ``chunk`` equals ``fill_value`` (NaN equals NaN).
-
-    Examples
-    --------
-    >>> is_all_fill(np.full(4, np.nan), np.float64("nan"))
-    True
-    >>> is_all_fill(np.array([0, 0, 1]), np.int64(0))
-    False
-    """
-    if chunk.size == 0:
-        return True
-    kind = chunk.dtype.kind
-    if kind in "fc" and np.isnan(fill_value):
-        return bool(np.isnan(chunk).all())
-    if kind in "mM" and np.isnat(fill_value):
-        return bool(np.isnat(chunk).all())
-    if kind == "O":
-        # Items may be lists or arrays (JSON, vlen-array codecs): compare one by one.
-        return all(_same_item(item, fill_value) for item in chunk.flat)
-    # The first element decides most data chunks without a full comparison (indexed,
-    # not reshaped: reshaping a strided view would copy the whole chunk).
-    if chunk[(0,) * chunk.ndim] != fill_value:
-        return False
-    return bool((chunk == fill_value).all())
-
-
-def _same_item(item: object, fill_value: object) -> bool:
-    if item is fill_value:
-        return True
-    if isinstance(item, np.ndarray) or isinstance(fill_value, np.ndarray):
-        return False
-    return type(item) is type(fill_value) and bool(item == fill_value)
