@@ -27,7 +27,7 @@ import numpy as np
 
 __all__ = ["fill_mask", "is_all_fill"]
 
-_UNSIGNED = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32),
+_UNSIGNED: dict[int, np.dtype] = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32),
              8: np.dtype(np.uint64)}
 
 
@@ -63,13 +63,13 @@ def _same_bits(array: np.ndarray, fill: np.ndarray) -> np.ndarray:
         for name in dtype.names:
             same = _same_bits(array[name], fill[name])
             if same.ndim > array.ndim:  # a subarray field: every element must match
-                same = same.all(axis=tuple(range(array.ndim, same.ndim)))
+                same = np.asarray(same.all(axis=tuple(range(array.ndim, same.ndim))))
             mask &= same
         return mask
     if dtype.hasobject:  # an object field of a structured type
         return np.frompyfunc(_same_item, 2, 1)(array, fill).astype(bool)
     # A view with the same item size is valid for any strides.
-    bits = _UNSIGNED.get(dtype.itemsize, np.dtype((np.void, dtype.itemsize)))
+    bits: np.dtype = _UNSIGNED.get(dtype.itemsize, np.dtype((np.void, dtype.itemsize)))
     return np.asarray(array.view(bits) == fill.view(bits))
 
 
