@@ -99,8 +99,7 @@ def is_all_fill(chunk: np.ndarray, fill_value: Any) -> bool:
     fill = fill_item(fill_value, chunk.dtype)
     # The first element decides most data chunks without a full comparison (indexed,
     # not reshaped: reshaping a strided view would copy the whole chunk).
-    first = chunk[(slice(0, 1),) * chunk.ndim]
-    if not _same_bits(first, fill).all():
+    if chunk.size > 1 and not _same_bits(chunk[(slice(0, 1),) * chunk.ndim], fill).all():
         return False
     return bool(_same_bits(chunk, fill).all())
 

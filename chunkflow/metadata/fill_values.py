@@ -130,7 +130,8 @@ def _parse_json(value: JSONValue, dtype: np.dtype, *, raw_bits: bool, vlen_bytes
     raise invalid(value, dtype, "a supported dtype")
 
 
-def _encode_json(value: Any, dtype: np.dtype, *, raw_bits: bool, full_item: bool = True) -> Any:
+def _encode_json(value: Any, dtype: np.dtype, *, raw_bits: bool, full_item: bool = True,
+                 nan_bits: bool = False) -> Any:
     kind = dtype.kind
     if kind in "OT":
         if isinstance(value, (bytes, bytearray)):
@@ -142,9 +143,9 @@ def _encode_json(value: Any, dtype: np.dtype, *, raw_bits: bool, full_item: bool
     if kind in "iu":
         return int(value)
     if kind == "f":
-        return _encode_float(value)
+        return _encode_float(value, nan_bits)
     if kind == "c":
-        return [_encode_float(value.real), _encode_float(value.imag)]
+        return [_encode_float(value.real, nan_bits), _encode_float(value.imag, nan_bits)]
     if kind in "Mm":
         return int(np.array(value).view(np.int64))
     if kind == "U":
@@ -159,8 +160,14 @@ def _encode_json(value: Any, dtype: np.dtype, *, raw_bits: bool, full_item: bool
     return base64.standard_b64encode(raw).decode("ascii")
 
 
-def _encode_float(value: Any) -> Any:
+def _encode_float(value: np.floating, nan_bits: bool) -> Any:
     if np.isnan(value):
+        # "NaN" is one bit pattern (0x7fc00000 for float32): another NaN (sign, payload)
+        # is written as its bits where the format allows it (v3), so that chunks equal
+        # to it, left out of the store, read back as they were written.
+        canonical = value.dtype.type(np.nan)
+        if nan_bits and value.tobytes() != canonical.tobytes():
+            return "0x" + np.array(value, dtype=value.dtype.newbyteorder(">")).tobytes().hex()
         return "NaN"
     if np.isinf(value):
         return "Infinity" if value > 0 else "-Infinity"
@@ -234,6 +241,11 @@ def encode_fill_value_v3(
     --------
     >>> encode_fill_value_v3(complex(1, float("nan")), np.dtype("complex128"))
     [1.0, 'NaN']
+
+    A NaN other than the one ``"NaN"`` stands for is written as its bits:
+
+    >>> encode_fill_value_v3(-np.float32("nan"), np.dtype("float32"))
+    '0xffc00000'
     """
     dtype = np.dtype(dtype)
     if value is None:
@@ -244,10 +256,11 @@ def encode_fill_value_v3(
         item = normalize_fill_value(value, dtype)
         return {
             name: _encode_json(item[name], fields[name][0],
-                               raw_bits=_is_raw_bits(field_types.get(name)))
+                               raw_bits=_is_raw_bits(field_types.get(name)), nan_bits=True)
             for name in dtype.names or ()
         }
-    return _encode_json(value, dtype, raw_bits=_is_raw_bits(data_type), full_item=False)
+    return _encode_json(value, dtype, raw_bits=_is_raw_bits(data_type), full_item=False,
+                        nan_bits=True)
 
 
 def _parse_struct_fill(value: dict[str, Any], dtype: np.dtype, field_types: dict[str, Any]) -> Any:

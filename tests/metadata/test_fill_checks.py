@@ -79,3 +79,11 @@ def test_object_items() -> None:
     assert is_all_fill(chunk, "")
     chunk[1] = "x"
     assert not is_all_fill(chunk, "")
+
+
+@pytest.mark.parametrize("dtype", ["<U5", "S5", ">f8", "?"])
+def test_zero_dimensional_chunks(dtype: str) -> None:
+    # A 0-d chunk's item is a scalar of its own length ("ab" is <U2): compare arrays.
+    fill = np.zeros((), dtype)[()]
+    assert is_all_fill(np.zeros((), dtype), fill)
+    assert not is_all_fill(np.ones((), dtype), fill)
