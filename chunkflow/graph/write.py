@@ -440,6 +440,10 @@ def to_chunkflow(
             f"to_chunkflow: array {target.path or '/'!r} in {target.store.identity}",
             "Rerun the original job with resume=True, or pass resume=False, overwrite=True "
             "to start over.")
+    # Checked above against dtype=; a Zarr v3 array holds it in native order, a change
+    # of byte order only (which casting="no" would refuse).
+    if casting == "no" and target.dtype != np.dtype(spec["dtype"]):
+        casting = "equiv"
     pending = store(x, target, compute=compute, scheduler=scheduler, progress=progress,
                     resume=resume, job_name=job_name, casting=casting,
                     commit=commit)
