@@ -66,6 +66,22 @@ def _numpy_cast(values: np.ndarray, target: np.dtype, casting: str
         return next(c for c in type(err).__mro__ if c.__module__ == "builtins")
 
 
+def _defined(values: np.ndarray, target: np.dtype) -> np.ndarray:
+    """Where numpy's cast of ``values`` to ``target`` is defined. A float (or a complex's
+    real part) that is NaN, infinite or beyond the integer target's range converts as
+    C leaves undefined: numpy's result then depends on the array's length and strides
+    (``[-inf]`` gives 0 in uint32, ``[-inf, 0, 0, 0]`` gives 2**31 first), so a
+    chunked cast cannot be compared there."""
+    if values.dtype.kind not in "fc" or target.kind not in "iumM":
+        return np.ones(values.shape, bool)
+    bits = 64 if target.kind in "mM" else 8 * target.itemsize
+    low, high = (0.0, 2.0**bits) if target.kind == "u" else (-(2.0 ** (bits - 1)),
+                                                              2.0 ** (bits - 1))
+    with np.errstate(invalid="ignore"):
+        whole = np.trunc(np.real(values).astype("f8"))
+        return np.isfinite(whole) & (whole >= low) & (whole < high)
+
+
 def _check(write: Callable[[], Any], values: np.ndarray, target: np.dtype, casting: str,
            read: Callable[[], Any] | None = None) -> None:
     expected = _numpy_cast(values, target, casting)
@@ -77,8 +93,15 @@ def _check(write: Callable[[], Any], values: np.ndarray, target: np.dtype, casti
             return
         result = write()
         got = np.asarray(result if read is None else read())
+    _assert_cast(got, expected, values, target)
+
+
+def _assert_cast(got: np.ndarray, expected: np.ndarray, values: np.ndarray,
+                 target: np.dtype) -> None:
     assert got.shape == expected.shape
-    np.testing.assert_array_equal(_bytes(got, target), _bytes(expected, target))
+    defined = _defined(values, target)
+    np.testing.assert_array_equal(_bytes(got, target)[defined],
+                                  _bytes(expected, target)[defined])
 
 
 def _source(values: np.ndarray, chunks: tuple[int, ...]) -> chunkflow.Array:
@@ -95,6 +118,8 @@ _I8_MIN = np.array([np.iinfo("i8").min, -1], "i8")
 @example((np.array([1.5, -0.0, np.nan]), np.dtype("i2"), "same_kind", (2,)))
 @example((np.array([1.5, -0.0, np.nan]), np.dtype("i2"), "unsafe", (2,)))
 @example((np.array([300, -1], "i8"), np.dtype(">u1"), "same_kind", (1,)))
+# Found by the long profile: numpy's own -inf -> uint32 depends on the array's length.
+@example((np.array([-np.inf, 0, 0, 0], "f4"), np.dtype("<u4"), "unsafe", (1,)))
 @example((np.array(["1.5", "x"]), np.dtype("f8"), "unsafe", (1,)))
 @example((np.array([], ">i2"), np.dtype("<i2"), "no", (1,)))
 def test_map_chunks_casts_as_numpy(case: Case) -> None:
@@ -160,4 +185,4 @@ def test_assigning_another_dtype_is_numpy_assignment(case: Case) -> None:
                 z[...] = values
             return
         z[...] = values
-    np.testing.assert_array_equal(_bytes(z[...], target), _bytes(expected, target))
+    _assert_cast(z[...], expected, values, target)
