@@ -17,6 +17,7 @@ The quick tests below check the comparison itself on made-up outcomes.
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -27,7 +28,9 @@ from benchmarks.xarray_suite.run import internals
 from benchmarks.zarr_suites.baseline import (
     EXIT_UNREACHABLE,
     Baseline,
+    IndexUnreachable,
     collection_problem,
+    download_sdist,
     regressions,
     verdict,
 )
@@ -124,3 +127,15 @@ def test_collection_must_be_the_baselines() -> None:
     assert collection_problem(baseline, ["b", "a"]) is None
     assert collection_problem(baseline, ["a", "b", "c"]) is not None
     assert collection_problem(baseline, ["a", "c"]) is not None
+
+
+def test_an_unreachable_index_is_told_apart(tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    # An index on a local port nobody listens on: pip's connection is refused.
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    monkeypatch.setenv("PIP_INDEX_URL", f"http://127.0.0.1:{port}/simple")
+    with pytest.raises(IndexUnreachable, match="cannot be reached"):
+        download_sdist("zarr", "3.1.6", tmp_path, "tests/test_indexing.py")
+    assert not list(tmp_path.iterdir())  # nothing half-downloaded left behind

@@ -36,6 +36,11 @@ from pathlib import Path
 EXIT_UNREACHABLE = 75
 #: pip's network options for the downloads: fail in minutes, not hours, when offline.
 PIP_NETWORK = ("--timeout", "60", "--retries", "2")
+#: What pip says when it cannot reach an index (urllib3's and the resolver's words).
+_NETWORK = re.compile(r"NewConnectionError|Failed to establish a new connection|Max retries "
+                      r"exceeded|Temporary failure in name resolution|Name or service not "
+                      r"known|Network is unreachable|ConnectTimeout|ReadTimeout|ProxyError"
+                      r"|Could not fetch URL|SSLError")
 #: Outcomes that are failures: a test's ("failed"), a doctest example's ("failed": its
 #: output differs, "error": it raised).
 FAILING = frozenset({"failed", "error"})
@@ -46,20 +51,21 @@ class IndexUnreachable(RuntimeError):
 
 
 def pip(args: list[str], what: str) -> None:
-    """Run ``pip args``; when it fails, raise :class:`IndexUnreachable` if the package
-    index cannot be reached at all, else ``CalledProcessError`` (a real failure, such as
-    a version the index does not have)."""
+    """Run ``pip args``; when it fails, raise :class:`IndexUnreachable` if pip could not
+    reach the package index (its output says so), else ``CalledProcessError`` (a real
+    failure, such as a version the index does not have)."""
     command = [sys.executable, "-m", "pip", *args, *PIP_NETWORK]
     result = subprocess.run(command, capture_output=True, text=True, check=False)
     if result.returncode == 0:
         return
-    # The same index asked for a package it certainly has: no answer means no network.
-    probe = subprocess.run([sys.executable, "-m", "pip", "index", "versions", "pip",
-                            *PIP_NETWORK], capture_output=True, text=True, check=False)
-    if probe.returncode != 0:
-        last = (probe.stderr.strip().splitlines() or ["(no message)"])[-1]
-        raise IndexUnreachable(f"{what}: the package index cannot be reached ({last})")
-    sys.stderr.write(result.stdout + result.stderr)
+    output = result.stdout + result.stderr
+    sys.stderr.write(output)
+    # Not a probe of the index: pip's configuration may add local file indexes that
+    # answer for some projects, so only pip's own words about this request tell.
+    found = _NETWORK.search(output)
+    if found:
+        raise IndexUnreachable(f"{what}: the package index cannot be reached "
+                               f"({found.group(0)})")
     raise subprocess.CalledProcessError(result.returncode, command)
 
 
