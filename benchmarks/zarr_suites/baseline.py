@@ -22,6 +22,7 @@ import json
 import os
 import platform
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -85,6 +86,8 @@ def download_sdist(project: str, version: str, workdir: Path, marker: str) -> Pa
             pip(["download", "--quiet", "--no-binary", ":all:", "--no-deps",
                  f"{project}=={version}", "-d", folder], f"{project}=={version}'s sdist")
             os.replace(Path(folder) / archive.name, archive)
+    if root.exists():  # unpacked in part, by a run that was stopped
+        shutil.rmtree(root)
     with tempfile.TemporaryDirectory(dir=workdir) as folder:
         with tarfile.open(archive) as opened:
             opened.extractall(folder, filter="data")
