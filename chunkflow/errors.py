@@ -67,7 +67,9 @@ __all__ = [
     "StoreValueChangedError",
     "TransactionConflictError",
     "TransactionError",
+    "UnfinishedSourceError",
     "UnknownSettingError",
+    "UnlistableGroupError",
     "UnsafeCodecError",
     "UnsupportedCodecError",
     "UnsupportedDtypeError",
@@ -287,6 +289,15 @@ class IncompleteListingError(ChunkflowError, OSError):
     members, and where each was named."""
 
 
+class UnlistableGroupError(IncompleteListingError):
+    """A group's members cannot be listed: the store does not list folders (an HTTP
+    server that answers 404 for them), or its listing failed, and the group has no
+    consolidated metadata. Raised instead of answering with an empty group; a member
+    whose path is known still opens (``group["a"]``). The message says how to
+    consolidate the group's metadata (``chunkflow.consolidate_metadata`` on a store
+    that can list, such as the folder the server serves)."""
+
+
 class StoreValueChangedError(ChunkflowError, RuntimeError):
     """A stored value changed while a byte-range reader was reading it.
 
@@ -331,6 +342,12 @@ class OutputIsSourceError(ChunkflowError, ValueError):
     what the job still reads: with a halo (``depth > 0``) always, in place without one
     unless ``overwrite=True``, and always for a writer that creates its output anew.
     Nothing is written."""
+
+
+class UnfinishedSourceError(ChunkflowError, ValueError):
+    """A copy's source is the output of an unfinished job (some of its blocks are not
+    written). Refused unless the copy is asked to take it as it is
+    (``unfinished="copy"``), which marks the copy unfinished too."""
 
 
 class JobTokenError(ChunkflowError, TypeError):

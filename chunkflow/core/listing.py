@@ -18,6 +18,14 @@ documents). Members that exist raise :class:`~chunkflow.errors.IncompleteListing
 names whose documents are gone (consolidated metadata left stale by a deletion) are
 not members, and the group is empty. The check costs nothing for groups with members,
 and a listing and at most one read for groups without.
+
+A store that cannot list at all (an HTTP server answering 404 for folders, a backend
+whose listing raises) lists not even the group's own document. Such a listing proves
+nothing: :func:`refuse_unlistable` raises
+:class:`~chunkflow.errors.UnlistableGroupError` (saying how to consolidate the group's
+metadata) when the group's document is there all the same, instead of answering with
+an empty group. Members whose paths are known still open: reading a node needs no
+listing.
 """
 
 from __future__ import annotations
@@ -28,11 +36,12 @@ from typing import Any
 
 from chunkflow.core.documents import join_path
 from chunkflow.core.node_records import fetch_nodes, parse_node
-from chunkflow.errors import ChunkflowError, IncompleteListingError
+from chunkflow.errors import ChunkflowError, IncompleteListingError, UnlistableGroupError
 from chunkflow.metadata.ngff import read_multiscales
 from chunkflow.storage import Store
 
-__all__ = ["named_by_metadata", "refuse_unlisted_members"]
+__all__ = ["check_listable", "list_group_folder", "named_by_metadata", "refuse_unlistable",
+           "refuse_unlisted_members", "unlistable_error"]
 
 ZMETADATA = ".zmetadata"
 
@@ -60,10 +69,11 @@ def named_by_metadata(consolidated: Mapping[str, Any] | None,
 
 
 def refuse_unlisted_members(store: Store, path: str, zarr_format: int | None,
-                            named: Mapping[str, str]) -> None:
+                            named: Mapping[str, str]) -> bool:
     """Raise when the group at ``path``, whose folder listed no subfolder, has members
     all the same (see the module notes); ``named`` are the members its documents name
-    (:func:`named_by_metadata`).
+    (:func:`named_by_metadata`). Returns whether the recursive listing found any key
+    below the group (its own document counts).
 
     Examples
     --------
@@ -71,15 +81,17 @@ def refuse_unlisted_members(store: Store, path: str, zarr_format: int | None,
     >>> store = MemoryStore()
     >>> store.set_many({"g/.zgroup": b'{"zarr_format": 2}'})
     >>> refuse_unlisted_members(store, "g", 2, {"t": "consolidated_metadata"})  # t is gone
+    True
     """
     candidates = dict(named)
     if zarr_format != 3:
         candidates.update({k: v for k, v in _named_by_zmetadata(store, path).items()
                            if k not in candidates})
-    for name in _named_by_keys(store.list_prefix(path), path):
+    listed = list(store.list_prefix(path))
+    for name in _named_by_keys(listed, path):
         candidates.setdefault(name, "a recursive listing (list_prefix)")
     if not candidates:
-        return
+        return bool(listed)
     paths = {name: join_path(path, name) for name in candidates}
     found = fetch_nodes(store, paths.values())
     present = [name for name, member in paths.items() if _is_node(found, member, zarr_format)]
@@ -91,6 +103,87 @@ def refuse_unlisted_members(store: Store, path: str, zarr_format: int | None,
             f"listing is incomplete, so the group's members cannot be trusted to it; open "
             f"the group with consolidated metadata, or fix the store's listing"
         )
+    return bool(listed)
+
+
+def list_group_folder(store: Store, path: str) -> tuple[list[str], list[str]]:
+    """``store.list_dir(path)`` of a group's folder; a listing that raises (unsupported,
+    refused, failed) raises :class:`~chunkflow.errors.UnlistableGroupError`.
+
+    Examples
+    --------
+    >>> from chunkflow.storage import MemoryStore
+    >>> store = MemoryStore()
+    >>> store.set_many({"g/zarr.json": b"{}", "g/a/zarr.json": b"{}"})
+    >>> list_group_folder(store, "g")
+    (['zarr.json'], ['a'])
+    """
+    try:
+        return store.list_dir(path)
+    except (NotImplementedError, OSError) as err:
+        raise unlistable_error(store, path, f"could not list it ({err})") from err
+
+
+def check_listable(store: Store, path: str, zarr_format: int | None) -> None:
+    """Raise :class:`~chunkflow.errors.UnlistableGroupError` unless the group at ``path``
+    can be listed (one listing of its folder; one read more when it lists nothing).
+
+    Examples
+    --------
+    >>> import chunkflow
+    >>> root = chunkflow.group()
+    >>> check_listable(root.store, "", 3)
+    """
+    keys, subs = list_group_folder(store, path)
+    if keys or subs:
+        return
+    try:
+        listed = next(iter(store.list_prefix(path)), None) is not None
+    except (NotImplementedError, OSError):
+        listed = False
+    if not listed:
+        refuse_unlistable(store, path, zarr_format)
+
+
+def refuse_unlistable(store: Store, path: str, zarr_format: int | None) -> None:
+    """Raise :class:`~chunkflow.errors.UnlistableGroupError` when the group at ``path``,
+    whose folder listed nothing at all (not even its own document), is there all the
+    same (one read); a group deleted since it was opened is empty.
+
+    Examples
+    --------
+    >>> from chunkflow.storage import MemoryStore
+    >>> refuse_unlistable(MemoryStore(), "gone", 3)  # no group there: nothing to list
+    """
+    found = fetch_nodes(store, [path])
+    try:
+        record = parse_node(found, path, zarr_format)
+    except ChunkflowError:
+        record = None  # a broken document: not this check's to report
+    if record is not None:
+        raise unlistable_error(store, path, "listed nothing under it, not even its own "
+                               "metadata document (a server that answers 404 for folders "
+                               "cannot list)")
+
+
+def unlistable_error(store: Store, path: str, reason: str) -> UnlistableGroupError:
+    """The error for a group of ``store`` whose members cannot be listed (``reason``).
+
+    Examples
+    --------
+    >>> from chunkflow.storage import MemoryStore
+    >>> "cannot be listed" in str(unlistable_error(MemoryStore(), "g", "refused to list"))
+    True
+    """
+    return UnlistableGroupError(
+        f"group {path or '/'!r} in {store!r}: its members cannot be listed: the store "
+        f"{reason}, and the group has no consolidated metadata to name them. A member "
+        f"whose path is known still opens (group['name'], open_array(..., path='name')). "
+        f"To list the group, consolidate its metadata once where the store can list (the "
+        f"folder or bucket this server serves): chunkflow.consolidate_metadata(location) "
+        f"(or zarr.consolidate_metadata), then open it with consolidated metadata (the "
+        f"default; consolidated=False cannot work on this store)"
+    )
 
 
 def _named_by_zmetadata(store: Store, path: str) -> dict[str, str]:

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from chunkflow.core.array import Array
 from chunkflow.core.documents import join_path
-from chunkflow.core.listing import refuse_unlisted_members
+from chunkflow.core.listing import list_group_folder, refuse_unlistable, refuse_unlisted_members
 from chunkflow.core.node_records import NodeRecord, fetch_nodes, parse_node
 from chunkflow.core.tree import TreeNode
 from chunkflow.errors import ChunkflowError, InvalidArgumentError
@@ -42,11 +42,15 @@ def scan_members(store: Store, path: str, zarr_format: int | None,
     A listing without subfolders is checked against the members ``named`` by the
     group's documents and against a recursive listing
     (:func:`~chunkflow.core.listing.refuse_unlisted_members`): members it missed raise
-    :class:`~chunkflow.errors.IncompleteListingError`.
+    :class:`~chunkflow.errors.IncompleteListingError`; a store that cannot list (its
+    listing raises, or finds not even the group's own document) raises
+    :class:`~chunkflow.errors.UnlistableGroupError`.
     """
-    _, subs = store.list_dir(path)
+    keys, subs = list_group_folder(store, path)
     if not subs:
-        refuse_unlisted_members(store, path, zarr_format, named or {})
+        listed = refuse_unlisted_members(store, path, zarr_format, named or {})
+        if not keys and not listed:  # not even the group's own document: cannot list
+            refuse_unlistable(store, path, zarr_format)
     invalid: dict[str, str] = {}
     usable: list[tuple[str, str]] = []
     for sub in subs:

@@ -5,7 +5,10 @@ As xarray's zarr engine: ``consolidated=True`` requires consolidated metadata,
 group's own documents with a ``RuntimeWarning`` (the same text as the zarr engine's:
 opening without consolidated metadata costs a request per member on object stores).
 A store that says it does not support consolidated metadata (a zarr-python store with
-``supports_consolidated_metadata = False``) is read without it, silently.
+``supports_consolidated_metadata = False``) is read without it, silently. A store that
+cannot list (an HTTP server answering 404 for folders), read without consolidated
+metadata, raises :class:`~chunkflow.errors.UnlistableGroupError` (with
+``consolidated=False`` too) instead of giving a dataset without variables.
 ``to_zarr(group=...)`` consolidates at the store's root, not in the group: a group is
 read through the root's consolidated metadata when the root has some.
 """
@@ -20,6 +23,7 @@ from typing import TYPE_CHECKING
 from chunkflow.api.hierarchy import open_group
 from chunkflow.core.array import Array
 from chunkflow.core.group import Group
+from chunkflow.core.listing import check_listable
 from chunkflow.errors import MetadataError, NodeNotFoundError
 from chunkflow.storage import Store
 
@@ -68,6 +72,9 @@ def open_group_for_xarray(store: Store, path: str, consolidated: bool | None,
     group = open_group(store, mode="r", path=path or None, zarr_format=zarr_format,
                        use_consolidated=bool(consolidated), cache=cache)
     if consolidated is None:
+        # Not "successfully read" from a store that cannot list: that raises, saying
+        # how to consolidate (one listing of the group's folder).
+        check_listable(group.store, group.path, group.zarr_format)
         warnings.warn(FALLBACK_WARNING, RuntimeWarning, stacklevel=_caller_level())
     return group
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import chunkflow
-from chunkflow.errors import IncompleteListingError
+from chunkflow.errors import IncompleteListingError, UnlistableGroupError
 from chunkflow.storage import MemoryStore
 
 
@@ -83,5 +83,17 @@ def test_stale_consolidated_metadata_of_deleted_members_is_no_error(zarr_format:
 
 @pytest.mark.parametrize("zarr_format", [2, 3])
 def test_really_empty_groups_stay_empty(zarr_format: int) -> None:
-    root = chunkflow.open_group(Blind(), mode="w", zarr_format=zarr_format)
+    root = chunkflow.open_group(BlindFolders(), mode="w", zarr_format=zarr_format)
     assert root.keys() == [] and list(root.create_group("a").arrays()) == []
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_a_store_that_lists_nothing_is_no_empty_group(zarr_format: int) -> None:
+    # Not even the group's own document is listed: the listing proves nothing.
+    root = chunkflow.open_group(filled(Blind(), zarr_format), mode="r", use_consolidated=False)
+    with pytest.raises(UnlistableGroupError, match="consolidate_metadata"):
+        root.keys()
+    assert int(root["t"][3]) == 3  # a known path still opens
+    empty = chunkflow.open_group(Blind(), mode="w", zarr_format=zarr_format)
+    with pytest.raises(UnlistableGroupError):
+        list(empty.arrays())
