@@ -38,7 +38,8 @@ if TYPE_CHECKING:
     from chunkflow.core.group import Group
     from chunkflow.engine.values import ChunkedSource
 
-__all__ = ["ARRAY_WRITER", "COPY_BLOCK_BYTES", "copy_array_resumable", "copy_blocks"]
+__all__ = ["ARRAY_WRITER", "COPY_BLOCK_BYTES", "DEFERRED_CARRIES", "copy_array_resumable",
+           "copy_blocks"]
 
 #: How a copy that is not resumed (into a new array) writes the array's values: ``None`` for
 #: ``target[...] = source`` in this process (the engine's I/O threads, a few chunks per
@@ -47,6 +48,14 @@ __all__ = ["ARRAY_WRITER", "COPY_BLOCK_BYTES", "copy_array_resumable", "copy_blo
 #: because this layer cannot import the graph layer.
 ARRAY_WRITER: ContextVar[Callable[[Any, Array], None] | None] = ContextVar(
     "chunkflow_copy_array_writer", default=None)
+
+#: Copies of unfinished sources (``unfinished="copy"``) whose values a deferred copy
+#: (``compute=False``) writes later: ``(source, target)`` pairs, marked unfinished by
+#: the deferred job's last task (:mod:`chunkflow.graph.copies`) once the values are
+#: written, since the copy's own job removes its mark when it finishes. ``None``: mark
+#: them at once.
+DEFERRED_CARRIES: ContextVar[list[tuple[Any, Array]] | None] = ContextVar(
+    "chunkflow_copy_deferred_carries", default=None)
 
 #: A resumable copy reads and writes blocks of about this many bytes (whole chunks).
 COPY_BLOCK_BYTES = 16 * 2**20

@@ -15,9 +15,16 @@ import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from chunkflow.api.block_copy import copy_array_resumable, resumable_here
+from chunkflow.api.block_copy import DEFERRED_CARRIES, copy_array_resumable, resumable_here
 from chunkflow.api.copy_log import CopyLog, LogTarget
 from chunkflow.api.foreign import as_hierarchy_node
+from chunkflow.api.unfinished import (
+    Unfinished,
+    carry_unfinished,
+    check_copy_source,
+    check_unfinished_argument,
+    source_mark,
+)
 from chunkflow.config.renames import renamed_parameters
 from chunkflow.core.array import Array
 from chunkflow.core.documents import join_path, node_kind
@@ -59,6 +66,7 @@ def copy(
     resume: bool = False,
     job_name: str | None = None,
     log: LogTarget = None,
+    unfinished: Unfinished = "raise",
     **create_kwargs: Any,
 ) -> tuple[int, int, int]:
     """Copy an array or a group (recursively) into the group ``out``.
@@ -101,6 +109,14 @@ def copy(
     log : callable, file path or file-like, optional
         Where to write a line per node copied or skipped (``copy /foo/bar (100,)
         int64``) and a summary, as zarr-python 2 does.
+    unfinished : {"raise", "copy"}
+        What to do with a source array that is the output of an unfinished job (some
+        of its blocks not written, reading as the fill value): ``"raise"`` (default)
+        refuses it (:class:`~chunkflow.errors.UnfinishedSourceError`), before anything
+        is created; ``"copy"`` copies it as it is and marks the copy unfinished too
+        (the source's job mark and its records of the blocks done), so that
+        ``chunkflow.open`` warns on the copy and ``chunkflow status`` counts the same
+        blocks done.
     **create_kwargs
         Creation arguments overriding those taken from each source array
         (``chunks``, ``compressor``, ``codecs``, ``fill_value``...).
@@ -114,6 +130,8 @@ def copy(
     ------
     ContainsArrayError, ContainsGroupError
         ``if_exists="raise"`` and ``out`` already holds ``name``.
+    UnfinishedSourceError
+        ``unfinished="raise"`` and a source array is an unfinished job's output.
 
     Examples
     --------
@@ -128,7 +146,9 @@ def copy(
     (3, 'm', 9)
     """
     check_copy_arguments(if_exists, zarr_format)
+    check_unfinished_argument(unfinished)
     source = as_hierarchy_node(source)
+    _check_sources(source, unfinished, shallow, root=True)
     with CopyLog(log) as logger:
         opened = _as_group(out, zarr_format, source, storage_options=storage_options)
         with _closing_if_opened(out, opened) as group:
@@ -176,6 +196,7 @@ def copy_all(
     resume: bool = False,
     job_name: str | None = None,
     log: LogTarget = None,
+    unfinished: Unfinished = "raise",
     **create_kwargs: Any,
 ) -> tuple[int, int, int]:
     """Copy every member of the group ``source`` into ``out`` (and its attributes).
@@ -195,10 +216,12 @@ def copy_all(
     (['a', 'sub'], 'demo', np.float64(1.0))
     """
     check_copy_arguments(if_exists, zarr_format)
+    check_unfinished_argument(unfinished)
     source = as_hierarchy_node(source)
     if isinstance(source, Array) or not hasattr(source, "members"):
         raise ArgumentTypeError(f"copy_all copies the members of a group; got {type(source).__name__} "
                                 f"{getattr(source, 'name', source)!r} (use chunkflow.copy for one array)")
+    _check_sources(source, unfinished, shallow, root=True)
     attrs = {} if without_attrs else dict(source.attrs)
     # A group opened here is created with the attributes at once: a zip store cannot
     # rewrite its metadata document without growing.
@@ -264,6 +287,12 @@ def _copy_node(source: Array | Group | ChunkedSource, dest: Group, name: str, *,
                                       _array_kwargs(array_source, dest.zarr_format, kwargs),
                                       resume=resume, job_name=job_name, attributes=attrs,
                                       existing=unfinished)
+        if source_mark(array_source) is not None:  # unfinished="copy": so is the copy
+            deferred = DEFERRED_CARRIES.get()
+            if deferred is None:
+                carry_unfinished(array_source, target)
+            else:  # compute=False: after the values are written (and their job finished)
+                deferred.append((array_source, target))
         return 1, 0, int(target.nbytes)
     if existing == "group":  # if_exists="skip": merge into the group that is there
         target_group, copied = cast("Group", dest[name]), 0  # node_kind found a group
@@ -278,6 +307,20 @@ def _copy_node(source: Array | Group | ChunkedSource, dest: Group, name: str, *,
                             job=job, log=log)
         copied, skipped, n_bytes = copied + counts[0], skipped + counts[1], n_bytes + counts[2]
     return copied, skipped, n_bytes
+
+
+def _check_sources(source: Any, unfinished: Unfinished, shallow: bool, *, root: bool) -> None:
+    """Refuse (before anything is created) to copy an unfinished job's output, the
+    source or any array below it, unless ``unfinished="copy"`` (no walk then)."""
+    if unfinished == "copy":
+        return
+    if hasattr(source, "dtype"):
+        check_copy_source(source, unfinished, repr(str(getattr(source, "name", "") or "/")))
+        return
+    if not hasattr(source, "members") or (shallow and not root):
+        return
+    for _, member in source.members():
+        _check_sources(member, unfinished, shallow, root=False)
 
 
 def _array_kwargs(source: ChunkedSource, zarr_format: int, overrides: dict[str, Any]) -> dict[str, Any]:

@@ -46,7 +46,8 @@ import dask.array as da
 from dask.delayed import Delayed
 
 from chunkflow.api import copying
-from chunkflow.api.block_copy import ARRAY_WRITER
+from chunkflow.api.block_copy import ARRAY_WRITER, DEFERRED_CARRIES
+from chunkflow.api.unfinished import carry_unfinished
 from chunkflow.config.renames import renamed_parameters
 from chunkflow.core.array import Array
 from chunkflow.errors import InvalidArgumentError
@@ -92,8 +93,12 @@ def _deferred_writer(pending: list[Delayed]) -> Callable[[Any, Array], None]:
     return write
 
 
-def _all_written(*_: Any) -> None:
-    """The last task of a deferred copy: every array's job ran."""
+def _all_written(carries: list[tuple[Any, Array]], *_: Any) -> None:
+    """The last task of a deferred copy: every array's job ran; copies of unfinished
+    sources (``unfinished="copy"``) are marked unfinished now (their own jobs, which
+    just finished, removed their marks)."""
+    for source, target in carries:
+        carry_unfinished(source, target)
 
 
 def _with_scheduler(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -114,12 +119,15 @@ def _with_scheduler(func: Callable[..., Any]) -> Callable[..., Any]:
                 f"{name}: compute=False with resume=True; a resumed copy runs block by block "
                 "in this process: pass compute=True (or resume=False)")
         pending: list[Delayed] = []
+        carries: list[tuple[Any, Array]] = []
         token = ARRAY_WRITER.set(_deferred_writer(pending))
+        carried = DEFERRED_CARRIES.set(carries)
         try:
             counts = func(*args, **kwargs)
         finally:
+            DEFERRED_CARRIES.reset(carried)
             ARRAY_WRITER.reset(token)
-        return counts, dask.delayed(_all_written, pure=False)(*pending)
+        return counts, dask.delayed(_all_written, pure=False)(carries, *pending)
 
     signature = inspect.signature(func)
     parameters = list(signature.parameters.values())

@@ -45,7 +45,10 @@ Modules:
 * :mod:`~chunkflow.xarray.datastore` — one group's variables, attributes and dimensions;
 * :mod:`~chunkflow.xarray.wrapper` — the lazily indexed array (sync and async);
 * :mod:`~chunkflow.xarray.variables` — dimensions, attributes, encoding;
-* :mod:`~chunkflow.xarray.opening` — the group, with or without consolidated metadata.
+* :mod:`~chunkflow.xarray.opening` — the group, with or without consolidated metadata;
+* :mod:`~chunkflow.xarray.unfinished` — unfinished jobs' outputs: the
+  :class:`~chunkflow.errors.IncompleteJobWarning` and the ``chunkflow_unfinished``
+  attribute on the variables and the dataset.
 
 Examples
 --------

@@ -17,7 +17,12 @@ from chunkflow.errors import MetadataError
 from chunkflow.graph.read import block_multiples
 from chunkflow.metadata.ngff import read_multiscales
 from chunkflow.storage import make_store
-from chunkflow.xarray.opening import open_group_for_xarray
+from chunkflow.xarray.opening import caller_level, open_group_for_xarray
+from chunkflow.xarray.unfinished import (
+    UNFINISHED_ATTRIBUTE,
+    unfinished_description,
+    warn_unfinished,
+)
 from chunkflow.xarray.variables import codec_encoding, dims_and_attrs, fill_value_entries
 from chunkflow.xarray.wrapper import ChunkflowArrayWrapper
 
@@ -85,6 +90,7 @@ class ChunkflowDataStore(AbstractDataStore):
         self._exclude = frozenset(exclude)
         self._attributes = attributes
         self._arrays: dict[str, Array] | None = None
+        self._unfinished: dict[str, str] | None = None
         self._only: str | None = None
 
     def pyramid_levels(self) -> list[str]:
@@ -163,9 +169,21 @@ class ChunkflowDataStore(AbstractDataStore):
                                 if name not in self._exclude}
         return self._arrays
 
+    def unfinished(self) -> dict[str, str]:
+        """The variables that are unfinished jobs' outputs, each with a line saying so
+        (see :mod:`chunkflow.xarray.unfinished`)."""
+        if self._unfinished is None:
+            described = {name: unfinished_description(array)
+                         for name, array in self.arrays().items()}
+            self._unfinished = {name: line for name, line in described.items()
+                                if line is not None}
+        return self._unfinished
+
     def open_store_variable(self, name: str, array: Array) -> Variable:
         """One array as a lazily indexed xarray variable, with its encoding."""
         dims, attrs = dims_and_attrs(array)
+        if name in self.unfinished():
+            attrs[UNFINISHED_ATTRIBUTE] = self.unfinished()[name]
         wrapper = ChunkflowArrayWrapper(array)
         # As the zarr engine: "chunks" is the inner chunk, "shards" the shard; dask
         # blocks of xarray's chunking fall on the stored objects' edges.
@@ -182,13 +200,16 @@ class ChunkflowDataStore(AbstractDataStore):
 
     def get_variables(self) -> Mapping[str, Variable]:
         self.get_dimensions()  # refuse conflicting lengths, naming the array
+        warn_unfinished(self.unfinished(), f"group {self.group.path or '/'!r} in "
+                        f"{self.group.store!r}", caller_level() + 1)
         return FrozenDict((k, self.open_store_variable(k, a)) for k, a in self.arrays().items())
 
     def get_attrs(self) -> dict[str, Any]:
-        if not self._attributes:
-            return {}
-        return {k: v for k, v in self.group.attrs.asdict().items()
-                if not k.lower().startswith("_nc")}
+        attrs = {} if not self._attributes else {
+            k: v for k, v in self.group.attrs.asdict().items() if not k.lower().startswith("_nc")}
+        if self.unfinished():
+            attrs[UNFINISHED_ATTRIBUTE] = sorted(self.unfinished())
+        return attrs
 
     def get_dimensions(self) -> dict[str, int]:
         dimensions: dict[str, int] = {}

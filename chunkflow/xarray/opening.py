@@ -30,7 +30,7 @@ from chunkflow.storage import Store
 if TYPE_CHECKING:
     from chunkflow.cache import CacheLike
 
-__all__ = ["FALLBACK_WARNING", "open_group_for_xarray"]
+__all__ = ["FALLBACK_WARNING", "caller_level", "open_group_for_xarray"]
 
 FALLBACK_WARNING = (
     "Failed to open Zarr store with consolidated metadata, but successfully read with "
@@ -75,7 +75,7 @@ def open_group_for_xarray(store: Store, path: str, consolidated: bool | None,
         # Not "successfully read" from a store that cannot list: that raises, saying
         # how to consolidate (one listing of the group's folder).
         check_listable(group.store, group.path, group.zarr_format)
-        warnings.warn(FALLBACK_WARNING, RuntimeWarning, stacklevel=_caller_level())
+        warnings.warn(FALLBACK_WARNING, RuntimeWarning, stacklevel=caller_level())
     return group
 
 
@@ -102,7 +102,7 @@ def _through_consolidated(store: Store, path: str, zarr_format: int | None,
         return None  # no consolidated metadata (or unreadable): the caller decides
 
 
-def _caller_level() -> int:
+def caller_level() -> int:
     """The ``stacklevel`` of the first frame outside chunkflow and xarray (the user's
     call), as xarray's zarr engine attributes its warning."""
     import xarray

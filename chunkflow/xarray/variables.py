@@ -31,6 +31,7 @@ import numpy as np
 
 from chunkflow.core.array import Array
 from chunkflow.errors import DimensionNamesError, MetadataError
+from chunkflow.jobs import JOB_ATTRIBUTE
 
 __all__ = ["DIMENSION_KEY", "DimensionNamesError", "codec_encoding", "decode_fill_attribute",
            "dims_and_attrs", "fill_value_entries"]
@@ -40,7 +41,8 @@ DIMENSION_KEY = "_ARRAY_DIMENSIONS"
 
 
 def dims_and_attrs(array: Array) -> tuple[tuple[str, ...], dict[str, Any]]:
-    """The dimension names and the user attributes (xarray's and NCZarr's hidden).
+    """The dimension names and the user attributes (xarray's, NCZarr's and an
+    unfinished job's mark hidden: see :mod:`chunkflow.xarray.unfinished`).
 
     Examples
     --------
@@ -51,6 +53,7 @@ def dims_and_attrs(array: Array) -> tuple[tuple[str, ...], dict[str, Any]]:
     (('y', 'x'), {'units': 'm'})
     """
     attrs = dict(array.attrs)
+    attrs.pop(JOB_ATTRIBUTE, None)
     if array.zarr_format == 3:
         names = array.dimension_names or ()
         where = "dimension_names"
