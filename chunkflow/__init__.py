@@ -48,7 +48,7 @@ from chunkflow.api.convenience import (
     tree,
 )
 from chunkflow.cache import ChunkCache, cache_info, get_cache
-from chunkflow.core import Array, Tree
+from chunkflow.core import Array, Tree, VerifyReport
 from chunkflow.errors import (
     ArrayNotFoundError,
     CastingError,
@@ -109,6 +109,7 @@ if TYPE_CHECKING:
         summarize_chunks,
         to_chunkflow,
         to_dask,
+        verify,
     )
     from chunkflow.graph.pyramid import pyramid
     from chunkflow.graph.rechunk import rechunk
@@ -139,6 +140,7 @@ _LAZY = {
     "summarize_chunks": "chunkflow.graph",
     "to_chunkflow": "chunkflow.graph",
     "to_dask": "chunkflow.graph",
+    "verify": "chunkflow.graph",  # Array.verify with a scheduler: a dask task per region
     "reductions": "chunkflow.reductions",  # a module: chunkflow.reductions itself
 }
 
@@ -194,6 +196,7 @@ __all__ = [
     "TransactionError",
     "Tree",
     "ValuesChangedError",
+    "VerifyReport",
     "ZipStore",
     "array",
     "cache_info",
@@ -243,6 +246,7 @@ __all__ = [
     "to_chunkflow",
     "to_dask",
     "tree",
+    "verify",
     "zeros",
     "zeros_like",
 ]

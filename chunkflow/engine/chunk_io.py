@@ -33,6 +33,7 @@ from chunkflow.engine.chunk_writes import write_chunks
 from chunkflow.engine.freshness import serve_hits
 from chunkflow.engine.pool import inflight_window, io_lanes, map_groups, map_sharing
 from chunkflow.engine.shard_reads import ShardReader
+from chunkflow.engine.verify import WRITTEN_KEY
 from chunkflow.errors import ChunkDecodeError, ChunkEncodeError, ChunkTooLargeError
 from chunkflow.indexing import ChunkProjection
 from chunkflow.storage.coherence import location
@@ -380,7 +381,8 @@ class ChunkIO(ChunkSpace):
     def discard(self, keys: Sequence[str]) -> None:
         """Remove chunks; where the store cannot delete (zip), store fill chunks instead."""
         if getattr(self.store, "supports_deletes", True):
-            self.store.delete_many(keys)
+            # The list of what a finished job stored no longer holds (same store call).
+            self.store.delete_many([*keys, self._prefix + WRITTEN_KEY])
             return
         present = [key for key in keys if key in self.store]
         if present:

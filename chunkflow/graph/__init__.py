@@ -47,6 +47,7 @@ from chunkflow.graph.reductions import (
     reduce,
 )
 from chunkflow.graph.scheduler import SchedulerLike, compute
+from chunkflow.graph.verify import verify
 from chunkflow.graph.write import aligned_edges, store, to_chunkflow
 
 __all__ = [
@@ -54,5 +55,5 @@ __all__ = [
     "aligned_edges", "compute", "copy", "copy_all", "histogram", "label", "map_chunks", "measure", "median",
     "nanmedian",
     "nanpercentile", "nanquantile", "percentile", "quantile", "reduce", "segment", "store",
-    "summarize_chunks", "to_chunkflow", "to_dask",
+    "summarize_chunks", "to_chunkflow", "to_dask", "verify",
 ]

@@ -9,6 +9,8 @@
   the warning on open);
 - :mod:`~chunkflow.jobs.overlap`: an output that is (or overlaps) a source, refused
   before anything is created;
+- :mod:`~chunkflow.jobs.written`: the list of the chunks a finished job stored (for
+  ``Array.verify``'s *lost* chunks);
 - :mod:`~chunkflow.jobs.resume`: what writers share to resume (:func:`open_job`,
   progress, the chunk keys of a block).
 
@@ -42,10 +44,12 @@ from chunkflow.jobs.status import (
     remaining_blocks,
     warn_if_incomplete,
 )
+from chunkflow.jobs.written import WRITTEN_KEY, drop_written, record_written, written_keys
 
 __all__ = [
     "JOB_ATTRIBUTE",
     "RECORDS_FOLDER",
+    "WRITTEN_KEY",
     "Job",
     "JobSpec",
     "JobStatus",
@@ -54,6 +58,7 @@ __all__ = [
     "canonical",
     "check_not_source",
     "check_same_output",
+    "drop_written",
     "finish_after",
     "function_parts",
     "job_identity",
@@ -65,6 +70,7 @@ __all__ = [
     "open_job",
     "overlaps",
     "quiet_open",
+    "record_written",
     "recorded_block_plan",
     "recorded_plan",
     "recording",
@@ -74,4 +80,5 @@ __all__ = [
     "source_parts",
     "warn_if_incomplete",
     "without_mark",
+    "written_keys",
 ]

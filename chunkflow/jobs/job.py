@@ -72,6 +72,7 @@ from chunkflow.jobs.records import (
     records_folder,
     records_prefix,
 )
+from chunkflow.jobs.written import drop_written, record_written
 
 if TYPE_CHECKING:
     from chunkflow.storage import Store
@@ -260,18 +261,21 @@ class Job:
         # Records without a mark are leftovers (a mark removed by another tool): they
         # vouch for nothing, and a new job must not trust them.
         out.store.delete_prefix(records_folder(out.path))
+        drop_written(out.store, out.path)  # what an earlier job stored (see jobs.written)
         out.attrs.update(cls.mark(spec, grid))
         logger.info("job %s on %r: started, %d blocks", spec.token[:8], out.path,
                     int(np.prod(grid)))
         return cls(out.store, out.path, spec.token, np.zeros(grid, dtype=bool))
 
     def finish(self, out: ArraySetup | None = None) -> None:
-        """The job completed: delete its records, then its mark (in that order).
+        """The job completed: delete its records, keep the list of the chunks stored
+        (:mod:`chunkflow.jobs.written`), then delete its mark (in that order).
 
         The whole records folder goes (one listing): records of other tokens there are
         leftovers of jobs dropped without cleanup, vouching for nothing.
         """
         self.store.delete_prefix(records_folder(self.path))
+        record_written(self.store, self.path)  # for verify: see jobs.written
         if out is not None and read_mark(out) is not None:
             del out.attrs[JOB_ATTRIBUTE]
 

@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
-from chunkflow.jobs import RECORDS_FOLDER
+from chunkflow.jobs import RECORDS_FOLDER, WRITTEN_KEY
 from chunkflow.storage import ByteRangeReader, MemoryStore, Store
 from chunkflow.storage.base import Version
 from chunkflow.storage.ranges import BytesRangeReader
@@ -31,13 +31,16 @@ class CountingMapping(dict):
         super().__setitem__(key, value)
 
     def chunk_writes(self) -> Counter[str]:
-        """Writes of chunks, leaving out metadata documents and job records."""
+        """Writes of chunks, leaving out metadata documents and job records (and the
+        list of what a finished job stored)."""
         return Counter({k: n for k, n in self.writes.items()
                         if not k.endswith("zarr.json") and not _is_record(k)})
 
 
 def _is_record(key: str) -> bool:
-    return key.startswith(f"{RECORDS_FOLDER}/") or f"/{RECORDS_FOLDER}/" in key
+    # The records of a job, and the list of what a finished job stored (jobs.written).
+    return (key.startswith(f"{RECORDS_FOLDER}/") or f"/{RECORDS_FOLDER}/" in key
+            or key.rpartition("/")[2] == WRITTEN_KEY)
 
 
 class Counts:
