@@ -16,6 +16,7 @@ from chunkflow.cli import (
     rechunk,
     resume,
     stats,
+    verify,
 )
 from chunkflow.cli.options import add_common_options
 
@@ -44,6 +45,6 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
                                      title="commands")
     for module in (browse, convert, rechunk, filters, pyramid, label, measure, stats, resume,
-                   demo):
+                   verify, demo):
         module.register(commands, [common])
     return parser

@@ -19,7 +19,7 @@ chunk (shard: its index and each inner chunk), and reports, in a
 This module holds the steps (:func:`survey`, :func:`check_region`,
 :func:`build_report`), the plain loop in this process (:func:`verify_array`) and the
 methods ``Array.verify`` and ``Group.verify`` (:func:`verify_node`);
-:mod:`chunkflow.graph.verify` runs the regions as dask tasks (``scheduler=``). That
+:mod:`chunkflow.graph.verification` runs the regions as dask tasks (``scheduler=``). That
 module sits above this layer and loads dask.array, so it is loaded on the first call
 with a scheduler, and registers itself in :data:`SCHEDULED`.
 Memory stays bounded: a byte per grid cell, one region's list of cells, and per
@@ -43,7 +43,7 @@ from chunkflow.errors import ArgumentTypeError
 from chunkflow.jobs.written import written_keys
 
 if TYPE_CHECKING:
-    from chunkflow.engine.chunk_io import ChunkIO
+    from chunkflow.engine.chunk_space import ChunkSpace
 
 __all__ = ["LIMIT", "REGION_CELLS", "SCHEDULED", "Survey", "VerifyReport", "arrays_below",
            "build_report", "check_region", "chunk_grid", "regions", "survey", "verify_array",
@@ -55,7 +55,7 @@ LIMIT = 1000
 REGION_CELLS = 4096
 #: Entries of each list that ``str(report)`` prints.
 SHOWN = 10
-#: The runner on a dask scheduler (:func:`chunkflow.graph.verify.verify`), registered
+#: The runner on a dask scheduler (:func:`chunkflow.graph.verification.verify`), registered
 #: by its module when it is loaded.
 SCHEDULED: list[Callable[..., VerifyReport]] = []
 
@@ -115,6 +115,11 @@ class VerifyReport:
                        unlisted=self.unlisted + other.unlisted, **counts, **lists)
 
     def __str__(self) -> str:
+        return self.describe(SHOWN)
+
+    def describe(self, shown: int | None = SHOWN) -> str:
+        """The report as text: a line of counts, then the first ``shown`` entries of
+        each list (``None``: every entry kept, up to :data:`LIMIT`)."""
         n = len(self.arrays)
         inner = f", {self.inner_chunks} inner chunks decoded" if self.inner_chunks else ""
         lines = [f"{n} array{'s' if n != 1 else ''}, {self.chunks} chunks: {self.stored} stored, "
@@ -127,10 +132,11 @@ class VerifyReport:
                      self.missing_keys)]
         for title, count, entries in sections:
             if count:
+                listed = list(entries)[:shown] if shown is not None else list(entries)
                 lines.append(f"{title}:")
-                lines += [f"  {entry}" for entry in list(entries)[:SHOWN]]
-                if count > SHOWN:
-                    lines.append(f"  ... and {count - SHOWN} more")
+                lines += [f"  {entry}" for entry in listed]
+                if count > len(listed):
+                    lines.append(f"  ... and {count - len(listed)} more")
         if self.unlisted:
             lines.append("not listed (the store cannot list; unexpected keys not checked): "
                          + ", ".join(repr(p) for p in self.unlisted[:SHOWN]))
@@ -223,7 +229,7 @@ def build_report(array: Array, found: Survey, results: CellResults) -> VerifyRep
         unlisted=(array.path or "/",) if inv.stored is None else ())
 
 
-def _lost(io: ChunkIO, stored: np.ndarray, written: set[str] | None) -> list[str]:
+def _lost(io: ChunkSpace, stored: np.ndarray, written: set[str] | None) -> list[str]:
     """Keys the last finished job stored that are valid chunk keys, not stored now."""
     if not written:
         return []
@@ -292,7 +298,7 @@ def verify_node(node: Array | Group, *, scheduler: Any = None, progress: Any = F
     if not SCHEDULED:
         # The graph layer lies above this one (and loads dask.array): loaded on first
         # use, as chunkflow's own dask functions are; it registers its runner.
-        import_module("chunkflow.graph.verify")
+        import_module("chunkflow.graph.verification")
     return SCHEDULED[0](node, scheduler=scheduler, progress=progress, max_memory=max_memory)
 
 

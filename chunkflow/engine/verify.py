@@ -1,7 +1,7 @@
 """Checking one array's stored chunks: which keys are there, which decode.
 
 The engine half of :meth:`chunkflow.Array.verify` (:mod:`chunkflow.core.verify` adds
-the job records and builds the report; :mod:`chunkflow.graph.verify` runs it on a
+the job records and builds the report; :mod:`chunkflow.graph.verification` runs it on a
 scheduler):
 
 - :func:`take_inventory` lists the array's prefix once (streamed) and marks the grid
@@ -37,7 +37,7 @@ from chunkflow.engine.pool import map_groups
 
 if TYPE_CHECKING:
     from chunkflow.codecs.sharding import ShardingStage
-    from chunkflow.engine.chunk_io import ChunkIO
+    from chunkflow.engine.chunk_space import ChunkSpace
 
 __all__ = ["WRITTEN_KEY", "CellResults", "Inventory", "check_cells", "grid_cells",
            "take_inventory"]
@@ -80,7 +80,7 @@ class CellResults:
         self.absent += other.absent
 
 
-def take_inventory(io: ChunkIO, limit: int) -> Inventory:
+def take_inventory(io: ChunkSpace, limit: int) -> Inventory:
     """List the array's keys once: the stored cells, and the unexpected keys (the
     first ``limit`` of them, and their count).
 
@@ -112,7 +112,7 @@ def take_inventory(io: ChunkIO, limit: int) -> Inventory:
     return inventory
 
 
-def check_cells(io: ChunkIO, cells: Sequence[tuple[int, ...]], *,
+def check_cells(io: ChunkSpace, cells: Sequence[tuple[int, ...]], *,
                 parallel: bool = True) -> CellResults:
     """Fetch and decode the keys of ``cells`` (grid coordinates), one at a time per
     thread; ``parallel=False`` keeps to the calling thread (a dask task).
@@ -153,7 +153,7 @@ def check_cells(io: ChunkIO, cells: Sequence[tuple[int, ...]], *,
     return total
 
 
-def _check_chunk(io: ChunkIO, key: str, data: bytes, results: CellResults) -> None:
+def _check_chunk(io: ChunkSpace, key: str, data: bytes, results: CellResults) -> None:
     try:
         chunk = io.pipeline.decode(data)
     except Exception as err:  # any codec's failure: that is what is being looked for
@@ -206,13 +206,13 @@ def grid_cells(stored: np.ndarray | None, region: tuple[slice, ...],
     return [tuple(int(i) + o for i, o in zip(index, starts)) for index in np.argwhere(stored)]
 
 
-def _example() -> ChunkIO:
+def _example() -> ChunkSpace:
     """A 4x4 uint8 array of 2x2 chunks at ``z`` in a new memory store (for examples)."""
     from chunkflow.codecs import v3_pipeline
-    from chunkflow.engine.chunk_io import ChunkIO
+    from chunkflow.engine.chunk_space import ChunkSpace
     from chunkflow.grid import ChunkKeyEncoding, RegularChunkGrid
     from chunkflow.storage import MemoryStore
 
-    return ChunkIO(MemoryStore(), "z", RegularChunkGrid((4, 4), (2, 2)),
+    return ChunkSpace(MemoryStore(), "z", RegularChunkGrid((4, 4), (2, 2)),
                    ChunkKeyEncoding("default", "/"),
                    v3_pipeline(np.dtype("u1"), (2, 2), [{"name": "bytes"}]), np.uint8(0))

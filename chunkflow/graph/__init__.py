@@ -47,7 +47,7 @@ from chunkflow.graph.reductions import (
     reduce,
 )
 from chunkflow.graph.scheduler import SchedulerLike, compute
-from chunkflow.graph.verify import verify
+from chunkflow.graph.verification import verify
 from chunkflow.graph.write import aligned_edges, store, to_chunkflow
 
 __all__ = [
