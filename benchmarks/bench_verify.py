@@ -4,8 +4,8 @@ Run by hand (not part of the test suite), with nothing else running::
 
     python benchmarks/bench_verify.py [--repeat 3] [--quick]
 
-The array: 16384 x 16384 uint16 (2 GiB; 4096 x 4096, 32 MiB, with ``--quick``) in
-512^2 chunks (1024 chunks of 512 KiB), chunkflow's default codecs (Zarr v3, blosc
+The array: 32768 x 32768 uint16 (2 GiB; 4096 x 4096, 32 MiB, with ``--quick``) in
+512^2 chunks (4096 chunks of 512 KiB), chunkflow's default codecs (Zarr v3, blosc
 lz4 with byte shuffle),
 in a folder, holding a ramp with noise (compressible like an image; the ratio is printed).
 The files stay in the page cache (the machine reads them once to write them), so
@@ -120,7 +120,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="a 32 MiB array")
     args = parser.parse_args()
-    side = 4096 if args.quick else 16384
+    side = 4096 if args.quick else 32768
     folder = Path(tempfile.mkdtemp(prefix="bench-verify-"))
     try:
         path = folder / "a.zarr"

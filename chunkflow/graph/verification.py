@@ -56,8 +56,9 @@ if TYPE_CHECKING:
 
 __all__ = ["TASK_BYTES", "verify"]
 
-#: Decoded bytes of the chunks one task reads (whole chunks or shards; at least one).
-TASK_BYTES = 256 * 2**20
+#: Decoded bytes of the chunks one task reads (whole chunks or shards; at least one):
+#: small enough that a few tasks per thread balance the load (2 GiB: 32 tasks).
+TASK_BYTES = 64 * 2**20
 
 
 def verify(node: Array | Group, *, scheduler: SchedulerLike = None,
