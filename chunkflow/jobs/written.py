@@ -54,7 +54,12 @@ def record_written(store: Store, path: str) -> None:
                   if not key[start:].startswith(".") and key[start:] != "zarr.json")
     # No token: a resumed job and the same job run whole leave the same bytes.
     header = json.dumps({"format": _FORMAT, "version": 1}, sort_keys=True)
-    store[written_key(path)] = zlib.compress("\n".join([header, *keys]).encode(), 6)
+    # A small window and memory level: a few KiB of compressor state, not zlib's
+    # default 256 KiB (a job's end stays within its tasks' budget); keys repeat at
+    # short range, so they compress as well.
+    packer = zlib.compressobj(6, zlib.DEFLATED, 12, 2)
+    text = "\n".join([header, *keys]).encode()
+    store[written_key(path)] = packer.compress(text) + packer.flush()
 
 
 def written_keys(store: Store, path: str) -> set[str] | None:
