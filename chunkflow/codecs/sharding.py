@@ -219,7 +219,13 @@ class ShardingStage:
             return np.array([i for i in range(self.count)
                              if not is_all_fill(shard[self.region(i)], fill)], dtype=np.intp)
         else:
-            empty = (blocks == fill).all(axis=inner_axes)
+            equal = blocks == fill
+            if blocks.dtype.kind in "fc" and fill == 0:
+                # -0.0 == 0.0, but a zero of the other sign is data (see is_all_fill).
+                equal &= np.signbit(blocks.real) == np.signbit(np.real(fill))
+                if blocks.dtype.kind == "c":
+                    equal &= np.signbit(blocks.imag) == np.signbit(np.imag(fill))
+            empty = equal.all(axis=inner_axes)
         return np.flatnonzero(~empty.reshape(-1))
 
     def encode(self, shard: np.ndarray) -> bytes:

@@ -281,6 +281,8 @@ def is_all_fill(chunk: np.ndarray, fill_value: np.generic) -> bool:
     True
     >>> is_all_fill(np.array([0, 0, 1]), np.int64(0))
     False
+    >>> is_all_fill(np.array([0.0, -0.0]), np.float64(0))
+    False
     """
     if chunk.size == 0:
         return True
@@ -296,7 +298,19 @@ def is_all_fill(chunk: np.ndarray, fill_value: np.generic) -> bool:
     # not reshaped: reshaping a strided view would copy the whole chunk).
     if chunk[(0,) * chunk.ndim] != fill_value:
         return False
-    return bool((chunk == fill_value).all())
+    if not (chunk == fill_value).all():
+        return False
+    if kind in "fc" and fill_value == 0:
+        # -0.0 == 0.0, but a zero of the other sign is data (zarr-python compares bits).
+        return bool(_same_zero_signs(chunk, fill_value).all())
+    return True
+
+
+def _same_zero_signs(values: np.ndarray, zero: np.generic) -> np.ndarray:
+    same = np.signbit(values.real) == np.signbit(np.real(zero))
+    if values.dtype.kind == "c":
+        same &= np.signbit(values.imag) == np.signbit(np.imag(zero))
+    return same
 
 
 def _same_item(item: object, fill_value: object) -> bool:
