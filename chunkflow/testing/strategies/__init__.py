@@ -15,6 +15,8 @@ that nobody picked:
   numpy's syntax and in zarr's ``oindex``/``vindex`` meanings;
 - :mod:`~chunkflow.testing.strategies.labels`: label images (objects touching chunk
   faces, holes, large label values);
+- :mod:`~chunkflow.testing.strategies.reductions`: reduction axes in numpy's spellings,
+  and dask chunks with zero-size blocks;
 - :func:`schedulers`: the dask schedulers ``sync``, ``threads`` and ``processes``.
 
 hypothesis is needed (``pip install hypothesis``; it comes with chunkflow's ``test``
@@ -43,6 +45,7 @@ from chunkflow.testing.strategies.grids import (
     zarr_formats,
 )
 from chunkflow.testing.strategies.labels import label_images
+from chunkflow.testing.strategies.reductions import dask_chunks, reduction_axes
 from chunkflow.testing.strategies.scheduling import SCHEDULERS, schedulers
 from chunkflow.testing.strategies.selections import (
     basic_selections,
@@ -68,6 +71,7 @@ __all__ = [
     "basic_selections",
     "chunk_shapes",
     "coordinate_selections",
+    "dask_chunks",
     "dtypes",
     "elements",
     "fill_values",
@@ -75,6 +79,7 @@ __all__ = [
     "mask_selections",
     "numpy_selections",
     "orthogonal_selections",
+    "reduction_axes",
     "schedulers",
     "selection_values",
     "shapes",

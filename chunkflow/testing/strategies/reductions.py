@@ -1,0 +1,69 @@
+"""What a reduction is asked: axes in numpy's spellings, and dask blocks of any sizes.
+
+- :func:`reduction_axes`: ``None``, one axis or a tuple of them, negative spellings
+  included, and (when asked) numpy's refusals: an axis out of range, one given twice;
+- :func:`dask_chunks`: explicit dask chunks for a shape, with zero-size blocks among
+  them (at either end or between), as ``dask.array.from_array(data, chunks=...)``
+  takes them: a reduction must give the same answer whatever the blocks.
+
+Examples
+--------
+>>> from hypothesis import find
+>>> find(dask_chunks((5,)), lambda c: 0 in c[0])
+((0, 5),)
+>>> find(reduction_axes(3), lambda a: isinstance(a, tuple) and len(a) == 2)
+(0, 1)
+"""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+__all__ = ["dask_chunks", "reduction_axes"]
+
+
+@st.composite
+def reduction_axes(draw: st.DrawFn, ndim: int, *, invalid: bool = False
+                   ) -> int | tuple[int, ...] | None:
+    """An ``axis=`` argument for an array of ``ndim`` dimensions.
+
+    Parameters
+    ----------
+    ndim : int
+        The dimensions of the array reduced.
+    invalid : bool
+        Now and then (one draw in ten) an axis numpy refuses: out of range
+        (``AxisError``) or repeated (``ValueError``).
+    """
+    if invalid and draw(st.integers(0, 9)) == 0:
+        bad = draw(st.sampled_from(["range", "twice"]) if ndim else st.just("range"))
+        if bad == "range":
+            return draw(st.sampled_from([ndim, -ndim - 1]))
+        axis = draw(st.integers(0, ndim - 1))
+        return (axis, axis - ndim)  # one axis, spelt twice
+    form = draw(st.sampled_from(["none", "int", "tuple"]))
+    if form == "none" or (form == "int" and not ndim):
+        return None
+    if form == "int":
+        return draw(st.integers(-ndim, ndim - 1))
+    chosen = draw(st.lists(st.integers(0, ndim - 1), unique=True, max_size=ndim)
+                  if ndim else st.just([]))
+    # Each axis positive or negative (numpy normalizes both), in any order.
+    return tuple(a - ndim if draw(st.booleans()) else a for a in chosen)
+
+
+def _sizes(n: int) -> st.SearchStrategy[tuple[int, ...]]:
+    """Block sizes adding up to ``n``, zeros anywhere among them."""
+    @st.composite
+    def draw_sizes(draw: st.DrawFn) -> tuple[int, ...]:
+        cuts = sorted(draw(st.lists(st.integers(0, n), max_size=4)))
+        sizes = [b - a for a, b in zip([0, *cuts], [*cuts, n])]
+        return tuple(sizes) if sizes else (n,)
+
+    return draw_sizes()
+
+
+def dask_chunks(shape: tuple[int, ...]) -> st.SearchStrategy[tuple[tuple[int, ...], ...]]:
+    """Explicit dask chunks for ``shape``: per dimension, block sizes that add up to its
+    length, some of them zero (repeated cuts, cuts at either end)."""
+    return st.tuples(*[_sizes(n) for n in shape])
