@@ -93,7 +93,8 @@ CHUNKFLOW = Arithmetic.of("f8")
 
 def _positions(data: np.ndarray, axis: Any) -> Iterator[tuple[tuple[int, ...], np.ndarray]]:
     """(output index, the values reduced into it) for every output position."""
-    reduced = tuple(range(data.ndim)) if axis is None else \
+    # (numpy's min, max and sum take axis 0 of a 0-d array: all of it.)
+    reduced = tuple(range(data.ndim)) if axis is None or data.ndim == 0 else \
         tuple(sorted(a % data.ndim for a in np.atleast_1d(axis)))
     kept = [d for d in range(data.ndim) if d not in reduced]
     moved = np.transpose(data, kept + list(reduced))

@@ -73,7 +73,7 @@ def histogram(
 
     Parameters
     ----------
-    source : chunkflow.Array, path, URL, store or dask array
+    source : chunkflow.Array, path, URL, store, dask array or numpy array
         As :func:`reduce`.
     bins : int or sequence of edges
         A number of equal bins, or monotonically increasing edges. numpy's estimator

@@ -43,7 +43,7 @@ import dask.array as da
 import numpy as np
 
 from chunkflow.config.renames import renamed_parameters
-from chunkflow.errors import InvalidArgumentError, ValuesChangedError
+from chunkflow.errors import InvalidArgumentError, InvalidSelectionError, ValuesChangedError
 from chunkflow.graph.memory import task_max_memory
 from chunkflow.graph.reductions.order_keys import (
     check_dtype,
@@ -186,11 +186,17 @@ def _order_statistics(source: ReductionSource, ranks_of: Any, what: str, skip_na
     when NaN makes the answer NaN (``skip_nan`` false)."""
     x, _ = reduction_input(source, selection, blocks, max_memory, scheduler, storage_options,
                            what)
-    dtype = check_dtype(x.dtype, what)
+    dtype = check_dtype(x.dtype, what, booleans=what.endswith("median"))
     if x.dtype != dtype:
         x = x.astype(dtype)
     if x.size == 0:
-        raise InvalidArgumentError(f"{what} of an empty selection (shape {x.shape}) is undefined")
+        if not (skip_nan or what.endswith("median")):
+            # numpy's quantile and percentile raise IndexError on no values (medians and
+            # the nan* variants give NaN).
+            raise InvalidSelectionError(
+                f"{what} of an empty selection (shape {x.shape}): numpy refuses it too "
+                "(IndexError); select at least one value")
+        return _Found(0, 0, {}), dtype
     budget = task_max_memory(max_memory, scheduler)
     options = _Options(what, scheduler, progress, budget)
     first_bits = _digit_bits(8 * dtype.itemsize, 0, 1, budget)
@@ -225,6 +231,9 @@ def _quantile(source: ReductionSource, q: ArrayLike, *, percent: bool, skip_nan:
         return wanted_ranks(n, quantile_ranks(n, q_array))
 
     found, dtype = _order_statistics(source, ranks_of, what, skip_nan, **kwargs)
+    if not found.n and not found.nans:
+        # numpy's nanquantile of no values is nanmean's: NaN, a scalar whatever q.
+        return np.nanmean(np.empty(0, dtype))
     if found.nans and skip_nan and not found.n:
         warnings.warn("All-NaN slice encountered", RuntimeWarning, stacklevel=3)
         return np.full(q_array.shape, np.nan, dtype=dtype)[()]
@@ -240,6 +249,8 @@ def _median(source: ReductionSource, *, skip_nan: bool, what: str, compute: bool
     if not compute:
         return _deferred(partial(_median, skip_nan=skip_nan, what=what), source, kwargs)
     found, dtype = _order_statistics(source, median_ranks, what, skip_nan, **kwargs)
+    if not found.n and not found.nans:  # numpy's mean (nanmean) of no values: NaN
+        return (np.nanmean if skip_nan else np.mean)(np.empty(0, dtype))
     if found.nans and (not skip_nan or not found.n):
         if skip_nan:
             warnings.warn("All-NaN slice encountered", RuntimeWarning, stacklevel=3)
@@ -251,7 +262,7 @@ def _median(source: ReductionSource, *, skip_nan: bool, what: str, compute: bool
 _PARAMETERS = """
     Parameters
     ----------
-    source : chunkflow.Array, path, URL, store or dask array
+    source : chunkflow.Array, path, URL, store, dask array or numpy array
         As :func:`chunkflow.reduce`.
     {q}axis : None
         Only ``None`` (all values); per-axis order statistics are refused.

@@ -148,10 +148,11 @@ def reduce(
 
     Parameters
     ----------
-    source : chunkflow.Array, path, URL, store or dask array
+    source : chunkflow.Array, path, URL, store, dask array or numpy array
         What to reduce. Arrays given by location are opened read-only and read past
         the process-wide chunk cache (one pass reads each chunk once; caching them would
         hold up to the cache budget for nothing); an open Array reads through its own.
+        Values in memory (a numpy array, nested lists) are reduced as they are.
     ops : sequence of str
         Any of ``mean``, ``std``, ``var``, ``min``, ``max``, ``sum``.
     selection : basic selection
