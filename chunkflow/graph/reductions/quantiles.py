@@ -171,32 +171,35 @@ def _gather(x: da.Array, prefixes: np.ndarray, level: int,
 
 @dataclass(frozen=True)
 class _Found:
-    """What the passes found: values at ranks among the ``n`` non-NaN values."""
+    """What the passes found: values at ranks among the ``n`` non-NaN values, found in
+    ``dtype`` (native) for data of ``source_dtype`` (numpy keeps its byte order where it
+    takes values as they are)."""
 
     n: int
     nans: int
     values: dict[int, Any]
+    dtype: np.dtype[Any]
+    source_dtype: np.dtype[Any]
 
 
 def _order_statistics(source: ReductionSource, ranks_of: Any, what: str, skip_nan: bool,
-                      selection: Selection, blocks: BlockChunks, max_memory: int | str | None,
-                      scheduler: SchedulerLike, progress: ProgressArg,
-                      storage_options: Mapping[str, Any] | None) -> tuple[_Found, np.dtype[Any]]:
+                      booleans: bool, selection: Selection, blocks: BlockChunks,
+                      max_memory: int | str | None, scheduler: SchedulerLike,
+                      progress: ProgressArg, storage_options: Mapping[str, Any] | None) -> _Found:
     """Count, then select the values at ``ranks_of(n)`` (n: the non-NaN values); none
-    when NaN makes the answer NaN (``skip_nan`` false)."""
+    when NaN makes the answer NaN (``skip_nan`` false). ``booleans``: whether booleans
+    are taken (numpy refuses them where it interpolates)."""
     x, _ = reduction_input(source, selection, blocks, max_memory, scheduler, storage_options,
                            what)
-    dtype = check_dtype(x.dtype, what, booleans=what.endswith("median"))
+    # numpy's order of refusals: data that is no number, then no data, then booleans.
+    dtype = check_dtype(x.dtype, what, booleans=True)
+    # (A selection of one element by integers is a numpy scalar, of native byte order.)
+    source_dtype = x.dtype if x.ndim else dtype
+    if x.size == 0:
+        return _Found(0, 0, {}, dtype, source_dtype)
+    check_dtype(x.dtype, what, booleans)
     if x.dtype != dtype:
         x = x.astype(dtype)
-    if x.size == 0:
-        if not (skip_nan or what.endswith("median")):
-            # numpy's quantile and percentile raise IndexError on no values (medians and
-            # the nan* variants give NaN).
-            raise InvalidSelectionError(
-                f"{what} of an empty selection (shape {x.shape}): numpy refuses it too "
-                "(IndexError); select at least one value")
-        return _Found(0, 0, {}), dtype
     budget = task_max_memory(max_memory, scheduler)
     options = _Options(what, scheduler, progress, budget)
     first_bits = _digit_bits(8 * dtype.itemsize, 0, 1, budget)
@@ -209,7 +212,7 @@ def _order_statistics(source: ReductionSource, ranks_of: Any, what: str, skip_na
     found = _select(x, first[:-2], first_bits, [r + below for r in ranks], options) \
         if ranks else {}
     values = {r: found[r + below] for r in ranks}
-    return _Found(n, nans, values), dtype
+    return _Found(n, nans, values, dtype, source_dtype)
 
 
 def _deferred(run: Any, source: ReductionSource, kwargs: dict[str, Any]) -> Any:
@@ -230,25 +233,34 @@ def _quantile(source: ReductionSource, q: ArrayLike, *, percent: bool, skip_nan:
     def ranks_of(n: int) -> list[int]:
         return wanted_ranks(n, quantile_ranks(n, q_array))
 
-    found, dtype = _order_statistics(source, ranks_of, what, skip_nan, **kwargs)
+    # Integer q (quantile's, not percentile's) takes values at integer ranks as they are:
+    # numpy then takes booleans too.
+    found = _order_statistics(source, ranks_of, what, skip_nan, q_array.dtype.kind in "iu",
+                              **kwargs)
     if not found.n and not found.nans:
-        # numpy's nanquantile of no values is nanmean's: NaN, a scalar whatever q.
-        return np.nanmean(np.empty(0, dtype))
+        if skip_nan:  # numpy's nanquantile of no values is nanmean's: NaN, whatever q
+            return np.nanmean(np.empty(0, found.dtype))
+        quantile_ranks(0, q_array)  # numpy's own refusal first (uint8 q: OverflowError)
+        raise InvalidSelectionError(
+            f"{what} of an empty selection: numpy refuses it too (IndexError); select at "
+            "least one value")
     if found.nans and skip_nan and not found.n:
         warnings.warn("All-NaN slice encountered", RuntimeWarning, stacklevel=3)
-        return np.full(q_array.shape, np.nan, dtype=dtype)[()]
+        return np.full(q_array.shape, np.nan, dtype=found.source_dtype)[()]
     has_nan = bool(found.nans) and not skip_nan
     n = found.n + (found.nans if has_nan else 0)
     if has_nan:  # the result is NaN: only its dtype matters, which any value gives
-        return linear_quantile(n, q_array, weak_q, dtype, lambda r: 0, has_nan=True)
-    return linear_quantile(n, q_array, weak_q, dtype, found.values.__getitem__)
+        return linear_quantile(n, q_array, weak_q, found.source_dtype, lambda r: 0,
+                               has_nan=True)
+    return linear_quantile(n, q_array, weak_q, found.source_dtype, found.values.__getitem__)
 
 
 def _median(source: ReductionSource, *, skip_nan: bool, what: str, compute: bool = True,
             **kwargs: Any) -> Any:
     if not compute:
         return _deferred(partial(_median, skip_nan=skip_nan, what=what), source, kwargs)
-    found, dtype = _order_statistics(source, median_ranks, what, skip_nan, **kwargs)
+    found = _order_statistics(source, median_ranks, what, skip_nan, True, **kwargs)
+    dtype = found.dtype
     if not found.n and not found.nans:  # numpy's mean (nanmean) of no values: NaN
         return (np.nanmean if skip_nan else np.mean)(np.empty(0, dtype))
     if found.nans and (not skip_nan or not found.n):
