@@ -106,9 +106,9 @@ def assert_close(got: Any, exact: Fraction, tolerance: Fraction, dtype: np.dtype
                               f"{_magnitude(exact)}, more than {_magnitude(allowed)}")
 
 
-def _special_sum(part: Part, arithmetic: Arithmetic) -> float | None:
+def _special_sum(part: Part) -> float | None:
     """The NaN or infinity a sum of ``part`` must be (None: finite, or an overflow the
-    order decides); raises when ``got`` cannot be right."""
+    order decides)."""
     if part.nan or (part.positive_inf and part.negative_inf):
         return math.nan
     if part.positive_inf or part.negative_inf:
@@ -124,7 +124,7 @@ def check_sum(got: float, part: Part, arithmetic: Arithmetic, dtype: np.dtype[An
               what: str, divisor: int = 1) -> None:
     """A sum (``divisor`` 1) or mean (``divisor`` n) of one real part."""
     overflow = _overflows(part.magnitudes, part.n, arithmetic)
-    special = _special_sum(part, arithmetic)
+    special = _special_sum(part)
     if special is not None and math.isnan(special):
         assert math.isnan(got), f"{what}: {got}, expected NaN (NaN, or inf and -inf, in the data)"
         return
@@ -154,7 +154,14 @@ def check_mean(got: Any, values: np.ndarray, arithmetic: Arithmetic, dtype: np.d
         return
     # A complex sum divided by n + 0j: a part not finite spreads NaN to the other
     # part (numpy's complex division), as in numpy's own mean.
-    specials = [_special_sum(p, arithmetic) for p in found]
+    specials = [_special_sum(p) for p in found]
+    if any(_overflows(p.magnitudes, n, arithmetic) for p in found):
+        # A part may overflow on the way (the order decides), and spread NaN.
+        for name, value, special, p in zip(("real", "imag"), (got.real, got.imag), specials,
+                                           found):
+            if math.isfinite(value) or (special is not None and math.isnan(special)):
+                check_sum(float(value), p, arithmetic, dtype, f"{what} ({name})", divisor=n)
+        return
     if any(s is not None for s in specials):
         with np.errstate(invalid="ignore"):
             stand_in = complex(*[1.0 if s is None else s for s in specials]) / np.complex128(n)

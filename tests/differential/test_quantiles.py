@@ -20,7 +20,7 @@ from typing import Any
 import dask
 import numpy as np
 import pytest
-from hypothesis import example, given
+from hypothesis import event, example, given
 from hypothesis import strategies as st
 
 import chunkflow
@@ -140,11 +140,14 @@ def check_case(case: Case, scheduler: str, store: Any = None) -> None:
                 with pytest.raises(builtin_classes(refused)[0]) as caught:
                     call(source, *case.args(), **kwargs)
                 assert isinstance(caught.value, builtin_classes(refused)), (what, caught.value)
+                event(f"both refuse: {type(refused).__name__}")
                 return
             got = call(source, *case.args(), **kwargs)
         except MemoryPlanError as error:
             _may_refuse(case, error)
+            event("budget refused")
             return
+    event("compared")
     assert_same(got, expected, what)
 
 
