@@ -35,11 +35,13 @@ class Arithmetic:
 
     unit: Fraction
     largest: Fraction
+    tiny: Fraction  # the smallest subnormal: what a product or quotient may lose
 
     @classmethod
     def of(cls, dtype: Any) -> Arithmetic:
         info = np.finfo(np.dtype(dtype))
-        return cls(Fraction(float(info.eps)) / 2, Fraction(float(info.max)))
+        return cls(Fraction(float(info.eps)) / 2, Fraction(float(info.max)),
+                   Fraction(float(info.smallest_subnormal)))
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,10 @@ def parts(values: np.ndarray) -> list[Part]:
 
 
 def _magnitude(value: Fraction) -> str:
-    return f"{float(value):.3g}" if abs(value) < Fraction(10) ** 300 else "huge"
+    if abs(value) >= Fraction(10) ** 300:
+        return "huge"
+    return f"{float(value):.3g}" if value == 0 or abs(value) > Fraction(10) ** -300 else \
+        f"{float(value * 2**1100):.3g}*2**-1100"
 
 
 def assert_close(got: Any, exact: Fraction, tolerance: Fraction, dtype: np.dtype[Any],
@@ -136,8 +141,9 @@ def check_sum(got: float, part: Part, arithmetic: Arithmetic, dtype: np.dtype[An
     if overflow and not math.isfinite(got):
         return  # the sum of the magnitudes overflows: the order decides
     tolerance = SAFETY * (part.n + 1) * arithmetic.unit * part.magnitudes
-    if divisor > 1:
-        tolerance = tolerance / divisor + arithmetic.unit * abs(part.total) / divisor
+    if divisor > 1:  # and the division's rounding (subnormal quotients included)
+        tolerance = tolerance / divisor + arithmetic.unit * abs(part.total) / divisor + \
+            arithmetic.tiny
     assert_close(got, part.total / divisor, tolerance, dtype, what)
 
 
@@ -188,7 +194,8 @@ def check_variance(got: Any, values: np.ndarray, ddof: int, arithmetic: Arithmet
         return
     deviations = sum((p.squares - p.total * p.total / n for p in found), Fraction(0))
     squares = sum((p.squares for p in found), Fraction(0))
-    tolerance = SAFETY * (n + 2) * arithmetic.unit * squares
+    # Squares of subnormal deviations underflow: each may lose up to the smallest one.
+    tolerance = SAFETY * (n + 2) * (arithmetic.unit * squares + arithmetic.tiny)
     largest = max((p.largest for p in found), default=Fraction(0))
     overflow = _overflows(4 * n * largest * largest, n, arithmetic)
     if overflow and not math.isfinite(got):

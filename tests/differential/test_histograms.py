@@ -10,11 +10,8 @@ give instead.
 from __future__ import annotations
 
 import math
-import multiprocessing
 import tempfile
 import warnings
-from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +27,7 @@ from chunkflow.graph.reductions.plan import task_bytes_per_block_byte
 from chunkflow.testing import strategies as cst
 from chunkflow.testing.strategies import StoredArraySpec
 from tests.differential.conftest import budget
+from tests.differential.pools import process_pool
 
 ESTIMATORS = ("auto", "fd", "doane", "scott", "stone", "rice", "sturges", "sqrt")
 
@@ -45,6 +43,7 @@ class Case:
     selection: Any = Ellipsis
     max_memory: int | None = None
     source: str = "stored"  # or "numpy", "dask"
+    blocks: Any = None
 
     def kwargs(self) -> dict[str, Any]:
         return {"bins": self.bins, "range": self.range, "density": self.density}
@@ -93,9 +92,11 @@ def cases(draw: st.DrawFn) -> Case:
     spec = draw(cst.stored_arrays(dtypes=cst.dtypes(kinds="biuf", byteorder="any")))
     selection = draw(cst.basic_selections(spec.data.shape, in_bounds=True))
     selected = spec.data[selection]
+    max_memory = draw(st.sampled_from([None, None, 2**13]))
+    blocks = draw(cst.block_arguments(spec.data.shape)) if max_memory is None else None
     return Case(spec, draw(bin_choices(selected)), draw(range_choices(selected)),
-                draw(st.booleans()), selection, draw(st.sampled_from([None, None, 2**13])),
-                draw(st.sampled_from(["stored", "stored", "numpy", "dask"])))
+                draw(st.booleans()), selection, max_memory,
+                draw(st.sampled_from(["stored", "stored", "numpy", "dask"])), blocks)
 
 
 def builtin_classes(error: BaseException) -> tuple[type, ...]:
@@ -142,7 +143,7 @@ def check_case(case: Case, scheduler: str, store: Any = None) -> None:
             refused = None
         source, selection = _source(case, store)
         call = {**case.kwargs(), "selection": selection, "max_memory": case.max_memory,
-                "scheduler": scheduler}
+                "scheduler": scheduler, "blocks": case.blocks}
         try:
             if isinstance(case.bins, str):
                 # numpy estimates bins from the whole data; chunkflow says what to give.
@@ -175,19 +176,13 @@ def test_matches_numpy(case: Case, scheduler: str) -> None:
     check_case(case, scheduler)
 
 
-@pytest.fixture(scope="module")
-def process_pool() -> Iterator[ProcessPoolExecutor]:
-    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
-        yield pool
-
-
 @budget(3)
 @given(case=cases())
-def test_matches_numpy_on_processes(process_pool: ProcessPoolExecutor, case: Case) -> None:
+def test_matches_numpy_on_processes(case: Case) -> None:
     if case.source != "stored":
         case = Case(case.spec, case.bins, case.range, case.density, case.selection,
-                    case.max_memory)
-    with tempfile.TemporaryDirectory() as folder, dask.config.set(pool=process_pool):
+                    case.max_memory, blocks=case.blocks)
+    with tempfile.TemporaryDirectory() as folder, dask.config.set(pool=process_pool()):
         check_case(case, "processes", f"{folder}/a.zarr")
 
 

@@ -9,11 +9,8 @@ partition puts last), and numpy's refusals (an error of the same builtin class).
 from __future__ import annotations
 
 import math
-import multiprocessing
 import tempfile
 import warnings
-from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +26,7 @@ from chunkflow.graph.reductions.plan import task_bytes_per_block_byte
 from chunkflow.testing import strategies as cst
 from chunkflow.testing.strategies import StoredArraySpec
 from tests.differential.conftest import budget
+from tests.differential.pools import process_pool
 
 FUNCTIONS = ("percentile", "nanpercentile", "quantile", "nanquantile", "median", "nanmedian")
 
@@ -43,6 +41,7 @@ class Case:
     selection: Any = Ellipsis
     max_memory: int | None = None
     source: str = "stored"  # or "numpy", "dask"
+    blocks: Any = None
 
     def args(self) -> tuple[Any, ...]:
         return () if self.function.endswith("median") else (self.q,)
@@ -77,9 +76,11 @@ def cases(draw: st.DrawFn) -> Case:
     spec = draw(cst.stored_arrays(dtypes=cst.dtypes(kinds="biuf", byteorder="any")))
     function = draw(st.sampled_from(FUNCTIONS))
     selection = draw(cst.basic_selections(spec.data.shape, in_bounds=True))
-    return Case(spec, function, draw(q_values(function)), selection,
-                draw(st.sampled_from([None, None, 2**12, 2**14])),
-                draw(st.sampled_from(["stored", "stored", "numpy", "dask"])))
+    max_memory = draw(st.sampled_from([None, None, 2**12, 2**14]))
+    # (Blocks of several chunks with a budget: refusals too many to tell apart.)
+    blocks = draw(cst.block_arguments(spec.data.shape)) if max_memory is None else None
+    return Case(spec, function, draw(q_values(function)), selection, max_memory,
+                draw(st.sampled_from(["stored", "stored", "numpy", "dask"])), blocks)
 
 
 def builtin_classes(error: BaseException) -> tuple[type, ...]:
@@ -134,7 +135,8 @@ def check_case(case: Case, scheduler: str, store: Any = None) -> None:
         if case.source == "dask":
             source = source[case.selection]
         call = getattr(chunkflow, case.function)
-        kwargs = {"selection": selection, "max_memory": case.max_memory, "scheduler": scheduler}
+        kwargs = {"selection": selection, "max_memory": case.max_memory, "scheduler": scheduler,
+                  "blocks": case.blocks}
         try:
             if refused is not None:
                 with pytest.raises(builtin_classes(refused)[0]) as caught:
@@ -169,22 +171,19 @@ def check_case(case: Case, scheduler: str, store: Any = None) -> None:
          scheduler="sync")
 @example(case=Case(StoredArraySpec(np.arange(4), (3,)), "nanquantile", [0.5, 0.1], slice(2, 2)),
          scheduler="sync")
+@example(case=Case(StoredArraySpec(np.zeros((0, 3)), (1, 1)), "nanmedian", source="numpy"),
+         scheduler="sync")  # no values in memory: dask's auto blocks divided by zero
 def test_matches_numpy(case: Case, scheduler: str) -> None:
     check_case(case, scheduler)
 
 
-@pytest.fixture(scope="module")
-def process_pool() -> Iterator[ProcessPoolExecutor]:
-    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
-        yield pool
-
-
 @budget(3)
 @given(case=cases())
-def test_matches_numpy_on_processes(process_pool: ProcessPoolExecutor, case: Case) -> None:
+def test_matches_numpy_on_processes(case: Case) -> None:
     if case.source != "stored":
-        case = Case(case.spec, case.function, case.q, case.selection, case.max_memory)
-    with tempfile.TemporaryDirectory() as folder, dask.config.set(pool=process_pool):
+        case = Case(case.spec, case.function, case.q, case.selection, case.max_memory,
+                    blocks=case.blocks)
+    with tempfile.TemporaryDirectory() as folder, dask.config.set(pool=process_pool()):
         check_case(case, "processes", f"{folder}/a.zarr")
 
 

@@ -11,11 +11,9 @@ numpy's refusals (an error of the same builtin class).
 from __future__ import annotations
 
 import math
-import multiprocessing
 import tempfile
 import warnings
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,10 +25,13 @@ from hypothesis import event, example, given
 from hypothesis import strategies as st
 
 import chunkflow
+from chunkflow.errors import MemoryPlanError
+from chunkflow.graph.reductions.plan import task_bytes_per_block_byte
 from chunkflow.testing import strategies as cst
 from chunkflow.testing.strategies import StoredArraySpec
 from tests.differential.conftest import budget
 from tests.differential.exact import Arithmetic, check_mean, check_sum, check_variance, parts
+from tests.differential.pools import process_pool
 
 OPERATIONS = ("mean", "std", "var", "min", "max", "sum")
 
@@ -45,16 +46,11 @@ class Case:
     ddof: int = 0
     ops: tuple[str, ...] = OPERATIONS
     blocks: Any = None
+    max_memory: int | None = None
 
     def kwargs(self) -> dict[str, Any]:
         return {"selection": self.selection, "axis": self.axis, "ddof": self.ddof,
-                "blocks": self.blocks}
-
-
-def block_choices(shape: tuple[int, ...]) -> st.SearchStrategy[Any]:
-    """``blocks=``: the budget's default, chunks per block, or a (tiny) byte size."""
-    multiples = st.tuples(*[st.sampled_from([1, 1, 2, 3, -1]) for _ in shape])
-    return st.one_of(st.none(), multiples, st.integers(1, 256))
+                "blocks": self.blocks, "max_memory": self.max_memory}
 
 
 @st.composite
@@ -65,8 +61,11 @@ def cases(draw: st.DrawFn, dtypes: st.SearchStrategy[np.dtype] | None = None) ->
     selection = draw(cst.basic_selections(spec.data.shape, in_bounds=True))
     ndim = spec.data[selection].ndim
     ops = tuple(draw(st.lists(st.sampled_from(OPERATIONS), min_size=1, max_size=3, unique=True)))
+    max_memory = draw(st.sampled_from([None, None, None, 2**13]))
+    # (Blocks of several chunks with a budget: refusals too many to tell apart.)
+    blocks = draw(cst.block_arguments(spec.data.shape)) if max_memory is None else None
     return Case(spec, selection, draw(cst.reduction_axes(ndim, invalid=True)),
-                draw(st.sampled_from([0, 0, 1, 2, -1])), ops, draw(block_choices(spec.data.shape)))
+                draw(st.sampled_from([0, 0, 1, 2, -1])), ops, blocks, max_memory)
 
 
 # ------------------------------------------------------------------ the oracle
@@ -147,6 +146,14 @@ def builtin_classes(error: BaseException) -> tuple[type, ...]:
                  if c.__module__ == "builtins" and c not in (BaseException, Exception, object))
 
 
+def _may_refuse(case: Case, error: MemoryPlanError) -> None:
+    """A budget refusal is right only when one chunk (shard) and its work exceed it."""
+    data = case.spec.data
+    unit = case.spec.shards or case.spec.chunks
+    need = math.prod(unit) * data.itemsize * task_bytes_per_block_byte(data.itemsize)
+    assert case.max_memory is not None and need > case.max_memory, error
+
+
 def check_case(case: Case, source: Any, data: np.ndarray, scheduler: str,
                single: bool = False) -> None:
     """chunkflow's reductions of ``source`` (holding ``data``) against numpy's: those
@@ -167,7 +174,12 @@ def check_case(case: Case, source: Any, data: np.ndarray, scheduler: str,
                 event(f"both refuse: {type(refused).__name__}")
         if not expected:
             return
-        got = chunkflow.reduce(source, tuple(expected), **kwargs)
+        try:
+            got = chunkflow.reduce(source, tuple(expected), **kwargs)
+        except MemoryPlanError as error:
+            _may_refuse(case, error)
+            event("budget refused")
+            return
         answers = [("chunkflow.reduce", got)]
         if single:
             op = next(iter(expected))
@@ -219,24 +231,20 @@ def dask_cases(draw: st.DrawFn) -> Case:
                    blocks=((0, 1, 0, 1, 0, 1, 0, 1, 0),)))
 @example(case=Case(StoredArraySpec(np.array([8.98846567e307j, 8.98846567e307j]), (2,)),
                    blocks=((2,),)))  # imaginary sum overflows: NaN spreads to the real part
+@example(case=Case(StoredArraySpec(np.array([np.finfo("f8").tiny / 2, 0.0]), (2,)), ddof=3,
+                   blocks=((2,),)))  # squared deviations underflow: M2 is 0, 0 / 0 NaN
+@example(case=Case(StoredArraySpec(np.array([np.finfo("f8").tiny / 2, 0.0]), (2,)),
+                   blocks=((2,),)))
 def test_zero_size_blocks_change_nothing(case: Case) -> None:
     """A dask array whose blocks include empty ones (zero-size partial results)."""
     source = da.from_array(case.spec.data, chunks=case.blocks)
     check_case(Case(case.spec, axis=case.axis, ddof=case.ddof), source, case.spec.data, "sync")
 
 
-@pytest.fixture(scope="module")
-def process_pool() -> Iterator[ProcessPoolExecutor]:
-    """Two worker processes for the module (a new pool per computation would start
-    processes each time)."""
-    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
-        yield pool
-
-
 @budget(4)
 @given(case=cases(cst.dtypes(kinds="iuf", byteorder="any")))
-def test_reduce_on_processes(process_pool: ProcessPoolExecutor, case: Case) -> None:
-    with tempfile.TemporaryDirectory() as folder, dask.config.set(pool=process_pool):
+def test_reduce_on_processes(case: Case) -> None:
+    with tempfile.TemporaryDirectory() as folder, dask.config.set(pool=process_pool()):
         path = f"{folder}/a.zarr"
         case.spec.create(path)
         check_case(case, path, case.spec.data, "processes")

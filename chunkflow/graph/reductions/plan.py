@@ -162,8 +162,9 @@ def _in_memory(source: ArrayLike, selection: Selection, max_memory: int | str | 
                                 "array of them); pass an array of one numeric dtype")
     data = data[selection]
     limit = reduction_block_bytes(data.dtype.itemsize, max_memory, scheduler)
-    x = da.from_array(data, chunks=normalize_chunks("auto", data.shape, limit=limit,
-                                                    dtype=data.dtype))
+    chunks = normalize_chunks("auto", data.shape, limit=limit, dtype=data.dtype) \
+        if data.size else -1  # (dask's auto-chunking divides by the size)
+    x = da.from_array(data, chunks=chunks)
     return x, int(np.prod(x.chunksize)) * x.dtype.itemsize
 
 

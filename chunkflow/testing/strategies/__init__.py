@@ -16,7 +16,7 @@ that nobody picked:
 - :mod:`~chunkflow.testing.strategies.labels`: label images (objects touching chunk
   faces, holes, large label values);
 - :mod:`~chunkflow.testing.strategies.reductions`: reduction axes in numpy's spellings,
-  and dask chunks with zero-size blocks;
+  ``blocks=`` arguments, and dask chunks with zero-size blocks;
 - :func:`schedulers`: the dask schedulers ``sync``, ``threads`` and ``processes``.
 
 hypothesis is needed (``pip install hypothesis``; it comes with chunkflow's ``test``
@@ -45,7 +45,7 @@ from chunkflow.testing.strategies.grids import (
     zarr_formats,
 )
 from chunkflow.testing.strategies.labels import label_images
-from chunkflow.testing.strategies.reductions import dask_chunks, reduction_axes
+from chunkflow.testing.strategies.reductions import block_arguments, dask_chunks, reduction_axes
 from chunkflow.testing.strategies.scheduling import SCHEDULERS, schedulers
 from chunkflow.testing.strategies.selections import (
     basic_selections,
@@ -69,6 +69,7 @@ __all__ = [
     "StoredArraySpec",
     "arrays",
     "basic_selections",
+    "block_arguments",
     "chunk_shapes",
     "coordinate_selections",
     "dask_chunks",

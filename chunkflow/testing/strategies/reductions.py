@@ -2,6 +2,8 @@
 
 - :func:`reduction_axes`: ``None``, one axis or a tuple of them, negative spellings
   included, and (when asked) numpy's refusals: an axis out of range, one given twice;
+- :func:`block_arguments`: ``blocks=`` as chunkflow's reductions and ``to_dask`` take
+  it: the default, chunks per block (``-1`` for a whole side), or a byte size;
 - :func:`dask_chunks`: explicit dask chunks for a shape, with zero-size blocks among
   them (at either end or between), as ``dask.array.from_array(data, chunks=...)``
   takes them: a reduction must give the same answer whatever the blocks.
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-__all__ = ["dask_chunks", "reduction_axes"]
+__all__ = ["block_arguments", "dask_chunks", "reduction_axes"]
 
 
 @st.composite
@@ -67,3 +69,18 @@ def dask_chunks(shape: tuple[int, ...]) -> st.SearchStrategy[tuple[tuple[int, ..
     """Explicit dask chunks for ``shape``: per dimension, block sizes that add up to its
     length, some of them zero (repeated cuts, cuts at either end)."""
     return st.tuples(*[_sizes(n) for n in shape])
+
+
+def block_arguments(shape: tuple[int, ...]) -> st.SearchStrategy[int | tuple[int, ...] | None]:
+    """``blocks=`` for an array of ``shape``: ``None`` (the default plan), 1 to 3 chunks
+    (or ``-1``, all) per block along each side, or a byte size (tiny ones too: a block
+    is at least one chunk).
+
+    Examples
+    --------
+    >>> from hypothesis import find
+    >>> find(block_arguments((4, 4)), lambda b: isinstance(b, tuple) and -1 in b)
+    (1, -1)
+    """
+    multiples = st.tuples(*[st.sampled_from([1, 2, 3, -1]) for _ in shape])
+    return st.one_of(st.none(), multiples, st.integers(1, 4096))
