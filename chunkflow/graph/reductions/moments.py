@@ -18,7 +18,8 @@ Examples
 --------
 >>> import dask.array as da
 >>> x = da.from_array(np.arange(8.0), chunks=((1, 0, 0, 7),))
->>> float(moment(x, "var", axis=None, every=4).compute(scheduler="sync"))
+>>> records = moments(x, axis=None, every=4)
+>>> float(statistic(records, "var", x.dtype).compute(scheduler="sync"))
 5.25
 """
 
@@ -30,9 +31,9 @@ from typing import Any
 import dask.array as da
 import numpy as np
 
-__all__ = ["accumulator", "moment", "sum_dtype"]
+__all__ = ["STATISTICS", "accumulator", "moments", "statistic", "sum_dtype"]
 
-#: The statistics :func:`moment` computes.
+#: The statistics :func:`statistic` computes.
 STATISTICS = ("mean", "var", "std")
 
 
@@ -65,17 +66,18 @@ def _squares(deviations: np.ndarray) -> np.ndarray:
     return deviations * deviations
 
 
-def _chunk(block: np.ndarray, axis: tuple[int, ...], keepdims: bool,
+def _chunk(block: np.ndarray, axis: tuple[int, ...], keepdims: bool, *, spread: bool,
            computing_meta: bool = False) -> np.ndarray:
-    """A block's record: its count, sum and squared deviations (along ``axis``)."""
-    if computing_meta:  # dask's probe of the output type: records are no final dtype
-        return block
+    """A block's record: its count, sum and (with ``spread``) squared deviations from
+    its mean, along ``axis``."""
+    if computing_meta:  # dask's probe of the output type
+        return np.empty((0,) * block.ndim, _record(block.dtype))
     total = np.sum(block, axis=axis, dtype=accumulator(block.dtype), keepdims=True)
     count = int(np.prod([block.shape[a] for a in axis]))
     out = np.empty(total.shape, _record(block.dtype))
     out["n"] = count
     out["total"] = total
-    if count == 0:
+    if count == 0 or not spread:
         out["m2"] = 0.0
         return out
     with np.errstate(invalid="ignore", over="ignore"):
@@ -100,40 +102,44 @@ def _merge(parts: np.ndarray, axis: tuple[int, ...]) -> np.ndarray:
 
 
 def _combine(parts: np.ndarray, axis: tuple[int, ...], keepdims: bool) -> np.ndarray:
-    return _merge(parts, axis)
-
-
-def _finish(parts: np.ndarray, axis: tuple[int, ...], keepdims: bool, *, statistic: str,
-            ddof: float, dtype: np.dtype[Any]) -> np.ndarray:
-    """numpy's mean, var or std from the merged record (in its dtype)."""
     merged = _merge(parts, axis)
-    if not keepdims:
-        merged = merged.squeeze(axis=axis)
-    counts = merged["n"]
+    return merged if keepdims else merged.squeeze(axis=axis)
+
+
+def _finish(records: np.ndarray, *, statistic: str, ddof: float,
+            dtype: np.dtype[Any]) -> np.ndarray:
+    """numpy's mean, var or std from merged records (in numpy's dtype)."""
+    counts = records["n"]
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         if statistic == "mean":
-            value = merged["total"] / counts
+            value = records["total"] / counts
         else:
             # numpy's divisor: max(n - ddof, 0), so that too large a ddof gives inf or NaN.
-            value = merged["m2"] / np.maximum(counts - ddof, 0)
+            value = records["m2"] / np.maximum(counts - ddof, 0)
             if statistic == "std":
                 value = np.sqrt(value)
         result = np.asarray(value).astype(dtype)
     return result[()] if result.ndim == 0 else result  # a scalar, as numpy's
 
 
-def moment(x: da.Array, statistic: str, axis: int | tuple[int, ...] | None, every: int,
-           ddof: float = 0) -> da.Array:
-    """numpy's ``mean``, ``var`` or ``std`` of ``x`` along ``axis`` (a lazy dask array).
+def moments(x: da.Array, axis: int | tuple[int, ...] | None, every: int,
+            spread: bool = True) -> da.Array:
+    """The merged records of ``x`` along ``axis``: count, sum and (with ``spread``)
+    squared deviations from the mean, one record per result position (a lazy dask
+    array); :func:`statistic` turns them into numpy's mean, var or std.
 
     ``every`` is the number of partial results one combine step merges.
     """
-    native = x.dtype.newbyteorder("=")
-    probe = np.zeros(1, native)
-    dtype = np.mean(probe).dtype if statistic == "mean" else getattr(np, statistic)(probe).dtype
-    return da.reduction(
-        x, _chunk, partial(_finish, statistic=statistic, ddof=ddof, dtype=dtype),
-        combine=_combine, axis=axis, dtype=dtype, split_every=every, concatenate=True,
-        meta=np.empty((), dtype),
-    )
+    record = _record(x.dtype)
+    return da.reduction(x, partial(_chunk, spread=spread), _combine, combine=_combine,
+                        axis=axis, dtype=record, split_every=every, concatenate=True,
+                        meta=np.empty((), record))
 
+
+def statistic(records: da.Array, name: str, dtype: np.dtype[Any], ddof: float = 0) -> da.Array:
+    """numpy's ``mean``, ``var`` or ``std`` (``name``) from :func:`moments` of data of
+    ``dtype``, in numpy's result dtype."""
+    native = np.zeros(1, dtype.newbyteorder("="))
+    result = getattr(np, name)(native).dtype
+    return da.map_blocks(partial(_finish, statistic=name, ddof=ddof, dtype=result), records,
+                         dtype=result, meta=np.empty((), result))

@@ -45,7 +45,13 @@ from dask.array.utils import validate_axis
 
 from chunkflow.config.renames import renamed_parameters
 from chunkflow.errors import InvalidArgumentError
-from chunkflow.graph.reductions.moments import STATISTICS, accumulator, moment, sum_dtype
+from chunkflow.graph.reductions.moments import (
+    STATISTICS,
+    accumulator,
+    moments,
+    statistic,
+    sum_dtype,
+)
 from chunkflow.graph.reductions.plan import reduction_input, split_every
 from chunkflow.graph.scheduler import ProgressArg
 from chunkflow.graph.scheduler import compute as run
@@ -112,12 +118,9 @@ def _min_or_max(x: da.Array, op: str, axis: int | tuple[int, ...] | None, every:
                         meta=np.empty((), dtype))
 
 
-def _reduction(x: da.Array, op: str, axis: int | tuple[int, ...] | None, every: int,
-               ddof: float) -> da.Array:
+def _reduction(x: da.Array, op: str, axis: int | tuple[int, ...] | None, every: int) -> da.Array:
     if op not in OPERATIONS:
         raise InvalidArgumentError(f"unknown reduction {op!r}; expected one of {', '.join(OPERATIONS)}")
-    if op in STATISTICS:
-        return moment(x, op, axis, every, ddof)
     if op in ("min", "max"):
         return _min_or_max(x, op, axis, every)
     if x.ndim == 0 and isinstance(axis, (int, np.integer)) and axis in (0, -1):
@@ -182,7 +185,13 @@ def reduce(
     x, block_bytes = reduction_input(source, selection, blocks, max_memory, scheduler,
                                      storage_options)
     every = split_every(x, axis, block_bytes)
-    lazy = {op: _reduction(x, op, axis, every, ddof) for op in ops}
+    lazy = {op: _reduction(x, op, axis, every) for op in ops if op not in STATISTICS}
+    wanted = [op for op in ops if op in STATISTICS]
+    if wanted:
+        # One tree of records for mean, var and std; squared deviations only if needed.
+        records = moments(x, axis, every, spread=bool(set(wanted) - {"mean"}))
+        lazy.update({op: statistic(records, op, x.dtype, ddof) for op in wanted})
+    lazy = {op: lazy[op] for op in ops}
     if not compute:
         return lazy
     values = run(*lazy.values(), scheduler=scheduler, progress=progress)
