@@ -16,7 +16,8 @@ that nobody picked:
 - :mod:`~chunkflow.testing.strategies.labels`: label images (objects touching chunk
   faces, holes, large label values);
 - :mod:`~chunkflow.testing.strategies.reductions`: reduction axes in numpy's spellings,
-  ``blocks=`` arguments, and dask chunks with zero-size blocks;
+  ``blocks=`` arguments, arrays of ordinary values, and dask chunks with zero-size
+  blocks;
 - :func:`schedulers`: the dask schedulers ``sync``, ``threads`` and ``processes``.
 
 hypothesis is needed (``pip install hypothesis``; it comes with chunkflow's ``test``
@@ -45,7 +46,12 @@ from chunkflow.testing.strategies.grids import (
     zarr_formats,
 )
 from chunkflow.testing.strategies.labels import label_images
-from chunkflow.testing.strategies.reductions import block_arguments, dask_chunks, reduction_axes
+from chunkflow.testing.strategies.reductions import (
+    block_arguments,
+    dask_chunks,
+    ordinary_arrays,
+    reduction_axes,
+)
 from chunkflow.testing.strategies.scheduling import SCHEDULERS, schedulers
 from chunkflow.testing.strategies.selections import (
     basic_selections,
@@ -79,6 +85,7 @@ __all__ = [
     "label_images",
     "mask_selections",
     "numpy_selections",
+    "ordinary_arrays",
     "orthogonal_selections",
     "reduction_axes",
     "schedulers",

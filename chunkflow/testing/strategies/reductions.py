@@ -4,6 +4,9 @@
   included, and (when asked) numpy's refusals: an axis out of range, one given twice;
 - :func:`block_arguments`: ``blocks=`` as chunkflow's reductions and ``to_dask`` take
   it: the default, chunks per block (``-1`` for a whole side), or a byte size;
+- :func:`ordinary_arrays`: finite values of moderate size, where a mean or variance is
+  neither NaN nor overflowing (the corner values of :func:`~.values.arrays` make most
+  of them NaN), so that its rounding is what a test sees;
 - :func:`dask_chunks`: explicit dask chunks for a shape, with zero-size blocks among
   them (at either end or between), as ``dask.array.from_array(data, chunks=...)``
   takes them: a reduction must give the same answer whatever the blocks.
@@ -19,9 +22,16 @@ Examples
 
 from __future__ import annotations
 
-from hypothesis import strategies as st
+from typing import Any
 
-__all__ = ["block_arguments", "dask_chunks", "reduction_axes"]
+import numpy as np
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from chunkflow.testing.strategies.array_shapes import shapes as shape_strategy
+from chunkflow.testing.strategies.values import dtypes as dtype_strategy
+
+__all__ = ["block_arguments", "dask_chunks", "ordinary_arrays", "reduction_axes"]
 
 
 @st.composite
@@ -82,5 +92,45 @@ def block_arguments(shape: tuple[int, ...]) -> st.SearchStrategy[int | tuple[int
     >>> find(block_arguments((4, 4)), lambda b: isinstance(b, tuple) and -1 in b)
     (1, -1)
     """
-    multiples = st.tuples(*[st.sampled_from([1, 2, 3, -1]) for _ in shape])
-    return st.one_of(st.none(), multiples, st.integers(1, 4096))
+    # One chunk per block most often: the most partial results to merge.
+    multiples = st.tuples(*[st.sampled_from([1, 1, 2, 3, -1]) for _ in shape])
+    return st.one_of(multiples, multiples, st.none(), st.integers(1, 4096))
+
+
+def _ordinary(dtype: np.dtype[Any]) -> st.SearchStrategy[Any]:
+    native = dtype.newbyteorder("=")
+    if native.kind == "f":
+        # (A bound the dtype holds exactly: float16's is 65.5.)
+        limit = float(native.type(min(1e4, float(np.finfo(native).max) / 1e3)))
+        return hnp.from_dtype(native, allow_nan=False, allow_infinity=False,
+                              min_value=-limit, max_value=limit)
+    if native.kind == "c":
+        part = np.dtype(f"f{native.itemsize // 2}")
+        return st.builds(complex, _ordinary(part), _ordinary(part))
+    return hnp.from_dtype(native)
+
+
+def ordinary_arrays(dtypes: st.SearchStrategy[np.dtype[Any]] | None = None,
+                    shapes: st.SearchStrategy[tuple[int, ...]] | None = None
+                    ) -> st.SearchStrategy[np.ndarray]:
+    """Arrays of finite values below 1e4 in magnitude (floats; any integers), of a dtype
+    from ``dtypes`` (default: numeric, either byte order) and a shape from ``shapes``.
+
+    Examples
+    --------
+    >>> from hypothesis import find
+    >>> data = find(ordinary_arrays(), lambda a: a.dtype.kind == "f" and a.size > 2)
+    >>> bool(np.isfinite(data).all())
+    True
+    """
+    dtype_choice = dtypes if dtypes is not None else dtype_strategy(kinds="biufc", byteorder="any")
+    shape_choice = shapes if shapes is not None else shape_strategy()
+
+    @st.composite
+    def draw_array(draw: st.DrawFn) -> np.ndarray:
+        dtype = draw(dtype_choice)
+        values = draw(hnp.arrays(dtype.newbyteorder("="), draw(shape_choice),
+                                 elements=_ordinary(dtype)))
+        return values.astype(dtype)
+
+    return draw_array()
