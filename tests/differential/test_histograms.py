@@ -176,7 +176,7 @@ def check_case(case: Case, scheduler: str, store: Any = None) -> None:
     assert_same(got, expected, what)
 
 
-@budget(80)
+@budget(100)
 @given(case=cases(), scheduler=cst.schedulers(processes=False))
 @example(case=Case(StoredArraySpec(np.linspace(-1, 1, 100, dtype="f4"), (7,)), 7), scheduler="sync")
 @example(case=Case(StoredArraySpec(np.array([[False, True]]), (1, 1)), 1), scheduler="sync")

@@ -212,7 +212,7 @@ EIGHT = StoredArraySpec(np.arange(8.0), (1,))
 MILLION = StoredArraySpec(np.arange(10.0**6), (1000,))
 
 
-@budget(60)
+@budget(100)
 @given(case=cases(), scheduler=cst.schedulers(processes=False), single=st.booleans())
 @example(case=Case(EIGHT, slice(None, None, 3), ops=("var", "std"), blocks=(1,)),
          scheduler="sync", single=False)
@@ -232,7 +232,7 @@ def dask_cases(draw: st.DrawFn) -> Case:
                 ddof=draw(st.sampled_from([0, 1, 3])), blocks=draw(cst.dask_chunks(data.shape)))
 
 
-@budget(30)
+@budget(40)
 @given(case=dask_cases())
 @example(case=Case(StoredArraySpec(np.arange(8.0)[::3], (3,)), blocks=((1, 0, 0, 1, 0, 0, 1),)))
 @example(case=Case(StoredArraySpec(np.arange(10.0**6)[::300000], (4,)), ddof=1,

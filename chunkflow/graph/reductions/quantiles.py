@@ -39,6 +39,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import dask
+import dask.array as da
 import numpy as np
 
 from chunkflow.config.renames import renamed_parameters
@@ -82,6 +83,13 @@ class _Found:
     source_dtype: np.dtype[Any]
 
 
+def _scalar_selection(source: ReductionSource, selection: Selection) -> bool:
+    """Whether numpy's ``source[selection]`` of one element is a scalar (integers only)
+    rather than a 0-d array (an ``Ellipsis`` among them; a dask array)."""
+    entries = selection if isinstance(selection, tuple) else (selection,)
+    return not isinstance(source, da.Array) and all(e is not Ellipsis for e in entries)
+
+
 def _order_statistics(source: ReductionSource, ranks_of: Any, what: str, skip_nan: bool,
                       booleans: bool, selection: Selection, blocks: BlockChunks,
                       max_memory: int | str | None, scheduler: SchedulerLike,
@@ -93,8 +101,8 @@ def _order_statistics(source: ReductionSource, ranks_of: Any, what: str, skip_na
                            what)
     # numpy's order of refusals: data that is no number, then no data, then booleans.
     dtype = check_dtype(x.dtype, what, booleans=True)
-    # (A selection of one element by integers is a numpy scalar, of native byte order.)
-    source_dtype = x.dtype if x.ndim else dtype
+    # numpy indexes one element by integers alone as a scalar, of native byte order.
+    source_dtype = dtype if x.ndim == 0 and _scalar_selection(source, selection) else x.dtype
     if x.size == 0:
         return _Found(0, 0, {}, dtype, source_dtype)
     check_dtype(x.dtype, what, booleans)
