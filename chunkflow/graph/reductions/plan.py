@@ -101,7 +101,8 @@ def split_every(x: da.Array, axis: int | tuple[int, ...] | None, block_bytes: in
     sums, counts and second moments (3 x 8 bytes per element); with ``axis=None`` it is
     a few scalars.
     """
-    reduced = range(x.ndim) if axis is None else {a % x.ndim for a in np.atleast_1d(axis)}
+    reduced = range(x.ndim) if axis is None or not x.ndim else \
+        {a % x.ndim for a in np.atleast_1d(axis)}
     kept = [n for a, n in enumerate(x.chunksize) if a not in reduced]
     one_partial = 3 * 8 * builtins.max(1, int(np.prod(kept)))
     return int(np.clip(4 * block_bytes // one_partial, 4, 64))

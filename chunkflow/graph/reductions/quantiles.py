@@ -200,11 +200,13 @@ _PARAMETERS = """
     Returns
     -------
     numpy scalar or array
-        numpy's result, same value and dtype, bit for bit. Where numpy answers, so do
-        these: medians of booleans, and NaN (with numpy's warning) for the medians and
-        ``nan*`` quantiles of no values; where numpy refuses, they refuse with an error
-        of the same class (quantiles of no values: ``IndexError``; of booleans, except
-        at integer ``q``: ``TypeError``).
+        numpy's result, same value and dtype, bit for bit (but for the sign of a zero
+        result where the data holds zeros of both signs: numpy's partition leaves
+        either at a zero's rank, by position; here -0.0 ranks first). Where numpy
+        answers, so do these: medians of booleans, and NaN (with numpy's warning) for
+        the medians and ``nan*`` quantiles of no values; where numpy refuses, they
+        refuse with an error of the same class (quantiles of no values: ``IndexError``;
+        of booleans, except at integer ``q``: ``TypeError``).
 """
 
 
