@@ -51,7 +51,9 @@ class Case:
 
 def _edge_values(data: np.ndarray) -> st.SearchStrategy[float]:
     """Edges near the data: its values, values between, and anything."""
-    finite = [float(v) for v in data.ravel()[:50].astype(np.float64) if math.isfinite(v)]
+    with np.errstate(invalid="ignore"):  # (signalling NaN payloads)
+        values = data.ravel()[:50].astype(np.float64)
+    finite = [float(v) for v in values if math.isfinite(v)]
     anything = st.floats(allow_nan=False, allow_infinity=False, width=64)
     if not finite:
         return anything
