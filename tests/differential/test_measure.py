@@ -27,7 +27,7 @@ from typing import Any
 import dask.array as da
 import numpy as np
 import pytest
-from hypothesis import event, example, given
+from hypothesis import assume, event, example, given
 from hypothesis import strategies as st
 
 import chunkflow
@@ -237,10 +237,16 @@ def _spacings(ndim: int) -> st.SearchStrategy[Any]:
 @st.composite
 def measure_cases(draw: st.DrawFn, *, names: list[str], min_dims: int = 1, max_dims: int = 4,
                   max_side: int = 8, functions: bool = False) -> MeasureCase:
-    labels = draw(cst.label_images(
-        shapes=cst.shapes(min_dims=min_dims, max_dims=max_dims, max_side=max_side),
-        dtypes=cst.dtypes(kinds="iu", byteorder="any")))
+    # Mostly no zero-length side, several chunks per side and small blocks, so that
+    # objects cross blocks (a weighted pick: one_of would merge repeated strategies).
+    dims = draw(st.sampled_from([n for n in (1, 2, 2, 3, 3, 4) if min_dims <= n <= max_dims]))
+    shapes = cst.shapes(min_dims=dims, max_dims=dims, max_side=max_side,
+                        zero_sides=draw(st.integers(0, 3)) == 0)
+    labels = draw(cst.label_images(shapes=shapes, dtypes=cst.dtypes(kinds="iu", byteorder="any")))
     ndim = labels.ndim
+    chunks = (cst.chunk_shapes(labels.shape) if draw(st.integers(0, 2)) == 0 else
+              st.tuples(*[st.integers(1, max(1, (n + 1) // 2)) for n in labels.shape]))
+    blocks = st.tuples(*[st.integers(1, 3)] * ndim)
     intensity = draw(st.none() | cst.intensity_images(labels.shape))
     allowed = [n for n in names if intensity is not None or current(n) not in INTENSITY]
     properties = draw(st.lists(st.sampled_from(allowed), min_size=1, max_size=6))
@@ -249,8 +255,8 @@ def measure_cases(draw: st.DrawFn, *, names: list[str], min_dims: int = 1, max_d
         pool = FUNCTIONS + (INTENSITY_FUNCTIONS if intensity is not None else [])
         extra = draw(st.lists(st.sampled_from(pool), max_size=2, unique=True))
     return MeasureCase(
-        labels, intensity, properties, extra, draw(cst.chunk_shapes(labels.shape)),
-        draw(_spacings(ndim)), draw(st.none() | st.tuples(*[st.integers(1, 3)] * ndim)),
+        labels, intensity, properties, extra, draw(chunks), draw(_spacings(ndim)),
+        draw(st.none() if draw(st.integers(0, 3)) == 0 else blocks),
         draw(st.sampled_from(["array", "array", "numpy", "dask"])),
         draw(cst.schedulers(processes=False)))
 
@@ -264,7 +270,7 @@ _BOX = np.zeros((7, 7), np.int64)
 _BOX[4:6, 3:5] = 1
 
 
-@budget(50)
+@budget(120)
 @given(case=measure_cases(names=ONE_PASS_NAMES))
 # Issue 34's cases: deprecated names in crop coordinates; uint64 labels past 2**63
 # negative and out of order (an OverflowError with chunks of 1); numpy labels refused.
@@ -281,6 +287,9 @@ _BOX[4:6, 3:5] = 1
 @example(case=_case(np.ones((4, 5), np.uint16), ["label", "intensity_mean", "intensity_max",
                                                  "centroid_weighted", "area", "centroid"],
                     (1, 1), intensity=np.where(np.eye(4, 5) > 0, np.nan, 2.0), spacing=(2, 0.5)))
+# Partial statistics merged across blocks (Chan et al.'s variance).
+@example(case=_case(np.ones((4, 4), np.int32), ["intensity_std", "intensity_mean"], (2, 2),
+                    intensity=np.arange(16, dtype=np.int16).reshape(4, 4), blocks=(1, 1)))
 # 1-D and 4-D (the numpy reference).
 @example(case=_case(np.array([0, 3, 3, 0, 2**40], np.int64), ["label", "bbox", "centroid"], (2,)))
 @example(case=_case(np.arange(16).reshape(2, 2, 2, 2) % 3, ["label", "area", "bbox", "centroid"],
@@ -289,7 +298,7 @@ def test_one_pass_properties_equal_skimage(case: MeasureCase) -> None:
     check(case)
 
 
-@budget(25)
+@budget(50)
 @given(case=measure_cases(names=ALL_NAMES, min_dims=2, max_dims=3, max_side=7, functions=True))
 # Issue 34's case: no objects dropped every crop column and the callables.
 @example(case=_case(np.zeros((4, 4), np.int32), ["label", "perimeter"], (2, 2),
@@ -304,6 +313,18 @@ def test_one_pass_properties_equal_skimage(case: MeasureCase) -> None:
                     ["label", "perimeter", "coords", "Label"], (1, 1), functions=[voxels]))
 def test_every_property_equals_skimage(case: MeasureCase) -> None:
     check(case)
+
+
+@budget(15)
+@given(case=measure_cases(names=ONE_PASS_NAMES, min_dims=2, max_dims=3))
+def test_the_numpy_reference_equals_skimage(case: MeasureCase) -> None:
+    """The oracle of 1-D and 4-D images, where skimage measures: skimage's values."""
+    labels = _native(case.labels)
+    assume(labels.size)  # skimage fails on empty images (see the module notes)
+    intensity = None if case.intensity is None else _native(case.intensity)
+    reference = regionprops_reference(labels, intensity, case.properties, dict(PROPS),
+                                      case.spacing)
+    compare(case, reference, oracle(case))
 
 
 @budget(10)

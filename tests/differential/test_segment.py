@@ -120,7 +120,7 @@ def segment_cases(draw: st.DrawFn) -> SegmentCase:
         draw(cst.schedulers(processes=False)))
 
 
-@budget(40)
+@budget(60)
 @given(case=segment_cases())
 @example(case=SegmentCase(spiral(9), (2, 2), (1, 1), (1, 1), renumber="huge"))
 @example(case=SegmentCase(spiral(9), (2, 3), (1, 1), (1, 0), renumber="reversed",
@@ -131,6 +131,9 @@ def segment_cases(draw: st.DrawFn) -> SegmentCase:
 @example(case=SegmentCase(np.array([[1, 0, 1], [0, 1, 1]], ">f8"), (1, 2), (1, 1), (2, 2),
                           threshold=0.5, form="numpy", renumber="u2"))
 @example(case=SegmentCase(np.zeros((0, 3), bool), (1, 1), (1, 1), (1, 1)))
+# Parts joined only across a block corner (the blocks beside it hold nothing).
+@example(case=SegmentCase(np.eye(4, dtype=bool), (1, 1), (1, 1), (1, 1),
+                          structure=np.ones((3, 3), bool)))
 def test_segment_equals_its_oracle(case: SegmentCase) -> None:
     expected, count = oracle(case)
     labels, n = case.run()

@@ -88,7 +88,8 @@ def binary_images(
         [0.0, 0.05, 0.2, 0.4, 0.5, 0.6, 0.8, 0.95, 1.0]),
 ) -> np.ndarray:
     """A boolean image whose voxels are set with a random density (0 and 1
-    included), sometimes over filled boxes too.
+    included), sometimes over filled boxes too, sometimes on one colour of a
+    checkerboard only.
 
     Examples
     --------
@@ -102,6 +103,10 @@ def binary_images(
     if image.size and draw(st.booleans()):
         for box in _boxes(rng, shape):
             image[box] = True
+    if image.size and draw(st.booleans()):
+        # Keep one colour of a checkerboard: voxels then touch only across edges and
+        # corners, never across faces (what joins blocks diagonally, or not at all).
+        image &= np.indices(shape).sum(axis=0) % 2 == draw(st.integers(0, 1))
     return image
 
 
