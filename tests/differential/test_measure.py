@@ -13,6 +13,9 @@ The oracle is skimage on the whole image, with three documented departures:
 - chunkflow sums intensities in ``float64``: the one-pass intensity statistics are
   compared with skimage on the ``float64`` intensities (skimage averages float16 and
   float32 in their own precision);
+- skimage weighs an object's bounding box times its mask, so NaN or inf beside an
+  object (NaN * 0) makes its weighted centroid NaN: the weighted centroid is compared
+  with skimage measuring each object alone (the intensity 0 outside it);
 - skimage measures only 2-D and 3-D images: in 1-D and 4-D the one-pass properties
   are compared with a numpy reference (checked against skimage in 2-D and 3-D here);
 - skimage fails on an image with a zero-length axis: the table of an image without
@@ -138,10 +141,30 @@ def oracle(case: MeasureCase) -> dict[str, np.ndarray]:
     if stats and intensity is not None:
         table.update(regionprops_table(image, intensity.astype(np.float64), properties=stats,
                                        spacing=case.spacing))
+        weighted = [p for p in stats if current(p) == "centroid_weighted"]
+        if weighted:
+            table.update(each_object_alone(image, intensity.astype(np.float64), weighted,
+                                           case.spacing))
     for name in case.properties:
         if current(name) == "label":
             table[name] = label_column(present)
     return table
+
+
+def each_object_alone(image: np.ndarray, intensity: np.ndarray, properties: list[str],
+                      spacing: Any) -> dict[str, np.ndarray]:
+    """skimage's ``properties`` of each object measured alone, the intensity 0 outside
+    it. skimage weighs the intensity of the object's whole bounding box times its mask,
+    so a NaN or an infinity beside the object (NaN * 0) makes its weighted centroid
+    NaN; chunkflow weighs the object's own voxels."""
+    rows = []
+    for value in np.unique(image[image > 0]):
+        mask = image == value
+        rows.append(regionprops_table(mask.astype(np.uint8), np.where(mask, intensity, 0.0),
+                                      properties=properties, spacing=spacing))
+    if not rows:
+        return {}
+    return {key: np.concatenate([row[key] for row in rows]) for key in rows[0]}
 
 
 def _objects(labels: np.ndarray) -> list[np.ndarray]:
@@ -290,6 +313,11 @@ _BOX[4:6, 3:5] = 1
 # Partial statistics merged across blocks (Chan et al.'s variance).
 @example(case=_case(np.ones((4, 4), np.int32), ["intensity_std", "intensity_mean"], (2, 2),
                     intensity=np.arange(16, dtype=np.int16).reshape(4, 4), blocks=(1, 1)))
+# A -inf beside the object, in its bounding box (skimage's weighted centroid is NaN).
+@example(case=_case(np.array([[[0, 0, 1], [1, 0, 0]]], np.int8), ["WeightedCentroid"], (1, 1, 1),
+                    intensity=np.array([[[1.043e+04, 4.42e+03, 6.71e+02],
+                                         [2.708e+02, 1.332e+04, -np.inf]]], np.float16),
+                    spacing=1))
 # 1-D and 4-D (the numpy reference).
 @example(case=_case(np.array([0, 3, 3, 0, 2**40], np.int64), ["label", "bbox", "centroid"], (2,)))
 @example(case=_case(np.arange(16).reshape(2, 2, 2, 2) % 3, ["label", "area", "bbox", "centroid"],
@@ -317,6 +345,9 @@ def test_every_property_equals_skimage(case: MeasureCase) -> None:
 
 @budget(15)
 @given(case=measure_cases(names=ONE_PASS_NAMES, min_dims=2, max_dims=3))
+@example(case=_case(np.array([[0, 0, 1], [1, 0, 0]], np.int8), ["centroid_weighted"], (1, 1),
+                    intensity=np.array([[1.043e+04, 4.42e+03, 6.71e+02],
+                                        [2.708e+02, 1.332e+04, -np.inf]], np.float16)))
 def test_the_numpy_reference_equals_skimage(case: MeasureCase) -> None:
     """The oracle of 1-D and 4-D images, where skimage measures: skimage's values."""
     labels = _native(case.labels)

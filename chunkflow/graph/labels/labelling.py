@@ -137,7 +137,7 @@ def run_label_job(job: LabelJob, output: OutputPlan, token: str, *, compute: boo
 
 
 def label(
-    source: ArraySource | da.Array,
+    source: ArraySource | da.Array | ArrayLike,
     out: ArraySource,
     *,
     structure: Any = None,
@@ -166,9 +166,13 @@ def label(
 
     Parameters
     ----------
-    source : chunkflow.Array, path, URL, store or dask array
-        The image; every nonzero value is foreground. A dask array (a lazy expression
-        such as ``chunkflow.to_dask(z) > 500``) is computed block by block, twice.
+    source : chunkflow.Array, path, URL, store, dask or numpy array
+        The image; every nonzero value is foreground (NaN too), of any dtype and byte
+        order ``scipy.ndimage.label`` labels (complex values, float16, dates and
+        strings are refused with :class:`TypeError`, as scipy refuses them). A dask
+        array (a lazy expression such as ``chunkflow.to_dask(z) > 500``) is computed
+        block by block, twice; anything else ``numpy.asarray`` takes is copied into an
+        in-memory array.
     out : chunkflow.Array, path, URL or store
         Where the labels go: a new array (created once the number of labels is known;
         refused if something is there, unless ``overwrite``), or an existing integer

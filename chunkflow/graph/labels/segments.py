@@ -58,7 +58,7 @@ from chunkflow.graph.transactions import check_commit, refuse_deferred_commit
 from chunkflow.jobs import function_parts
 
 if TYPE_CHECKING:
-    from numpy.typing import DTypeLike
+    from numpy.typing import ArrayLike, DTypeLike
 
     from chunkflow.graph.read import ArraySource, BlockChunks
     from chunkflow.graph.scheduler import ProgressArg, SchedulerLike
@@ -236,7 +236,7 @@ def all_offsets(ndim: int) -> list[tuple[tuple[int, ...], list[tuple[int, ...]]]
 
 def segment(
     fn: Callable[..., Any],
-    source: ArraySource | da.Array,
+    source: ArraySource | da.Array | ArrayLike,
     out: ArraySource,
     *,
     depth: int | Sequence[int] | Mapping[int, int],

@@ -169,3 +169,33 @@ def test_random_label_images(data: st.DataObject) -> None:
     properties = ["label", "area", "bbox", "centroid", "intensity_mean", "intensity_std",
                   "intensity_max"]
     compare(labels, rng.normal(size=shape), chunks, properties)
+
+
+def test_the_property_tables_are_skimages() -> None:
+    """chunkflow keeps skimage's names (it does not import skimage for the one-pass
+    properties): they must be those of the installed scikit-image."""
+    from skimage.measure import _regionprops
+
+    from chunkflow.graph.labels.properties import ALIASES, INTENSITY_PROPERTIES, NAMES
+
+    assert dict(ALIASES) == _regionprops.PROPS
+    assert set(NAMES) == set(_regionprops.COL_DTYPES)
+    assert set(INTENSITY_PROPERTIES) == set(_regionprops._require_intensity_image)
+
+
+def test_callables_anywhere_in_the_list_keep_their_place() -> None:
+    labels = np.zeros((6, 7), "u2")
+    labels[1:4, 2:6] = 3
+    labels[5, :] = 8
+
+    def pixels(mask: np.ndarray) -> int:
+        return int(mask.sum())
+
+    table = chunkflow.measure(chunkflow.array(labels, chunks=(2, 3)),
+                              properties=[pixels, "label", "Area", "coords"], blocks=(1, 1))
+    expected = skimage_measure.regionprops_table(labels, properties=["label", "Area", "coords"],
+                                                 extra_properties=[pixels])
+    assert list(table) == ["pixels", "label", "Area", "coords"]
+    for name in ["pixels", "label", "Area"]:
+        np.testing.assert_array_equal(table[name], expected[name])
+    assert all(np.array_equal(a, b) for a, b in zip(table["coords"], expected["coords"]))
