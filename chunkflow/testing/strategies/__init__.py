@@ -13,6 +13,8 @@ that nobody picked:
 - :mod:`~chunkflow.testing.strategies.selections`: every selection kind (integers,
   slices with steps of both signs, index arrays, masks, ``None``, ``Ellipsis``) in
   numpy's syntax and in zarr's ``oindex``/``vindex`` meanings;
+- :mod:`~chunkflow.testing.strategies.storage`: arrays made of the fill value and of
+  values ``==`` calls equal to it with other bits (``-0.0``, other NaNs);
 - :mod:`~chunkflow.testing.strategies.labels`: label images (objects touching chunk
   faces, holes, large and negative label values), binary images of any density,
   structuring elements ``scipy.ndimage.label`` takes, intensity images with NaN;
@@ -58,6 +60,7 @@ from chunkflow.testing.strategies.selections import (
     orthogonal_selections,
     selection_values,
 )
+from chunkflow.testing.strategies.storage import fill_twins, near_fill_arrays
 from chunkflow.testing.strategies.values import (
     DTYPE_CODES,
     arrays,
@@ -77,10 +80,12 @@ __all__ = [
     "coordinate_selections",
     "dtypes",
     "elements",
+    "fill_twins",
     "fill_values",
     "intensity_images",
     "label_images",
     "mask_selections",
+    "near_fill_arrays",
     "numpy_selections",
     "orthogonal_selections",
     "schedulers",
