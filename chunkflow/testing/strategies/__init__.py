@@ -16,7 +16,8 @@ that nobody picked:
 - :mod:`~chunkflow.testing.strategies.storage`: arrays made of the fill value and of
   values ``==`` calls equal to it with other bits (``-0.0``, other NaNs);
 - :mod:`~chunkflow.testing.strategies.labels`: label images (objects touching chunk
-  faces, holes, large label values);
+  faces, holes, large and negative label values), binary images of any density,
+  structuring elements ``scipy.ndimage.label`` takes, intensity images with NaN;
 - :mod:`~chunkflow.testing.strategies.reductions`: reduction axes in numpy's spellings,
   ``blocks=`` arguments, arrays of ordinary values, and dask chunks with zero-size
   blocks;
@@ -47,7 +48,12 @@ from chunkflow.testing.strategies.grids import (
     stored_arrays,
     zarr_formats,
 )
-from chunkflow.testing.strategies.labels import label_images
+from chunkflow.testing.strategies.labels import (
+    binary_images,
+    intensity_images,
+    label_images,
+    structures,
+)
 from chunkflow.testing.strategies.reductions import (
     block_arguments,
     dask_chunks,
@@ -78,6 +84,7 @@ __all__ = [
     "StoredArraySpec",
     "arrays",
     "basic_selections",
+    "binary_images",
     "block_arguments",
     "chunk_shapes",
     "coordinate_selections",
@@ -86,6 +93,7 @@ __all__ = [
     "elements",
     "fill_twins",
     "fill_values",
+    "intensity_images",
     "label_images",
     "mask_selections",
     "near_fill_arrays",
@@ -99,5 +107,6 @@ __all__ = [
     "shard_shapes",
     "special_values",
     "stored_arrays",
+    "structures",
     "zarr_formats",
 ]
