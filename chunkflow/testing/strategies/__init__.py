@@ -16,7 +16,11 @@ that nobody picked:
 - :mod:`~chunkflow.testing.strategies.storage`: arrays made of the fill value and of
   values ``==`` calls equal to it with other bits (``-0.0``, other NaNs);
 - :mod:`~chunkflow.testing.strategies.labels`: label images (objects touching chunk
-  faces, holes, large label values);
+  faces, holes, large and negative label values), binary images of any density,
+  structuring elements ``scipy.ndimage.label`` takes, intensity images with NaN;
+- :mod:`~chunkflow.testing.strategies.reductions`: reduction axes in numpy's spellings,
+  ``blocks=`` arguments, arrays of ordinary values, and dask chunks with zero-size
+  blocks;
 - :func:`schedulers`: the dask schedulers ``sync``, ``threads`` and ``processes``.
 
 hypothesis is needed (``pip install hypothesis``; it comes with chunkflow's ``test``
@@ -44,7 +48,18 @@ from chunkflow.testing.strategies.grids import (
     stored_arrays,
     zarr_formats,
 )
-from chunkflow.testing.strategies.labels import label_images
+from chunkflow.testing.strategies.labels import (
+    binary_images,
+    intensity_images,
+    label_images,
+    structures,
+)
+from chunkflow.testing.strategies.reductions import (
+    block_arguments,
+    dask_chunks,
+    ordinary_arrays,
+    reduction_axes,
+)
 from chunkflow.testing.strategies.scheduling import SCHEDULERS, schedulers
 from chunkflow.testing.strategies.selections import (
     basic_selections,
@@ -69,22 +84,29 @@ __all__ = [
     "StoredArraySpec",
     "arrays",
     "basic_selections",
+    "binary_images",
+    "block_arguments",
     "chunk_shapes",
     "coordinate_selections",
+    "dask_chunks",
     "dtypes",
     "elements",
     "fill_twins",
     "fill_values",
+    "intensity_images",
     "label_images",
     "mask_selections",
     "near_fill_arrays",
     "numpy_selections",
+    "ordinary_arrays",
     "orthogonal_selections",
+    "reduction_axes",
     "schedulers",
     "selection_values",
     "shapes",
     "shard_shapes",
     "special_values",
     "stored_arrays",
+    "structures",
     "zarr_formats",
 ]
