@@ -19,9 +19,8 @@ chunk (shard: its index and each inner chunk), and reports, in a
 This module holds the steps (:func:`survey`, :func:`check_region`,
 :func:`build_report`), the plain loop in this process (:func:`verify_array`) and the
 methods ``Array.verify`` and ``Group.verify`` (:func:`verify_node`);
-:mod:`chunkflow.graph.verification` runs the regions as dask tasks (``scheduler=``). That
-module sits above this layer and loads dask.array, so it is loaded on the first call
-with a scheduler, and registers itself in :data:`SCHEDULED`.
+:mod:`chunkflow.graph.verification` runs the regions as dask tasks
+(``chunkflow.verify(node, scheduler=...)``); it sits above this layer.
 Memory stays bounded: a byte per grid cell, one region's list of cells, and per
 thread one fetched batch and one decoded chunk.
 """
@@ -29,10 +28,9 @@ thread one fetched batch and one decoded chunk.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -45,7 +43,7 @@ from chunkflow.jobs.written import written_keys
 if TYPE_CHECKING:
     from chunkflow.engine.chunk_space import ChunkSpace
 
-__all__ = ["LIMIT", "REGION_CELLS", "SCHEDULED", "Survey", "VerifyReport", "arrays_below",
+__all__ = ["LIMIT", "REGION_CELLS", "Survey", "VerifyReport", "arrays_below",
            "build_report", "check_region", "chunk_grid", "regions", "survey", "verify_array",
            "verify_node"]
 
@@ -55,9 +53,6 @@ LIMIT = 1000
 REGION_CELLS = 4096
 #: Entries of each list that ``str(report)`` prints.
 SHOWN = 10
-#: The runner on a dask scheduler (:func:`chunkflow.graph.verification.verify`), registered
-#: by its module when it is loaded.
-SCHEDULED: list[Callable[..., VerifyReport]] = []
 
 
 @dataclass(frozen=True)
@@ -277,35 +272,28 @@ def arrays_below(node: Array | Group) -> Iterator[Array]:
         yield from arrays_below(member)
 
 
-def verify_node(node: Array | Group, *, scheduler: Any = None, progress: Any = False,
-                max_memory: int | str | None = None) -> VerifyReport:
-    """Verify ``node`` (an array, or every array below a group): in this process when
-    ``scheduler`` is ``None``, else on that dask scheduler (see
-    :func:`chunkflow.verify`, which documents the parameters).
+def verify_node(node: Array | Group) -> VerifyReport:
+    """Verify ``node`` (an array, or every array below a group) in this process, with
+    chunkflow's I/O threads. On a dask scheduler (a cluster):
+    :func:`chunkflow.verify` with ``scheduler=``.
 
     Examples
     --------
     >>> import numpy as np, chunkflow
     >>> z = chunkflow.array(np.arange(10), chunks=(3,))
-    >>> z.verify().ok, z.verify(scheduler="sync").checked
+    >>> z.verify().ok, z.verify().checked
     (True, 4)
     """
-    if scheduler is None:
-        report = VerifyReport()
-        for array in arrays_below(node):
-            report = report.merge(verify_array(array))
-        return report
-    if not SCHEDULED:
-        # The graph layer lies above this one (and loads dask.array): loaded on first
-        # use, as chunkflow's own dask functions are; it registers its runner.
-        import_module("chunkflow.graph.verification")
-    return SCHEDULED[0](node, scheduler=scheduler, progress=progress, max_memory=max_memory)
+    report = VerifyReport()
+    for array in arrays_below(node):
+        report = report.merge(verify_array(array))
+    return report
 
 
-def _array_verify(self: Array, *, scheduler: Any = None, progress: Any = False,
-                  max_memory: int | str | None = None) -> VerifyReport:
-    """Read every chunk key and decode every stored chunk; report missing, corrupt,
-    unexpected and lost chunks (see :func:`chunkflow.verify`).
+def _array_verify(self: Array) -> VerifyReport:
+    """Read every chunk key and decode every stored chunk, in this process; report
+    missing, corrupt, unexpected and lost chunks. On a dask scheduler:
+    ``chunkflow.verify(array, scheduler=...)`` (see :func:`chunkflow.verify`).
 
     Examples
     --------
@@ -313,12 +301,12 @@ def _array_verify(self: Array, *, scheduler: Any = None, progress: Any = False,
     >>> chunkflow.array(np.arange(10), chunks=(3,)).verify().ok
     True
     """
-    return verify_node(self, scheduler=scheduler, progress=progress, max_memory=max_memory)
+    return verify_node(self)
 
 
-def _group_verify(self: Group, *, scheduler: Any = None, progress: Any = False,
-                  max_memory: int | str | None = None) -> VerifyReport:
-    """Verify every array below this group (see :func:`chunkflow.verify`).
+def _group_verify(self: Group) -> VerifyReport:
+    """Verify every array below this group, in this process (on a dask scheduler:
+    ``chunkflow.verify(group, scheduler=...)``; see :func:`chunkflow.verify`).
 
     Examples
     --------
@@ -328,7 +316,7 @@ def _group_verify(self: Group, *, scheduler: Any = None, progress: Any = False,
     >>> root.verify().arrays
     ('g/a',)
     """
-    return verify_node(self, scheduler=scheduler, progress=progress, max_memory=max_memory)
+    return verify_node(self)
 
 
 # Array and Group are defined before this module; their verify methods are added here.

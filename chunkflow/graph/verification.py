@@ -36,7 +36,6 @@ from dask.utils import format_bytes
 from chunkflow.core.array import Array
 from chunkflow.core.group import Group
 from chunkflow.core.verify import (
-    SCHEDULED,
     VerifyReport,
     arrays_below,
     build_report,
@@ -139,4 +138,3 @@ def _check_memory(array: Array, limit: int) -> None:
             f"than max_memory {format_bytes(limit)}; raise max_memory")
 
 
-SCHEDULED.append(verify)  # Array.verify and Group.verify (core) run here with a scheduler

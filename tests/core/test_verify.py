@@ -183,11 +183,12 @@ def test_a_scheduler_gives_the_same_report(written: chunkflow.Array, scheduler: 
     chunk_file(written, (0, 1)).write_bytes(b"bad")
     (Path(written.store.root) / "stray").write_bytes(b"")
     seen: list[tuple[int, int]] = []
-    on = written.verify(scheduler=scheduler, progress=lambda done, total: seen.append((done, total)))
+    on = chunkflow.verify(written, scheduler=scheduler,
+                          progress=lambda done, total: seen.append((done, total)))
     assert on == written.verify() and on.corrupt == on.unexpected == 1
     assert seen and seen[-1][0] == seen[-1][1]
 
 
 def test_max_memory_refuses_a_chunk_that_does_not_fit(written: chunkflow.Array) -> None:
     with pytest.raises(MemoryPlanError, match="max_memory"):
-        written.verify(scheduler="sync", max_memory=64)
+        chunkflow.verify(written, scheduler="sync", max_memory=64)

@@ -40,7 +40,7 @@ def test_verify_on_a_local_cluster_matches_the_default_path(tmp_path: Path) -> N
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=":0") as cluster, \
             distributed.Client(cluster, set_as_default=False) as client:
-        on_cluster = root.verify(scheduler=client, max_memory="64 MiB")
+        on_cluster = chunkflow.verify(root, scheduler=client, max_memory="64 MiB")
     assert on_cluster == expected
 
 

@@ -24,6 +24,7 @@ import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from chunkflow.errors import InvalidArgumentError
 from chunkflow.testing.strategies.array_shapes import shapes
 
 __all__ = ["DTYPE_CODES", "arrays", "dtypes", "elements", "special_values"]
@@ -74,7 +75,7 @@ def dtypes(
     """
     names = list(codes) if codes is not None else [c for k in kinds for c in DTYPE_CODES[k]]
     if not names:
-        raise ValueError(f"dtypes: no dtype of kinds {kinds!r}")
+        raise InvalidArgumentError(f"dtypes: no dtype of kinds {kinds!r}")
     base = st.sampled_from(names).map(np.dtype)
     if byteorder == "=":
         return base
@@ -83,7 +84,7 @@ def dtypes(
     if byteorder == ">":
         return base.map(lambda d: d.newbyteorder(">"))
     if byteorder != "any":
-        raise ValueError(f"dtypes: byteorder must be '=', '<', '>' or 'any', got {byteorder!r}")
+        raise InvalidArgumentError(f"dtypes: byteorder must be '=', '<', '>' or 'any', got {byteorder!r}")
     return st.one_of(base.map(lambda d: d.newbyteorder("<")), base.map(lambda d: d.newbyteorder(">")))
 
 
@@ -134,7 +135,7 @@ def special_values(dtype: np.dtype) -> list[Any]:
         # numpy drops trailing NULs: b"\x00" in S1 is b"", so S1 has b"\xff" instead.
         corner = b"\x00\xff" if native.itemsize > 1 else b"\xff"
         return [native.type(b""), native.type(corner)]
-    raise ValueError(f"special_values: no corner values for dtype {dtype}")
+    raise InvalidArgumentError(f"special_values: no corner values for dtype {dtype}")
 
 
 def elements(dtype: np.dtype) -> st.SearchStrategy[Any]:
