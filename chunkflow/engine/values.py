@@ -67,7 +67,30 @@ def prepare_value(value: ArrayLike, dtype: np.dtype, indexer: Indexer, path: str
 
 
 def convert_dtype(value: ArrayLike, dtype: np.dtype, path: str) -> np.ndarray:
-    """``value`` as a numpy array of ``dtype``; a clear error when it cannot be."""
+    """``value`` as a numpy array of ``dtype``, converted as numpy's assignment converts
+    it (``a[...] = value``): ``"1.5"`` into floats, ``1.5`` into strings, integers
+    that do not fit refused; a chunkflow error of numpy's class where numpy refuses.
+
+    Raises
+    ------
+    ValueOutOfRangeError
+        Where numpy raises ``OverflowError`` (an integer that does not fit).
+    DtypeMismatchError
+        Where numpy raises ``ValueError`` or ``TypeError`` (``"abc"`` into floats,
+        complex into floats); it is both.
+
+    Examples
+    --------
+    >>> convert_dtype("1.5", np.dtype("f8"), "x")
+    array(1.5)
+    >>> convert_dtype([1.5, 300], np.dtype("U3"), "x")
+    array(['1.5', '300'], dtype='<U3')
+    >>> convert_dtype("abc", np.dtype("f8"), "x")
+    Traceback (most recent call last):
+    ...
+    chunkflow.errors.DtypeMismatchError: array 'x': cannot convert the value (str 'abc') to \
+the array's dtype float64: could not convert string to float: 'abc'
+    """
     try:
         if dtype.names is not None and not isinstance(value, np.ndarray):
             # A tuple is one structured item, a list of tuples several: numpy reads
@@ -76,13 +99,11 @@ def convert_dtype(value: ArrayLike, dtype: np.dtype, path: str) -> np.ndarray:
         source = np.asarray(value) if dtype.kind != "O" else _object_array(value)
         if source.dtype == dtype:
             return source
-        _check_kinds(source.dtype, dtype, path)
-        if isinstance(value, np.ndarray) or dtype.kind == "V":
-            return source.astype(dtype)
-        # Scalars (Python or numpy) and (nested) lists: assign as numpy assigns, which
-        # checks that integers fit instead of wrapping them (300 -> 44 in uint8).
+        # Assign as numpy assigns: from the value itself, not from np.asarray(value),
+        # so that Python integers are checked to fit instead of wrapping (300 -> 44
+        # in uint8) and Python floats are not first rounded to another type.
         converted = np.empty(source.shape, dtype=dtype)
-        converted[...] = value
+        converted[...] = value if dtype.kind != "O" else source
         return converted
     except OverflowError as err:
         raise ValueOutOfRangeError(
@@ -90,8 +111,6 @@ def convert_dtype(value: ArrayLike, dtype: np.dtype, path: str) -> np.ndarray:
             f"dtype {dtype} ({err}); nothing was written"
         ) from None
     except (ValueError, TypeError) as err:
-        if isinstance(err, DtypeMismatchError):
-            raise
         raise DtypeMismatchError(
             f"array {path or '/'!r}: cannot convert the value ({_describe(value)}) to the "
             f"array's dtype {dtype}: {err}"
@@ -106,21 +125,6 @@ def _object_array(value: ArrayLike) -> np.ndarray:
         out[()] = value
         return out
     return np.asarray(value, dtype=object)
-
-
-# Conversions numpy allows but that silently produce garbage for stored data.
-_REFUSED = {("U", "f"), ("U", "i"), ("U", "u"), ("U", "c"), ("U", "b"), ("S", "f"), ("S", "i"),
-            ("S", "u"), ("S", "c"), ("S", "b"), ("f", "S"), ("f", "U"), ("i", "S"), ("i", "U")}
-
-
-def _check_kinds(source: np.dtype, target: np.dtype, path: str) -> None:
-    if (source.kind, target.kind) in _REFUSED or (
-        (source.kind == "V") != (target.kind == "V") and source.kind != "O"
-    ):
-        raise DtypeMismatchError(
-            f"array {path or '/'!r}: cannot write values of dtype {source} into an array of "
-            f"dtype {target}; convert them explicitly first"
-        )
 
 
 def _describe(value: object) -> str:

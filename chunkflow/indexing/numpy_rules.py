@@ -166,8 +166,21 @@ def _checked_arrays(entries: list[_Entry], advanced: list[int],
 
 
 def _check_mask(mask: np.ndarray, dims: tuple[int, ...], shape: tuple[int, ...]) -> None:
+    """numpy's check of a mask's sides: each must equal its dimension's, except a side
+    of length 0, which numpy takes on any dimension (``a[np.zeros(0, bool)]`` is empty
+    whatever ``len(a)``; its other sides must still match).
+
+    Examples
+    --------
+    >>> _check_mask(np.zeros((2, 0), bool), (0, 1), (2, 3))
+    >>> _check_mask(np.zeros((1, 0), bool), (0, 1), (2, 3))
+    Traceback (most recent call last):
+    ...
+    chunkflow.errors.InvalidSelectionError: boolean index did not match indexed array \
+along axis 0; size of axis is 2 but size of corresponding boolean axis is 1 (array shape (2, 3))
+    """
     for axis, dim in enumerate(dims):
-        if mask.shape[axis] != shape[dim]:
+        if mask.shape[axis] and mask.shape[axis] != shape[dim]:
             raise InvalidSelectionError(
                 f"boolean index did not match indexed array along axis {dim}; size of axis "
                 f"is {shape[dim]} but size of corresponding boolean axis is "
