@@ -275,18 +275,23 @@ def _is_vlen_bytes(data_type: JSONValue) -> bool:
 def is_all_fill(chunk: np.ndarray, fill_value: np.generic) -> bool:
     """Whether every element of ``chunk`` equals ``fill_value`` (NaN equals NaN).
 
+    Floats compare by their bits: a chunk of -0.0 (or of NaN with another payload) is
+    not all 0.0 (NaN), and skipping it would read it back changed.
+
     Examples
     --------
     >>> is_all_fill(np.full(4, np.nan), np.float64("nan"))
     True
     >>> is_all_fill(np.array([0, 0, 1]), np.int64(0))
     False
+    >>> is_all_fill(np.array([-0.0]), np.float64(0.0))
+    False
     """
     if chunk.size == 0:
         return True
     kind = chunk.dtype.kind
-    if kind in "fc" and np.isnan(fill_value):
-        return bool(np.isnan(chunk).all())
+    if kind in "fc":
+        return _same_bits(chunk, fill_value)
     if kind in "mM" and np.isnat(fill_value):
         return bool(np.isnat(chunk).all())
     if kind == "O":
@@ -297,6 +302,18 @@ def is_all_fill(chunk: np.ndarray, fill_value: np.generic) -> bool:
     if chunk[(0,) * chunk.ndim] != fill_value:
         return False
     return bool((chunk == fill_value).all())
+
+
+def _same_bits(chunk: np.ndarray, fill_value: np.generic) -> bool:
+    fill = np.asarray(fill_value).astype(chunk.dtype)  # a byte swap at most: bits kept
+    parts = [(chunk.real, fill.real), (chunk.imag, fill.imag)] if chunk.dtype.kind == "c" \
+        else [(chunk, fill)]
+    for values, value in parts:
+        unsigned = np.dtype(f"u{values.dtype.itemsize}")  # same size: a view of any strides
+        bits, fill_bits = values.view(unsigned), value.view(unsigned)
+        if bits[(0,) * bits.ndim] != fill_bits or not bool((bits == fill_bits).all()):
+            return False
+    return True
 
 
 def _same_item(item: object, fill_value: object) -> bool:

@@ -131,7 +131,9 @@ def special_values(dtype: np.dtype) -> list[Any]:
     if kind == "U":
         return [native.type(""), native.type("é" * (native.itemsize // 4))]
     if kind == "S":
-        return [native.type(b""), native.type(b"\x00\xff"[: native.itemsize])]
+        # numpy drops trailing NULs: b"\x00" in S1 is b"", so S1 has b"\xff" instead.
+        corner = b"\x00\xff" if native.itemsize > 1 else b"\xff"
+        return [native.type(b""), native.type(corner)]
     raise ValueError(f"special_values: no corner values for dtype {dtype}")
 
 
