@@ -184,7 +184,14 @@ SERIAL_MAX_CHUNKS = 16
 def read_block(array: Array, selection: tuple[int | slice, ...], serial: bool = True) -> np.ndarray:
     """The task of every block: read ``selection`` of ``array``."""
     with serial_io() if serial else contextlib.nullcontext():
-        return np.asarray(array.get_basic_selection(selection))
+        value = array.get_basic_selection(selection)
+    if isinstance(value, np.ndarray):
+        return value
+    # One element (every dimension an integer) comes as a numpy scalar, of native byte
+    # order: the block keeps the array's dtype, as the dask array's meta says.
+    block = np.empty((), dtype=array.dtype)
+    block[()] = value
+    return block
 
 
 def block_multiples(array: Array, selection: Selection, blocks: BlockChunks) -> tuple[int, ...]:
