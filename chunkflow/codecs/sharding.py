@@ -39,7 +39,7 @@ import numpy as np
 from chunkflow.buffers import scratch_buffer
 from chunkflow.codecs.stages import BufferLike, as_u8
 from chunkflow.errors import ChunkDecodeError, UnsupportedCodecError
-from chunkflow.metadata import is_all_fill
+from chunkflow.metadata import float_equals_fill, is_all_fill
 
 if TYPE_CHECKING:
     from chunkflow.metadata.json import JSONValue
@@ -211,8 +211,8 @@ class ShardingStage:
         blocks = self._blocks(shard)
         inner_axes = tuple(range(len(self.grid), 2 * len(self.grid)))
         fill = self.fill_value
-        if blocks.dtype.kind in "fc" and np.isnan(fill):
-            empty = np.isnan(blocks).all(axis=inner_axes)
+        if blocks.dtype.kind in "fc":  # bits: -0.0 and other NaNs are not the fill value
+            empty = float_equals_fill(blocks, fill).all(axis=inner_axes)
         elif blocks.dtype.kind in "mM" and np.isnat(fill):
             empty = np.isnat(blocks).all(axis=inner_axes)
         elif blocks.dtype.hasobject or blocks.dtype.kind == "V":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
 
@@ -18,12 +19,69 @@ if TYPE_CHECKING:
     from chunkflow.engine.chunk_io import ChunkIO
     from chunkflow.indexing import Indexer
 
-__all__ = ["convert_dtype", "copy_from_source", "is_chunked_source", "prepare_value"]
+__all__ = ["convert_dtype", "copy_from_source", "fit_array_value", "is_chunked_source",
+           "prepare_value", "writes_nothing"]
 
 #: Destination chunks one copy unit holds at most (fewer when they are large): with
 #: one unit per I/O thread in flight, a copy holds a few chunks per thread.
 _UNIT_CHUNKS = 2
 _UNIT_BYTES = 4 * 1024 * 1024
+
+
+def fit_array_value(value: ArrayLike | ChunkedSource, shape: tuple[int, ...], *,
+                    element: bool = False) -> ArrayLike | ChunkedSource:
+    """A numpy array ``value`` shaped as numpy's assignment takes it into a selection of
+    ``shape``; other values unchanged.
+
+    numpy ignores an array's leading sides of 1 beyond the selection's dimensions
+    (``a[0:2] = np.ones((1, 1, 2))``), except for one ``element`` named by integers
+    alone, which takes a scalar only (and a list is read with the selection's
+    dimensions at most, so ``[[[1, 2]]]`` does not fit ``a[0:2]``).
+
+    Examples
+    --------
+    >>> fit_array_value(np.ones((1, 1, 2)), (2,)).shape
+    (2,)
+    >>> fit_array_value(np.ones(1), (), element=True).shape
+    (1,)
+    """
+    if not isinstance(value, np.ndarray):
+        return value
+    extra = value.ndim - len(shape)
+    if not element and extra > 0 and all(n == 1 for n in value.shape[:extra]):
+        return value.reshape(value.shape[extra:])
+    return value
+
+
+def writes_nothing(value: ArrayLike | ChunkedSource, shape: tuple[int, ...], path: str) -> bool:
+    """Whether writing ``value`` into a selection of ``shape`` is over once checked: an
+    array into an empty selection. numpy converts an array's elements as it writes
+    them, so it converts (and refuses) none of them there.
+
+    Raises
+    ------
+    ShapeMismatchError
+        When the array cannot broadcast to the empty selection (a ``ValueError``).
+
+    Examples
+    --------
+    >>> writes_nothing(np.array(["a"]), (0, 3), "x"), writes_nothing("a", (0, 3), "x")
+    (True, False)
+    """
+    if not isinstance(value, np.ndarray) or math.prod(shape):
+        return False
+    _broadcast(value, shape, path)
+    return True
+
+
+def _broadcast(array: np.ndarray, target: tuple[int, ...], path: str) -> np.ndarray:
+    try:
+        return np.broadcast_to(array, target)
+    except ValueError:
+        raise ShapeMismatchError(
+            f"array {path or '/'!r}: cannot write a value of shape {array.shape} to a "
+            f"selection of shape {target}"
+        ) from None
 
 
 def prepare_value(value: ArrayLike, dtype: np.dtype, indexer: Indexer, path: str) -> np.ndarray:
@@ -54,13 +112,7 @@ def prepare_value(value: ArrayLike, dtype: np.dtype, indexer: Indexer, path: str
         return array
     target = tuple(indexer.sel_shape)
     if array.shape != target:
-        try:
-            array = np.broadcast_to(array, target)
-        except ValueError:
-            raise ShapeMismatchError(
-                f"array {path or '/'!r}: cannot write a value of shape {array.shape} to a "
-                f"selection of shape {target}"
-            ) from None
+        array = _broadcast(array, target, path)
     if tuple(indexer.shape) != target:
         array = array.reshape(indexer.shape)
     return array

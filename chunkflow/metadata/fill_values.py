@@ -57,6 +57,7 @@ __all__ = [
     "FillValueLike",
     "encode_fill_value_v2",
     "encode_fill_value_v3",
+    "float_equals_fill",
     "is_all_fill",
     "normalize_fill_value",
     "parse_fill_value_v2",
@@ -304,16 +305,34 @@ def is_all_fill(chunk: np.ndarray, fill_value: np.generic) -> bool:
     return bool((chunk == fill_value).all())
 
 
+def float_equals_fill(values: np.ndarray, fill_value: np.generic) -> np.ndarray:
+    """Element by element, whether float or complex ``values`` hold ``fill_value``'s
+    bits: -0.0 is not 0.0, and a NaN is the fill value only with its payload.
+
+    Examples
+    --------
+    >>> float_equals_fill(np.array([0.0, -0.0, np.nan]), np.float64(0.0)).tolist()
+    [True, False, False]
+    >>> float_equals_fill(np.array([np.nan, -np.nan]), np.float64("nan")).tolist()
+    [True, False]
+    """
+    fill = np.asarray(fill_value).astype(values.dtype)  # a byte swap at most: bits kept
+    parts = [(values.real, fill.real), (values.imag, fill.imag)] if values.dtype.kind == "c" \
+        else [(values, fill)]
+    equal: np.ndarray | None = None
+    for part, value in parts:
+        unsigned = np.dtype(f"u{part.dtype.itemsize}")  # same size: a view of any strides
+        same = part.view(unsigned) == value.view(unsigned)
+        equal = same if equal is None else equal & same
+    assert equal is not None
+    return equal
+
+
 def _same_bits(chunk: np.ndarray, fill_value: np.generic) -> bool:
-    fill = np.asarray(fill_value).astype(chunk.dtype)  # a byte swap at most: bits kept
-    parts = [(chunk.real, fill.real), (chunk.imag, fill.imag)] if chunk.dtype.kind == "c" \
-        else [(chunk, fill)]
-    for values, value in parts:
-        unsigned = np.dtype(f"u{values.dtype.itemsize}")  # same size: a view of any strides
-        bits, fill_bits = values.view(unsigned), value.view(unsigned)
-        if bits[(0,) * bits.ndim] != fill_bits or not bool((bits == fill_bits).all()):
-            return False
-    return True
+    first = chunk[(slice(0, 1),) * chunk.ndim]  # decides most data chunks at once
+    if not bool(float_equals_fill(first, fill_value).all()):
+        return False
+    return bool(float_equals_fill(chunk, fill_value).all())
 
 
 def _same_item(item: object, fill_value: object) -> bool:

@@ -18,13 +18,19 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from chunkflow.testing import strategies as cst
 from chunkflow.testing.strategies import StoredArraySpec
 from tests.differential.conftest import budget
-from tests.helpers.numpy_selections import check_get, check_set
+from tests.helpers.numpy_selections import (
+    assert_identical,
+    check_get,
+    check_set,
+    refusal_class,
+)
 
 DTYPES = cst.dtypes(kinds="biufcmMUS", byteorder="any")
 SPECS = cst.stored_arrays(dtypes=DTYPES)
@@ -41,14 +47,19 @@ def _target_shape(data: np.ndarray, selection: Any) -> tuple[int, ...]:
 
 @st.composite
 def _with_flags_and_empty_masks(draw: st.DrawFn, shape: tuple[int, ...]) -> tuple[Any, ...]:
-    """A numpy selection whose masks sometimes have sides of 0 (numpy takes them on any
-    dimension), with boolean scalars put in now and then (a side of 1 or 0 each)."""
+    """A numpy selection with a boolean scalar or two (a side of 1 or 0 each, taking no
+    dimension), and masks with sides of 0 (numpy takes them on any dimension; a side of
+    1 on a longer dimension it refuses)."""
     entries = list(draw(cst.numpy_selections(shape)))
     for i, entry in enumerate(entries):
         if isinstance(entry, np.ndarray) and entry.dtype == bool and draw(st.booleans()):
             sides = tuple(0 if draw(st.booleans()) else n for n in entry.shape)
             entries[i] = np.zeros(sides, bool)
-    for _ in range(draw(st.integers(0, 2))):
+    one_dim = [i for i, e in enumerate(entries) if e is not None and e is not Ellipsis
+               and not (isinstance(e, np.ndarray) and e.dtype == bool)]
+    if one_dim and draw(st.booleans()):  # an entry of one dimension becomes a 1-d mask
+        entries[draw(st.sampled_from(one_dim))] = np.zeros(draw(st.sampled_from([0, 0, 1])), bool)
+    for _ in range(draw(st.integers(1, 2))):
         flag = draw(st.sampled_from([True, False, np.True_, np.False_, np.array(True)]))
         entries.insert(draw(st.integers(0, len(entries))), flag)
     return tuple(entries)
@@ -241,6 +252,18 @@ def _numpy_is_deterministic(spec: StoredArraySpec, value: Any) -> bool:
     return bool(((part > float(info.min) - 1) & (part < float(info.max) + 1)).all())
 
 
+def _numpy_assign(data: np.ndarray, selection: Any, value: Any) -> None:
+    """numpy's ``data[selection] = value``; but bytes that are no date are refused on
+    numpy's plain path first: its fancy-index path leaves the parse error set (numpy
+    2.4), which breaks a later call (a ``SystemError``, or a crash)."""
+    if isinstance(value, np.ndarray) and value.dtype.kind == "S" \
+            and data.dtype.kind == "M" and np.size(data[selection]):
+        np.empty(value.shape, data.dtype)[...] = value
+    data[selection] = value
+
+
+@pytest.mark.filterwarnings("ignore::numpy.exceptions.ComplexWarning")  # drawn on purpose
+@pytest.mark.filterwarnings("ignore:.*encountered in cast:RuntimeWarning")
 @budget(50)
 @given(conversion_cases())
 @example((StoredArraySpec(np.zeros(3), (2,)), Ellipsis, "1.5"))
@@ -250,8 +273,40 @@ def _numpy_is_deterministic(spec: StoredArraySpec, value: Any) -> bool:
 @example((StoredArraySpec(np.zeros(3, "u1"), (2,)), 0, 300))  # OverflowError, as numpy
 @example((StoredArraySpec(np.zeros(3, "S3"), (2,)), 0, "é"))  # UnicodeEncodeError (a ValueError)
 @example((StoredArraySpec(np.zeros(3, ">f4"), (2,)), [0, 2], 1 + 2j))  # TypeError, as numpy
+@example((StoredArraySpec(np.zeros((1, 0, 0), "i1"), (1, 1, 1)),
+          (-1, slice(-2, None, -1), np.array([], "u2")), np.array(["é"])))  # nothing converted
+@example((StoredArraySpec(np.zeros((1, 2, 0), "i1"), (1, 1, 1)),
+          (-1, Ellipsis, np.array([0, 0, 0]), []), 0j))  # both bad: either error
+@example((StoredArraySpec(np.zeros(4), (3,)), slice(0, 2), np.ones((1, 1, 2))))
+@example((StoredArraySpec(np.zeros(4), (3,)), 0, np.ones(1)))  # one element: a scalar only
+@example((StoredArraySpec(np.zeros(4), (3,)), slice(0, 2), [[[1, 2]]]))  # a list: refused
+@example((StoredArraySpec(np.array(True), ()), (None,), None))  # None is a value: False
+@example((StoredArraySpec(np.zeros((2, 2, 7), "M8[D]"), (3, 2, 7), zarr_format=2),
+          (np.array([-2]), [0, -2, 1], np.array([2], "i4")),
+          np.array([b"", b"\xaf", b"P"])))  # no dates: ValueError (see _numpy_assign)
+@example((StoredArraySpec(np.array([-0.0, -0.0], "f2"), (1,), shards=(1,)), (-1,),
+          np.array(False)))  # a shard's inner chunk of -0.0 is not all fill (0.0)
 def test_writes_convert_values_as_numpy(case: Case) -> None:
     spec, selection, value = case
     assume(_numpy_is_deterministic(spec, value))  # else numpy is no oracle
+    target = _target_shape(spec.data, selection)
+    # A 0-d array into an empty selection: numpy converts it first on some of its
+    # paths and not on others (a[[]] = np.array("x") refuses on a 1-d int array, not
+    # on a 3-d one); chunkflow converts no element it does not write, as numpy's
+    # other paths.
+    assume(not (isinstance(value, np.ndarray) and value.ndim == 0 and 0 in target))
     z = spec.create()
-    check_set(z.__setitem__, lambda: z[...], spec.data, selection, value)
+    try:
+        spec.data[selection]
+    except IndexError:
+        # Selection and value both bad: numpy names the value first on its paths that
+        # convert it before checking index arrays; chunkflow checks the selection first.
+        expected = spec.data.copy()
+        try:
+            _numpy_assign(expected, selection, value)
+        except Exception as err:  # noqa: BLE001 - compared by class below
+            with pytest.raises((IndexError, refusal_class(err))):
+                z[selection] = value
+        assert_identical(z[...], spec.data, ("refused", selection))
+        return
+    check_set(z.__setitem__, lambda: z[...], spec.data, selection, value, assign=_numpy_assign)
