@@ -34,6 +34,7 @@ __all__ = [
     "DimBlocks",
     "auto_per_block",
     "block_counts",
+    "canonical_selection",
     "compose_selection",
     "default_per_block",
     "dim_blocks",
@@ -140,6 +141,26 @@ def compose_selection(dims: Sequence[DimBlocks], selection: Selection) -> tuple[
         else:
             composed.append(positions[entry])
     return tuple(composed)
+
+
+def canonical_selection(selection: Selection, shape: Sequence[int]) -> tuple[int | slice, ...]:
+    """``selection`` in its plainest form for an array of ``shape``: one entry per
+    dimension, integers in range and non-negative, and slices that start on an element
+    and stop past the last one (``slice(0, 0)`` when empty).
+
+    dask's getitem misreads negative-step slices that start before the first element
+    (dask issue 10555, open in dask 2026.8: ``x[-7::-1]`` of 5 elements gives 5,
+    numpy none); it reads these right.
+
+    Examples
+    --------
+    >>> canonical_selection((slice(-7, None, -1), -1), (5, 3))
+    (slice(0, 0, 1), 2)
+    >>> canonical_selection(slice(None, None, -2), (5,))
+    (slice(4, None, -2),)
+    """
+    return tuple(_as_slice(range(*entry.indices(size))) if isinstance(entry, slice) else entry
+                 for entry, size in zip(normalize_selection(selection, shape), shape))
 
 
 def normalize_selection(selection: Selection, shape: Sequence[int]) -> tuple[int | slice, ...]:

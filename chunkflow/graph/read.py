@@ -47,6 +47,7 @@ from chunkflow.graph.blocks import (
     DimBlocks,
     auto_per_block,
     block_counts,
+    canonical_selection,
     compose_selection,
     default_per_block,
     dim_blocks,
@@ -169,8 +170,9 @@ class ChunkflowDaskArray(da.Array):
         if 2 * selected > math.prod(self.numblocks):
             # Most of the blocks: dask's getitem shares their reads with whatever else a
             # computation does with x (x.sum() and x[::3].sum() together read each
-            # chunk once, not twice), and its layer is no larger than x's own.
-            return super().__getitem__(index)
+            # chunk once, not twice), and its layer is no larger than x's own. It is
+            # given the plainest selection, which it reads right.
+            return super().__getitem__(canonical_selection(index, self.shape))
         return to_dask(array, selection, multiples)
 
 

@@ -124,7 +124,8 @@ def _ix(shape: tuple[int, ...], selection: tuple[Any, ...]) -> tuple[tuple[Any, 
 
 def _orthogonal_get(data: np.ndarray, selection: tuple[Any, ...]) -> np.ndarray:
     ix, keep = _ix(data.shape, selection)
-    return data[ix][keep] if data.ndim else data[...]  # data[()] is a native-order scalar
+    # ... keeps one element a 0-d array: data[()] is a scalar of native byte order.
+    return data[ix][(*keep, Ellipsis)] if data.ndim else data[...]
 
 
 def _points_get(data: np.ndarray, selection: Any) -> np.ndarray:
@@ -151,6 +152,7 @@ def orthogonal_cases(draw: st.DrawFn) -> Case:
 @example((StoredArraySpec(np.arange(12.0).reshape(3, 4), (2, 3)),
           (np.array([2, -3, 2]), np.array([True, False, True, True])),
           np.arange(9.0).reshape(3, 3) * -1))
+@example((StoredArraySpec(np.array([0], ">i2"), (1,), zarr_format=2), (0,), np.array(0, ">i2")))
 def test_oindex_as_numpy_ix(case: Case) -> None:
     spec, selection, value = case
     z = spec.create()
