@@ -83,7 +83,7 @@ def _expected(data: np.ndarray, selections: list[Any]) -> Iterator[tuple[Any, np
 def _check_blocks(x: Any) -> None:
     """A plan of chunkflow's has no empty block, unless its dimension is empty: then
     one empty block, as dask has."""
-    if not isinstance(x, ChunkflowDaskArray):
+    if not x.name.startswith("chunkflow-read-"):
         return  # dask's own getitem, whose blocks are dask's
     for size, blocks in zip(x.shape, x.chunks):
         assert blocks == (0,) if size == 0 else 0 not in blocks, (x.shape, x.chunks)
@@ -114,6 +114,7 @@ def check_chain(z: Any, data: np.ndarray, blocks: Any, selections: list[Any],
                 _select(z, x, selection, blocks)
             return None
         x = _select(z, x, selection, blocks)
+        assert isinstance(x, ChunkflowDaskArray)  # re-slices again as numpy
         assert (x.shape, x.dtype) == (expected.shape, expected.dtype), (selection, x, expected)
         _check_blocks(x)
         assert_identical(_compute(x, scheduler, **kwargs), expected, (selections, x.chunks))
@@ -147,7 +148,7 @@ def _spec(data: np.ndarray, chunks: tuple[int, ...], **kwargs: Any) -> StoredArr
     return StoredArraySpec(data, chunks, **kwargs)
 
 
-@budget(40)
+@budget(100)
 @given(cases(), cst.schedulers(processes=False))
 # The cases of issue 34: an empty re-slice of a reversed plan wrapped round...
 @example((_spec(np.arange(8), (2,)), None, [slice(None, None, -1), slice(10, 2)]), "sync")
@@ -159,8 +160,12 @@ def _spec(data: np.ndarray, chunks: tuple[int, ...], **kwargs: Any) -> StoredArr
 @example((_spec(np.arange(6), (1,)), None, [slice(None, None, 2)]), "threads")
 @example((_spec(np.arange(40.0).reshape(8, 5), (2, 2), shards=(4, 2)), (1, -1),
           [(slice(None, None, -3), slice(1, None, 3)), (slice(None, None, -1), 0)]), "threads")
-# dask's own getitem (most blocks selected) misread a negative step from before the start.
+# dask's own getitem (most blocks selected) misread a negative step from before the start
+# (dask#10555), also on its own result.
 @example((_spec(np.array([False]), (1,)), None, [(), (slice(-3, None, -1),)]), "sync")
+@example((_spec(np.zeros((1, 0), bool), (1, 1)), None,
+          [(slice(3, None, -2), slice(1, None, -2)), (slice(3, None, -2), slice(1, None, -2)),
+           (slice(-3, None, -2), Ellipsis, slice(0, None, 3))]), "sync")
 @example((_spec(np.zeros((0, 1, 0), "i1"), (1, 1, 1)), None,
           [(slice(None, None, -1), slice(None, 3, 2), slice(None, None, -1)),
            (slice(None, None, -1), slice(-3, -2, -3), Ellipsis)]), "threads")
@@ -168,7 +173,7 @@ def test_to_dask_and_its_reslicing_as_numpy(case: Case, scheduler: str) -> None:
     _run(case, scheduler)
 
 
-@budget(4)
+@budget(5)
 @given(case=cases(dtypes=cst.dtypes(kinds="iuf", byteorder="any"), max_side=5))
 def test_to_dask_on_the_processes_scheduler(case: Case, tmp_path_factory: pytest.TempPathFactory,
                                             process_pool: ProcessPoolExecutor) -> None:
@@ -218,7 +223,7 @@ def plan_cases(draw: st.DrawFn) -> tuple[tuple[int, ...], tuple[int, ...], tuple
     return shape, chunks, per_block, selection, draw(selections(result_shape))
 
 
-@budget(300)
+@budget(500)
 @given(plan_cases())
 @example(((8,), (2,), (1,), slice(None, None, -1), slice(10, 2)))
 @example(((3, 2, 8), (3, 2, 2), (1, 1, 1), (slice(0, None, -1), Ellipsis),
