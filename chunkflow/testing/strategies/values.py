@@ -153,9 +153,9 @@ def elements(dtype: np.dtype) -> st.SearchStrategy[Any]:
         unit = np.datetime_data(native)[0]
         anything = st.integers(-(2**62), 2**62).map(lambda v: native.type(v, unit))
     elif native.kind == "U":
-        # numpy drops trailing NULs, as for bytes below.
+        # numpy drops trailing NULs (as for bytes): "a\x00" is stored as "a".
         anything = st.text(max_size=native.itemsize // 4).map(
-            lambda t: native.type(t.rstrip("\x00")))
+            lambda s: native.type(s.rstrip("\x00")))
     elif native.kind == "S":
         anything = st.binary(max_size=native.itemsize).map(lambda b: native.type(b.rstrip(b"\x00")))
     else:
