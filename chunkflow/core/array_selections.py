@@ -21,8 +21,10 @@ from chunkflow.core.selection import SelectionAccessor, has_ellipsis, read_targe
 from chunkflow.engine.values import (
     convert_dtype,
     copy_from_source,
+    fit_array_value,
     is_chunked_source,
     prepare_value,
+    writes_nothing,
 )
 from chunkflow.errors import ArgumentTypeError, ShapeMismatchError
 from chunkflow.indexing import (
@@ -213,7 +215,9 @@ class ArraySelections:
         if fields is None and is_chunked_source(value):
             copy_from_source(self._io, self.dtype, indexer, value, self._reader_of(value))
         else:
-            self._set(indexer, value, fields)
+            # Integers alone name one element, which numpy fills from a scalar only.
+            element = not indexer.shape and not has_ellipsis(selection)
+            self._set(indexer, value, fields, element=element)
 
     def _reader_of(self, value: object) -> Callable[..., object] | None:
         """``value.get_basic_selection`` (which reads into a given buffer) when ``value``
@@ -241,11 +245,15 @@ class ArraySelections:
         """Write where a boolean mask of the array's shape is true."""
         self._set(MaskIndexer(mask, self._io.grid), value, fields)
 
-    def _set(self, indexer: Indexer, value: ArrayLike | ChunkedSource, fields: Fields = None) -> None:
+    def _set(self, indexer: Indexer, value: ArrayLike | ChunkedSource, fields: Fields = None,
+             *, element: bool = False) -> None:
         self._check_writable()
         field = writable_field(self.dtype, fields, f"array {self._path or '/'!r}: ")
         if field is not None:
             self._set_field(indexer, value, field)
+            return
+        value = fit_array_value(value, indexer.result_shape, element=element)
+        if writes_nothing(value, indexer.result_shape, self._path):
             return
         if indexer.reorders:  # numpy's order of the value's dimensions is not the plan's
             converted = convert_dtype(value, self.dtype, self._path)

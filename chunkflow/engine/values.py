@@ -18,12 +18,69 @@ if TYPE_CHECKING:
     from chunkflow.engine.chunk_io import ChunkIO
     from chunkflow.indexing import Indexer
 
-__all__ = ["convert_dtype", "copy_from_source", "is_chunked_source", "prepare_value"]
+__all__ = ["convert_dtype", "copy_from_source", "fit_array_value", "is_chunked_source",
+           "prepare_value", "writes_nothing"]
 
 #: Destination chunks one copy unit holds at most (fewer when they are large): with
 #: one unit per I/O thread in flight, a copy holds a few chunks per thread.
 _UNIT_CHUNKS = 2
 _UNIT_BYTES = 4 * 1024 * 1024
+
+
+def fit_array_value(value: ArrayLike | ChunkedSource, shape: tuple[int, ...], *,
+                    element: bool = False) -> ArrayLike | ChunkedSource:
+    """A numpy array ``value`` shaped as numpy's assignment takes it into a selection of
+    ``shape``; other values unchanged.
+
+    numpy ignores an array's leading sides of 1 beyond the selection's dimensions
+    (``a[0:2] = np.ones((1, 1, 2))``), except for one ``element`` named by integers
+    alone, which takes a scalar only (and a list is read with the selection's
+    dimensions at most, so ``[[[1, 2]]]`` does not fit ``a[0:2]``).
+
+    Examples
+    --------
+    >>> fit_array_value(np.ones((1, 1, 2)), (2,)).shape
+    (2,)
+    >>> fit_array_value(np.ones(1), (), element=True).shape
+    (1,)
+    """
+    if not isinstance(value, np.ndarray):
+        return value
+    extra = value.ndim - len(shape)
+    if not element and extra > 0 and all(n == 1 for n in value.shape[:extra]):
+        return value.reshape(value.shape[extra:])
+    return value
+
+
+def writes_nothing(value: ArrayLike | ChunkedSource, shape: tuple[int, ...], path: str) -> bool:
+    """Whether writing ``value`` into a selection of ``shape`` is over once checked: an
+    array into an empty selection. numpy converts an array's elements as it writes
+    them, so it converts (and refuses) none of them there.
+
+    Raises
+    ------
+    ShapeMismatchError
+        When the array cannot broadcast to the empty selection (a ``ValueError``).
+
+    Examples
+    --------
+    >>> writes_nothing(np.array(["a"]), (0, 3), "x"), writes_nothing("a", (0, 3), "x")
+    (True, False)
+    """
+    if not isinstance(value, np.ndarray) or 0 not in shape:
+        return False
+    _broadcast(value, shape, path)
+    return True
+
+
+def _broadcast(array: np.ndarray, target: tuple[int, ...], path: str) -> np.ndarray:
+    try:
+        return np.broadcast_to(array, target)
+    except ValueError:
+        raise ShapeMismatchError(
+            f"array {path or '/'!r}: cannot write a value of shape {array.shape} to a "
+            f"selection of shape {target}"
+        ) from None
 
 
 def prepare_value(value: ArrayLike, dtype: np.dtype, indexer: Indexer, path: str) -> np.ndarray:
@@ -54,20 +111,37 @@ def prepare_value(value: ArrayLike, dtype: np.dtype, indexer: Indexer, path: str
         return array
     target = tuple(indexer.sel_shape)
     if array.shape != target:
-        try:
-            array = np.broadcast_to(array, target)
-        except ValueError:
-            raise ShapeMismatchError(
-                f"array {path or '/'!r}: cannot write a value of shape {array.shape} to a "
-                f"selection of shape {target}"
-            ) from None
+        array = _broadcast(array, target, path)
     if tuple(indexer.shape) != target:
         array = array.reshape(indexer.shape)
     return array
 
 
 def convert_dtype(value: ArrayLike, dtype: np.dtype, path: str) -> np.ndarray:
-    """``value`` as a numpy array of ``dtype``; a clear error when it cannot be."""
+    """``value`` as a numpy array of ``dtype``, converted as numpy's assignment converts
+    it (``a[...] = value``): ``"1.5"`` into floats, ``1.5`` into strings, integers
+    that do not fit refused; a chunkflow error of numpy's class where numpy refuses.
+
+    Raises
+    ------
+    ValueOutOfRangeError
+        Where numpy raises ``OverflowError`` (an integer that does not fit).
+    DtypeMismatchError
+        Where numpy raises ``ValueError`` or ``TypeError`` (``"abc"`` into floats,
+        complex into floats); it is both.
+
+    Examples
+    --------
+    >>> convert_dtype("1.5", np.dtype("f8"), "x")
+    array(1.5)
+    >>> convert_dtype([1.5, 300], np.dtype("U3"), "x")
+    array(['1.5', '300'], dtype='<U3')
+    >>> convert_dtype("abc", np.dtype("f8"), "x")
+    Traceback (most recent call last):
+    ...
+    chunkflow.errors.DtypeMismatchError: array 'x': cannot convert the value (str 'abc') to \
+the array's dtype float64: could not convert string to float: 'abc'
+    """
     try:
         if dtype.names is not None and not isinstance(value, np.ndarray):
             # A tuple is one structured item, a list of tuples several: numpy reads
@@ -76,13 +150,11 @@ def convert_dtype(value: ArrayLike, dtype: np.dtype, path: str) -> np.ndarray:
         source = np.asarray(value) if dtype.kind != "O" else _object_array(value)
         if source.dtype == dtype:
             return source
-        _check_kinds(source.dtype, dtype, path)
-        if isinstance(value, np.ndarray) or dtype.kind == "V":
-            return source.astype(dtype)
-        # Scalars (Python or numpy) and (nested) lists: assign as numpy assigns, which
-        # checks that integers fit instead of wrapping them (300 -> 44 in uint8).
+        # Assign as numpy assigns: from the value itself, not from np.asarray(value),
+        # so that Python integers are checked to fit instead of wrapping (300 -> 44
+        # in uint8) and Python floats are not first rounded to another type.
         converted = np.empty(source.shape, dtype=dtype)
-        converted[...] = value
+        converted[...] = value if dtype.kind != "O" else source
         return converted
     except OverflowError as err:
         raise ValueOutOfRangeError(
@@ -90,8 +162,6 @@ def convert_dtype(value: ArrayLike, dtype: np.dtype, path: str) -> np.ndarray:
             f"dtype {dtype} ({err}); nothing was written"
         ) from None
     except (ValueError, TypeError) as err:
-        if isinstance(err, DtypeMismatchError):
-            raise
         raise DtypeMismatchError(
             f"array {path or '/'!r}: cannot convert the value ({_describe(value)}) to the "
             f"array's dtype {dtype}: {err}"
@@ -106,21 +176,6 @@ def _object_array(value: ArrayLike) -> np.ndarray:
         out[()] = value
         return out
     return np.asarray(value, dtype=object)
-
-
-# Conversions numpy allows but that silently produce garbage for stored data.
-_REFUSED = {("U", "f"), ("U", "i"), ("U", "u"), ("U", "c"), ("U", "b"), ("S", "f"), ("S", "i"),
-            ("S", "u"), ("S", "c"), ("S", "b"), ("f", "S"), ("f", "U"), ("i", "S"), ("i", "U")}
-
-
-def _check_kinds(source: np.dtype, target: np.dtype, path: str) -> None:
-    if (source.kind, target.kind) in _REFUSED or (
-        (source.kind == "V") != (target.kind == "V") and source.kind != "O"
-    ):
-        raise DtypeMismatchError(
-            f"array {path or '/'!r}: cannot write values of dtype {source} into an array of "
-            f"dtype {target}; convert them explicitly first"
-        )
 
 
 def _describe(value: object) -> str:

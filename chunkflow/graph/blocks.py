@@ -34,6 +34,7 @@ __all__ = [
     "DimBlocks",
     "auto_per_block",
     "block_counts",
+    "canonical_selection",
     "compose_selection",
     "default_per_block",
     "dim_blocks",
@@ -94,6 +95,15 @@ class DimBlocks:
 
 
 def _as_slice(positions: range) -> slice:
+    """The array slice of the (in-range) ``positions``.
+
+    An empty range may have its start and stop outside the array (``range(7, -1,
+    -1)[10:2]`` is ``range(-1, 5, -1)``), where a slice would wrap them round: it
+    becomes ``slice(0, 0)``. A non-empty one starts on an element; only a stop below 0
+    (stepping down past element 0) must become ``None``.
+    """
+    if not positions:
+        return slice(0, 0, 1)
     stop = positions.stop
     return slice(positions.start, stop if stop >= 0 else None, positions.step)
 
@@ -110,6 +120,12 @@ def compose_selection(dims: Sequence[DimBlocks], selection: Selection) -> tuple[
     (slice(88, 82, -2), 3)
     >>> compose_selection(dims, -1)
     (12, 3)
+
+    An empty range stays empty (its ends may lie outside the array):
+
+    >>> reverse = dim_blocks((8,), (2,), slice(None, None, -1), per_block=(1,))
+    >>> compose_selection(reverse, slice(10, 2))
+    (slice(0, 0, 1),)
     """
     kept = [dim for dim in dims if dim.kept]
     inner = iter(normalize_selection(selection, [dim.length for dim in kept]))
@@ -125,6 +141,26 @@ def compose_selection(dims: Sequence[DimBlocks], selection: Selection) -> tuple[
         else:
             composed.append(positions[entry])
     return tuple(composed)
+
+
+def canonical_selection(selection: Selection, shape: Sequence[int]) -> tuple[int | slice, ...]:
+    """``selection`` in its plainest form for an array of ``shape``: one entry per
+    dimension, integers in range and non-negative, and slices that start on an element
+    and stop past the last one (``slice(0, 0)`` when empty).
+
+    dask's getitem misreads negative-step slices that start before the first element
+    (dask issue 10555, open in dask 2026.8: ``x[-7::-1]`` of 5 elements gives 5,
+    numpy none); it reads these right.
+
+    Examples
+    --------
+    >>> canonical_selection((slice(-7, None, -1), -1), (5, 3))
+    (slice(0, 0, 1), 2)
+    >>> canonical_selection(slice(None, None, -2), (5,))
+    (slice(4, None, -2),)
+    """
+    return tuple(_as_slice(range(*entry.indices(size))) if isinstance(entry, slice) else entry
+                 for entry, size in zip(normalize_selection(selection, shape), shape))
 
 
 def normalize_selection(selection: Selection, shape: Sequence[int]) -> tuple[int | slice, ...]:
@@ -167,9 +203,19 @@ def _one_dim(entry: object) -> int:
 
 
 def _edges(start: int, step: int, length: int, span: int) -> np.ndarray:
-    """Output positions where the array crosses a multiple of ``span`` (block edges)."""
+    """Output positions where the array crosses a multiple of ``span`` (block edges).
+
+    No block is empty (dask answers wrongly around empty blocks), unless the whole
+    selection is: then there is one empty block, as dask has. A step of at least
+    ``span`` puts every element in a span of its own, so every element is a block;
+    a shorter step leaves an element in every span between the first and the last,
+    so each crossing is a block edge. Either way the cost is one entry per block,
+    never one per span the step skips.
+    """
     if length == 0:
         return np.zeros(2, dtype=np.int64)  # one empty block, as dask has
+    if abs(step) >= span:
+        return np.arange(length + 1, dtype=np.int64)
     last = start + (length - 1) * step
     if step > 0:
         groups = np.arange(start // span + 1, last // span + 1, dtype=np.int64)
@@ -209,6 +255,11 @@ def dim_blocks(
     >>> plan = dim_blocks((10,), (4,), (slice(None, None, -1),), per_block=(1,))
     >>> plan[0].chunks, plan[0].array_slice(0, 2)
     ((2, 4, 4), slice(9, 7, -1))
+
+    A step that skips chunks makes a block of each element, none empty:
+
+    >>> dim_blocks((6,), (1,), slice(None, None, 2), per_block=(1,))[0].chunks
+    (1, 1, 1)
     """
     normalized = normalize_selection(selection, shape)
     return tuple(
@@ -291,6 +342,9 @@ def block_counts(
             counts.append(1)  # one empty block, as dask has
             continue
         span = chunk * max(1, k)
+        if abs(step) >= span:
+            counts.append(length)  # every element in a span of its own (see _edges)
+            continue
         last = start + (length - 1) * step
         counts.append(abs(last // span - start // span) + 1)
     return tuple(counts)

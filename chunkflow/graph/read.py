@@ -47,6 +47,7 @@ from chunkflow.graph.blocks import (
     DimBlocks,
     auto_per_block,
     block_counts,
+    canonical_selection,
     compose_selection,
     default_per_block,
     dim_blocks,
@@ -154,24 +155,32 @@ class ChunkflowDaskArray(da.Array):
     every block of ``x``. That matters at scale, because dask materializes the keys of
     every block of every layer when it culls a graph (10^6 keys for a 10^6-chunk array),
     whatever a computation needs. A selection of more than half of the blocks stays
-    dask's ``getitem``, which shares the reads with other uses of ``x``. Anything else
+    dask's ``getitem``, which shares the reads with other uses of ``x``; it is given
+    the selection in its plainest form (:func:`~chunkflow.graph.blocks.canonical_selection`,
+    which dask reads as numpy does), and its result slices the same way. Anything else
     behaves as any dask array.
     """
 
-    _chunkflow_blocks: tuple[Array, tuple[DimBlocks, ...], tuple[int, ...]]
+    _chunkflow_blocks: tuple[Array, tuple[DimBlocks, ...], tuple[int, ...]] | None = None
 
     def __getitem__(self, index: Selection) -> da.Array:
-        if not _is_basic(index) or not hasattr(self, "_chunkflow_blocks"):
+        if not _is_basic(index) or any(math.isnan(n) for n in self.shape):
             return super().__getitem__(index)
-        array, dims, multiples = self._chunkflow_blocks
-        selection = compose_selection(dims, index)
-        selected = math.prod(block_counts(array.shape, array.write_chunks, selection, multiples))
-        if 2 * selected > math.prod(self.numblocks):
-            # Most of the blocks: dask's getitem shares their reads with whatever else a
-            # computation does with x (x.sum() and x[::3].sum() together read each
-            # chunk once, not twice), and its layer is no larger than x's own.
-            return super().__getitem__(index)
-        return to_dask(array, selection, multiples)
+        if self._chunkflow_blocks is not None:
+            array, dims, multiples = self._chunkflow_blocks
+            selection = compose_selection(dims, index)
+            selected = math.prod(block_counts(array.shape, array.write_chunks, selection,
+                                              multiples))
+            if 2 * selected <= math.prod(self.numblocks):
+                return to_dask(array, selection, multiples)
+        # Most of the blocks: dask's getitem shares their reads with whatever else a
+        # computation does with x (x.sum() and x[::3].sum() together read each chunk
+        # once, not twice), and its layer is no larger than x's own.
+        result = super().__getitem__(canonical_selection(index, self.shape))
+        if isinstance(result, ChunkflowDaskArray):
+            return result  # x itself (dask returns x for x[:])
+        meta = np.empty((0,) * result.ndim, dtype=result.dtype)
+        return ChunkflowDaskArray(result.dask, result.name, result.chunks, meta=meta)
 
 
 # A block of more chunks than this reads them with the I/O pool (a task that reads
@@ -184,7 +193,14 @@ SERIAL_MAX_CHUNKS = 16
 def read_block(array: Array, selection: tuple[int | slice, ...], serial: bool = True) -> np.ndarray:
     """The task of every block: read ``selection`` of ``array``."""
     with serial_io() if serial else contextlib.nullcontext():
-        return np.asarray(array.get_basic_selection(selection))
+        value = array.get_basic_selection(selection)
+    if isinstance(value, np.ndarray):
+        return value
+    # One element (every dimension an integer) comes as a numpy scalar, of native byte
+    # order: the block keeps the array's dtype, as the dask array's meta says.
+    block = np.empty((), dtype=array.dtype)
+    block[()] = value
+    return block
 
 
 def block_multiples(array: Array, selection: Selection, blocks: BlockChunks) -> tuple[int, ...]:

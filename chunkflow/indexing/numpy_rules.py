@@ -2,8 +2,9 @@
 
 numpy's indexing: integers and slices act per dimension, ``None`` adds a dimension of
 length one, and *advanced* entries — integer arrays, boolean arrays (a k-d mask is its
-k ``nonzero()`` arrays) and, next to them, integers — are broadcast together into one
-block of dimensions. That block stands where the advanced entries stand when they are
+k ``nonzero()`` arrays; a 0-d one, ``True`` or ``False``, takes no dimension and adds
+a side of 1 or 0 to the block) and, next to them, integers — are broadcast together
+into one block of dimensions. That block stands where the advanced entries stand when they are
 adjacent, and first otherwise (a slice, ``...`` or ``None`` between them).
 
 :class:`NumpyIndexer` picks the cheapest plan that gives exactly that:
@@ -45,7 +46,7 @@ from chunkflow.errors import InvalidSelectionError
 from chunkflow.grid import RegularChunkGrid
 from chunkflow.indexing.dims import as_int, normalize_int_array
 from chunkflow.indexing.expand import expand_ellipsis
-from chunkflow.indexing.points import PointsIndexer, broadcast_points
+from chunkflow.indexing.points import MaskIndexer, PointsIndexer, broadcast_points
 from chunkflow.indexing.selections import BasicIndexer, ChunkProjection, OrthogonalIndexer
 
 if TYPE_CHECKING:
@@ -63,17 +64,20 @@ def index_entry(entry: object) -> object:
 
     Integers (numpy's and 0-d integer arrays too) become ``int``; lists, tuples and
     array-likes (anything with ``__array__``: a chunkflow or dask array is read) become
-    integer or boolean numpy arrays; ``None``, ``...`` and slices stay.
+    integer or boolean numpy arrays, boolean scalars 0-d boolean arrays; ``None``,
+    ``...`` and slices stay.
 
     Raises
     ------
     InvalidSelectionError
-        For anything else: floats, strings, objects, boolean scalars.
+        For anything else: floats, strings, objects.
 
     Examples
     --------
     >>> index_entry(np.int8(3)), index_entry([True, False]), index_entry([]).dtype
     (3, array([ True, False]), dtype('int64'))
+    >>> index_entry(True)
+    array(True)
     """
     if entry is None or entry is Ellipsis or isinstance(entry, slice):
         return entry
@@ -81,8 +85,7 @@ def index_entry(entry: object) -> object:
     if index is not None:
         return index
     if isinstance(entry, (bool, np.bool_)):
-        raise InvalidSelectionError(
-            f"a boolean scalar index ({entry!r}) is not supported; use a boolean array")
+        return np.asarray(entry)
     if isinstance(entry, (str, bytes)) or not (
             isinstance(entry, (list, tuple, np.ndarray)) or hasattr(entry, "__array__")):
         raise InvalidSelectionError(f"{_VALID}, got {entry!r}")
@@ -91,9 +94,6 @@ def index_entry(entry: object) -> object:
     except ValueError as err:  # ragged lists
         raise InvalidSelectionError(f"{_VALID}, got {entry!r} ({err})") from None
     if arr.dtype == bool:
-        if arr.ndim == 0:
-            raise InvalidSelectionError(
-                "a 0-d boolean index is not supported; use a boolean array")
         return arr
     if arr.dtype.kind in "iu":
         return int(arr) if arr.ndim == 0 else arr
@@ -103,6 +103,9 @@ def index_entry(entry: object) -> object:
         f"arrays used as indices must be of integer (or boolean) type, got {arr.dtype}")
 
 
+#: The entries that are advanced indices (integers are too, next to one of them).
+_ARRAYS = ("array", "mask", "flag")
+
 #: Stands for a ``...`` of no dimension: it still separates advanced entries (numpy's
 #: ``a[:, [0], ..., [0], :]`` on 4-d puts the block first).
 _GAP = object()
@@ -111,7 +114,8 @@ _GAP = object()
 class _Entry(NamedTuple):
     """One entry of the expanded selection, with the dimensions it takes."""
 
-    kind: str  # "slice", "int", "array" (integer array), "mask", "new" (None) or "gap"
+    kind: str  # "slice", "int", "array" (integer array), "mask", "flag" (0-d boolean),
+    # "new" (None) or "gap"
     value: Any
     dims: tuple[int, ...]
 
@@ -132,6 +136,8 @@ def _entries(selection: Selection, shape: tuple[int, ...]) -> list[_Entry]:
             value = normalize_int_array(np.asarray(entry), dim, shape[dim], shape)
             entries.append(_Entry("int", int(value), (dim,)))
             dim += 1
+        elif entry.dtype == bool and entry.ndim == 0:
+            entries.append(_Entry("flag", bool(entry), ()))  # takes no dimension
         elif entry.dtype == bool:
             dims = tuple(range(dim, dim + entry.ndim))
             _check_mask(entry, dims, shape)
@@ -148,8 +154,7 @@ def _checked_arrays(entries: list[_Entry], advanced: list[int],
     """``entries`` with their integer arrays bounds-checked and wrapped, as numpy does:
     only when the advanced entries broadcast to a non-empty block (numpy reads none of
     their values otherwise: ``a[[5], []]`` is empty, not out of bounds)."""
-    shapes = [(int(np.count_nonzero(e.value)),) if e.kind == "mask" else np.shape(e.value)
-              for e in (entries[i] for i in advanced)]
+    shapes = [_block_shape(entries[i]) for i in advanced]
     try:
         empty = 0 in np.broadcast_shapes(*shapes)
     except ValueError:
@@ -165,9 +170,31 @@ def _checked_arrays(entries: list[_Entry], advanced: list[int],
     return checked
 
 
+def _block_shape(entry: _Entry) -> tuple[int, ...]:
+    """The shape an advanced entry broadcasts with the others."""
+    if entry.kind == "mask":
+        return (int(np.count_nonzero(entry.value)),)
+    if entry.kind == "flag":
+        return (int(entry.value),)  # numpy: True adds a side of 1, False of 0
+    return np.shape(entry.value)
+
+
 def _check_mask(mask: np.ndarray, dims: tuple[int, ...], shape: tuple[int, ...]) -> None:
+    """numpy's check of a mask's sides: each must equal its dimension's, except a side
+    of length 0, which numpy takes on any dimension (``a[np.zeros(0, bool)]`` is empty
+    whatever ``len(a)``; its other sides must still match).
+
+    Examples
+    --------
+    >>> _check_mask(np.zeros((2, 0), bool), (0, 1), (2, 3))
+    >>> _check_mask(np.zeros((1, 0), bool), (0, 1), (2, 3))
+    Traceback (most recent call last):
+    ...
+    chunkflow.errors.InvalidSelectionError: boolean index did not match indexed array \
+along axis 0; size of axis is 2 but size of corresponding boolean axis is 1 (array shape (2, 3))
+    """
     for axis, dim in enumerate(dims):
-        if mask.shape[axis] != shape[dim]:
+        if mask.shape[axis] and mask.shape[axis] != shape[dim]:
             raise InvalidSelectionError(
                 f"boolean index did not match indexed array along axis {dim}; size of axis "
                 f"is {shape[dim]} but size of corresponding boolean axis is "
@@ -196,7 +223,7 @@ class NumpyIndexer:
         shape = grid.shape
         entries = _entries(selection, shape)
         advanced = [i for i, e in enumerate(entries)
-                    if e.kind in ("array", "mask") or (e.kind == "int" and _has_arrays(entries))]
+                    if e.kind in _ARRAYS or (e.kind == "int" and _has_arrays(entries))]
         if advanced:
             entries = _checked_arrays(entries, advanced, shape)
         self._move: tuple[int, int] | None = None
@@ -217,20 +244,29 @@ class NumpyIndexer:
                        grid: RegularChunkGrid) -> None:
         arrays: list[np.ndarray] = []
         dims: list[int] = []
+        flags: list[np.ndarray] = []  # broadcast with the arrays, but index no dimension
         for i in advanced:
             e = entries[i]
             if e.kind == "mask":
                 arrays.extend(np.nonzero(e.value))
+            elif e.kind == "flag":
+                flags.append(np.zeros(_block_shape(e), np.intp))
             else:
                 arrays.append(np.asarray(e.value))
             dims.extend(e.dims)
-        points, block = broadcast_points(arrays)
+        points, block = broadcast_points(arrays + flags)
+        points = points[:len(arrays)]
         adjacent = advanced[-1] - advanced[0] + 1 == len(advanced)
-        first = advanced[0]
-        basic_before = sum(e.kind in ("slice", "new") for e in entries[:first])
-        self.result_shape = self._order_shape(entries, block, first if adjacent else None,
+        self.result_shape = self._order_shape(entries, block, advanced[0] if adjacent else None,
                                               grid.shape)
         others = tuple(e.value for e in entries if e.kind == "slice")
+        if not arrays:
+            self._plan_flags(others, block, grid)
+            return
+        # The plan puts the block where the first entry that indexes a dimension stands
+        # (a flag before it takes none); adjacent, that is where numpy puts it too.
+        first = next(i for i in advanced if entries[i].kind != "flag")
+        basic_before = sum(e.kind in ("slice", "new") for e in entries[:first])
         flat = _single_array(entries, advanced)
         if flat is not None and (adjacent or not any(
                 e.kind in ("slice", "new") for e in entries[:_array_at(entries)])):
@@ -249,6 +285,18 @@ class NumpyIndexer:
         self.sel_shape = self._order_shape(entries, block, first, grid.shape)
         if not adjacent and basic_before:
             self._move = (basic_before, len(block))
+
+    def _plan_flags(self, slices: tuple[slice, ...], block: tuple[int, ...],
+                    grid: RegularChunkGrid) -> None:
+        """Only flags among slices: the slices' values with the block, a side of 1 (a
+        reshape puts it in place) or of 0 (nothing is read)."""
+        self.sel_shape = self.result_shape
+        if not slices:  # a 0-d array: its one element, or nothing
+            self._inner = MaskIndexer(np.array(0 not in block), grid)
+            return
+        if 0 in block:
+            slices = tuple(slice(0, 0) for _ in slices)
+        self._inner = BasicIndexer(slices, grid)
 
     @staticmethod
     def _order_shape(entries: list[_Entry], block: tuple[int, ...], at: int | None,
@@ -316,11 +364,11 @@ def _single_array(entries: list[_Entry], advanced: list[int]) -> np.ndarray | No
 
 
 def _array_at(entries: list[_Entry]) -> int:
-    return next(i for i, e in enumerate(entries) if e.kind in ("array", "mask"))
+    return next(i for i, e in enumerate(entries) if e.kind in _ARRAYS)
 
 
 def _has_arrays(entries: list[_Entry]) -> bool:
-    return any(e.kind in ("array", "mask") for e in entries)
+    return any(e.kind in _ARRAYS for e in entries)
 
 
 class _InPlaceOrthogonal(OrthogonalIndexer):

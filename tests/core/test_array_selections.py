@@ -83,12 +83,12 @@ def test_refusals_are_index_errors(z: chunkflow.Array, selection: Any, match: st
     np.testing.assert_array_equal(z[:], A)  # nothing was written
 
 
-def test_boolean_scalars_are_refused(z: chunkflow.Array) -> None:
-    # numpy reads them as a new axis indexed by [0] or []; chunkflow does not support
-    # them and says so, never giving them another meaning.
-    for selection in (True, (0, np.False_), np.array(True)):
-        with pytest.raises(InvalidSelectionError, match="boolean scalar|0-d boolean"):
-            z[selection]
+def test_boolean_scalars_index_as_numpy(z: chunkflow.Array) -> None:
+    # numpy reads them as a new axis indexed by [0] or [], broadcast with the other
+    # advanced entries.
+    for selection in (True, (0, np.False_), np.array(True), (True, slice(None), [1, 2])):
+        np.testing.assert_array_equal(z[selection], A[selection])
+        assert z[selection].shape == A[selection].shape
 
 
 def test_oindex_and_vindex_keep_zarrs_meaning(z: chunkflow.Array) -> None:

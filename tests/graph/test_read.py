@@ -424,3 +424,20 @@ def test_dask_reads_leave_the_process_wide_cache_alone(tmp_path: Path) -> None:
         mine = chunkflow.open(path, mode="r", cache=private)
         assert int(chunkflow.to_dask(mine).sum().compute()) == int(data.sum())
         assert private.stats.bytes == data.nbytes
+
+
+def test_steps_over_chunks_plan_one_block_per_element_none_empty() -> None:
+    # A step of 10**9 over 10**12 elements: 1000 blocks of one element, planned without
+    # a step per chunk skipped; re-slicing stays as cheap.
+    z = chunkflow.zeros((10**12,), chunks=(1000,), dtype="u1")
+    for step in (10**9, -(10**9) + 7):
+        x = chunkflow.to_dask(z, slice(None, None, step), blocks=(1,))
+        assert x.chunks == ((1,) * len(range(0, 10**12, abs(step))),)
+        y = x[3:5]
+        assert y.chunks == ((1, 1),) and y.compute(scheduler="sync").tolist() == [0, 0]
+    for start, size, step, chunk, k in itertools.product(
+            [0, 5, 999], [1000, 2501], [1, 2, 7, 1000, -1, -3], [1, 3, 1000], [1, 2]):
+        z = chunkflow.zeros((size,), chunks=(chunk,), dtype="u1")
+        x = chunkflow.to_dask(z, slice(start, None, step), blocks=(k,))
+        assert 0 not in x.chunks[0] and sum(x.chunks[0]) == len(range(*slice(
+            start, None, step).indices(size)))

@@ -6,6 +6,9 @@ arrays (1-d and n-d, as arrays or nested lists, broadcasting together or not), a
 boolean masks over one or several dimensions. Some draws are invalid for numpy (out of
 bounds, arrays that do not broadcast, masks whose counts differ): then the chunked
 array must raise an ``IndexError`` too, and write nothing.
+
+Values are compared by their bytes (:func:`assert_identical`): NaN payloads, -0.0,
+NaT and the padding of strings count.
 """
 
 from __future__ import annotations
@@ -18,12 +21,10 @@ import pytest
 from hypothesis import strategies as st
 
 from chunkflow.testing.strategies import selection_values
-
-__all__ = ["check_get", "check_set", "chunked_shape", "chunked_shapes", "numpy_selection",
-           "numpy_selections", "values_for"]
-
-
 from chunkflow.testing.strategies.selections import _rng, numpy_selection, numpy_selections
+
+__all__ = ["assert_identical", "check_get", "check_set", "chunked_shape", "chunked_shapes",
+           "numpy_selection", "numpy_selections", "refusal_class", "values_for"]
 
 
 @st.composite
@@ -50,34 +51,68 @@ def values_for(draw: st.DrawFn, shape: tuple[int, ...]) -> Any:
     return draw(selection_values(shape))
 
 
-def check_get(read: Callable[[Any], Any], data: np.ndarray, selection: Any) -> None:
-    """``read(selection)`` equals numpy's ``data[selection]``: values, shape, dtype, and
-    the scalar-or-array kind; an ``IndexError`` when numpy raises one."""
+def assert_identical(got: Any, expected: Any, context: object = "") -> None:
+    """``got`` and ``expected`` have one shape, one dtype (byte order included) and the
+    same bytes: NaN payloads, -0.0, NaT and string padding count."""
+    got, expected = np.asarray(got), np.asarray(expected)
+    assert got.shape == expected.shape, (context, got.shape, expected.shape)
+    assert got.dtype == expected.dtype, (context, got.dtype, expected.dtype)
+    same = np.array_equal(_bytes(got), _bytes(expected))
+    assert same, f"{context!r}: values differ\n got      {got!r}\n expected {expected!r}"
+
+
+def _bytes(values: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(values).reshape(-1).view(np.uint8)
+
+
+def refusal_class(err: BaseException) -> type[BaseException]:
+    """The builtin class of numpy's refusal a chunked array must raise too."""
+    for cls in (IndexError, OverflowError, TypeError, ValueError):
+        if isinstance(err, cls):
+            return cls
+    return type(err)
+
+
+def _numpy_get(data: np.ndarray, selection: Any) -> Any:
+    return data[selection]
+
+
+def _numpy_set(data: np.ndarray, selection: Any, value: Any) -> None:
+    data[selection] = value
+
+
+def check_get(read: Callable[[Any], Any], data: np.ndarray, selection: Any, *,
+              oracle: Callable[[np.ndarray, Any], Any] = _numpy_get,
+              scalars: bool = True) -> None:
+    """``read(selection)`` equals ``oracle(data, selection)`` (numpy's
+    ``data[selection]``): values (bytes), shape, dtype, and with ``scalars`` the
+    scalar-or-array kind; an ``IndexError`` when numpy raises one."""
     try:
-        expected = data[selection]
+        expected = oracle(data, selection)
     except IndexError:
         with pytest.raises(IndexError):
             read(selection)
         return
     got = read(selection)
-    assert isinstance(got, np.ndarray) == isinstance(expected, np.ndarray), (got, expected)
-    got, expected = np.asarray(got), np.asarray(expected)
-    assert got.shape == expected.shape, (selection, got.shape, expected.shape)
-    assert got.dtype == expected.dtype
-    np.testing.assert_array_equal(got, expected)
+    if scalars:
+        assert isinstance(got, np.ndarray) == isinstance(expected, np.ndarray), (got, expected)
+    assert_identical(got, expected, selection)
 
 
 def check_set(write: Callable[[Any, Any], None], read_all: Callable[[], np.ndarray],
-              data: np.ndarray, selection: Any, value: Any) -> None:
-    """``write(selection, value)`` leaves what numpy's assignment leaves, or raises an
-    ``IndexError`` as numpy does and leaves ``data`` unchanged."""
+              data: np.ndarray, selection: Any, value: Any, *,
+              assign: Callable[[np.ndarray, Any, Any], None] = _numpy_set) -> None:
+    """``write(selection, value)`` leaves what ``assign(copy, selection, value)``
+    (numpy's ``copy[selection] = value``) leaves, or raises an error of the builtin
+    class numpy raises (``IndexError``, ``ValueError``, ``TypeError``,
+    ``OverflowError``) and leaves ``data`` unchanged."""
     expected = data.copy()
     try:
-        expected[selection] = value
-    except IndexError:
-        with pytest.raises(IndexError):
+        assign(expected, selection, value)
+    except Exception as err:  # noqa: BLE001 - any refusal of numpy's, compared by class
+        with pytest.raises(refusal_class(err)):
             write(selection, value)
-        np.testing.assert_array_equal(read_all(), data)
+        assert_identical(read_all(), data, ("refused", selection))
         return
     write(selection, value)
-    np.testing.assert_array_equal(read_all(), expected)
+    assert_identical(read_all(), expected, selection)

@@ -84,8 +84,9 @@ def test_index_entries() -> None:
     assert index_entry(np.array(3)) == 3
     assert index_entry((1, 2)).tolist() == [1, 2]
     assert index_entry([[True], [False]]).dtype == bool
+    assert index_entry(np.bool_(True)).ndim == 0 and index_entry(False).dtype == bool
     for bad, match in [(1.0, "valid indices"), ("a", "valid indices"), ([1.5], "integer"),
-                       (np.bool_(True), "boolean scalar"), ([[1], [2, 3]], "valid indices")]:
+                       ([[1], [2, 3]], "valid indices")]:
         with pytest.raises(InvalidSelectionError, match=match):
             index_entry(bad)
 
