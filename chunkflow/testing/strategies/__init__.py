@@ -15,6 +15,8 @@ that nobody picked:
   numpy's syntax and in zarr's ``oindex``/``vindex`` meanings;
 - :mod:`~chunkflow.testing.strategies.labels`: label images (objects touching chunk
   faces, holes, large label values);
+- :mod:`~chunkflow.testing.strategies.filters`: arrays whose every element is drawn
+  (neighbours differ: for filters, halos and downsampling);
 - :func:`schedulers`: the dask schedulers ``sync``, ``threads`` and ``processes``.
 
 hypothesis is needed (``pip install hypothesis``; it comes with chunkflow's ``test``
@@ -34,6 +36,7 @@ Examples
 """
 
 from chunkflow.testing.strategies.array_shapes import shapes
+from chunkflow.testing.strategies.filters import varied_arrays
 from chunkflow.testing.strategies.grids import (
     StoredArraySpec,
     chunk_shapes,
@@ -81,5 +84,6 @@ __all__ = [
     "shard_shapes",
     "special_values",
     "stored_arrays",
+    "varied_arrays",
     "zarr_formats",
 ]
