@@ -8,6 +8,10 @@ scipy's modes but ``wrap``, which the function then applies at the array's edge 
 Where scipy refuses (float16 in its linear filters, complex in its order statistics),
 map_chunks raises the same builtin class.
 
+NaN payloads are compared as NaN: a sum of two NaNs keeps either one, as the compiled
+loop orders its operands, and scipy's lines over the whole array and over a window
+take different loops.
+
 Some scipy filters are not local, and no halo can give their bits; the data are kept to
 where they are (each rule below says which scipy behaviour it avoids):
 
@@ -266,6 +270,16 @@ def _bits(values: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(values).view(np.uint8)
 
 
+def _same_bits(got: np.ndarray, want: np.ndarray) -> None:
+    """Bit for bit, but for NaN payloads: a sum of two NaNs is either one, as the
+    compiled loop orders its operands (scipy's whole-array and window lines differ)."""
+    if want.dtype.kind in "fc":
+        nan = np.isnan(want)
+        np.testing.assert_array_equal(np.isnan(got), nan)
+        got, want = got[~nan], want[~nan]
+    np.testing.assert_array_equal(_bits(got), _bits(want))
+
+
 def _check(case: MapCase, store: Any = None, out_store: Any = None) -> None:
     data, cval = _exact_domain(case)
     source = replace(case.spec, data=data).create(store)
@@ -286,7 +300,7 @@ def _check(case: MapCase, store: Any = None, out_store: Any = None) -> None:
         eps = np.finfo(want.real.dtype if want.dtype.kind == "c" else want.dtype).eps
         np.testing.assert_allclose(got, want, rtol=0, atol=64 * eps * scale)
         return
-    np.testing.assert_array_equal(_bits(got), _bits(want))
+    _same_bits(got, want)
 
 
 def _spec(data: Any, chunks: tuple[int, ...], **kwargs: Any) -> cst.StoredArraySpec:
@@ -294,6 +308,8 @@ def _spec(data: Any, chunks: tuple[int, ...], **kwargs: Any) -> cst.StoredArrayS
 
 
 _U8 = np.random.default_rng(8).integers(0, 256, (9, 7)).astype("u1")
+_INF_NAN = np.zeros((5, 5, 6), "f4")
+_INF_NAN[4, 4, 4:] = np.inf, np.nan
 
 
 @budget(200)
@@ -307,6 +323,10 @@ _U8 = np.random.default_rng(8).integers(0, 256, (9, 7)).astype("u1")
 @example(case=MapCase(_spec(_U8.astype("f4"), (4, 4)),
                       Filter("gaussian_laplace", {"sigma": 0.7}, (3, 3)),
                       "constant", "constant", 2.5, out_chunks=(3, 2), per_task=2))
+# inf beside NaN: -inf + inf gives the default NaN, added to the input's NaN; which
+# payload a sum of two NaNs keeps depends on the loop (NaN compared as NaN).
+@example(case=MapCase(_spec(_INF_NAN, (1, 1, 1)), Filter("laplace", {}, (1, 1, 1)),
+                      "reflect", "reflect", 0))
 def test_map_chunks_equals_scipy_on_the_whole_array(case: MapCase) -> None:
     _check(case)
 
@@ -338,4 +358,4 @@ def test_constant_boundary_pads_the_input_once_for_other_modes(
                                constant_value=cval, sigma=sigma, mode=mode).compute()
     padded = np.pad(data, depth, mode="constant", constant_values=cval)
     want = ndimage.gaussian_filter(padded, sigma, mode=mode)[(slice(depth, -depth),) * data.ndim]
-    np.testing.assert_array_equal(_bits(got), _bits(want.astype(data.dtype)))
+    _same_bits(got, want.astype(data.dtype))
