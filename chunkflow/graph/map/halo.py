@@ -99,7 +99,6 @@ def check_boundary(boundary: str) -> None:
         )
 
 
-
 def check_constant(constant_value: Any, array: Array, what: str = "map_chunks") -> None:
     """Refuse a ``constant_value`` that the windows of ``array`` cannot hold as it is
     (NaN or 0.5 in integers, 300 in uint8): the padding would change it.
