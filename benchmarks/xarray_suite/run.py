@@ -2,8 +2,10 @@
 
 Run from the repository root (takes minutes; ``-n 2`` on a 2-core machine)::
 
-    python -m benchmarks.xarray_suite -n 2
-    python -m benchmarks.xarray_suite -k "zarr and load_async"   # a subset, quicker
+    python -m benchmarks.xarray_suite --check -n 2      # chunkflow vs the baseline
+    python -m benchmarks.xarray_suite -n 2              # both runs
+    python -m benchmarks.xarray_suite --record-baseline -n 2   # both, and write it
+    python -m benchmarks.xarray_suite -k "load_async"   # a subset (ANDed with zarr)
 
 The tests come from the sdist of the installed xarray version (``pip download
 --no-binary :all: --no-deps xarray==VERSION``, cached in ``--workdir``), so they match
@@ -19,6 +21,14 @@ Printed: the tests that pass on ``engine="zarr"``; how many of those fail throug
 chunkflow, grouped by cause (known causes by name, others by their normalized error
 message), with examples; and the tests that inspect zarr-python's own objects
 (:data:`ZARR_INTERNALS`), counted apart because no other engine can pass them.
+
+``--check`` runs only the chunkflow side and takes the ``engine="zarr"`` side from the
+baseline recorded here for the installed xarray and zarr-python
+(``baseline-xarray-VERSION-zarr-VERSION.json``, written by ``--record-baseline``;
+without one, it runs that side too). The exit code is 1 when a test that passes on
+``engine="zarr"`` does not pass through chunkflow (or fails only through chunkflow)
+and is not one of :data:`ZARR_INTERNALS` failing as that entry says; or when the
+tests collected are not the baseline's.
 """
 
 from __future__ import annotations
@@ -26,21 +36,39 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import subprocess
 import sys
-import tarfile
 import tempfile
-import xml.etree.ElementTree as ET
 from collections import defaultdict
 from importlib import metadata
 from pathlib import Path
 
 import tomllib
 
-REPO = Path(__file__).resolve().parents[2]
+from benchmarks.zarr_suites.baseline import (
+    Baseline,
+    IndexUnreachable,
+    collection_problem,
+    download_sdist,
+    environment_note,
+    installed,
+    load_baseline,
+    outcomes,
+    regressions,
+    unreachable_exit,
+    verdict,
+)
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+SUITE = "xarray"
+PEERS = ("xarray", "zarr")
 TEST_FILES = ("xarray/tests/test_backends.py", "xarray/tests/test_backends_datatree.py")
 MODES = ("zarr", "chunkflow")
 WORKDIR_NAME = "chunkflow-xarray-suite"
+
+Results = dict[str, tuple[str, str]]
 
 #: Tests that inspect zarr-python's own objects or calls rather than the dataset read:
 #: (test id pattern, failure message pattern, why). Both must match, so that such a test
@@ -70,20 +98,26 @@ CAUSES: tuple[tuple[str, str], ...] = (
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run both suites (or re-read their results) and print the comparison."""
-    args = _parser().parse_args(argv)
+    """Run (or re-read) the sides, print the comparison, return the exit code."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.record_baseline and (args.k or args.check or args.reuse != "none"):
+        parser.error("--record-baseline runs all the zarr tests on both sides: no -k, "
+                     "--check or --reuse")
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    sdist = fetch_sdist(workdir)
+    try:
+        sdist = download_sdist("xarray", metadata.version("xarray"), workdir, TEST_FILES[0])
+    except IndexUnreachable as error:
+        return unreachable_exit(error)
     config = write_config(sdist, workdir)
-    results = {}
-    for mode in MODES:
-        junit = workdir / f"results-{mode}.xml"
-        if args.reuse == "none" or (args.reuse == "zarr" and mode == "chunkflow"):
-            run_suite(mode, sdist, config, junit, args.jobs, args.k)
-        results[mode] = outcomes(junit)
-    print(report(results["zarr"], results["chunkflow"], args.examples))
-    return 0
+    # A check's results are its own (runs by hand keep theirs in workdir for --reuse).
+    folder = Path(tempfile.mkdtemp(dir=workdir)) if args.check else workdir
+    try:
+        return compare(args, sdist, config, folder)
+    finally:
+        if folder != workdir:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -96,21 +130,64 @@ def _parser() -> argparse.ArgumentParser:
                         help="reuse the last run's results: of engine='zarr' only (rerun "
                              "chunkflow), or of both (just print the report)")
     parser.add_argument("--examples", type=int, default=3, help="example tests per cause")
+    parser.add_argument("--check", action="store_true",
+                        help="run the chunkflow side only, against the recorded baseline")
+    parser.add_argument("--record-baseline", action="store_true",
+                        help="run both sides and write the baseline of the engine='zarr' side")
     return parser
 
 
-def fetch_sdist(workdir: Path) -> Path:
-    """The unpacked sdist of the installed xarray version (downloaded once)."""
-    version = metadata.version("xarray")
-    root = workdir / f"xarray-{version}"
-    archive_path = workdir / f"xarray-{version}.tar.gz"
-    if not (root / TEST_FILES[0]).exists():
-        if not archive_path.exists():
-            subprocess.run([sys.executable, "-m", "pip", "download", "--no-binary", ":all:",
-                            "--no-deps", f"xarray=={version}", "-d", str(workdir)], check=True)
-        with tarfile.open(archive_path) as archive:
-            archive.extractall(workdir, filter="data")
-    return root
+def compare(args: argparse.Namespace, sdist: Path, config: Path, folder: Path) -> int:
+    """Both sides (engine="zarr" from the baseline with --check), the report, the code."""
+    notes: list[str] = []
+    problems: list[str] = []
+    baseline = None
+    if args.check:
+        baseline, note = load_baseline(HERE, SUITE, installed(*PEERS))
+        notes.append(note)
+        print(note, flush=True)
+    if baseline is None:
+        reference, code = side("zarr", sdist, config, folder, args, args.reuse != "none")
+        if args.record_baseline:
+            notes.append(record(reference, code, problems))
+    chunkflow, _ = side("chunkflow", sdist, config, folder, args, args.reuse == "all")
+    if not chunkflow:
+        problems.append("the chunkflow run reported no test (see its output above)")
+    if baseline is not None:
+        reference = {t: (o, "") for t, o in baseline.reference(chunkflow).items()}
+        problem = None if args.k else collection_problem(baseline, chunkflow)
+        problems += [problem] if problem else []
+        notes += [environment_note(baseline) or "", "a subset (-k): the tests collected "
+                  "are not compared with the baseline's" if args.k else ""]
+    found = regressions({t: o for t, (o, _) in reference.items()}, chunkflow)
+    inside = {t: internals(t, chunkflow.get(t, ("", ""))[1]) for t in found}
+    differences = [t for t in found if inside[t] is None]
+    closing, code = verdict(differences, problems)
+    print(report(reference, chunkflow, inside, args.examples, [n for n in notes if n], closing))
+    return code
+
+
+def side(mode: str, sdist: Path, config: Path, folder: Path, args: argparse.Namespace,
+         reuse: bool) -> tuple[Results, int]:
+    """One side's results (run, or read back) and pytest's exit code (0 when read back)."""
+    junit = folder / f"results-{mode}.xml"
+    code = 0
+    if not reuse:
+        junit.unlink(missing_ok=True)
+        code = run_suite(mode, sdist, config, junit, args.jobs, args.k)
+    return (outcomes(junit) if junit.exists() else {}), code
+
+
+def record(reference: Results, code: int, problems: list[str]) -> str:
+    """Write the baseline of the engine="zarr" side, if pytest ran it to its end (exit
+    code 0, or 1: some tests failed); what was done, for the report."""
+    if code not in (0, 1) or not reference:
+        problems.append(f"the engine='zarr' run ended with pytest's exit code {code}: "
+                        f"no baseline written")
+        return ""
+    path = Baseline.of(SUITE, installed(*PEERS),
+                       {t: o for t, (o, _) in reference.items()}).write(HERE)
+    return f"baseline written: {path.relative_to(REPO)}"
 
 
 def write_config(sdist: Path, workdir: Path) -> Path:
@@ -132,8 +209,9 @@ def write_config(sdist: Path, workdir: Path) -> Path:
 
 
 def run_suite(mode: str, sdist: Path, config: Path, junit: Path, jobs: str,
-              select: str | None) -> None:
-    """One run of the zarr tests, reads through ``mode``, results to ``junit``."""
+              select: str | None) -> int:
+    """One run of the zarr tests, reads through ``mode``, results to ``junit``; pytest's
+    exit code."""
     env = dict(os.environ, CHUNKFLOW_XARRAY_SUITE=mode,
                PYTHONPATH=os.pathsep.join([str(sdist), str(REPO)]))
     keyword = "zarr" if select is None else f"zarr and ({select})"
@@ -143,7 +221,7 @@ def run_suite(mode: str, sdist: Path, config: Path, junit: Path, jobs: str,
                "--junitxml", str(junit), "-o", "junit_family=xunit1", "--tb=no", "-rN"]
     _check_version(sdist, env)
     print(f"running {mode}: {' '.join(command)}", flush=True)
-    subprocess.run(command, cwd=sdist, env=env, check=False)
+    return subprocess.run(command, cwd=sdist, env=env, check=False).returncode
 
 
 def _check_version(sdist: Path, env: dict[str, str]) -> None:
@@ -154,22 +232,6 @@ def _check_version(sdist: Path, env: dict[str, str]) -> None:
     if not probe[0].startswith(str(sdist)) or probe[1] != metadata.version("xarray"):
         raise RuntimeError(f"expected xarray {metadata.version('xarray')} from {sdist}, "
                            f"got {probe}")
-
-
-def outcomes(junit: Path) -> dict[str, tuple[str, str]]:
-    """``{test id: (outcome, message)}`` from a junit file (passed, failed, skipped)."""
-    found: dict[str, tuple[str, str]] = {}
-    for case in ET.parse(junit).getroot().iter("testcase"):
-        test = f"{case.get('classname')}::{case.get('name')}"
-        outcome, message = "passed", ""
-        for child in case:
-            if child.tag in ("failure", "error"):
-                outcome, message = "failed", child.get("message") or child.tag
-            elif child.tag == "skipped":
-                outcome, message = "skipped", child.get("message") or ""
-        if found.get(test, ("passed",))[0] == "passed":  # a teardown error spoils a pass
-            found[test] = (outcome, message)
-    return found
 
 
 def cause(message: str) -> str:
@@ -192,20 +254,21 @@ def internals(test: str, message: str) -> str | None:
     return None
 
 
-def report(zarr: dict[str, tuple[str, str]], chunkflow: dict[str, tuple[str, str]],
-           examples: int) -> str:
-    """The comparison, as printed."""
+def report(zarr: Results, chunkflow: Results, inside: dict[str, str | None], examples: int,
+           notes: list[str], closing: str) -> str:
+    """The comparison, as printed: ``inside`` maps each test passing on engine="zarr"
+    and not through chunkflow (or failing only there) to why it inspects zarr-python's
+    own objects, or None (a new difference)."""
     passing = sorted(t for t, (outcome, _) in zarr.items() if outcome == "passed")
-    failing = [t for t in passing if chunkflow.get(t, ("missing", "not run"))[0] != "passed"]
-    inside = {t: internals(t, chunkflow.get(t, ("", ""))[1]) for t in failing}
     groups: dict[str, list[str]] = defaultdict(list)
-    for test in failing:
-        if inside[test] is None:
+    for test, why in inside.items():
+        if why is None:
             groups[cause(chunkflow.get(test, ("", "not run"))[1])].append(test)
-    lines = [f"zarr tests run: {len(zarr)}; passing on engine='zarr': {len(passing)}",
-             f"of those, failing through engine='chunkflow': {len(failing)}"
-             f" ({sum(why is not None for why in inside.values())} inspect zarr-python's "
-             f"own objects, {sum(map(len, groups.values()))} others)", ""]
+    explained = sum(why is not None for why in inside.values())
+    lines = [*notes, f"zarr tests run: {len(zarr)}; passing on engine='zarr': {len(passing)}",
+             f"of those, failing through engine='chunkflow' (or failing only there): "
+             f"{len(inside)} ({explained} inspect zarr-python's own objects, "
+             f"{len(inside) - explained} others: new differences)", ""]
     for name, tests in sorted(groups.items(), key=lambda item: -len(item[1])):
         lines.append(f"{len(tests):5d}  {name}")
         lines.extend(f"         {t}" for t in tests[:examples])
@@ -223,7 +286,7 @@ def report(zarr: dict[str, tuple[str, str]], chunkflow: dict[str, tuple[str, str
     if better:
         lines += ["", f"failing on engine='zarr' but passing through chunkflow: {len(better)}"]
         lines.extend(f"         {t}" for t in better[:examples])
-    return "\n".join(lines)
+    return "\n".join([*lines, "", closing])
 
 
 if __name__ == "__main__":

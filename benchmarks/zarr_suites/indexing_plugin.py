@@ -23,12 +23,22 @@ is changed: the reference run.
 
 from __future__ import annotations
 
+import json
 import os
 import re
+from pathlib import Path
 from typing import Any
+
+import pytest
+
+from benchmarks.zarr_suites.baseline import junit_id
 
 #: The environment variable choosing what the tests' arrays are ("zarr" or "chunkflow").
 MODE_VARIABLE = "CHUNKFLOW_ZARR_SUITE"
+
+#: The environment variable naming a file for the selected tests' ids (see
+#: :func:`_write_collected`).
+COLLECTED_VARIABLE = "CHUNKFLOW_ZARR_SUITE_COLLECTED"
 
 #: Functions of ``zarr`` replaced by chunkflow's in the chunkflow run.
 REDIRECTED = ("array", "create", "create_array", "create_group", "empty", "full", "group",
@@ -148,7 +158,15 @@ def deselection_reason(test_id: str) -> str | None:
     return next((why for pattern, why in DESELECTED if re.search(pattern, test_id)), None)
 
 
+def lifted_xfail(test_id: str) -> str | None:
+    """Why ``test_id`` loses zarr-python's xfail mark in the chunkflow run (``None``: it
+    does not): such a test must pass there."""
+    return next((why for pattern, why in LIFTED_XFAILS if re.search(pattern, test_id)), None)
+
+
+@pytest.hookimpl(trylast=True)  # after -k: what is written is what was selected
 def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
+    _write_collected(items)
     if os.environ.get(MODE_VARIABLE, "zarr") != "chunkflow":
         return
     kept, dropped = [], []
@@ -156,11 +174,20 @@ def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
         _drop_numpy_extras(module)
     for item in items:
         (dropped if deselection_reason(item.nodeid) else kept).append(item)
-        if any(re.search(pattern, item.nodeid) for pattern, _ in LIFTED_XFAILS):
+        if lifted_xfail(item.nodeid):
             item.own_markers[:] = [m for m in item.own_markers if m.name != "xfail"]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept
+
+
+def _write_collected(items: list[Any]) -> None:
+    """The selected tests' ids, as junit names them, to the file named by
+    :data:`COLLECTED_VARIABLE` (when set): the chunkflow run's junit file lacks the
+    deselected ones, and the comparison with a baseline needs them all."""
+    path = os.environ.get(COLLECTED_VARIABLE)
+    if path:
+        Path(path).write_text(json.dumps(sorted(junit_id(item.nodeid) for item in items)))
 
 
 def pytest_report_header(config: Any) -> str:

@@ -116,10 +116,17 @@ def build_metadata(
         attributes=attributes, where=where,
     )
     if zarr_format == 2:
-        return _build_v2(spec)
+        return _as_stored(_build_v2(spec), path)
     if zarr_format == 3:
-        return _build_v3(spec)
+        return _as_stored(_build_v3(spec), path)
     raise MetadataError(f"{where}: zarr_format must be 2 or 3, got {zarr_format!r}")
+
+
+def _as_stored(metadata: ArrayMetadata, path: str) -> ArrayMetadata:
+    """``metadata`` as a reader of its document parses it: the handle that creates an
+    array then holds what every later handle reads. (A v2 ``"NaN"`` fill value has no
+    payload: chunks equal to another NaN must not be left out as if they were fill.)"""
+    return type(metadata).from_dict(metadata.to_dict(), path)
 
 
 @dataclass(frozen=True)

@@ -108,14 +108,15 @@ class V3Pipeline:
         self,
         dtype: np.dtype[Any] | str,
         chunk_shape: Sequence[int],
-        codecs: Sequence[dict[str, Any] | V3Codec],
+        codecs: Sequence[dict[str, Any] | str | V3Codec],
         *,
         allow_pickle: bool = False,
         fill_value: Any = None,
     ) -> None:
         self.dtype = np.dtype(dtype)
         self.chunk_shape = tuple(int(n) for n in chunk_shape)
-        parsed = [codec_from_json(c) if isinstance(c, dict) else c for c in codecs]
+        # Documents, bare names (the spec's short form) or codec objects.
+        parsed = [codec_from_json(c) if isinstance(c, (dict, str)) else c for c in codecs]
         a2a, a2b, b2b = split_codecs(parsed)
         self.codecs = tuple(parsed)
         spec: Spec = (self.chunk_shape, self.dtype)
@@ -343,7 +344,7 @@ def _as_bytes(buf: BufferLike) -> bytes | memoryview:
 def v3_pipeline(
     dtype: np.dtype[Any] | str | type,
     chunk_shape: Sequence[int],
-    codecs: Sequence[dict[str, Any] | V3Codec],
+    codecs: Sequence[dict[str, Any] | str | V3Codec],
     *,
     allow_pickle: bool = False,
     fill_value: Any = None,

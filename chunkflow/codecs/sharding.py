@@ -39,7 +39,7 @@ import numpy as np
 from chunkflow.buffers import scratch_buffer
 from chunkflow.codecs.stages import BufferLike, as_u8
 from chunkflow.errors import ChunkDecodeError, UnsupportedCodecError
-from chunkflow.metadata import is_all_fill
+from chunkflow.metadata import fill_mask, is_all_fill
 
 if TYPE_CHECKING:
     from chunkflow.metadata.json import JSONValue
@@ -90,11 +90,13 @@ class ShardingCodec:
                 "codec 'sharding_indexed': index_location must be 'start' or 'end', got "
                 f"{self.index_location!r}"
             )
-        for key, value in (("codecs", self.codecs), ("index_codecs", self.index_codecs)):
-            if not value:
-                raise UnsupportedCodecError(
-                    f"codec 'sharding_indexed': {key} must be a non-empty list of codecs"
-                )
+        # An empty `codecs` is left to the completion of a new array's codecs (which
+        # adds the serializer, as zarr-python's create_array(shards=, compressors=None)
+        # writes [bytes]); a stored one is refused when the shard pipeline is built.
+        if not self.index_codecs:
+            raise UnsupportedCodecError(
+                "codec 'sharding_indexed': index_codecs must be a non-empty list of codecs"
+            )
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "configuration": {
@@ -124,7 +126,9 @@ class ShardingCodec:
                 "codec 'sharding_indexed': chunk_shape, codecs and index_codecs must be "
                 f"lists, got {doc!r}"
             )
-        return cls(tuple(shape), tuple(codecs), tuple(index_codecs),
+        # Bare names (the spec's short form of {"name": name}) written out.
+        return cls(tuple(shape), tuple(_spelled_out(c) for c in codecs),
+                   tuple(_spelled_out(c) for c in index_codecs),
                    config.get("index_location", "end"))
 
     def numcodecs_config(self) -> dict[str, Any]:
@@ -133,6 +137,10 @@ class ShardingCodec:
             "codec 'sharding_indexed' exists only in Zarr v3; it cannot be a v2 compressor "
             "or filter"
         )
+
+
+def _spelled_out(codec: Any) -> Any:
+    return {"name": codec} if isinstance(codec, str) else codec
 
 
 def _codec_json(codec: Any) -> Any:
@@ -172,6 +180,11 @@ class ShardingStage:
         self.grid = tuple(s // c for s, c in zip(self.shape, inner))
         self.count = math.prod(self.grid)
         self.fill_value: np.generic = np.zeros(1, self.dtype)[0] if fill_value is None else fill_value
+        if not codec.codecs:
+            raise UnsupportedCodecError(
+                "codec 'sharding_indexed': codecs must be a non-empty list of codecs holding "
+                "an array->bytes codec (such as bytes)"
+            )
         self.inner = make_pipeline(self.dtype, inner, codec.codecs)
         self.index = make_pipeline(np.dtype("<u8"), (*self.grid, 2), codec.index_codecs)
         # The index codecs have a fixed overhead (bytes + crc32c): measure it on a
@@ -210,16 +223,12 @@ class ShardingStage:
         """Flat numbers of the inner chunks that hold something besides the fill value."""
         blocks = self._blocks(shard)
         inner_axes = tuple(range(len(self.grid), 2 * len(self.grid)))
-        fill = self.fill_value
-        if blocks.dtype.kind in "fc" and np.isnan(fill):
-            empty = np.isnan(blocks).all(axis=inner_axes)
-        elif blocks.dtype.kind in "mM" and np.isnat(fill):
-            empty = np.isnat(blocks).all(axis=inner_axes)
-        elif blocks.dtype.hasobject or blocks.dtype.kind == "V":
+        if blocks.dtype.kind == "O":
             return np.array([i for i in range(self.count)
-                             if not is_all_fill(shard[self.region(i)], fill)], dtype=np.intp)
-        else:
-            empty = (blocks == fill).all(axis=inner_axes)
+                             if not is_all_fill(shard[self.region(i)], self.fill_value)],
+                            dtype=np.intp)
+        # Bit for bit: an inner chunk of -0.0 (or of another NaN) is not the fill.
+        empty = fill_mask(blocks, self.fill_value).all(axis=inner_axes)
         return np.flatnonzero(~empty.reshape(-1))
 
     def encode(self, shard: np.ndarray) -> bytes:

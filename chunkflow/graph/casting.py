@@ -25,7 +25,7 @@ import numpy as np
 
 from chunkflow.errors import CastingError, UsageError
 
-__all__ = ["CASTINGS", "check_cast", "check_casting"]
+__all__ = ["CASTINGS", "cast_block", "check_cast", "check_casting"]
 
 #: numpy's casting rules, strictest first.
 CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
@@ -66,3 +66,20 @@ def check_cast(result: np.dtype, out: np.dtype, casting: str, where: str) -> Non
         f"{where}: cannot cast the result's dtype {result} to the output's dtype {out} "
         f"under casting={casting!r} (numpy's output rule); pass casting='unsafe' to cast "
         "anyway, or dtype= of the result's kind")
+
+
+def cast_block(block: np.ndarray, out: np.dtype, casting: str, where: str) -> np.ndarray:
+    """``block`` cast to ``out`` as numpy casts it (``astype``), once
+    :func:`check_cast` allows it: the values written are numpy's, whatever the kinds
+    (numbers to strings and back included, under ``casting="unsafe"``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> cast_block(np.array([1.5, -2.5]), np.dtype("S4"), "unsafe", "block (0,)")
+    array([b'1.5', b'-2.5'], dtype='|S4')
+    """
+    if block.dtype == out:
+        return block
+    check_cast(block.dtype, out, casting, where)
+    return block.astype(out)

@@ -54,7 +54,7 @@ from chunkflow.errors import (
     ReadOnlyError,
     ShapeMismatchError,
 )
-from chunkflow.graph.casting import check_cast, check_casting
+from chunkflow.graph.casting import cast_block, check_cast, check_casting
 from chunkflow.graph.scheduler import ProgressArg
 from chunkflow.graph.scheduler import compute as run
 from chunkflow.graph.sources import source_reads
@@ -106,10 +106,11 @@ def _write_block(
         value = np.empty(shape, dtype=dtypes.pop() if len(dtypes) == 1 else np.result_type(*dtypes))
         for (in_block, in_value), block in zip(placements, blocks):
             value[in_value] = block[in_block]
-    if value.dtype != target.dtype:  # a block whose dtype is not its dask array's
-        check_cast(value.dtype, target.dtype, casting,
-                   f"chunkflow.store: the source's block for {block_keys(target, region)}")
-    target[region] = value
+    # Cast here as numpy casts (the checked rule allows it), not by the assignment's
+    # conversion, which refuses some kinds.
+    target[region] = cast_block(
+        value, target.dtype, casting,
+        f"chunkflow.store: the source's block for {block_keys(target, region)}")
 
 
 def _check_pair(source: Any, target: Array, region: tuple[slice, ...],
@@ -442,6 +443,10 @@ def to_chunkflow(
             f"to_chunkflow: array {target.path or '/'!r} in {target.store.identity}",
             "Rerun the original job with resume=True, or pass resume=False, overwrite=True "
             "to start over.")
+    # Checked above against dtype=; a Zarr v3 array holds it in native order, a change
+    # of byte order only (which casting="no" would refuse).
+    if casting == "no" and target.dtype != np.dtype(spec["dtype"]):
+        casting = "equiv"
     pending = store(x, target, compute=compute, scheduler=scheduler, progress=progress,
                     resume=resume, job_name=job_name, casting=casting,
                     commit=commit)

@@ -18,11 +18,11 @@ from chunkflow.metadata.dtypes import (
     parse_data_type_v3,
     parse_dtype_v2,
 )
+from chunkflow.metadata.fill_checks import fill_mask, is_all_fill
 from chunkflow.metadata.fill_values import (
     FillValueLike,
     encode_fill_value_v2,
     encode_fill_value_v3,
-    is_all_fill,
     normalize_fill_value,
     parse_fill_value_v2,
     parse_fill_value_v3,
@@ -47,6 +47,7 @@ __all__ = [
     "encode_dtype_v2",
     "encode_fill_value_v2",
     "encode_fill_value_v3",
+    "fill_mask",
     "is_all_fill",
     "load_json_document",
     "normalize_fill_value",

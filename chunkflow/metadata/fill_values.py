@@ -57,7 +57,6 @@ __all__ = [
     "FillValueLike",
     "encode_fill_value_v2",
     "encode_fill_value_v3",
-    "is_all_fill",
     "normalize_fill_value",
     "parse_fill_value_v2",
     "parse_fill_value_v3",
@@ -131,7 +130,8 @@ def _parse_json(value: JSONValue, dtype: np.dtype, *, raw_bits: bool, vlen_bytes
     raise invalid(value, dtype, "a supported dtype")
 
 
-def _encode_json(value: Any, dtype: np.dtype, *, raw_bits: bool, full_item: bool = True) -> Any:
+def _encode_json(value: Any, dtype: np.dtype, *, raw_bits: bool, full_item: bool = True,
+                 nan_bits: bool = False) -> Any:
     kind = dtype.kind
     if kind in "OT":
         if isinstance(value, (bytes, bytearray)):
@@ -143,9 +143,9 @@ def _encode_json(value: Any, dtype: np.dtype, *, raw_bits: bool, full_item: bool
     if kind in "iu":
         return int(value)
     if kind == "f":
-        return _encode_float(value)
+        return _encode_float(value, nan_bits)
     if kind == "c":
-        return [_encode_float(value.real), _encode_float(value.imag)]
+        return [_encode_float(value.real, nan_bits), _encode_float(value.imag, nan_bits)]
     if kind in "Mm":
         return int(np.array(value).view(np.int64))
     if kind == "U":
@@ -160,8 +160,14 @@ def _encode_json(value: Any, dtype: np.dtype, *, raw_bits: bool, full_item: bool
     return base64.standard_b64encode(raw).decode("ascii")
 
 
-def _encode_float(value: Any) -> Any:
+def _encode_float(value: np.floating, nan_bits: bool) -> Any:
     if np.isnan(value):
+        # "NaN" is one bit pattern (0x7fc00000 for float32): another NaN (sign, payload)
+        # is written as its bits where the format allows it (v3), so that chunks equal
+        # to it, left out of the store, read back as they were written.
+        canonical = value.dtype.type(np.nan)
+        if nan_bits and value.tobytes() != canonical.tobytes():
+            return "0x" + np.array(value, dtype=value.dtype.newbyteorder(">")).tobytes().hex()
         return "NaN"
     if np.isinf(value):
         return "Infinity" if value > 0 else "-Infinity"
@@ -235,6 +241,11 @@ def encode_fill_value_v3(
     --------
     >>> encode_fill_value_v3(complex(1, float("nan")), np.dtype("complex128"))
     [1.0, 'NaN']
+
+    A NaN other than the one ``"NaN"`` stands for is written as its bits:
+
+    >>> encode_fill_value_v3(-np.float32("nan"), np.dtype("float32"))
+    '0xffc00000'
     """
     dtype = np.dtype(dtype)
     if value is None:
@@ -245,10 +256,11 @@ def encode_fill_value_v3(
         item = normalize_fill_value(value, dtype)
         return {
             name: _encode_json(item[name], fields[name][0],
-                               raw_bits=_is_raw_bits(field_types.get(name)))
+                               raw_bits=_is_raw_bits(field_types.get(name)), nan_bits=True)
             for name in dtype.names or ()
         }
-    return _encode_json(value, dtype, raw_bits=_is_raw_bits(data_type), full_item=False)
+    return _encode_json(value, dtype, raw_bits=_is_raw_bits(data_type), full_item=False,
+                        nan_bits=True)
 
 
 def _parse_struct_fill(value: dict[str, Any], dtype: np.dtype, field_types: dict[str, Any]) -> Any:
@@ -270,38 +282,3 @@ def _is_raw_bits(data_type: JSONValue) -> bool:
 def _is_vlen_bytes(data_type: JSONValue) -> bool:
     name = data_type.get("name") if isinstance(data_type, dict) else data_type
     return name in VLEN_BYTES_NAMES
-
-
-def is_all_fill(chunk: np.ndarray, fill_value: np.generic) -> bool:
-    """Whether every element of ``chunk`` equals ``fill_value`` (NaN equals NaN).
-
-    Examples
-    --------
-    >>> is_all_fill(np.full(4, np.nan), np.float64("nan"))
-    True
-    >>> is_all_fill(np.array([0, 0, 1]), np.int64(0))
-    False
-    """
-    if chunk.size == 0:
-        return True
-    kind = chunk.dtype.kind
-    if kind in "fc" and np.isnan(fill_value):
-        return bool(np.isnan(chunk).all())
-    if kind in "mM" and np.isnat(fill_value):
-        return bool(np.isnat(chunk).all())
-    if kind == "O":
-        # Items may be lists or arrays (JSON, vlen-array codecs): compare one by one.
-        return all(_same_item(item, fill_value) for item in chunk.flat)
-    # The first element decides most data chunks without a full comparison (indexed,
-    # not reshaped: reshaping a strided view would copy the whole chunk).
-    if chunk[(0,) * chunk.ndim] != fill_value:
-        return False
-    return bool((chunk == fill_value).all())
-
-
-def _same_item(item: object, fill_value: object) -> bool:
-    if item is fill_value:
-        return True
-    if isinstance(item, np.ndarray) or isinstance(fill_value, np.ndarray):
-        return False
-    return type(item) is type(fill_value) and bool(item == fill_value)

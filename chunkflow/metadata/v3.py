@@ -319,9 +319,24 @@ def _check_encoding(where: Where, name: JSONValue, separator: JSONValue) -> tupl
 def _codecs(where: Where, codecs: JSONValue) -> tuple[dict[str, Any], ...]:
     if not isinstance(codecs, list) or not codecs:
         raise where.error("codecs", "a non-empty list of codecs", codecs)
-    # A bare name is the spec's short form of {"name": name}.
-    normalized = [{"name": c} if isinstance(c, str) else c for c in codecs]
-    return tuple(where.codec(c, "codecs", "name") for c in normalized)
+    return tuple(where.codec(_spelled_out(c), "codecs", "name") for c in codecs)
+
+
+def _spelled_out(codec: JSONValue) -> JSONValue:
+    """``codec`` with every bare name (the spec's short form of ``{"name": name}``)
+    written out, inside ``sharding_indexed`` (nested ones too) as well: every reader
+    of the document then sees objects."""
+    if isinstance(codec, str):
+        return {"name": codec}
+    config = codec.get("configuration") if isinstance(codec, dict) else None
+    if not (isinstance(codec, dict) and codec.get("name") == "sharding_indexed"
+            and isinstance(config, dict)):
+        return codec
+    config = dict(config)
+    for key in ("codecs", "index_codecs"):
+        if isinstance(config.get(key), list):
+            config[key] = [_spelled_out(c) for c in config[key]]
+    return {**codec, "configuration": config}
 
 
 def _dimension_names(where: Where, names: JSONValue, ndim: int) -> tuple[str | None, ...]:

@@ -16,7 +16,8 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import dask.array as da
@@ -24,8 +25,9 @@ import numpy as np
 from dask.base import tokenize
 from dask.delayed import Delayed
 
+from chunkflow.api.zarr3 import create_array
 from chunkflow.core.array import Array
-from chunkflow.errors import InvalidArgumentError, LabelError
+from chunkflow.errors import ArgumentTypeError, InvalidArgumentError, LabelError
 from chunkflow.graph.labels.geometry import BlockGrid
 from chunkflow.graph.labels.graph import build_graph
 from chunkflow.graph.labels.output import OutputPlan, plan_output
@@ -36,37 +38,69 @@ from chunkflow.graph.scheduler import compute as run
 from chunkflow.graph.sources import source_locations
 from chunkflow.graph.transactions import check_commit, refuse_deferred_commit, transaction
 from chunkflow.jobs import array_location, function_parts
+from chunkflow.storage import Store
 
 if TYPE_CHECKING:
-    from numpy.typing import DTypeLike
+    from numpy.typing import ArrayLike, DTypeLike
 
     from chunkflow.graph.read import ArraySource, BlockChunks
     from chunkflow.graph.scheduler import ProgressArg, SchedulerLike
 
-__all__ = ["job_sources", "label", "open_source", "run_label_job", "source_reads"]
+__all__ = ["check_source_dtype", "in_memory", "job_sources", "label", "open_source", "run_label_job",
+           "source_reads"]
 
 
-def open_source(source: ArraySource | da.Array, storage_options: Mapping[str, Any] | None,
-                what: str = "label") -> Source:
+def open_source(source: ArraySource | da.Array | ArrayLike,
+                storage_options: Mapping[str, Any] | None, what: str = "label",
+                check: Callable[[np.dtype, str], None] | None = None) -> Source:
     """``source`` as a :class:`Source`: an array (read past the process-wide chunk
-    cache, as map jobs read) or a dask array."""
+    cache, as map jobs read), a dask array, or anything ``numpy.asarray`` takes (as
+    ``scipy.ndimage`` takes it), copied into an in-memory array. Its dtype is checked
+    by ``check`` (default :func:`check_source_dtype`)."""
     if isinstance(source, da.Array):
         if storage_options:
             raise InvalidArgumentError(f"{what}: storage_options apply to URLs, not to a dask array")
         found = Source(lazy=source)
     else:
+        if not isinstance(source, (Array, str, os.PathLike, Store, Mapping)):
+            source = in_memory(source, what)
         array = as_source_array(source, storage_options,
                                 **({} if isinstance(source, Array) else {"cache": False}))
         if array.options.cache is None:
             array = array.with_options(cache=False)
         found = Source(array=array)
-    if np.dtype(found.dtype).kind == "c":
-        raise LabelError(f"{what}: complex values have no foreground (got {found.dtype}), as "
-                         "in scipy.ndimage.label")
+    (check or check_source_dtype)(np.dtype(found.dtype), what)
     if not found.shape:
         raise LabelError(f"{what}: the source is 0-dimensional; label arrays of 1 or more "
-                         "dimensions")
+                         "dimensions (a 0-d value v is the 1-d array [v])")
     return found
+
+
+def in_memory(data: Any, what: str) -> Array:
+    """``data`` (a numpy array, a list, anything ``numpy.asarray`` takes) as an
+    in-memory chunkflow array."""
+    try:
+        values = np.asarray(data)
+    except (TypeError, ValueError) as error:
+        raise ArgumentTypeError(f"{what}: the source must be a chunkflow.Array, a path, a URL, "
+                                "a store, a dask array or an array numpy.asarray takes; "
+                                f"{type(data).__name__} is none of them ({error})") from error
+    if values.dtype.kind == "O":
+        raise ArgumentTypeError(f"{what}: the source holds Python objects ({type(data).__name__}"
+                                " as numpy gives dtype object); pass numbers")
+    return create_array(None, data=values)
+
+
+def check_source_dtype(dtype: np.dtype, what: str) -> None:
+    """Refuse what ``scipy.ndimage.label`` refuses: complex values, float16, dates,
+    durations, strings and objects (raised as :class:`TypeError`, as scipy raises)."""
+    if dtype.kind in "biuS" or (dtype.kind == "f" and dtype.itemsize > 2):
+        return
+    hint = ("complex values have no foreground" if dtype.kind == "c" else
+            "scipy.ndimage.label has no loop for it")
+    raise ArgumentTypeError(f"{what}: the source's dtype {dtype} is not labelled ({hint}, as in "
+                            "scipy.ndimage.label); label a comparison instead, such as "
+                            "chunkflow.to_dask(source) != 0")
 
 
 def source_reads(source: Source) -> list[tuple[str, str]]:
@@ -103,7 +137,7 @@ def run_label_job(job: LabelJob, output: OutputPlan, token: str, *, compute: boo
 
 
 def label(
-    source: ArraySource | da.Array,
+    source: ArraySource | da.Array | ArrayLike,
     out: ArraySource,
     *,
     structure: Any = None,
@@ -132,9 +166,13 @@ def label(
 
     Parameters
     ----------
-    source : chunkflow.Array, path, URL, store or dask array
-        The image; every nonzero value is foreground. A dask array (a lazy expression
-        such as ``chunkflow.to_dask(z) > 500``) is computed block by block, twice.
+    source : chunkflow.Array, path, URL, store, dask or numpy array
+        The image; every nonzero value is foreground (NaN too), of any dtype and byte
+        order ``scipy.ndimage.label`` labels (complex values, float16, dates and
+        strings are refused with :class:`TypeError`, as scipy refuses them). A dask
+        array (a lazy expression such as ``chunkflow.to_dask(z) > 500``) is computed
+        block by block, twice; anything else ``numpy.asarray`` takes is copied into an
+        in-memory array.
     out : chunkflow.Array, path, URL or store
         Where the labels go: a new array (created once the number of labels is known;
         refused if something is there, unless ``overwrite``), or an existing integer

@@ -35,20 +35,26 @@ from dask.delayed import Delayed
 
 from chunkflow.api.zarr3 import create_array
 from chunkflow.config import byte_count
-from chunkflow.errors import InvalidArgumentError, LabelError, ShapeMismatchError
+from chunkflow.errors import InvalidArgumentError
+from chunkflow.graph.labels.checks import check_label_dtype, normalize_spacing, open_intensity
 from chunkflow.graph.labels.crops import (
     CropJob,
-    check_crop_names,
+    empty_crop_columns,
     merge_crop_tables,
     plan_crops,
 )
 from chunkflow.graph.labels.geometry import BlockGrid
 from chunkflow.graph.labels.labelling import open_source
 from chunkflow.graph.labels.plan import Source, plan_blocks
+from chunkflow.graph.labels.properties import (
+    PropertyRequest,
+    column_group,
+    parse_properties,
+    rename,
+)
 from chunkflow.graph.labels.tables import (
     PARTIAL_PROPERTIES,
     block_table,
-    check_names,
     columns,
     empty_like_columns,
     merge_tables,
@@ -113,21 +119,12 @@ def _template(source: Source) -> Any:
                         dtype=source.dtype)
 
 
-def _split_properties(properties: Sequence[str | Callable[..., Any]]
-                      ) -> tuple[list[str], list[str], list[Callable[..., Any]]]:
-    check_names(properties)
-    names = [p for p in properties if isinstance(p, str)]
-    partial = [p for p in names if p in PARTIAL_PROPERTIES]
-    whole = [p for p in names if p not in PARTIAL_PROPERTIES]
-    check_crop_names(whole)
-    return partial, whole, [p for p in properties if callable(p)]
-
-
 def measure(
-    labels: ArraySource | da.Array,
+    labels: ArraySource | da.Array | np.ndarray,
     intensity: ArraySource | da.Array | np.ndarray | None = None,
     *,
     properties: Sequence[str | Callable[..., Any]] = DEFAULT_PROPERTIES,
+    spacing: Any = None,
     blocks: BlockChunks = None,
     max_memory: int | str | None = None,
     scheduler: SchedulerLike = None,
@@ -139,22 +136,29 @@ def measure(
 
     Parameters
     ----------
-    labels : chunkflow.Array, path, URL, store or dask array
+    labels : chunkflow.Array, path, URL, store, dask or numpy array
         An integer label image: :func:`chunkflow.label`'s output, or any other (a
-        segmentation model's); 0 is background, labels are non-negative.
+        segmentation model's), of any integer dtype and values; 0 and negative values
+        are background (as skimage has them). Anything ``numpy.asarray`` takes is
+        copied into an in-memory array.
     intensity : array, path, URL, store, dask or numpy array, optional
-        An image of the same shape, for the ``intensity_*`` and ``centroid_weighted``
-        properties.
+        An image of the same shape, for the ``intensity_*``, ``centroid_weighted`` and
+        other weighted properties. Its statistics are computed in ``float64``.
     properties : sequence of str or callable
-        ``regionprops_table``'s names. ``label``, ``area``, ``num_pixels``, ``bbox``,
-        ``centroid``, ``centroid_weighted``, ``intensity_mean``, ``intensity_min``,
-        ``intensity_max`` and ``intensity_std`` come from one pass over the blocks,
-        merged exactly (integer sums; the intensity's variance merged as Chan et al.).
-        Any other name (``perimeter``, ``eccentricity``, ``solidity``...) and any
-        callable (``f(region_mask)`` or ``f(region_mask, intensity_crop)``, a column
-        named by the function, as skimage's ``extra_properties``) are computed from each
-        object's bounding-box crop in a second pass; an object whose crop does not fit
-        ``max_memory`` is named in a :class:`~chunkflow.MemoryPlanError`.
+        ``regionprops_table``'s names, current or deprecated (``Centroid``,
+        ``weighted_centroid``...: the column is named as given, as skimage names it).
+        ``label``, ``area``, ``num_pixels``, ``bbox``, ``centroid``,
+        ``centroid_weighted``, ``intensity_mean``, ``intensity_min``, ``intensity_max``
+        and ``intensity_std`` come from one pass over the blocks, merged exactly
+        (integer sums; the intensity's variance merged as Chan et al.). Any other name
+        (``perimeter``, ``eccentricity``, ``coords``, ``slice``...) and any callable
+        (``f(region_mask)`` or ``f(region_mask, intensity_crop)``, a column named by
+        the function, as skimage's ``extra_properties``) are computed from each
+        object's bounding-box crop in a second pass, by scikit-image (which measures
+        only 2-D and 3-D images); an object whose crop does not fit ``max_memory`` is
+        named in a :class:`~chunkflow.MemoryPlanError`.
+    spacing : number or sequence of numbers, optional
+        The voxel size along each axis, as skimage's ``spacing``.
     blocks : optional
         Blocks as whole chunks of ``labels``, as :func:`chunkflow.label`'s.
     max_memory : int or str, optional
@@ -171,21 +175,16 @@ def measure(
     Returns
     -------
     dict of str to numpy array
-        One column per name (``bbox-0``, ... for several values), one row per label,
-        ascending; ``pandas.DataFrame(table)`` takes it as is. A ``Delayed`` of it
-        with ``compute=False``.
+        One column per name (``bbox-0``, ... for several values), in the order of
+        ``properties``, one row per label, ascending; ``pandas.DataFrame(table)`` takes
+        it as is. The ``label`` column is ``int64`` as skimage's, or ``uint64`` when a
+        label is 2**63 or more. A ``Delayed`` of it with ``compute=False``.
     """
-    source = open_source(labels, storage_options, "measure")
-    if source.dtype.kind not in "iub":
-        raise LabelError(f"measure: labels must be integers, got dtype {source.dtype}")
-    image = None
-    if intensity is not None:
-        image = (Source(lazy=da.from_array(intensity)) if isinstance(intensity, np.ndarray)
-                 else open_source(intensity, storage_options, "measure"))
-        if image.shape != source.shape:
-            raise ShapeMismatchError(f"measure: intensity has shape {image.shape}; the labels "
-                                     f"have {source.shape}")
-    partial, whole, functions = _split_properties(list(properties))
+    source = open_source(labels, storage_options, "measure", check=check_label_dtype)
+    image = None if intensity is None else open_intensity(intensity, source, storage_options)
+    scale = normalize_spacing(spacing, source.ndim)
+    request = parse_properties(list(properties), image is not None, list(PARTIAL_PROPERTIES))
+    partial, whole, functions = request.partial, request.whole, request.functions
     if not compute and (whole or functions):
         later = whole + [getattr(f, "__name__", repr(f)) for f in functions]
         raise InvalidArgumentError(
@@ -208,48 +207,47 @@ def measure(
                   stats, index) for index in grid.blocks()]
     root = _tree(graph, f"chunkflow-measuremerge-{token}", parts, _merge)
     if not compute:
-        return dask.delayed(_table)(Delayed(root, graph), partial, source.ndim, stats,
-                                    properties)
+        return dask.delayed(_table)(Delayed(root, graph), request, source.ndim, scale)
     (table,) = run(Delayed(root, graph), scheduler=scheduler, progress=progress)
-    found = _columns(table, partial, source.ndim, stats)
-    if whole or functions:
+    found = _columns(table, partial, source.ndim, scale)
+    crops: dict[str, np.ndarray] = {}
+    if (whole or functions) and not len(table["label"]):
+        crops = empty_crop_columns(source.ndim, None if image is None else image.dtype,
+                                   whole, functions, scale)
+    elif whole or functions:
         limit = (default_max_memory(scheduler)[0] if max_memory is None
                  else byte_count("measure: max_memory", max_memory))
-        found.update(_crop_pass(grid, source, image, table, whole, functions, limit,
-                                scheduler, progress))
-    return _ordered(found, properties)
+        job = CropJob(grid, source, image, tuple(whole), tuple(functions), scale)
+        crops = _crop_pass(job, table, limit, scheduler, progress)
+    return _ordered(request, found, crops)
 
 
 def _columns(table: dict[str, np.ndarray], partial: list[str], ndim: int,
-             stats: Any) -> dict[str, np.ndarray]:
+             spacing: np.ndarray | None) -> dict[str, np.ndarray]:
     """The one-pass columns of the merged ``table`` (empty columns for no object)."""
-    return (columns(table, partial, ndim) if len(table["label"])
-            else empty_like_columns(partial, ndim, stats))
+    return (columns(table, partial, ndim, spacing) if len(table["label"])
+            else empty_like_columns(partial, ndim))
 
 
-def _table(table: dict[str, np.ndarray], partial: list[str], ndim: int, stats: Any,
-           properties: Sequence[Any]) -> dict[str, np.ndarray]:
+def _table(table: dict[str, np.ndarray], request: PropertyRequest, ndim: int,
+           spacing: np.ndarray | None) -> dict[str, np.ndarray]:
     """The last task of a deferred measure: the ordered one-pass table."""
-    return _ordered(_columns(table, partial, ndim, stats), properties)
+    return _ordered(request, _columns(table, request.partial, ndim, spacing), {})
 
 
 def _identity(source: Source | None) -> Any:
     return None if source is None else source.token
 
 
-def _crop_pass(grid: BlockGrid, labels: Source, intensity: Source | None,
-               table: dict[str, np.ndarray], names: list[str],
-               functions: list[Callable[..., Any]], limit: int, scheduler: SchedulerLike,
-               progress: ProgressArg) -> dict[str, np.ndarray]:
-    if not len(table["label"]):
-        return {}
+def _crop_pass(job: CropJob, table: dict[str, np.ndarray], limit: int,
+               scheduler: SchedulerLike, progress: ProgressArg) -> dict[str, np.ndarray]:
+    labels, intensity = job.labels, job.intensity
     itemsizes = (labels.dtype.itemsize, intensity.dtype.itemsize if intensity else 0)
-    plan = plan_crops(grid, table["label"], table["bbox_min"], table["bbox_max"], itemsizes,
-                      limit)
-    job = CropJob(grid, labels, intensity, tuple(names), tuple(functions))
-    token = tokenize("measure-crops", _identity(labels), _identity(intensity), names,
-                     [getattr(f, "__name__", repr(f)) for f in functions], grid,
-                     table["label"][:16].tolist(), len(table["label"]))
+    plan = plan_crops(job.grid, table["label"], table["bbox_min"], table["bbox_max"],
+                      itemsizes, limit)
+    token = tokenize("measure-crops", _identity(labels), _identity(intensity), job.names,
+                     [getattr(f, "__name__", repr(f)) for f in job.functions], job.grid,
+                     job.spacing, table["label"][:16].tolist(), len(table["label"]))
     graph: dict[Any, Any] = {f"chunkflow-cropjob-{token}": job}
     parts = [_add(graph, (f"chunkflow-measure-crops-{token}", *index), _crops,
                   f"chunkflow-cropjob-{token}", index, *plan[index]) for index in sorted(plan)]
@@ -259,12 +257,16 @@ def _crop_pass(grid: BlockGrid, labels: Source, intensity: Source | None,
     return found
 
 
-def _ordered(found: dict[str, np.ndarray], properties: Sequence[Any]) -> dict[str, np.ndarray]:
-    """The columns in the order of ``properties`` (as ``regionprops_table`` gives them)."""
+def _ordered(request: PropertyRequest, partial: dict[str, np.ndarray],
+             crops: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The columns in the order of the properties, each named as asked (as
+    ``regionprops_table`` gives them)."""
     ordered: dict[str, np.ndarray] = {}
-    for prop in properties:
-        name = prop if isinstance(prop, str) else prop.__name__
-        for key in found:
-            if key == name or key.startswith(f"{name}-"):
-                ordered[key] = found[key]
+    for name, what in request.entries:
+        if callable(what):
+            group = column_group(crops, getattr(what, "__name__", repr(what)))
+        else:
+            group = rename(partial if what in request.partial else crops, what, name)
+        for key, column in group.items():
+            ordered.setdefault(key, column)
     return ordered

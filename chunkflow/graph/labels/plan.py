@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from chunkflow.graph.scheduler import SchedulerLike
 
 __all__ = ["DEFAULT_BLOCK_VOXELS", "LabelJob", "Source", "block_memory", "label_voxel_bytes",
-           "plan_blocks"]
+           "native", "plan_blocks"]
 
 # Blocks grow toward this many voxels (16 MiB of int32 labels). Larger blocks leave
 # fewer parts on their faces to merge, and a task's memory is a few bytes per voxel.
@@ -95,10 +95,27 @@ class Source:
         return self._lazy().name
 
     def read(self, region: tuple[slice, ...]) -> np.ndarray:
+        """The values of ``region``, in native byte order (scipy's and scikit-image's
+        loops take no other; the values are the same)."""
         if self.array is not None:
             with serial_io():  # dask supplies the parallelism
-                return np.asarray(self.array.get_basic_selection(region))
-        return np.asarray(self._lazy()[region].compute(scheduler="sync"))
+                data = np.asarray(self.array.get_basic_selection(region))
+        else:
+            data = np.asarray(self._lazy()[region].compute(scheduler="sync"))
+        return native(data)
+
+
+def native(data: np.ndarray) -> np.ndarray:
+    """``data`` in native byte order (itself when it is).
+
+    Examples
+    --------
+    >>> native(np.array([1, 2], ">i4")).dtype.isnative
+    True
+    """
+    if data.dtype.isnative:
+        return data
+    return data.astype(data.dtype.newbyteorder("="))
 
 
 def _scipy_labels(data: np.ndarray, structure: np.ndarray) -> tuple[np.ndarray, int]:

@@ -58,7 +58,7 @@ from chunkflow.graph.transactions import check_commit, refuse_deferred_commit
 from chunkflow.jobs import function_parts
 
 if TYPE_CHECKING:
-    from numpy.typing import DTypeLike
+    from numpy.typing import ArrayLike, DTypeLike
 
     from chunkflow.graph.read import ArraySource, BlockChunks
     from chunkflow.graph.scheduler import ProgressArg, SchedulerLike
@@ -150,6 +150,11 @@ class SegmentJob(LabelJob):
                 f"{result.dtype} of shape {result.shape} for block {index} (window "
                 f"{[(w.start, w.stop) for w in window]}); expected integer labels of shape "
                 f"{expected}")
+        if result.dtype.kind == "i" and result.size and int(result.min()) < 0:
+            raise LabelError(
+                f"segment: {getattr(self.fn, '__qualname__', self.fn)!r} returned negative "
+                f"labels ({int(result.min())}) for block {index}; labels must be non-negative "
+                "(0 for background)")
         return result, window
 
     def _core(self, result: np.ndarray, window: tuple[slice, ...],
@@ -178,13 +183,14 @@ class SegmentJob(LabelJob):
             slab = result[tuple(slice(b.start - w.start, b.stop - w.start)
                                 for b, w in zip(box, window))]
             slabs[2 * axis + side] = (tuple(b.start for b in box), slab)
-            seen = np.unique(slab)
+            # Compared as uint64 (int64 against uint64 would compare as float64).
+            seen = np.unique(slab).astype(np.uint64)
             pos = np.minimum(np.searchsorted(values, seen), max(0, len(values) - 1))
             parts = numbers[pos[values[pos] == seen]] if len(values) else []
             masks[parts] |= face_bit(axis, side)
         info = block_info(self.grid, index, local, count, masks)
         # fn's label of each exposed part (the parts' local labels sorted by fn's label).
-        by_value = np.zeros(count + 1, np.int64)
+        by_value = np.zeros(count + 1, np.uint64)
         by_value[numbers] = values
         exposed_values = by_value[info.exposed]
         order = np.argsort(exposed_values)
@@ -204,8 +210,8 @@ class SegmentJob(LabelJob):
             return np.zeros((0, 2), np.int64)
         a, b = _overlaps(own.zone(2 * axis + (1 if forward else 0), box),
                          other.zone(2 * axis + (0 if forward else 1), box), self.min_overlap)
-        found_a, keys_a = own.keys_of(a.astype(np.int64))
-        found_b, keys_b = other.keys_of(b.astype(np.int64))
+        found_a, keys_a = own.keys_of(a.astype(np.uint64))
+        found_b, keys_b = other.keys_of(b.astype(np.uint64))
         both = found_a & found_b
         return np.stack([keys_a[both[found_a]], keys_b[both[found_b]]], axis=1)
 
@@ -217,6 +223,10 @@ class SegmentJob(LabelJob):
                 "write pass; fn must give the same labels for the same window")
 
 
+def _any_dtype(dtype: np.dtype, what: str) -> None:
+    """``fn`` reads the source: any dtype it takes."""
+
+
 def all_offsets(ndim: int) -> list[tuple[tuple[int, ...], list[tuple[int, ...]]]]:
     """Every neighbouring block after a block (windows overlap across faces, edges and
     corners)."""
@@ -226,7 +236,7 @@ def all_offsets(ndim: int) -> list[tuple[tuple[int, ...], list[tuple[int, ...]]]
 
 def segment(
     fn: Callable[..., Any],
-    source: ArraySource | da.Array,
+    source: ArraySource | da.Array | ArrayLike,
     out: ArraySource,
     *,
     depth: int | Sequence[int] | Mapping[int, int],
@@ -286,7 +296,7 @@ def segment(
         raise LabelError(f"segment: min_overlap must lie in [0, 1], got {min_overlap!r}")
     refuse_deferred_commit(commit, compute, "segment")
     check_commit(out, commit, "segment")
-    src = open_source(source, storage_options, "segment")
+    src = open_source(source, storage_options, "segment", check=_any_dtype)
     shape = tuple(int(n) for n in src.shape)
     halo = normalize_depth(depth, len(shape))
     fn_parts = function_parts(fn, (kwargs, min_overlap), job_name, strict=resume)

@@ -27,14 +27,13 @@ array([0.5, 1.5])
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 import numpy as np
 
 from chunkflow.errors import LabelError
 
-__all__ = ["PARTIAL_PROPERTIES", "block_table", "columns", "compact_labels", "merge_tables",
-           "needed_stats", "slots_of"]
+__all__ = ["PARTIAL_PROPERTIES", "block_table", "columns", "compact_labels", "empty_like_columns",
+           "label_column", "merge_tables", "needed_stats", "slots_of"]
 
 #: Properties computed from partial results (one pass over the blocks); each with
 #: the statistics it needs.
@@ -69,31 +68,57 @@ def needed_stats(properties: Iterable[str], has_intensity: bool) -> set[str]:
     return stats
 
 
-def compact_labels(labels: np.ndarray, what: str = "measure") -> tuple[np.ndarray, np.ndarray]:
-    """(labels present but 0, ascending; each voxel's index among them + 1, 0 for 0).
+def _background_negatives(flat: np.ndarray, what: str, negatives: bool) -> np.ndarray:
+    """``flat`` with negative labels set to 0 (``negatives``: as skimage, whose
+    ``find_objects`` skips labels below 1), or refused."""
+    if flat.dtype.kind == "b":
+        return flat.view(np.uint8)
+    if flat.dtype.kind != "i" or flat.size == 0:
+        return flat
+    low = int(flat.min())
+    if low >= 0:
+        return flat
+    if not negatives:
+        raise LabelError(f"{what}: labels must be non-negative integers, found {low}")
+    return np.where(flat < 0, flat.dtype.type(0), flat)
+
+
+def _offsets_from(flat: np.ndarray, low: int) -> np.ndarray:
+    """``flat - low`` as ``intp`` (every value is at least ``low`` and at most ``low``
+    plus the voxel count), subtracted in ``flat``'s own type: no value wraps."""
+    shifted = flat - flat.dtype.type(low) if low else flat
+    return shifted.astype(np.intp, copy=False)
+
+
+def compact_labels(labels: np.ndarray, what: str = "measure",
+                   negatives: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(labels present but 0, ascending, as ``uint64``; each voxel's index among them
+    + 1, 0 for 0). Negative labels are background with ``negatives``, else refused.
 
     Examples
     --------
     >>> present, index = compact_labels(np.array([[0, 9, 9], [4, 0, 9]]))
     >>> present.tolist(), index.tolist()
     ([4, 9], [[0, 2, 2], [1, 0, 2]])
+    >>> compact_labels(np.array([2**64 - 1, 0, 2**63], np.uint64))[0].tolist()
+    [9223372036854775808, 18446744073709551615]
     """
-    flat = labels.reshape(-1)
+    flat = _background_negatives(labels.reshape(-1), what, negatives)
     if flat.size == 0:
-        return np.zeros(0, np.int64), np.zeros(labels.shape, np.int64)
+        return np.zeros(0, np.uint64), np.zeros(labels.shape, np.int64)
     low, high = int(flat.min()), int(flat.max())
-    if low < 0:
-        raise LabelError(f"{what}: labels must be non-negative integers, found {low}")
     if high - low <= 4 * flat.size:  # a bincount over the range is cheaper than a sort
-        present = np.flatnonzero(np.bincount(flat - low, minlength=high - low + 1)) + low
-        present = present[present != 0]
+        offsets = _offsets_from(flat, low)
+        present = np.flatnonzero(np.bincount(offsets, minlength=high - low + 1))
         lookup = np.zeros(high - low + 1, np.int64)
-        lookup[present - low] = np.arange(1, len(present) + 1)
-        return present.astype(np.int64), lookup[flat - low].reshape(labels.shape)
+        values = present.astype(np.uint64) + np.uint64(low)
+        keep = values != 0
+        lookup[present[keep]] = np.arange(1, int(keep.sum()) + 1)
+        return values[keep], lookup[offsets].reshape(labels.shape)
     present, inverse = np.unique(flat, return_inverse=True)
     offset = 1 if present[0] != 0 else 0
     found = present[1 - offset:] if offset == 0 else present
-    return found.astype(np.int64), (inverse + offset).reshape(labels.shape)
+    return found.astype(np.uint64), (inverse + offset).reshape(labels.shape)
 
 
 def _axis_values(shape: tuple[int, ...], axis: int, start: int) -> np.ndarray:
@@ -105,33 +130,32 @@ def _axis_values(shape: tuple[int, ...], axis: int, start: int) -> np.ndarray:
 
 def slots_of(labels: np.ndarray, what: str = "measure") -> tuple[np.ndarray, np.ndarray,
                                                                 np.ndarray]:
-    """(labels present but 0, ascending; each voxel's slot, flat; each present label's
-    slot). Slots are ``label - min`` where the labels span no more values than voxels
-    (one pass, no lookup), else from a sort.
+    """(labels present but 0, ascending, as ``uint64``; each voxel's slot, flat; each
+    present label's slot). Slots are ``label - min`` where the labels span no more
+    values than voxels (one pass, no lookup), else from a sort. Negative labels are
+    background, as in ``skimage.measure.regionprops``.
 
     Examples
     --------
     >>> present, slots, chosen = slots_of(np.array([[0, 5, 5], [4, 0, 5]]))
     >>> present.tolist(), slots.tolist(), chosen.tolist()
     ([4, 5], [0, 5, 5, 4, 0, 5], [4, 5])
-    >>> present, slots, chosen = slots_of(np.array([[0, 90, 90], [4, 0, 90]]))  # sparse
+    >>> present, slots, chosen = slots_of(np.array([[0, 90, 90], [4, -7, 90]]))  # sparse
     >>> present.tolist(), slots.tolist(), chosen.tolist()
     ([4, 90], [0, 2, 2, 1, 0, 2], [1, 2])
     """
-    flat = labels.reshape(-1)
+    flat = _background_negatives(labels.reshape(-1), what, negatives=True)
     if flat.size == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.intp), np.zeros(0, np.intp)
+        return np.zeros(0, np.uint64), np.zeros(0, np.intp), np.zeros(0, np.intp)
     low, high = int(flat.min()), int(flat.max())
-    if low < 0:
-        raise LabelError(f"{what}: labels must be non-negative integers, found {low}")
     if high - low < flat.size:
-        slots = flat.astype(np.intp) - low if low else flat.astype(np.intp, copy=False)
+        slots = _offsets_from(flat, low)
         chosen = np.flatnonzero(np.bincount(slots, minlength=high - low + 1))
-        present = chosen + low
+        present = chosen.astype(np.uint64) + np.uint64(low)
         keep = present != 0
-        return present[keep].astype(np.int64), slots, chosen[keep]
-    present, index = compact_labels(labels, what)
-    return present, index.reshape(-1).astype(np.intp, copy=False), \
+        return present[keep], slots, chosen[keep]
+    present, index = compact_labels(flat, what, negatives=True)
+    return present, index.astype(np.intp, copy=False), \
         np.arange(1, len(present) + 1, dtype=np.intp)
 
 
@@ -219,24 +243,43 @@ def _split(name: str, values: np.ndarray) -> dict[str, np.ndarray]:
     return {f"{name}-{a}": values[:, a] for a in range(values.shape[1])}
 
 
-def columns(table: Mapping[str, np.ndarray], properties: Sequence[str], ndim: int) -> Table:
-    """The ``regionprops_table`` columns of ``properties`` (partial ones only)."""
+def label_column(labels: np.ndarray) -> np.ndarray:
+    """The ``label`` column: ``int64`` as skimage gives it, ``uint64`` where a label
+    is past ``int64``'s range (a ``uint64`` label image's labels of 2**63 or more).
+
+    Examples
+    --------
+    >>> label_column(np.array([1, 2], np.uint64)).dtype, label_column(np.array([2**63], np.uint64)).dtype
+    (dtype('int64'), dtype('uint64'))
+    """
+    values = np.asarray(labels)
+    if values.dtype == np.uint64 and len(values) and int(values.max()) > np.iinfo(np.int64).max:
+        return values
+    return values.astype(np.int64)
+
+
+def columns(table: Mapping[str, np.ndarray], properties: Sequence[str], ndim: int,
+            spacing: np.ndarray | None = None) -> Table:
+    """The ``regionprops_table`` columns of ``properties`` (partial ones only), with
+    the voxel ``spacing`` (default: 1 along every axis)."""
     count = table["count"]
+    scale = np.ones(ndim) if spacing is None else np.asarray(spacing, np.float64)
     found: Table = {}
     for name in properties:
         if name == "label":
-            found["label"] = table["label"].astype(np.int64)
+            found["label"] = label_column(table["label"])
         elif name == "area":
-            found["area"] = count.astype(np.float64)
+            found["area"] = count.astype(np.float64) * np.prod(scale)
         elif name == "num_pixels":
             found["num_pixels"] = count.astype(np.int64)
         elif name == "bbox":
             both = np.concatenate([table["bbox_min"], table["bbox_max"]], axis=1)
             found.update(_split("bbox", both.reshape(len(count), 2 * ndim)))
         elif name == "centroid":
-            found.update(_split("centroid", table["coords"] / count[:, None]))
+            found.update(_split("centroid", table["coords"] / count[:, None] * scale))
         elif name == "centroid_weighted":
-            found.update(_split("centroid_weighted", table["weighted"] / table["sum"][:, None]))
+            found.update(_split("centroid_weighted",
+                                table["weighted"] / table["sum"][:, None] * scale))
         elif name == "intensity_mean":
             found["intensity_mean"] = table["sum"] / count
         elif name == "intensity_min":
@@ -248,19 +291,12 @@ def columns(table: Mapping[str, np.ndarray], properties: Sequence[str], ndim: in
     return found
 
 
-def empty_like_columns(properties: Sequence[str], ndim: int, stats: set[str]) -> Table:
+def empty_like_columns(properties: Sequence[str], ndim: int) -> Table:
     """An empty table's columns (no labels anywhere)."""
-    empty: Table = {"label": np.zeros(0, np.int64), "count": np.zeros(0, np.int64),
+    empty: Table = {"label": np.zeros(0, np.uint64), "count": np.zeros(0, np.int64),
                     "bbox_min": np.zeros((0, ndim), np.int64),
                     "bbox_max": np.zeros((0, ndim), np.int64),
                     "coords": np.zeros((0, ndim), np.int64), "sum": np.zeros(0),
                     "weighted": np.zeros((0, ndim)), "min": np.zeros(0), "max": np.zeros(0),
                     "mean": np.zeros(0), "m2": np.zeros(0)}
     return columns(empty, properties, ndim)
-
-
-def check_names(properties: Iterable[Any]) -> None:
-    """Refuse properties given as neither a name nor a callable."""
-    for prop in properties:
-        if not isinstance(prop, str) and not callable(prop):
-            raise LabelError(f"measure: a property is a name or a callable, got {prop!r}")

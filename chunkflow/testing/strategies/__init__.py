@@ -13,8 +13,11 @@ that nobody picked:
 - :mod:`~chunkflow.testing.strategies.selections`: every selection kind (integers,
   slices with steps of both signs, index arrays, masks, ``None``, ``Ellipsis``) in
   numpy's syntax and in zarr's ``oindex``/``vindex`` meanings;
+- :mod:`~chunkflow.testing.strategies.storage`: arrays made of the fill value and of
+  values ``==`` calls equal to it with other bits (``-0.0``, other NaNs);
 - :mod:`~chunkflow.testing.strategies.labels`: label images (objects touching chunk
-  faces, holes, large label values);
+  faces, holes, large and negative label values), binary images of any density,
+  structuring elements ``scipy.ndimage.label`` takes, intensity images with NaN;
 - :mod:`~chunkflow.testing.strategies.filters`: arrays whose every element is drawn
   (neighbours differ: for filters, halos and downsampling);
 - :func:`schedulers`: the dask schedulers ``sync``, ``threads`` and ``processes``.
@@ -45,7 +48,12 @@ from chunkflow.testing.strategies.grids import (
     stored_arrays,
     zarr_formats,
 )
-from chunkflow.testing.strategies.labels import label_images
+from chunkflow.testing.strategies.labels import (
+    binary_images,
+    intensity_images,
+    label_images,
+    structures,
+)
 from chunkflow.testing.strategies.scheduling import SCHEDULERS, schedulers
 from chunkflow.testing.strategies.selections import (
     basic_selections,
@@ -55,6 +63,7 @@ from chunkflow.testing.strategies.selections import (
     orthogonal_selections,
     selection_values,
 )
+from chunkflow.testing.strategies.storage import fill_twins, near_fill_arrays
 from chunkflow.testing.strategies.values import (
     DTYPE_CODES,
     arrays,
@@ -69,13 +78,17 @@ __all__ = [
     "StoredArraySpec",
     "arrays",
     "basic_selections",
+    "binary_images",
     "chunk_shapes",
     "coordinate_selections",
     "dtypes",
     "elements",
+    "fill_twins",
     "fill_values",
+    "intensity_images",
     "label_images",
     "mask_selections",
+    "near_fill_arrays",
     "numpy_selections",
     "orthogonal_selections",
     "schedulers",
@@ -84,6 +97,7 @@ __all__ = [
     "shard_shapes",
     "special_values",
     "stored_arrays",
+    "structures",
     "varied_arrays",
     "zarr_formats",
 ]

@@ -89,9 +89,10 @@ def fill_values(dtype: np.dtype) -> st.SearchStrategy[Any]:
     np.float64(0.0)
     """
     native = np.dtype(dtype).newbyteorder("=")
-    zero = st.just(native.type(0) if native.kind not in "US" else native.type())
     if native.kind in "mM":
-        return st.one_of(zero, st.just(native.type("NaT")))
+        unit = np.datetime_data(native)[0]  # a generic timedelta64(0) cannot be hashed
+        return st.one_of(st.just(native.type(0, unit)), st.just(native.type("NaT", unit)))
+    zero = st.just(native.type(0) if native.kind not in "US" else native.type())
     return st.one_of(zero, elements(native))
 
 

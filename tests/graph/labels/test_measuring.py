@@ -126,12 +126,26 @@ def test_refusals() -> None:
     z = chunkflow.array(np.ones((4, 4), "u1"), chunks=(2, 2))
     with pytest.raises(LabelError, match="intensity_mean need an intensity image"):
         chunkflow.measure(z, properties=["label", "intensity_mean"])
-    with pytest.raises(LabelError, match="coords"):
-        chunkflow.measure(z, properties=["coords"])
-    with pytest.raises(LabelError, match="integers"):
+    with pytest.raises(LabelError, match="'centre' is not a property"):
+        chunkflow.measure(z, properties=["centre"])
+    with pytest.raises(LabelError, match="a name or a callable"):
+        chunkflow.measure(z, properties=[3])
+    # skimage raises TypeError for labels that are not integers: so does chunkflow.
+    with pytest.raises(TypeError, match="integers"):
         chunkflow.measure(chunkflow.array(np.ones((4, 4), "f4"), chunks=(2, 2)))
-    with pytest.raises(LabelError, match="non-negative"):
-        chunkflow.measure(chunkflow.array(-np.ones((4, 4), "i4"), chunks=(2, 2)))
+    with pytest.raises(TypeError, match="chunkflow.label"):
+        chunkflow.measure(np.ones((4, 4), bool))
+    with pytest.raises(ValueError, match="channel at a time"):
+        chunkflow.measure(z, np.ones((4, 4, 3)), properties=["intensity_mean"])
+    with pytest.raises(ValueError, match="spacing must be a number or 2 numbers"):
+        chunkflow.measure(z, spacing=(1, 2, 3))
+    with pytest.raises(TypeError, match="spacing must be real numbers"):
+        chunkflow.measure(z, spacing=(True, False))
+
+
+def test_negative_labels_are_background_as_in_skimage() -> None:
+    labels = np.array([[1, -3, 2], [0, -3, 2], [-128, 5, 5]], "i1")
+    compare(labels, None, (2, 2), ["label", "area", "bbox", "perimeter"])
 
 
 def test_a_pandas_frame_takes_the_table() -> None:
@@ -155,3 +169,33 @@ def test_random_label_images(data: st.DataObject) -> None:
     properties = ["label", "area", "bbox", "centroid", "intensity_mean", "intensity_std",
                   "intensity_max"]
     compare(labels, rng.normal(size=shape), chunks, properties)
+
+
+def test_the_property_tables_are_skimages() -> None:
+    """chunkflow keeps skimage's names (it does not import skimage for the one-pass
+    properties): they must be those of the installed scikit-image."""
+    from skimage.measure import _regionprops
+
+    from chunkflow.graph.labels.properties import ALIASES, INTENSITY_PROPERTIES, NAMES
+
+    assert dict(ALIASES) == _regionprops.PROPS
+    assert set(NAMES) == set(_regionprops.COL_DTYPES)
+    assert set(INTENSITY_PROPERTIES) == set(_regionprops._require_intensity_image)
+
+
+def test_callables_anywhere_in_the_list_keep_their_place() -> None:
+    labels = np.zeros((6, 7), "u2")
+    labels[1:4, 2:6] = 3
+    labels[5, :] = 8
+
+    def pixels(mask: np.ndarray) -> int:
+        return int(mask.sum())
+
+    table = chunkflow.measure(chunkflow.array(labels, chunks=(2, 3)),
+                              properties=[pixels, "label", "Area", "coords"], blocks=(1, 1))
+    expected = skimage_measure.regionprops_table(labels, properties=["label", "Area", "coords"],
+                                                 extra_properties=[pixels])
+    assert list(table) == ["pixels", "label", "Area", "coords"]
+    for name in ["pixels", "label", "Area"]:
+        np.testing.assert_array_equal(table[name], expected[name])
+    assert all(np.array_equal(a, b) for a, b in zip(table["coords"], expected["coords"]))

@@ -145,3 +145,12 @@ def test_a_named_job_resumes(tmp_path: Path) -> None:
                                    str(tmp_path / "out.zarr"), depth=1, resume=True,
                                    job_name="threshold", blocks=(1, 1))
     np.testing.assert_array_equal(out[...], ndimage.label(image > 0.5)[0])
+
+
+def negative_labels(window: np.ndarray) -> np.ndarray:
+    return np.where(window > 0, -1, 0)
+
+
+def test_negative_labels_are_refused() -> None:
+    with pytest.raises(LabelError, match="negative"):
+        chunkflow.segment(negative_labels, np.ones((4, 4)), chunkflow.MemoryStore(), depth=1)
