@@ -297,7 +297,10 @@ def _check(case: MapCase, store: Any = None, out_store: Any = None) -> None:
         return
     assert want is not None
     got = _run(case, source, cval, out_store)
-    assert got.dtype == want.dtype and got.shape == want.shape
+    # A Zarr v3 output keeps its byte order in the bytes codec: it reads in native order.
+    assert got.dtype.newbyteorder("=") == want.dtype.newbyteorder("=")
+    assert got.shape == want.shape
+    want = want.astype(got.dtype)
     if case.filter.name == "uniform_filter" and data.dtype.kind in "fc":
         # A running sum: a few ulps of the largest value (of the output's precision).
         scale = max(float(np.abs(data).max(initial=0)), 1.0)
@@ -335,7 +338,7 @@ def test_map_chunks_equals_scipy_on_the_whole_array(case: MapCase) -> None:
     _check(case)
 
 
-@budget(2)
+@budget(1)
 @given(case=map_cases(processes=True))
 def test_map_chunks_on_processes_equals_scipy(case: MapCase) -> None:
     with tempfile.TemporaryDirectory() as folder:

@@ -42,8 +42,8 @@ from chunkflow.testing import strategies as cst
 from tests.differential.conftest import budget
 
 #: The dtypes each method takes (mean, max and gaussian need numbers).
-METHOD_KINDS = {"mean": "biuf", "max": "biuf", "gaussian": "biuf", "nearest": "biufcU",
-                "mode": "biufcU"}
+METHOD_KINDS = {"mean": "biuf", "max": "biuf", "gaussian": "biuf", "nearest": "biufcmMUS",
+                "mode": "biufcmMUS"}
 SPACE = {2: "yx", 3: "zyx", 4: "czyx"}
 
 
@@ -199,7 +199,7 @@ def _natural_levels(shape: tuple[int, ...], chunks: tuple[int, ...],
 
 def _same_values(got: np.ndarray, want: np.ndarray) -> None:
     """Equal as values: NaN equals NaN (NaT equals NaT), -0.0 equals 0.0."""
-    if want.dtype.kind in "fcM":
+    if want.dtype.kind in "fcmM":
         np.testing.assert_array_equal(got, want)  # NaN (NaT) at the same places, else ==
     else:
         assert (got == want).all(), (got, want)
