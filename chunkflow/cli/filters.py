@@ -111,7 +111,11 @@ def run_filter(args: argparse.Namespace) -> int:
             # floats).
             chunkflow.map_chunks(
                 _as_dtype_then_filter, source, out=target, depth=depth,
-                boundary=args.boundary, scheduler=args.scheduler,
+                # scipy pads every pass of a separable filter with cval itself at the
+                # array's edge (mode="constant"); a padded halo would hold the filtered
+                # constant instead (off by one in integers).
+                boundary="none" if args.boundary == "constant" else args.boundary,
+                scheduler=args.scheduler,
                 progress=progress_wanted(args), kind=kind, size=size,
                 dtype_name=str(target.dtype), edge=args.boundary, resume=args.resume,
             )

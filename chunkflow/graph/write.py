@@ -100,7 +100,10 @@ def _write_block(
     if len(blocks) == 1 and placements[0][1] == tuple(slice(0, n) for n in shape):
         value = np.asarray(blocks[0])[placements[0][0]]  # one source block covers it
     else:
-        value = np.empty(shape, dtype=np.result_type(*(np.asarray(b).dtype for b in blocks)))
+        # One dtype as it is: result_type would make '>i2' native, and casting='no'
+        # then refuses the block it came from.
+        dtypes = {np.asarray(b).dtype for b in blocks}
+        value = np.empty(shape, dtype=dtypes.pop() if len(dtypes) == 1 else np.result_type(*dtypes))
         for (in_block, in_value), block in zip(placements, blocks):
             value[in_value] = block[in_block]
     # Cast here as numpy casts (the checked rule allows it), not by the assignment's

@@ -47,7 +47,12 @@ from chunkflow.api.unfinished import open_recorded_block_plan
 from chunkflow.config.renames import renamed_parameters
 from chunkflow.errors import ArgumentTypeError, MemoryPlanError
 from chunkflow.graph.casting import check_casting
-from chunkflow.graph.map.halo import check_boundary, normalize_depth
+from chunkflow.graph.map.halo import (
+    check_boundary,
+    check_constant,
+    normalize_depth,
+    window_boundary,
+)
 from chunkflow.graph.map.outputs import NewOut, open_sources, resolve_out
 from chunkflow.graph.map.plan import MapPlan
 from chunkflow.graph.map.tasks import RegionDep, TaskGrid, plan_tasks
@@ -115,6 +120,9 @@ def _prepare_plan(func: Callable[..., Any], sources: Sequence[ArraySource], *,
     first = arrays[0]
     check_boundary(boundary)
     halo = normalize_depth(depth, first.ndim)
+    if window_boundary(boundary, constant_value, func, kwargs) == "constant" and any(halo):
+        for array in arrays:
+            check_constant(constant_value, array, what)
     resolved = resolve_out(out, arrays, dtype, storage_options, depth=halo,
                            overwrite=overwrite, resume=resume)
     # Everything is checked against the template of a new output before it is created.
@@ -191,7 +199,16 @@ def map_chunks(
         Halo per axis; may exceed the chunk size.
     boundary : {"reflect", "nearest", "constant", "periodic", "none"}
         What lies beyond the array's edge, as in ``dask.array.map_overlap``
-        (``constant_value=`` for ``constant``).
+        (``constant_value=`` for ``constant``; a value the sources' dtype cannot hold
+        is refused). A scipy.ndimage filter given the boundary's mode (``reflect``,
+        ``nearest``, ``constant``, ``wrap`` for ``periodic``) gives the bits of the
+        filter on the whole array: with ``constant`` and a function that pads with the
+        same constant itself (``mode="constant"`` and ``cval`` equal to
+        ``constant_value``, as keywords here or in a ``functools.partial``) the windows
+        stop at the array's edge and the function pads each of its passes there, as
+        scipy does on the whole array. ``none``: the windows stop at the edge and the
+        function's own mode applies there. See :mod:`chunkflow.graph.map.halo` for
+        the filters whose bits no halo gives (uniform_filter's running sum...).
     dtype : optional
         The result's dtype (default: ``out``'s, else the first source's).
     blocks : optional

@@ -19,6 +19,28 @@ The boundary names and their numpy (:data:`NUMPY_PAD_MODES`) and scipy
 (:data:`SCIPY_MODES`) spellings live here only; :func:`check_boundary` refuses any
 other name.
 
+**scipy.ndimage, bit for bit.** A scipy filter over each window (depth at least its
+radius, its ``mode`` the boundary's :data:`SCIPY_MODES` spelling) gives exactly the
+bits of the filter on the whole array, on every dtype, for every filter that computes
+each output element from its footprint alone: gaussian_filter (any order),
+gaussian_laplace, sobel, prewitt, laplace, correlate/convolve (1-D and n-D), median,
+rank and percentile filters over 2-D and larger arrays, minimum/maximum filters
+without NaN. ``reflect``, ``nearest`` and ``periodic`` give it by padding: a separable
+filter's later passes see the earlier passes' results in the halo, and those equal
+what scipy's own padding of those results holds. ``constant`` cannot (scipy pads every
+pass with ``cval``, the window's halo holds the filtered constant, a rounding away:
+uint8 results off by one), so when the function pads with the same constant itself
+(:func:`window_boundary`: ``mode="constant"`` and ``cval`` equal to
+``constant_value``), windows stop at the array's edge as with ``none`` and the function
+pads every pass there, as it does on the whole array. ``none`` with any of the
+function's own modes but ``wrap`` (``reflect``, ``mirror``, ``nearest``, ``constant``)
+is scipy's result the same way.
+
+Some scipy filters are not local, and no halo reproduces their bits: uniform_filter
+keeps a running sum along each line (floats differ in the last bits, an inf turns the
+rest of scipy's line into NaN), minimum/maximum_filter with ``size`` and 1-D
+median/rank filters give NaN results that depend on the line before the footprint.
+
 Examples
 --------
 >>> import numpy as np
@@ -35,18 +57,19 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
 
 from chunkflow.core.array import Array
 from chunkflow.engine.pool import serial_io
-from chunkflow.errors import InvalidSelectionError
+from chunkflow.errors import InvalidArgumentError, InvalidSelectionError
 
 __all__ = [
-    "BOUNDARIES", "NUMPY_PAD_MODES", "SCIPY_MODES", "check_boundary", "normalize_depth",
-    "read_window", "window_bounds",
+    "BOUNDARIES", "NUMPY_PAD_MODES", "SCIPY_MODES", "check_boundary", "check_constant",
+    "normalize_depth", "read_window", "window_boundary", "window_bounds",
 ]
 
 BOUNDARIES = ("reflect", "nearest", "constant", "periodic", "none")
@@ -75,7 +98,89 @@ def check_boundary(boundary: str) -> None:
             f"boundary {boundary!r} is not one of {', '.join(BOUNDARIES)}"
         )
 
+
+def check_constant(constant_value: Any, array: Array, what: str = "map_chunks") -> None:
+    """Refuse a ``constant_value`` that the windows of ``array`` cannot hold as it is
+    (NaN or 0.5 in integers, 300 in uint8): the padding would change it.
+
+    Examples
+    --------
+    >>> import chunkflow
+    >>> check_constant(7, chunkflow.zeros(3, dtype="u1"))
+    >>> check_constant(300, chunkflow.zeros(3, dtype="u1"))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    chunkflow.errors.InvalidArgumentError: map_chunks: constant_value 300 does not fit ...
+    """
+    try:
+        with np.errstate(invalid="ignore", over="ignore"):
+            held = np.asarray(constant_value).astype(array.dtype)
+        same = held.shape == () and bool(
+            held == constant_value or (held != held and constant_value != constant_value))
+    except (TypeError, ValueError, OverflowError):
+        same = False
+    if not same:
+        raise InvalidArgumentError(
+            f"{what}: constant_value {constant_value!r} does not fit the dtype {array.dtype} "
+            f"of source {array.path or array!r}: boundary='constant' pads the windows with "
+            f"it; pass a value of that dtype, or let the function pad with its own (for "
+            f"scipy.ndimage: mode='constant', cval={constant_value!r})"
+        )
+
+
 Halo = tuple[tuple[int, int], ...]
+
+#: The ``mode`` names by which scipy.ndimage (and scikit-image) pad with ``cval``.
+CONSTANT_MODES = ("constant", "grid-constant")
+
+
+def _call_keywords(func: Callable[..., Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """The keywords ``func(window, **kwargs)`` receives, those of partials included."""
+    keywords: dict[str, Any] = {}
+    while isinstance(func, functools.partial):
+        keywords = {**func.keywords, **keywords}
+        func = func.func
+    return {**keywords, **kwargs}
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    try:
+        return bool(np.array_equal(np.asarray(a, dtype=float), np.asarray(b, dtype=float),
+                                   equal_nan=True))
+    except (TypeError, ValueError):  # not numbers: never the function's own cval
+        return False
+
+
+def window_boundary(boundary: str, constant_value: Any, func: Callable[..., Any],
+                    kwargs: Mapping[str, Any]) -> str:
+    """The boundary the windows of ``func`` are read with: ``boundary``, or ``"none"``
+    where ``func`` pads the array's edge itself exactly as ``boundary`` asks.
+
+    That is ``boundary="constant"`` with ``func`` given (in ``kwargs`` or a
+    ``functools.partial``) ``mode="constant"`` (on every axis) and ``cval`` (scipy's
+    default 0) equal to ``constant_value``. A separable filter then pads each of its
+    passes with ``cval``, as scipy does on the whole array, instead of filtering a
+    padded halo (whose later passes see the filtered constant, off by a rounding).
+
+    Examples
+    --------
+    >>> from scipy import ndimage
+    >>> window_boundary("constant", 0, ndimage.gaussian_filter, {"mode": "constant"})
+    'none'
+    >>> window_boundary("constant", 2, ndimage.gaussian_filter, {"mode": "constant"})
+    'constant'
+    >>> window_boundary("reflect", 0, ndimage.gaussian_filter, {"mode": "constant"})
+    'reflect'
+    """
+    if boundary != "constant":
+        return boundary
+    keywords = _call_keywords(func, kwargs)
+    mode = keywords.get("mode")
+    modes = [mode] if isinstance(mode, str) else mode
+    if (not isinstance(modes, Sequence) or not modes
+            or not all(isinstance(m, str) and m in CONSTANT_MODES for m in modes)):
+        return boundary
+    return "none" if _same_value(keywords.get("cval", 0.0), constant_value) else boundary
 
 
 def normalize_depth(depth: int | Sequence[int] | Mapping[int, int], ndim: int) -> tuple[int, ...]:

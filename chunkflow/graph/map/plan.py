@@ -19,7 +19,7 @@ from chunkflow.engine.pool import serial_io
 from chunkflow.errors import ShapeMismatchError
 from chunkflow.graph.casting import check_cast
 from chunkflow.graph.map.groups import TaskWindows
-from chunkflow.graph.map.halo import read_window
+from chunkflow.graph.map.halo import read_window, window_boundary
 from chunkflow.jobs import Job, block_keys
 
 __all__ = ["MapPlan"]
@@ -46,11 +46,17 @@ class MapPlan:
     tracker: Job | None = None  # skips blocks finished before, records new ones
     casting: str = "same_kind"  # numpy's rule for the cast of a block to dtype
 
+    @property
+    def window_boundary(self) -> str:
+        """The boundary windows are read with (``"none"`` where ``func`` pads the
+        constant itself: see :func:`~chunkflow.graph.map.halo.window_boundary`)."""
+        return window_boundary(self.boundary, self.constant_value, self.func, self.kwargs)
+
     def windows(self, region: tuple[slice, ...]) -> tuple[list[np.ndarray], tuple[tuple[int, int], ...]]:
         windows: list[np.ndarray] = []
         halo: tuple[tuple[int, int], ...] = ()
         for source in self.sources:
-            window, halo = read_window(source, region, self.depth, self.boundary,
+            window, halo = read_window(source, region, self.depth, self.window_boundary,
                                        self.constant_value)
             windows.append(window)
         return windows, halo
@@ -71,7 +77,7 @@ class MapPlan:
         if self.spans is None:
             windows, halo = self.windows(region)
             return self.block(index, region, windows, halo)
-        task = TaskWindows.read(self.sources, region, self.depth, self.boundary,
+        task = TaskWindows.read(self.sources, region, self.depth, self.window_boundary,
                                 self.constant_value)
         for block_index, block_region, windows, halo in task.blocks(self.spans):
             try:

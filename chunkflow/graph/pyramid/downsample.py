@@ -16,6 +16,8 @@ covers the elements that remain (an axis of ``n`` gives ``ceil(n / f)``).
     The first element of each window (``level[::f]``): values are kept as they are.
 ``mode``
     The most frequent value of each window, the smallest on a tie: for label images.
+    Values count and sort as ``numpy.unique`` counts and sorts them: NaN equals NaN
+    (NaT equals NaT) and comes last.
 ``gaussian``
     A Gaussian blur (``sigma = f / 3`` per downsampled axis, scikit-image's
     ``pyramid_reduce`` default, truncated at 4 sigma, scipy's ``reflect`` edges), then
@@ -33,6 +35,8 @@ Examples
 ([[5, 6]], [[1, 3], [4, 6]])
 >>> downsample(np.array([7, 7, 2, 2, 2, 9], dtype="u4"), (3,), "mode").tolist()
 [7, 2]
+>>> downsample(np.array([np.nan, 1, np.nan, 2, np.nan, 1]), (3,), "mode").tolist()
+[nan, 1.0]
 """
 
 from __future__ import annotations
@@ -187,17 +191,36 @@ def _mode(block: np.ndarray, factors: Sequence[int]) -> np.ndarray:
                 index[axis] = -1
                 ok[tuple(index)] = False
         valid.append(ok)
+    same, less = _value_order(block.dtype)
     best = views[0].copy()
     best_count = np.full(out_shape, -1, dtype=np.int32)
     for view, ok in zip(views, valid):
         count = np.zeros(out_shape, dtype=np.int32)
         for other, other_ok in zip(views, valid):
-            count += (other == view) & other_ok
+            count += same(other, view) & other_ok
         count[~ok] = -1
-        better = (count > best_count) | ((count == best_count) & (view < best))
+        better = (count > best_count) | ((count == best_count) & less(view, best))
         best[better] = view[better]
         best_count[better] = count[better]
     return best
+
+
+def _value_order(dtype: np.dtype) -> tuple[Callable[[np.ndarray, np.ndarray], np.ndarray],
+                                            Callable[[np.ndarray, np.ndarray], np.ndarray]]:
+    """Equality and order of values as ``numpy.unique`` counts and sorts them: NaN (in
+    either part of a complex) equals NaN and comes after every other value, as NaT
+    does among times."""
+    if dtype.kind not in "fcmM":
+        return np.equal, np.less
+    missing = np.isnat if dtype.kind in "mM" else np.isnan
+
+    def same(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return (a == b) | (missing(a) & missing(b))
+
+    def less(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return (a < b) | (~missing(a) & missing(b))
+
+    return same, less
 
 
 def _kernel(method: str) -> Callable[[np.ndarray, Sequence[int]], np.ndarray]:
@@ -267,13 +290,31 @@ def gaussian_smooth(window: np.ndarray, factors: Sequence[int]) -> np.ndarray:
 
 
 def cast_like(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """Float64 values as ``dtype``: integers rounded half to even and clipped."""
-    if dtype.kind in "iu":
-        info = np.iinfo(dtype)
-        values = np.clip(np.rint(values), info.min, info.max)
-    elif dtype.kind == "b":
-        values = np.rint(values)
-    return values.astype(dtype)
+    """Float64 values as ``dtype``: integers rounded half to even and clipped.
+
+    A 64-bit type's largest value is no float64 (``float(2**63 - 1)`` is ``2**63``),
+    so values from there on are set to it, not cast (which would wrap round).
+
+    Examples
+    --------
+    >>> top = float(np.iinfo("i8").max)
+    >>> cast_like(np.array([top, -1e30, 2.5]), np.dtype("i8")).tolist()
+    [9223372036854775807, -9223372036854775808, 2]
+    >>> cast_like(np.array([1e30, -3.0]), np.dtype("u8")).tolist()
+    [18446744073709551615, 0]
+    """
+    if dtype.kind not in "iub":
+        return values.astype(dtype)
+    rounded = np.rint(values)
+    if dtype.kind == "b":
+        return rounded.astype(dtype)
+    info = np.iinfo(dtype)
+    high = rounded >= float(info.max)  # float(max) rounds up for 64-bit types
+    low = rounded <= float(info.min)  # float(min) is exact: -2**63 or 0
+    inside = np.where(high | low, 0, rounded).astype(dtype)
+    inside[high] = info.max
+    inside[low] = info.min
+    return inside
 
 
 def method_work_factor(method: str, itemsize: int) -> float:

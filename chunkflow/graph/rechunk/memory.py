@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from dask.utils import format_bytes
+from dask.utils import format_bytes, parse_bytes
 
 from chunkflow.errors import MemoryPlanError
 from chunkflow.graph.rechunk.passes import PassChoice, choose_passes, task_memory
@@ -25,7 +25,7 @@ from chunkflow.graph.rechunk.passes import PassChoice, choose_passes, task_memor
 if TYPE_CHECKING:
     from chunkflow.core.array import Array
 
-__all__ = ["UNTRACED_SHARE", "max_memory_for", "refuse_plan", "task_budget"]
+__all__ = ["UNTRACED_SHARE", "at_least", "max_memory_for", "refuse_plan", "task_budget"]
 
 #: The share of ``max_memory`` the plan leaves for what no task estimate counts: the
 #: allocator's retained pages, codec contexts, thread stacks. Measured: a process ran
@@ -53,6 +53,26 @@ def max_memory_for(per_task: int) -> int:
     True
     """
     return math.ceil(per_task / (1 - UNTRACED_SHARE)) + 1
+
+
+def at_least(nbytes: int) -> str:
+    """``nbytes`` as ``format_bytes`` writes it, rounded up, so that the text given as
+    ``max_memory`` is never less (``format_bytes`` rounds to the nearest).
+
+    Examples
+    --------
+    >>> format_bytes(1240), at_least(1240), parse_bytes(at_least(1240)) >= 1240
+    ('1.21 kiB', '1.22 kiB', True)
+    """
+    text = format_bytes(nbytes)
+    if parse_bytes(text) >= nbytes:
+        return text
+    unit = text.split()[-1]
+    scale = parse_bytes(f"1 {unit}")
+    hundredths = math.ceil(nbytes * 100 / scale)
+    while parse_bytes(f"{hundredths / 100:.2f} {unit}") < nbytes:  # float rounding
+        hundredths += 1
+    return f"{hundredths / 100:.2f} {unit}"
 
 
 def _smallest_budget(shape: tuple[int, ...], source: Array, target: Array,
@@ -92,7 +112,7 @@ def refuse_plan(choice: PassChoice | None, source: Array, target: Array,
     one_pass = (f"one pass (blocks of {_direct_block(shape, source, target)}, whole chunks "
                 f"{source.chunks} read and {target.write_chunks} written) needs about "
                 f"{format_bytes(direct)} per task, max_memory="
-                f"{format_bytes(max_memory_for(direct))}")
+                f"{at_least(max_memory_for(direct))}")
     if choice is not None and not has_temp:
         raise MemoryPlanError(
             f"rechunk: array {name!r}: {one_pass}, more than max_memory "
@@ -105,7 +125,7 @@ def refuse_plan(choice: PassChoice | None, source: Array, target: Array,
     raise MemoryPlanError(
         f"rechunk: array {name!r}: even the smallest tasks ({where}) need about "
         f"{format_bytes(least)} each, so max_memory="
-        f"{format_bytes(max_memory_for(least))} would "
+        f"{at_least(max_memory_for(least))} would "
         f"fit; {one_pass}; got max_memory {format_bytes(max_memory)}: raise it, or use "
         "smaller chunks"
     )

@@ -232,6 +232,12 @@ def choose_passes(shape: Sequence[int], source_chunks: Sequence[int],
     min_blocks : blocks stop growing before a pass would have fewer (parallelism)
     source_aligned : the region read starts and ends on source chunk edges on every
         axis, so that whole chunks are decoded straight into the blocks
+
+    Examples
+    --------
+    >>> u1 = np.dtype("u1")
+    >>> choose_passes((0, 5), (1, 1), (1, 1), u1, u1, task_budget=1).task_memory
+    0
     """
     shape = tuple(int(n) for n in shape)
     source = tuple(max(1, int(c)) for c in source_chunks)
@@ -242,6 +248,9 @@ def choose_passes(shape: Sequence[int], source_chunks: Sequence[int],
         return blocks >= min_blocks
 
     source_dtype, target_dtype = np.dtype(source_dtype), np.dtype(target_dtype)
+    if 0 in shape:  # nothing to copy: one pass of empty blocks fits any budget
+        empty = tuple(min(math.lcm(s, t), n) for s, t, n in zip(source, target, shape))
+        return PassChoice(shape, (Pass(empty, source, target, 0),), None, task_budget)
     partial = not source_aligned
     direct = _one_pass(shape, source, target, (source_dtype, target_dtype),
                        task_budget, enough, partial)

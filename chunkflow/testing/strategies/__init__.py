@@ -21,6 +21,8 @@ that nobody picked:
 - :mod:`~chunkflow.testing.strategies.reductions`: reduction axes in numpy's spellings,
   ``blocks=`` arguments, arrays of ordinary values, and dask chunks with zero-size
   blocks;
+- :mod:`~chunkflow.testing.strategies.filters`: arrays whose every element is drawn
+  (neighbours differ: for filters, halos and downsampling);
 - :func:`schedulers`: the dask schedulers ``sync``, ``threads`` and ``processes``.
 
 hypothesis is needed (``pip install hypothesis``; it comes with chunkflow's ``test``
@@ -40,6 +42,7 @@ Examples
 """
 
 from chunkflow.testing.strategies.array_shapes import shapes
+from chunkflow.testing.strategies.filters import varied_arrays
 from chunkflow.testing.strategies.grids import (
     StoredArraySpec,
     chunk_shapes,
@@ -108,5 +111,6 @@ __all__ = [
     "special_values",
     "stored_arrays",
     "structures",
+    "varied_arrays",
     "zarr_formats",
 ]

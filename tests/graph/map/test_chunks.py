@@ -13,7 +13,12 @@ import pytest
 from scipy import ndimage
 
 import chunkflow
-from chunkflow.errors import InvalidSelectionError, MemoryPlanError, ShapeMismatchError
+from chunkflow.errors import (
+    InvalidArgumentError,
+    InvalidSelectionError,
+    MemoryPlanError,
+    ShapeMismatchError,
+)
 from chunkflow.jobs import WRITTEN_KEY
 from chunkflow.testing import CountingMapping
 
@@ -189,6 +194,44 @@ def test_bad_arguments() -> None:
         chunkflow.map_chunks(np.negative, z, depth=(1, -1))
     with pytest.raises(ShapeMismatchError, match="sources must match"):
         chunkflow.map_chunks(np.add, z, chunkflow.zeros((10, 11), chunks=5))
+
+
+@pytest.mark.parametrize("value", [300, -1, 0.5, np.nan])
+def test_a_constant_the_dtype_cannot_hold_is_refused_before_anything_is_created(
+        tmp_path: Path, value: float) -> None:
+    z = chunkflow.zeros((10, 10), chunks=(5, 5), dtype="u1")
+    out = tmp_path / "out.zarr"
+    with pytest.raises(InvalidArgumentError, match="constant_value .* does not fit the dtype uint8"):
+        chunkflow.map_chunks(np.negative, z, out=str(out), depth=1, boundary="constant",
+                             constant_value=value)
+    assert not out.exists()
+    # A function that pads with it itself (scipy's cval is a float) is not refused.
+    got = chunkflow.map_chunks(ndimage.uniform_filter, z, depth=1, boundary="constant",
+                               constant_value=value, size=3, mode="constant", cval=value)
+    np.testing.assert_array_equal(got.compute(), ndimage.uniform_filter(
+        np.zeros((10, 10), "u1"), 3, mode="constant", cval=value))
+
+
+def test_a_function_padding_with_the_constant_itself_gets_windows_that_stop_at_the_edge() -> None:
+    """scipy pads every pass of a separable filter with cval: the halo cannot."""
+    image = np.random.default_rng(8).integers(0, 256, (9, 7)).astype("u1")
+    z = chunkflow.array(image, chunks=(4, 3))
+    want = ndimage.gaussian_filter(image, 1.0, mode="constant", cval=3)
+    for func, kwargs in [(ndimage.gaussian_filter, {"sigma": 1.0, "mode": "constant", "cval": 3}),
+                         (functools.partial(ndimage.gaussian_filter, sigma=1.0, cval=3),
+                          {"mode": "constant"})]:
+        got = chunkflow.map_chunks(func, z, depth=4, boundary="constant", constant_value=3,
+                                   blocks=(1, 1), **kwargs).compute()
+        np.testing.assert_array_equal(got, want)
+
+    def first_halo(window: np.ndarray, block_info: dict[str, Any], **_: Any) -> np.ndarray:
+        return np.full(window.shape, block_info["halo"][0][0], "u1")
+
+    for cval, halo in [(3, 0), (3.0, 0), (2, 4)]:  # another cval: the padded window
+        got = chunkflow.map_chunks(first_halo, z, depth=4, boundary="constant",
+                                   constant_value=3, blocks=(1, 1), block_info=True,
+                                   mode="constant", cval=cval).compute()
+        assert got[0, 0] == halo and got[-1, -1] == 4
 
 
 # ----------------------------------------------------------------- memory
