@@ -21,6 +21,7 @@ from chunkflow.api.foreign import as_hierarchy_node
 from chunkflow.config.renames import renamed_parameters
 from chunkflow.core.array import Array
 from chunkflow.core.documents import join_path, node_kind
+from chunkflow.core.replacing import refuse_foreign
 from chunkflow.errors import (
     ArgumentTypeError,
     ContainsArrayError,
@@ -159,6 +160,8 @@ def _copy_into(source: Array | Group | ChunkedSource, dest: Group, name: str | N
                 f"copy of the root node {getattr(source, 'name', source)!r} needs name=; or "
                 f"use copy_all to copy its members into {dest.name!r}"
             )
+    # Whatever if_exists says, a copy replaces Zarr nodes only, never other files.
+    _refuse_foreign(dest, name, "copy")
     return _copy_node(source, dest, name, shallow=shallow, without_attrs=without_attrs,
                       if_exists=if_exists, kwargs=create_kwargs, job=job, log=log)
 
@@ -207,9 +210,11 @@ def copy_all(
                            storage_options=storage_options)
         with _closing_if_opened(out, opened) as group:
             totals = [0, 0, 0]
-            for member_name, member in source.members():
-                if shallow and not hasattr(member, "dtype"):
-                    continue
+            members = [(n, m) for n, m in source.members()
+                       if not (shallow and not hasattr(m, "dtype"))]
+            for member_name, _ in members:  # every refusal before anything is copied
+                _refuse_foreign(group, member_name, "copy_all")
+            for member_name, member in members:
                 counts = _copy_into(member, group, member_name, shallow=shallow,
                                     without_attrs=without_attrs, if_exists=if_exists,
                                     zarr_format=zarr_format, job=(resume, job_name),
@@ -349,6 +354,13 @@ def url_options(
     remote = isinstance(location, str) and ("://" in location or "::" in location) \
         and not location.startswith(("file://", "zip::"))
     return storage_options if remote else None
+
+
+def _refuse_foreign(dest: Group, name: str, what: str) -> None:
+    """Refuse to copy to ``name`` in ``dest`` where it holds anything that is not Zarr
+    (:func:`~chunkflow.core.replacing.refuse_foreign`)."""
+    if isinstance(dest.store, Store):
+        refuse_foreign(dest.store, join_path(dest.path, name), what=what)
 
 
 def _as_group(dest: Group | StoreLike, zarr_format: int | None, source: object,

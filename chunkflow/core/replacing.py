@@ -1,15 +1,12 @@
 """Creating a node where the store may hold something: only Zarr nodes are replaced.
 
 Before a writer creates a node (an array, a group) at ``path``, it looks at what the
-store holds there, with one listing of the prefix (:func:`inspect_location`):
-
-- the metadata documents (``zarr.json``, ``.zarray``, ``.zgroup``, ``.zattrs``,
-  ``.zmetadata``) of the node at ``path`` and of the nodes its groups hold below it,
-  the chunk keys of those arrays (keys their chunk key encoding gives on their chunk
-  grid: v2 and v3, ``/`` and ``.``, shards) and chunkflow's job records beside them
-  are *Zarr's*;
-- everything else is *foreign*: a file, a folder no group holds, a document that is
-  not one of Zarr, a key at ``path`` itself or at one of its ancestors.
+store holds there, with one listing of the prefix and one batched read of the node
+documents listed (:func:`inspect_location`), and sorts the keys
+(:mod:`chunkflow.core.zarr_keys`): the documents, chunks and job records of the node at
+``path`` and of the nodes its groups hold are *owned*; those of other Zarr nodes below
+(in a plain folder) are *kept*; everything else is *foreign* (a file, a folder with no
+node above it, a document that is not Zarr, a key at ``path`` itself or at an ancestor).
 
 A location holding anything foreign is refused, with or without ``overwrite``
 (:class:`~chunkflow.errors.ForeignContentError`), and a node is refused without
@@ -36,23 +33,21 @@ chunkflow.errors.ForeignContentError: create: path 'out' in MemoryStore(...) hol
 from __future__ import annotations
 
 import errno
-import json
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from chunkflow.core.chunk_layout import ChunkLayout, array_layout
 from chunkflow.core.documents import (
     ZARR_JSON,
-    ZARRAY,
-    ZATTRS,
     ZGROUP,
     NodeKind,
     classify_node,
     join_path,
+    normalize_path,
 )
-from chunkflow.core.node_records import ZMETADATA, forget_cached_under
+from chunkflow.core.node_records import forget_cached_under
+from chunkflow.core.zarr_keys import DOCUMENTS, NODE_DOCUMENTS, parse_document, sort_keys
 from chunkflow.errors import (
     ChunkflowError,
     ContainsArrayError,
@@ -62,7 +57,6 @@ from chunkflow.errors import (
     StoreRequestError,
     UnsupportedOperationError,
 )
-from chunkflow.jobs import RECORDS_FOLDER
 from chunkflow.storage import LocalStore, Store, ZipStore, make_store
 from chunkflow.storage.factory import opened_by_chunkflow
 
@@ -70,29 +64,18 @@ if TYPE_CHECKING:
     from chunkflow.cache import CacheLike
     from chunkflow.storage import StoreLike
 
-__all__ = ["Location", "inspect_location", "writable_store", "write_node"]
+__all__ = ["Location", "check_location", "inspect_location", "refuse_foreign", "writable_store",
+           "write_node"]
 
-#: The documents that make a node (the others describe one that exists).
-NODE_DOCUMENTS = (ZARR_JSON, ZARRAY, ZGROUP)
-DOCUMENTS = frozenset((*NODE_DOCUMENTS, ZATTRS, ZMETADATA))
 #: At most this many foreign keys are named in a refusal.
 SHOWN = 5
 
 
 @dataclass(frozen=True)
-class _Node:
-    """What the documents of one folder make of it."""
-
-    kind: NodeKind  # as chunkflow opens it: v3 first, then v2
-    zarr_format: int
-    holds_members: bool  # a group of either format is there
-    layouts: tuple[ChunkLayout, ...]  # of the arrays (of either format) there
-
-
-@dataclass(frozen=True)
 class Location:
-    """What a store holds at ``path``: the node there, the keys of Zarr nodes
-    (``owned``) and the rest (``foreign``), all full keys.
+    """What a store holds at ``path``: the node there, the keys of its Zarr nodes
+    (``owned``), of Zarr nodes no group there holds (``kept``), and the rest
+    (``foreign``), all full keys (see :mod:`chunkflow.core.zarr_keys`).
 
     ``listed`` is false when the store could not list ``path``; then ``owned`` and
     ``foreign`` are empty and only ``kind`` (read directly) is known.
@@ -106,10 +89,13 @@ class Location:
     foreign: tuple[str, ...] = ()
     listed: bool = True
     reason: str = field(default="", compare=False)  # why the listing failed
+    kept: tuple[str, ...] = ()  # Zarr nodes below that no group here holds: left alone
 
     @property
     def place(self) -> str:
-        """The location as messages name it."""
+        """The location as messages name it (a local folder by its path)."""
+        if isinstance(self.store, LocalStore):
+            return f"folder {os.path.join(self.store.root, *self.path.split('/'))!r}"
         return repr(self.store) if not self.path else f"path {self.path!r} in {self.store!r}"
 
     def refuse(self, *, overwrite: bool, what: str) -> None:
@@ -205,22 +191,17 @@ def inspect_location(store: Store, path: str) -> Location:
     direct = store.get_many([join_path(path, name) for name in NODE_DOCUMENTS])
     kind, fmt = _kind_of(direct)
     try:
-        keys = sorted(store.list_prefix(path))
+        keys = list(store.list_prefix(path))
     except (OSError, NotImplementedError, ChunkflowError) as err:
         return Location(store, path, kind, fmt, listed=False, reason=str(err) or type(err).__name__)
-    if not set(direct) <= set(keys):  # documents that are there but were not listed
+    missed = sorted(set(direct) - set(keys))
+    if missed:  # documents that are there but were not listed
         return Location(store, path, kind, fmt, listed=False,
-                        reason=f"its listing misses {sorted(set(direct) - set(keys))[0]!r}")
-    start = len(path) + 1 if path else 0
-    relative = [key[start:] for key in keys]
-    nodes, broken = _nodes(store, path, set(relative))
-    owned: list[str] = []
-    foreign = _keys_in_the_way(store, path)
-    for key, rel in zip(keys, relative):
-        (owned if _is_zarr(rel, nodes, broken) else foreign).append(key)
-    top = nodes.get("")
-    kind, fmt = (top.kind, top.zarr_format) if top is not None else (None, None)
-    return Location(store, path, kind, fmt, tuple(owned), tuple(foreign))
+                        reason=f"its listing misses {missed[0]!r}")
+    found = sort_keys(store, path, keys)
+    kind, fmt = (found.top.kind, found.top.zarr_format) if found.top else (None, None)
+    return Location(store, path, kind, fmt, found.owned,
+                    (*_keys_in_the_way(store, path), *found.foreign), kept=found.kept)
 
 
 def write_node(store: Store, path: str, documents: Mapping[str, bytes],
@@ -243,6 +224,47 @@ def write_node(store: Store, path: str, documents: Mapping[str, bytes],
     location = inspect_location(store, path)
     location.refuse(overwrite=overwrite, what=what)
     location.replace({**(ancestors or {}), **documents}, cache=cache)
+
+
+def refuse_foreign(store: Store, path: str, *, what: str) -> Location:
+    """What ``store`` holds at ``path``, refused if anything there is not Zarr.
+
+    Raises
+    ------
+    ForeignContentError
+        Something at ``path`` is not part of a Zarr node there.
+    """
+    location = inspect_location(store, path)
+    if location.foreign:
+        raise ForeignContentError(_foreign_message(location, what))
+    return location
+
+
+def check_location(location: StoreLike, *, what: str, path: str | None = None,
+                   storage_options: dict[str, Any] | None = None) -> None:
+    """:func:`refuse_foreign` for the place a writer will create its output (a path,
+    URL or store), before it plans or creates anything. A location that does not
+    exist yet holds nothing.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> with open(os.path.join(folder, "notes.txt"), "w") as f:
+    ...     _ = f.write("mine")
+    >>> check_location(folder, what="map_chunks")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    chunkflow.errors.ForeignContentError: map_chunks: folder '...' holds 1 key that is not ...
+    """
+    try:
+        store = make_store(location, mode="r", storage_options=storage_options)
+    except FileNotFoundError:  # a zip file that does not exist yet
+        return
+    try:
+        refuse_foreign(store, normalize_path(path), what=what)
+    finally:
+        if isinstance(location, (str, os.PathLike)):
+            store.close()
 
 
 def writable_store(store: StoreLike, path: str, *, overwrite: bool,
@@ -275,7 +297,7 @@ def _only_the_node(location: Location) -> bool:
     if not rest <= ancestors:
         return False
     found = location.store.get_many(sorted(rest))
-    parsed = [_parse(key.rpartition("/")[2], value) for key, value in found.items()]
+    parsed = [parse_document(key.rpartition("/")[2], value) for key, value in found.items()]
     return all(doc is not None and not doc.get("attributes") for doc in parsed)
 
 
@@ -286,101 +308,10 @@ def _kind_of(found: Mapping[str, Any]) -> tuple[NodeKind | None, int | None]:
     """The node that directly read documents make, as chunkflow would open it (a
     ``zarr.json`` that does not parse is taken for an array, whose opening says what
     is wrong with it)."""
-    docs = {key.rpartition("/")[2]: _parse(key.rpartition("/")[2], value) or {}
+    docs = {key.rpartition("/")[2]: parse_document(key.rpartition("/")[2], value) or {}
             for key, value in found.items()}
     classified = classify_node(docs)
     return classified if classified is not None else (None, None)
-
-
-def _nodes(store: Store, path: str, present: set[str]) -> tuple[dict[str, _Node], set[str]]:
-    """The nodes below ``path`` by folder (relative; ``""`` is ``path``) that groups
-    hold, read level by level, and the documents there that are not Zarr's."""
-    candidates: dict[int, list[str]] = {}
-    for rel in present:
-        folder, _, name = rel.rpartition("/")
-        if name in NODE_DOCUMENTS:
-            candidates.setdefault(rel.count("/") if folder else 0, []).append(folder)
-    nodes: dict[str, _Node] = {}
-    broken: set[str] = set()
-    for depth in sorted(candidates):
-        folders = sorted({f for f in candidates[depth]
-                          if f == "" or _held(nodes.get(f.rpartition("/")[0]))})
-        wanted = [join_path(f, n) for f in folders for n in NODE_DOCUMENTS
-                  if join_path(f, n) in present]
-        found = store.get_many([join_path(path, rel) for rel in wanted])
-        start = len(path) + 1 if path else 0
-        by_folder: dict[str, dict[str, Any]] = {f: {} for f in folders}
-        for key, value in found.items():
-            folder, _, name = key[start:].rpartition("/")
-            parsed = _parse(name, value)
-            if parsed is None:
-                broken.add(join_path(folder, name))
-            else:
-                by_folder[folder][name] = parsed
-        for folder, docs in by_folder.items():
-            node = _node(docs)
-            if node is not None:
-                nodes[folder] = node
-    return nodes, broken
-
-
-def _held(node: _Node | None) -> bool:
-    return node is not None and node.holds_members
-
-
-def _parse(name: str, value: Any) -> dict[str, Any] | None:
-    """A node document as a JSON object of its format, or ``None`` (not Zarr's)."""
-    try:
-        doc = json.loads(bytes(value).decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        return None
-    if not isinstance(doc, dict):
-        return None
-    fmt = doc.get("zarr_format")
-    if name == ZARR_JSON:
-        if fmt != 3 or doc.get("node_type") not in ("array", "group"):
-            return None
-        if doc["node_type"] == "array" and array_layout(doc, 3) is None:
-            return None
-        return doc
-    if fmt != 2 or (name == ZARRAY and array_layout(doc, 2) is None):
-        return None
-    return doc
-
-
-def _node(docs: Mapping[str, dict[str, Any]]) -> _Node | None:
-    """The node that parsed documents (by name) make, or ``None``."""
-    classified = classify_node(docs)
-    if classified is None:
-        return None
-    v3, v2_array = docs.get(ZARR_JSON), docs.get(ZARRAY)
-    v3_array = v3 is not None and v3.get("node_type") == "array"
-    layouts = tuple(layout for layout in (array_layout(v3, 3) if v3_array else None,
-                                          array_layout(v2_array, 2)) if layout is not None)
-    holds_members = (v3 is not None and not v3_array) or ZGROUP in docs
-    return _Node(classified[0], classified[1], holds_members, layouts)
-
-
-def _is_zarr(rel: str, nodes: Mapping[str, _Node], broken: set[str]) -> bool:
-    """Whether the key ``rel`` (relative to the location) is a Zarr node's."""
-    if rel in broken:
-        return False
-    parts = rel.split("/")
-    for cut in range(len(parts) - 1, -1, -1):  # the deepest node folder above it
-        folder = "/".join(parts[:cut])
-        node = nodes.get(folder)
-        if node is None and folder:
-            continue
-        rest = parts[cut:]
-        if len(rest) == 1 and rest[0] in DOCUMENTS:
-            return True
-        if len(rest) > 1 and rest[0] == RECORDS_FOLDER:
-            return True
-        if node is None:
-            return False
-        key = "/".join(rest)
-        return any(layout.holds(key) for layout in node.layouts)
-    return False
 
 
 def _keys_in_the_way(store: Store, path: str) -> list[str]:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from chunkflow.api.hierarchy import open_node
 from chunkflow.api.unfinished import open_unfinished
 from chunkflow.core.array import Array
+from chunkflow.core.replacing import check_location
 from chunkflow.graph.rechunk.arrays import Intermediate, refuse_existing
 from chunkflow.graph.rechunk.passes import block_grid
 from chunkflow.jobs import (
@@ -76,6 +77,7 @@ def open_output(plan: RechunkPlan, out: StoreLike, *, resume: bool, overwrite: b
     if target is None:
         if not overwrite:
             refuse_existing(out, storage_options)
+        check_location(out, what="rechunk", storage_options=dict(storage_options or {}) or None)
         # resume=True: the mark comes with the metadata (one write); without, the job
         # is recorded all the same (Job.open marks it, unless recording is off).
         mark = Job.mark(spec, grid) if resume else {}
