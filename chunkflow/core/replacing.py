@@ -149,13 +149,15 @@ class Location:
         they replace none of the old ones, so that documents it refuses (Icechunk
         holds no Zarr v2) leave the old node whole. Call :meth:`refuse` first.
         """
-        doomed = [key for key in self.owned if key not in documents]
+        # A document rewritten in place need not go first (a zip file cannot delete);
+        # Icechunk refuses to write an array's zarr.json over a group's, or the reverse.
+        doomed = [key for key in self.owned if key not in documents or self.store.transactional]
         if doomed and not self.store.supports_deletes:
             raise UnsupportedOperationError(
                 f"cannot replace the node at {self.place}: {self.store!r} cannot delete "
                 f"keys (such as {doomed[0]!r}); write into a new store instead. Nothing "
                 "was written or deleted")
-        if doomed and self.store.transactional and not set(documents) & set(self.owned):
+        if doomed and self.store.transactional and not set(documents) & set(doomed):
             _write(self.store, self.path, documents)
             self._delete(doomed, cache)
             return
