@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +21,7 @@ from chunkflow.engine.options import ArrayOptions
 from chunkflow.engine.values import ChunkedSource, convert_dtype, is_chunked_source
 from chunkflow.errors import InvalidArgumentError
 from chunkflow.metadata import ArrayMetadataV2
+from chunkflow.storage import Store
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, DTypeLike
@@ -149,14 +151,22 @@ def create(
     node_path = normalize_path(path)
     resolved = writable_store(store, node_path, overwrite=overwrite,
                               storage_options=storage_options)
-    metadata = build_metadata(
-        shape=shape, chunks=chunks, dtype=dtype, fill_value=fill_value, order=order,
-        compressor=compressor, filters=filters, codecs=codecs,
-        dimension_separator=dimension_separator, chunk_key_encoding=chunk_key_encoding,
-        dimension_names=dimension_names, zarr_format=resolve_zarr_format(zarr_format),
-        attributes=attributes,
-        path=node_path, object_codec=object_codec,
-    )
+    try:
+        return _create_in(resolved, node_path, overwrite, options, attributes, dict(
+            shape=shape, chunks=chunks, dtype=dtype, fill_value=fill_value, order=order,
+            compressor=compressor, filters=filters, codecs=codecs,
+            dimension_separator=dimension_separator, chunk_key_encoding=chunk_key_encoding,
+            dimension_names=dimension_names, zarr_format=resolve_zarr_format(zarr_format),
+            attributes=attributes, path=node_path, object_codec=object_codec))
+    except BaseException:
+        if isinstance(store, (str, os.PathLike)):
+            resolved.close()  # opened here from a path (a zip file is valid once closed)
+        raise
+
+
+def _create_in(resolved: Store, node_path: str, overwrite: bool, options: ArrayOptions,
+               attributes: dict[str, Any] | None, spec: dict[str, Any]) -> Array:
+    metadata = build_metadata(**spec)
     # Everything that can be refused is, before anything is deleted or written: the
     # documents, the codec pipeline (building the array), the ancestors, what is there.
     documents, stored = array_documents(node_path, metadata, dict(attributes or {}))
