@@ -161,7 +161,7 @@ def _copy_into(source: Array | Group | ChunkedSource, dest: Group, name: str | N
                 f"use copy_all to copy its members into {dest.name!r}"
             )
     # Whatever if_exists says, a copy replaces Zarr nodes only, never other files.
-    _refuse_foreign(dest, name, "copy")
+    _refuse_foreign(dest, name, "copy", source)
     return _copy_node(source, dest, name, shallow=shallow, without_attrs=without_attrs,
                       if_exists=if_exists, kwargs=create_kwargs, job=job, log=log)
 
@@ -212,8 +212,8 @@ def copy_all(
             totals = [0, 0, 0]
             members = [(n, m) for n, m in source.members()
                        if not (shallow and not hasattr(m, "dtype"))]
-            for member_name, _ in members:  # every refusal before anything is copied
-                _refuse_foreign(group, member_name, "copy_all")
+            for member_name, member in members:  # every refusal before anything is copied
+                _refuse_foreign(group, member_name, "copy_all", member)
             for member_name, member in members:
                 counts = _copy_into(member, group, member_name, shallow=shallow,
                                     without_attrs=without_attrs, if_exists=if_exists,
@@ -356,11 +356,12 @@ def url_options(
     return storage_options if remote else None
 
 
-def _refuse_foreign(dest: Group, name: str, what: str) -> None:
-    """Refuse to copy to ``name`` in ``dest`` where it holds anything that is not Zarr
-    (:func:`~chunkflow.core.replacing.refuse_foreign`)."""
+def _refuse_foreign(dest: Group, name: str, what: str, source: object) -> None:
+    """Refuse to copy ``source`` to ``name`` in ``dest`` where it holds anything that
+    is not Zarr (:func:`~chunkflow.core.replacing.refuse_foreign`)."""
     if isinstance(dest.store, Store):
-        refuse_foreign(dest.store, join_path(dest.path, name), what=what)
+        array = not (hasattr(source, "members") and not hasattr(source, "dtype"))
+        refuse_foreign(dest.store, join_path(dest.path, name), what=what, array=array)
 
 
 def _as_group(dest: Group | StoreLike, zarr_format: int | None, source: object,

@@ -172,7 +172,8 @@ def _create_in(resolved: Store, node_path: str, overwrite: bool, options: ArrayO
     documents, stored = array_documents(node_path, metadata, dict(attributes or {}))
     array = Array._from_metadata(resolved, node_path, stored, dict(attributes or {}), options)
     ancestors = ancestor_documents(resolved, node_path, stored.zarr_format)
-    write_node(resolved, node_path, documents, ancestors, overwrite=overwrite, what="create")
+    write_node(resolved, node_path, documents, ancestors, overwrite=overwrite, what="create",
+               array=True)
     if overwrite:
         array.forget_cached()  # chunks of the array this one replaced
     return array

@@ -135,7 +135,7 @@ def _open_group(store: StoreLike, mode: str, path: str | None, lookup_format: in
     documents, meta = group_documents(node_path, create_format, attrs)
     ancestors = ancestor_documents(resolved, node_path, create_format)
     write_node(resolved, node_path, documents, ancestors, overwrite=mode == "w",
-               what=f"open_group(mode={mode!r})", cache=options.cache)
+               what=f"open_group(mode={mode!r})", array=False, cache=options.cache)
     record = NodeRecord(node_path, "group", create_format, meta, attrs, {})
     return Group._from_record(resolved, record, False, options)
 

@@ -98,20 +98,28 @@ class Location:
             return f"folder {os.path.join(self.store.root, *self.path.split('/'))!r}"
         return repr(self.store) if not self.path else f"path {self.path!r} in {self.store!r}"
 
-    def refuse(self, *, overwrite: bool, what: str) -> None:
-        """Raise unless a node may be created here (``overwrite``: replacing one).
+    def blocking(self, array: bool) -> tuple[str, ...]:
+        """What refuses a new node here: anything foreign, and for an ``array`` the
+        Zarr nodes no group here holds too (an array's folder holds only its chunks:
+        its chunk keys could land inside theirs)."""
+        return (*self.foreign, *self.kept) if array else self.foreign
+
+    def refuse(self, *, overwrite: bool, what: str, array: bool = False) -> None:
+        """Raise unless a node (an ``array`` or a group) may be created here
+        (``overwrite``: replacing one).
 
         Raises
         ------
         ForeignContentError
-            Something here is not Zarr (whatever ``overwrite`` says).
+            Something here is not Zarr, or, for an array, holds other Zarr nodes
+            (whatever ``overwrite`` says).
         ContainsArrayError, ContainsGroupError
             A node is here and ``overwrite`` is false.
         IncompleteListingError
             ``overwrite`` is true and the store cannot list the location.
         """
-        if self.foreign:
-            raise ForeignContentError(_foreign_message(self, what))
+        if self.blocking(array):
+            raise ForeignContentError(_foreign_message(self, what, array))
         if self.kind is not None and not overwrite:
             error = ContainsArrayError if self.kind == "array" else ContainsGroupError
             raise error(f"{what}: {self.kind} already exists at path {self.path or '/'!r} in "
@@ -208,7 +216,7 @@ def inspect_location(store: Store, path: str) -> Location:
 
 def write_node(store: Store, path: str, documents: Mapping[str, bytes],
                ancestors: Mapping[str, bytes] | None = None, *, overwrite: bool,
-               what: str, cache: CacheLike = None) -> None:
+               what: str, array: bool, cache: CacheLike = None) -> None:
     """Create the node at ``path`` from its ``documents`` (and its ``ancestors``'
     group documents): refused as :meth:`Location.refuse` says, else what was there
     is replaced (:meth:`Location.replace`).
@@ -219,17 +227,18 @@ def write_node(store: Store, path: str, documents: Mapping[str, bytes],
     >>> store = MemoryStore()
     >>> store["notes.txt"] = b"mine"
     >>> write_node(store, "g", {"g/.zgroup": b'{"zarr_format": 2}'}, overwrite=True,
-    ...            what="create_group")
+    ...            what="create_group", array=False)
     >>> sorted(store)
     ['g/.zgroup', 'notes.txt']
     """
     location = inspect_location(store, path)
-    location.refuse(overwrite=overwrite, what=what)
+    location.refuse(overwrite=overwrite, what=what, array=array)
     location.replace({**(ancestors or {}), **documents}, cache=cache)
 
 
-def refuse_foreign(store: Store, path: str, *, what: str) -> Location:
-    """What ``store`` holds at ``path``, refused if anything there is not Zarr.
+def refuse_foreign(store: Store, path: str, *, what: str, array: bool = False) -> Location:
+    """What ``store`` holds at ``path``, refused if anything there is not Zarr (or,
+    for a new ``array``, belongs to other Zarr nodes: :meth:`Location.blocking`).
 
     Raises
     ------
@@ -237,12 +246,12 @@ def refuse_foreign(store: Store, path: str, *, what: str) -> Location:
         Something at ``path`` is not part of a Zarr node there.
     """
     location = inspect_location(store, path)
-    if location.foreign:
-        raise ForeignContentError(_foreign_message(location, what))
+    if location.blocking(array):
+        raise ForeignContentError(_foreign_message(location, what, array))
     return location
 
 
-def check_location(location: StoreLike, *, what: str, path: str | None = None,
+def check_location(location: StoreLike, *, what: str, array: bool, path: str | None = None,
                    storage_options: dict[str, Any] | None = None) -> None:
     """:func:`refuse_foreign` for the place a writer will create its output (a path,
     URL or store), before it plans or creates anything. A location that does not
@@ -254,7 +263,7 @@ def check_location(location: StoreLike, *, what: str, path: str | None = None,
     >>> folder = tempfile.mkdtemp()
     >>> with open(os.path.join(folder, "notes.txt"), "w") as f:
     ...     _ = f.write("mine")
-    >>> check_location(folder, what="map_chunks")  # doctest: +ELLIPSIS
+    >>> check_location(folder, what="map_chunks", array=True)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     chunkflow.errors.ForeignContentError: map_chunks: folder '...' holds 1 key that is not ...
     """
@@ -263,7 +272,7 @@ def check_location(location: StoreLike, *, what: str, path: str | None = None,
     except FileNotFoundError:  # a zip file that does not exist yet
         return
     try:
-        refuse_foreign(store, normalize_path(path), what=what)
+        refuse_foreign(store, normalize_path(path), what=what, array=array)
     finally:
         if isinstance(location, (str, os.PathLike)):
             store.close()
@@ -361,13 +370,17 @@ def _prune_folders(store: Store, path: str, deleted: Iterable[str]) -> None:
             continue  # not empty: something else is there (or it is gone)
 
 
-def _foreign_message(location: Location, what: str) -> str:
+def _foreign_message(location: Location, what: str, array: bool) -> str:
     start = len(location.path) + 1 if location.path else 0
-    count = len(location.foreign)
-    shown = ", ".join(repr(key[start:] or key) for key in location.foreign[:SHOWN])
-    more = f" and {count - SHOWN} more" if count > SHOWN else ""
-    noun = "key that is" if count == 1 else "keys that are"
-    return (f"{what}: {location.place} holds {count} {noun} not part of a Zarr node "
-            f"there: {shown}{more}. chunkflow replaces Zarr nodes only, never other "
-            "files; nothing was written or deleted. Choose another location, or remove "
-            "them yourself")
+    found = location.blocking(array)
+    shown = ", ".join(repr(key[start:] or key) for key in found[:SHOWN])
+    more = f" and {len(found) - SHOWN} more" if len(found) > SHOWN else ""
+    foreign, kept = len(location.foreign), len(location.kept) if array else 0
+    parts = [f"{foreign} {'key that is' if foreign == 1 else 'keys that are'} not part of "
+             "a Zarr node there"] if foreign else []
+    if kept:
+        parts.append(f"{kept} {'key' if kept == 1 else 'keys'} of Zarr nodes no group there "
+                     "holds (an array's folder holds only its chunks)")
+    return (f"{what}: {location.place} holds {' and '.join(parts)}: {shown}{more}. "
+            "chunkflow replaces Zarr nodes only, never other files; nothing was written "
+            "or deleted. Choose another location, or remove them yourself")

@@ -156,8 +156,9 @@ class SortedKeys:
 
 
 def parse_document(name: str, value: Any) -> dict[str, Any] | None:
-    """A node document (``zarr.json``, ``.zarray``, ``.zgroup``) as a JSON object of
-    its format, or ``None`` when it is none (then it is not Zarr's).
+    """A document (``zarr.json``, ``.zarray``, ``.zgroup`` of its format; ``.zattrs``,
+    ``.zmetadata``: a JSON object) parsed, or ``None`` when it is none (then it is not
+    Zarr's: a user's file of that name).
 
     Examples
     --------
@@ -168,10 +169,12 @@ def parse_document(name: str, value: Any) -> dict[str, Any] | None:
     """
     try:
         doc = json.loads(bytes(value).decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):
         return None
     if not isinstance(doc, dict):
         return None
+    if name in (ZATTRS, ZMETADATA):  # attributes, consolidated metadata: any object
+        return doc
     fmt = doc.get("zarr_format")
     if name == ZARR_JSON:
         if fmt != 3 or doc.get("node_type") not in ("array", "group"):
@@ -236,8 +239,8 @@ def sort_keys(store: Store, path: str, keys: Iterable[str]) -> SortedKeys:
 
 def _nodes(store: Store, path: str, relative: list[str]) -> tuple[dict[str, NodeInfo], set[str]]:
     """Every node below ``path`` by folder (relative; ``""`` is ``path``) and the
-    node documents that are not Zarr's, from one batched read."""
-    wanted = [rel for rel in relative if rel.rpartition("/")[2] in NODE_DOCUMENTS]
+    documents that are not Zarr's, from one batched read of every document listed."""
+    wanted = [rel for rel in relative if rel.rpartition("/")[2] in DOCUMENTS]
     start = len(path) + 1 if path else 0
     found = store.get_many([join_path(path, rel) for rel in wanted])
     by_folder: dict[str, dict[str, Any]] = {}
@@ -250,7 +253,7 @@ def _nodes(store: Store, path: str, relative: list[str]) -> tuple[dict[str, Node
         else:
             by_folder.setdefault(folder, {})[name] = parsed
     nodes = {folder: node for folder, docs in by_folder.items()
-             if (node := node_of(docs)) is not None}
+             if (node := node_of({n: d for n, d in docs.items() if n in NODE_DOCUMENTS}))}
     return nodes, broken
 
 

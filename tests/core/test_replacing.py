@@ -73,7 +73,7 @@ def test_replacing_deletes_exactly_the_owned_keys(make_store: Any, layout: str) 
     store["other/file"] = b"elsewhere"
     before = set(store.list_prefix(""))
     write_node(store, "g/out", {"g/out/zarr.json": b'{"zarr_format": 3, "node_type": "group"}'},
-               overwrite=True, what="test")
+               overwrite=True, what="test", array=False)
     assert set(store.list_prefix("")) == (before - owned) | {"g/out/zarr.json"}
     assert {"g/notes.txt", "other/file"} <= before - owned
 

@@ -211,7 +211,8 @@ def plan_output(what: str, out: Any, shape: tuple[int, ...], chunks: tuple[int, 
         if existing is None and not overwrite:
             _refuse_existing(what, out, storage_options)
         if existing is None:
-            check_location(out, what=what, storage_options=dict(storage_options or {}) or None)
+            check_location(out, what=what, array=True,
+                           storage_options=dict(storage_options or {}) or None)
     else:
         raise ArgumentTypeError(f"{what}: out must be a chunkflow.Array, a path, a URL or a store, "
                                 f"got {type(out).__name__}")

@@ -133,7 +133,8 @@ def resolve_out(out: ArraySource | None, sources: Sequence[Array], dtype: DTypeL
     unfinished = isinstance(existing, Array) and job_status(existing, count=False) is not None
     if existing is None or (overwrite and not in_place and not (resume and unfinished)):
         like = like_kwargs(first, dtype=np.dtype(dtype) if dtype is not None else first.dtype)
-        check_location(out, what="map_chunks", storage_options=dict(storage_options or {}) or None)
+        check_location(out, what="map_chunks", array=True,
+                       storage_options=dict(storage_options or {}) or None)
         return NewOut(out, like, storage_options, create(**like), existing is not None)
     if not isinstance(existing, Array):
         raise ContainsGroupError(f"map_chunks: out={str(out)!r} holds a group, not an array; "
