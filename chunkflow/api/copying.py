@@ -21,7 +21,7 @@ from chunkflow.api.foreign import as_hierarchy_node
 from chunkflow.config.renames import renamed_parameters
 from chunkflow.core.array import Array
 from chunkflow.core.documents import join_path, node_kind
-from chunkflow.core.replacing import refuse_foreign
+from chunkflow.core.replacing import inspect_location, refuse_foreign
 from chunkflow.errors import (
     ArgumentTypeError,
     ContainsArrayError,
@@ -161,7 +161,7 @@ def _copy_into(source: Array | Group | ChunkedSource, dest: Group, name: str | N
                 f"use copy_all to copy its members into {dest.name!r}"
             )
     # Whatever if_exists says, a copy replaces Zarr nodes only, never other files.
-    _refuse_foreign(dest, name, "copy", source)
+    _refuse_foreign(dest, name, "copy")
     return _copy_node(source, dest, name, shallow=shallow, without_attrs=without_attrs,
                       if_exists=if_exists, kwargs=create_kwargs, job=job, log=log)
 
@@ -212,8 +212,8 @@ def copy_all(
             totals = [0, 0, 0]
             members = [(n, m) for n, m in source.members()
                        if not (shallow and not hasattr(m, "dtype"))]
-            for member_name, member in members:  # every refusal before anything is copied
-                _refuse_foreign(group, member_name, "copy_all", member)
+            for member_name, _ in members:  # every refusal before anything is copied
+                _refuse_foreign(group, member_name, "copy_all")
             for member_name, member in members:
                 counts = _copy_into(member, group, member_name, shallow=shallow,
                                     without_attrs=without_attrs, if_exists=if_exists,
@@ -258,7 +258,8 @@ def _copy_node(source: Array | Group | ChunkedSource, dest: Group, name: str, *,
             log(f"skip {described}")
             return 0, 1, 0
         if if_exists == "replace":
-            del dest[name]
+            # The node's keys only (whichever format: a v2 group may hold a v3 node).
+            inspect_location(dest.store, path).delete(what="copy", cache=None)
             existing = None
     # A source's unfinished-job mark is not the copy's.
     attrs = {} if without_attrs else without_mark(dict(getattr(source, "attrs", None) or {}))
@@ -356,12 +357,12 @@ def url_options(
     return storage_options if remote else None
 
 
-def _refuse_foreign(dest: Group, name: str, what: str, source: object) -> None:
-    """Refuse to copy ``source`` to ``name`` in ``dest`` where it holds anything that
-    is not Zarr (:func:`~chunkflow.core.replacing.refuse_foreign`)."""
+def _refuse_foreign(dest: Group, name: str, what: str) -> None:
+    """Refuse to copy to ``name`` in ``dest`` where it holds anything that is not Zarr
+    or Zarr nodes no group there holds, where the arrays copied would go
+    (:func:`~chunkflow.core.replacing.refuse_foreign`)."""
     if isinstance(dest.store, Store):
-        array = not (hasattr(source, "members") and not hasattr(source, "dtype"))
-        refuse_foreign(dest.store, join_path(dest.path, name), what=what, array=array)
+        refuse_foreign(dest.store, join_path(dest.path, name), what=what, array=True)
 
 
 def _as_group(dest: Group | StoreLike, zarr_format: int | None, source: object,

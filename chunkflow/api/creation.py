@@ -15,7 +15,7 @@ from chunkflow.api.dtype_spec import items_dtype
 from chunkflow.api.spec import DEFAULT, build_metadata, resolve_zarr_format
 from chunkflow.codecs.v3_codecs import BloscCodec
 from chunkflow.core.array import Array
-from chunkflow.core.documents import ancestor_documents, array_documents, normalize_path
+from chunkflow.core.documents import array_documents, normalize_path
 from chunkflow.core.replacing import writable_store, write_node
 from chunkflow.engine.options import ArrayOptions
 from chunkflow.engine.values import ChunkedSource, convert_dtype, is_chunked_source
@@ -168,12 +168,11 @@ def _create_in(resolved: Store, node_path: str, overwrite: bool, options: ArrayO
                attributes: dict[str, Any] | None, spec: dict[str, Any]) -> Array:
     metadata = build_metadata(**spec)
     # Everything that can be refused is, before anything is deleted or written: the
-    # documents, the codec pipeline (building the array), the ancestors, what is there.
+    # documents, the codec pipeline (building the array), what is there, the ancestors.
     documents, stored = array_documents(node_path, metadata, dict(attributes or {}))
     array = Array._from_metadata(resolved, node_path, stored, dict(attributes or {}), options)
-    ancestors = ancestor_documents(resolved, node_path, stored.zarr_format)
-    write_node(resolved, node_path, documents, ancestors, overwrite=overwrite, what="create",
-               array=True)
+    write_node(resolved, node_path, documents, zarr_format=stored.zarr_format,
+               overwrite=overwrite, what="create", array=True)
     if overwrite:
         array.forget_cached()  # chunks of the array this one replaced
     return array

@@ -15,7 +15,6 @@ from chunkflow.core.documents import (
     ZARR_JSON,
     ZARRAY,
     ZGROUP,
-    ancestor_documents,
     group_documents,
     join_path,
     normalize_attributes,
@@ -133,8 +132,7 @@ def _open_group(store: StoreLike, mode: str, path: str | None, lookup_format: in
                     f"{resolved!r}; mode 'w-' never replaces")
     attrs = normalize_attributes(dict(attributes or {}), node_path)
     documents, meta = group_documents(node_path, create_format, attrs)
-    ancestors = ancestor_documents(resolved, node_path, create_format)
-    write_node(resolved, node_path, documents, ancestors, overwrite=mode == "w",
+    write_node(resolved, node_path, documents, zarr_format=create_format, overwrite=mode == "w",
                what=f"open_group(mode={mode!r})", array=False, cache=options.cache)
     record = NodeRecord(node_path, "group", create_format, meta, attrs, {})
     return Group._from_record(resolved, record, False, options)

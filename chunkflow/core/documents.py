@@ -358,6 +358,9 @@ def ancestor_documents(store: Store, path: str, zarr_format: int) -> dict[str, b
     ------
     ContainsArrayError
         When an ancestor is an array (an array cannot hold children).
+    MetadataError
+        When a document of an ancestor is not JSON (a user's file of that name: the
+        node would hang below no group).
 
     Examples
     --------
@@ -371,6 +374,9 @@ def ancestor_documents(store: Store, path: str, zarr_format: int) -> dict[str, b
     ancestors = ["/".join(parts[:i]) for i in range(len(parts))]
     names = (ZARR_JSON, ZARRAY, ZGROUP)
     found = store.get_many([join_path(a, n) for a in ancestors for n in names])
+    for key, value in found.items():
+        folder, _, name = key.rpartition("/")
+        load_json_document(bytes(value), folder, name)
     missing: dict[str, bytes] = {}
     for ancestor in ancestors:
         json_key, zgroup_key = join_path(ancestor, ZARR_JSON), join_path(ancestor, ZGROUP)

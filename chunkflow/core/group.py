@@ -9,7 +9,6 @@ from chunkflow.core.array import Array
 from chunkflow.core.attrs import Attributes
 from chunkflow.core.consolidated import ConsolidatedIndex
 from chunkflow.core.documents import (
-    ancestor_documents,
     ensure_ancestor_groups,
     group_documents,
     join_path,
@@ -31,7 +30,7 @@ from chunkflow.core.node_records import (
     parse_node,
     write_group,
 )
-from chunkflow.core.replacing import Location, inspect_location
+from chunkflow.core.replacing import Location, inspect_location, write_node
 from chunkflow.core.reprs import group_html, group_repr
 from chunkflow.core.tree import Tree
 from chunkflow.engine.options import ArrayOptions
@@ -365,10 +364,10 @@ class Group(NodeProperties, ArrayCreation, GroupNavigation):
         path = self._child_path(name)
         attributes = normalize_attributes(dict(attributes or {}), path)
         documents, meta = group_documents(path, self._zarr_format, attributes)
-        ancestors = ancestor_documents(self._store, path, self._zarr_format)
-        location = self._refuse_existing(path, overwrite, "create_group")
         self._changed()
-        location.replace({**ancestors, **documents}, cache=self._member_options.cache)
+        write_node(self._store, path, documents, zarr_format=self._zarr_format,
+                   overwrite=overwrite, what=f"group {self.name!r}: create_group", array=False,
+                   cache=self._member_options.cache)
         record = NodeRecord(path, "group", self._zarr_format, meta, attributes, {})
         return type(self)._from_record(self._store, record, self._read_only,
                                        self._member_options)

@@ -42,6 +42,7 @@ from chunkflow.core.documents import (
     ZARR_JSON,
     ZGROUP,
     NodeKind,
+    ancestor_documents,
     classify_node,
     join_path,
     normalize_path,
@@ -95,7 +96,8 @@ class Location:
     def place(self) -> str:
         """The location as messages name it (a local folder by its path)."""
         if isinstance(self.store, LocalStore):
-            return f"folder {os.path.join(self.store.root, *self.path.split('/'))!r}"
+            parts = self.path.split("/") if self.path else []
+            return f"folder {os.path.join(self.store.root, *parts)!r}"
         return repr(self.store) if not self.path else f"path {self.path!r} in {self.store!r}"
 
     def blocking(self, array: bool) -> tuple[str, ...]:
@@ -214,26 +216,40 @@ def inspect_location(store: Store, path: str) -> Location:
                     (*_keys_in_the_way(store, path), *found.foreign), kept=found.kept)
 
 
-def write_node(store: Store, path: str, documents: Mapping[str, bytes],
-               ancestors: Mapping[str, bytes] | None = None, *, overwrite: bool,
-               what: str, array: bool, cache: CacheLike = None) -> None:
-    """Create the node at ``path`` from its ``documents`` (and its ``ancestors``'
-    group documents): refused as :meth:`Location.refuse` says, else what was there
-    is replaced (:meth:`Location.replace`).
+def write_node(store: Store, path: str, documents: Mapping[str, bytes], *, zarr_format: int,
+               overwrite: bool, what: str, array: bool, cache: CacheLike = None) -> None:
+    """Create the node at ``path`` from its ``documents``, with a group of
+    ``zarr_format`` in every ancestor that has no node: refused as
+    :meth:`Location.refuse` says (or where an ancestor's group document would go onto
+    something else), else what was there is replaced (:meth:`Location.replace`).
+
+    Raises
+    ------
+    ForeignContentError, ContainsArrayError, ContainsGroupError, IncompleteListingError
+        See :meth:`Location.refuse`; ``ContainsArrayError`` also for an ancestor that
+        is an array. Nothing was written or deleted.
 
     Examples
     --------
     >>> from chunkflow.storage import MemoryStore
     >>> store = MemoryStore()
     >>> store["notes.txt"] = b"mine"
-    >>> write_node(store, "g", {"g/.zgroup": b'{"zarr_format": 2}'}, overwrite=True,
-    ...            what="create_group", array=False)
+    >>> write_node(store, "g", {"g/.zgroup": b'{"zarr_format": 2}'}, zarr_format=2,
+    ...            overwrite=True, what="create_group", array=False)
     >>> sorted(store)
-    ['g/.zgroup', 'notes.txt']
+    ['.zgroup', 'g/.zgroup', 'notes.txt']
     """
     location = inspect_location(store, path)
     location.refuse(overwrite=overwrite, what=what, array=array)
-    location.replace({**(ancestors or {}), **documents}, cache=cache)
+    ancestors = ancestor_documents(store, path, zarr_format)
+    for key in ancestors:  # a folder (or prefix) where a group document would go
+        below = _first_below(store, key) if location.listed else None
+        if below is not None:
+            raise ForeignContentError(
+                f"{what}: cannot create the group {key.rpartition('/')[0] or '/'!r} above "
+                f"{path!r} in {store!r}: {key!r} is a folder ({below!r} is in it). Nothing "
+                "was written or deleted; choose another location, or move it away")
+    location.replace({**ancestors, **documents}, cache=cache)
 
 
 def refuse_foreign(store: Store, path: str, *, what: str, array: bool = False) -> Location:
@@ -325,9 +341,17 @@ def _kind_of(found: Mapping[str, Any]) -> tuple[NodeKind | None, int | None]:
     return classified if classified is not None else (None, None)
 
 
+def _first_below(store: Store, key: str) -> str | None:
+    """A key below ``key`` (as a folder), or ``None``."""
+    return next(iter(store.list_prefix(key)), None)
+
+
 def _keys_in_the_way(store: Store, path: str) -> list[str]:
     """Keys at ``path`` itself or at one of its ancestors (a file where a folder would
-    go); a transactional store (Icechunk) refuses such keys, so holds none."""
+    go; for a local store's root, the file it is); a transactional store (Icechunk)
+    refuses such keys, so holds none."""
+    if isinstance(store, LocalStore) and os.path.isfile(store.root):
+        return [store.root]
     if not path or store.transactional:
         return []
     parts = path.split("/")

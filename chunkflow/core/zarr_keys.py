@@ -84,6 +84,7 @@ def array_layout(doc: Mapping[str, Any] | None, zarr_format: int) -> ChunkLayout
     shape = _ints(doc.get("shape"))
     if shape is None:
         return None
+    encoding: ChunkKeyEncoding | None
     try:
         if zarr_format == 2:
             chunks = _ints(doc.get("chunks"))

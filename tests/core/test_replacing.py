@@ -4,6 +4,7 @@ and replacing deletes exactly the owned keys."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import numpy as np
@@ -42,8 +43,13 @@ def test_every_chunk_key_layout_is_owned_and_strays_are_foreign(make_store: Any,
                                                                 layout: str) -> None:
     store = make_store()
     owned = _filled(store, "out", LAYOUTS[layout])
+    # Just past the chunk grid: what an off-by-one would take for a chunk.
+    doc = json.loads(store["out/zarr.json" if "out/zarr.json" in store else "out/.zarray"])
+    found = array_layout(doc, doc["zarr_format"])
+    assert found is not None and found.grid is not None
+    edges = [found.encoding.encode((found.grid[0], 0)), found.encoding.encode((0, found.grid[1]))]
     strays: set[str] = set()
-    for key in (f"out/{stray}" for stray in STRAYS):
+    for key in (f"out/{stray}" for stray in [*edges, *STRAYS]):
         # Only what a folder can hold too: no file "c" beside a folder "c".
         if not any(k == key or k.startswith(key + "/") or key.startswith(k + "/")
                    for k in owned | strays):
@@ -73,7 +79,7 @@ def test_replacing_deletes_exactly_the_owned_keys(make_store: Any, layout: str) 
     store["other/file"] = b"elsewhere"
     before = set(store.list_prefix(""))
     write_node(store, "g/out", {"g/out/zarr.json": b'{"zarr_format": 3, "node_type": "group"}'},
-               overwrite=True, what="test", array=False)
+               zarr_format=3, overwrite=True, what="test", array=False)
     assert set(store.list_prefix("")) == (before - owned) | {"g/out/zarr.json"}
     assert {"g/notes.txt", "other/file"} <= before - owned
 

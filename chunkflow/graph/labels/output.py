@@ -208,11 +208,11 @@ def plan_output(what: str, out: Any, shape: tuple[int, ...], chunks: tuple[int, 
         existing: Array | None = out
     elif isinstance(out, (str, os.PathLike, Store)):
         existing = open_unfinished(out, storage_options=storage_options) if resume else None
-        if existing is None and not overwrite:
-            _refuse_existing(what, out, storage_options)
         if existing is None:
             check_location(out, what=what, array=True,
                            storage_options=dict(storage_options or {}) or None)
+        if existing is None and not overwrite:
+            _refuse_existing(what, out, storage_options)
     else:
         raise ArgumentTypeError(f"{what}: out must be a chunkflow.Array, a path, a URL or a store, "
                                 f"got {type(out).__name__}")

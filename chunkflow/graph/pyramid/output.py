@@ -177,7 +177,8 @@ def plan_output(source: Array, source_location: Any, location: StoreLike,
                            "overwrite=True replaces it; pass one of them")
     options = dict(storage_options or {}) or None
     existing = _existing(location, options)
-    check_location(location, what="pyramid", array=False, storage_options=options,
+    # array=True: the image group holds its level arrays only.
+    check_location(location, what="pyramid", array=True, storage_options=options,
                    path=f"labels/{labels}" if labels and existing is not None else None)
     if labels is None:
         fmt = source.zarr_format if zarr_format is None else zarr_format

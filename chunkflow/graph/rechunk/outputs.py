@@ -75,10 +75,10 @@ def open_output(plan: RechunkPlan, out: StoreLike, *, resume: bool, overwrite: b
     target = open_unfinished(out, storage_options=storage_options) if resume else None
     spec = job_spec(plan, "output", job_name)
     if target is None:
-        if not overwrite:
-            refuse_existing(out, storage_options)
         check_location(out, what="rechunk", array=True,
                        storage_options=dict(storage_options or {}) or None)
+        if not overwrite:
+            refuse_existing(out, storage_options)
         # resume=True: the mark comes with the metadata (one write); without, the job
         # is recorded all the same (Job.open marks it, unless recording is off).
         mark = Job.mark(spec, grid) if resume else {}

@@ -17,7 +17,9 @@ that nobody picked:
   values ``==`` calls equal to it with other bits (``-0.0``, other NaNs);
 - :mod:`~chunkflow.testing.strategies.labels`: label images (objects touching chunk
   faces, holes, large label values);
-- :func:`schedulers`: the dask schedulers ``sync``, ``threads`` and ``processes``.
+- :func:`schedulers`: the dask schedulers ``sync``, ``threads`` and ``processes``;
+- :mod:`~chunkflow.testing.strategies.user_files`: folders where a user's files and
+  Zarr nodes live side by side, and places in them for a writer.
 
 hypothesis is needed (``pip install hypothesis``; it comes with chunkflow's ``test``
 extra). Nothing here is imported by ``import chunkflow``.
@@ -55,6 +57,12 @@ from chunkflow.testing.strategies.selections import (
     selection_values,
 )
 from chunkflow.testing.strategies.storage import fill_twins, near_fill_arrays
+from chunkflow.testing.strategies.user_files import (
+    FolderTree,
+    NodeSpec,
+    folder_trees,
+    tree_locations,
+)
 from chunkflow.testing.strategies.values import (
     DTYPE_CODES,
     arrays,
@@ -66,6 +74,8 @@ from chunkflow.testing.strategies.values import (
 __all__ = [
     "DTYPE_CODES",
     "SCHEDULERS",
+    "FolderTree",
+    "NodeSpec",
     "StoredArraySpec",
     "arrays",
     "basic_selections",
@@ -75,6 +85,7 @@ __all__ = [
     "elements",
     "fill_twins",
     "fill_values",
+    "folder_trees",
     "label_images",
     "mask_selections",
     "near_fill_arrays",
@@ -86,5 +97,6 @@ __all__ = [
     "shard_shapes",
     "special_values",
     "stored_arrays",
+    "tree_locations",
     "zarr_formats",
 ]

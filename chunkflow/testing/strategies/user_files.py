@@ -25,7 +25,6 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,6 +37,7 @@ __all__ = ["FolderTree", "NodeSpec", "folder_trees", "tree_locations"]
 #: Names of files and folders: plain words, chunk-key look-alikes, document names.
 NAMES = ("a", "b", "data", "notes.txt", "c", "0", "1", "0.0", "x.zarr", "zarr.json",
          ".zattrs", ".zgroup", ".zarray")
+DOCUMENT_NAMES = frozenset(("zarr.json", ".zattrs", ".zgroup", ".zarray"))
 #: How arrays name their chunks: creation keywords of chunkflow.create_array.
 LAYOUTS: tuple[dict[str, Any], ...] = (
     {"zarr_format": 2},
@@ -60,16 +60,16 @@ class NodeSpec:
 
     def create(self, root: Path) -> None:
         """Write the node, as its own store at its folder (nothing above it changes)."""
-        import chunkflow
+        from chunkflow.api import create_array, open_group
 
         where = str(root / self.path) if self.path else str(root)
         if self.kind == "group":
-            chunkflow.open_group(where, mode="w-", zarr_format=self.layout["zarr_format"],
-                                 attributes={"group": self.path})
+            open_group(where, mode="w-", zarr_format=self.layout["zarr_format"],
+                       attributes={"group": self.path})
             return
         assert self.data is not None
-        chunkflow.create_array(where, data=self.data, chunks=(2, 2), **self.layout,
-                               attributes={"array": self.path})
+        create_array(where, data=self.data, chunks=(2, 2), **self.layout,
+                     attributes={"array": self.path})
 
 
 @dataclass(frozen=True)
@@ -120,6 +120,13 @@ class FolderTree:
                 out.add(name)
         return out
 
+    def kept_below(self, location: str) -> bool:
+        """Whether a node below ``location`` is one its groups do not hold (in a plain
+        folder): Zarr that replacing leaves alone, and no place for an array."""
+        held = self.held(location)
+        return any(path not in held and (location == "" or path.startswith(location + "/"))
+                   for path in self.node_paths if path != location)
+
     def foreign_below(self, location: str) -> bool:
         """Whether a user's file is at ``location``, above it or below it."""
         for name in self.files:
@@ -130,7 +137,7 @@ class FolderTree:
 
     def folders(self) -> set[str]:
         """Every folder below the root that the files and nodes make."""
-        found = set()
+        found: set[str] = set()
         for name in [*self.files, *(n.path for n in self.nodes if n.path)]:
             parts = name.split("/")
             top = len(parts) if name not in self.files else len(parts) - 1
@@ -141,11 +148,6 @@ class FolderTree:
         """Whether ``path`` lies inside (below) an array's folder."""
         return any(node.kind == "array" and (node.path == "" or path.startswith(node.path + "/"))
                    for node in self.nodes if path != node.path)
-
-
-def _paths(draw: st.DrawFn, taken: set[str]) -> Iterator[str]:
-    yield ""
-    yield from sorted(taken)
 
 
 @st.composite
@@ -174,8 +176,7 @@ def folder_trees(draw: st.DrawFn, max_items: int = 8) -> FolderTree:
         what = draw(st.sampled_from(["file", "file", "array", "group"]))
         if what == "file":
             files[path] = b"user:" + draw(st.binary(max_size=16))
-        elif not any(part in (".zattrs", ".zgroup", ".zarray", "zarr.json")
-                     for part in path.split("/")):
+        elif not DOCUMENT_NAMES & set(path.split("/")):
             nodes.append(_node(draw, path, what))
     return FolderTree(files, tuple(nodes))
 
@@ -187,11 +188,16 @@ def _is_array(tree: FolderTree, path: str) -> bool:
 
 def _free(tree: FolderTree, path: str) -> bool:
     """Whether a file or a node can go at ``path``: nothing is there, no file is above
-    it, and it is not inside an array's folder."""
+    it, it is not inside an array's folder, and no name of a metadata document sits
+    in a node's folder (the node's own documents are there)."""
     if path in tree.files or path in tree.folders() or path in tree.node_paths:
         return False
     parts = path.split("/")
     if any("/".join(parts[:i]) in tree.files for i in range(1, len(parts))):
+        return False
+    nodes = tree.node_paths
+    if any(parts[i] in DOCUMENT_NAMES and "/".join(parts[:i]) in nodes
+           for i in range(len(parts))):
         return False
     return not tree.in_an_array(path)
 
