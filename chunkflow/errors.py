@@ -34,6 +34,7 @@ __all__ = [
     "DimensionNamesError",
     "DtypeMismatchError",
     "ExternalLinkError",
+    "ForeignContentError",
     "GroupNotFoundError",
     "IncompleteJobWarning",
     "IncompleteListingError",
@@ -181,6 +182,14 @@ class ContainsArrayError(ChunkflowError, FileExistsError):
 
 class ContainsGroupError(ChunkflowError, FileExistsError):
     """A group already exists where a new node was to be created."""
+
+
+class ForeignContentError(ChunkflowError, FileExistsError):
+    """A node was to be created (or replaced) where the store holds something that is
+    not Zarr: a file, a folder or an object outside the metadata documents and chunk
+    keys of the Zarr nodes there. Refused with or without ``overwrite`` (which replaces
+    Zarr nodes only), before anything is written or deleted; the message names the
+    location and some of what is there."""
 
 
 class ReadOnlyError(ChunkflowError, PermissionError):

@@ -42,7 +42,8 @@ def test_errors_and_the_job_status_users_need_are_exported() -> None:
               "TransactionError", "TransactionConflictError", "ArrayNotFoundError",
               "GroupNotFoundError", "NodeNotFoundError", "ContainsArrayError",
               "ContainsGroupError", "ReadOnlyError", "ChunkDecodeError", "StoreRequestError",
-              "IncompleteListingError", "LockTimeoutError", "ValuesChangedError")
+              "IncompleteListingError", "LockTimeoutError", "ValuesChangedError",
+              "ForeignContentError")
     for name in caught:
         assert name in chunkflow.__all__
         assert getattr(chunkflow, name) is getattr(errors, name)

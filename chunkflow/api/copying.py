@@ -28,6 +28,7 @@ from chunkflow.api.unfinished import (
 from chunkflow.config.renames import renamed_parameters
 from chunkflow.core.array import Array
 from chunkflow.core.documents import join_path, node_kind
+from chunkflow.core.replacing import inspect_location, refuse_foreign
 from chunkflow.errors import (
     ArgumentTypeError,
     ContainsArrayError,
@@ -179,6 +180,8 @@ def _copy_into(source: Array | Group | ChunkedSource, dest: Group, name: str | N
                 f"copy of the root node {getattr(source, 'name', source)!r} needs name=; or "
                 f"use copy_all to copy its members into {dest.name!r}"
             )
+    # Whatever if_exists says, a copy replaces Zarr nodes only, never other files.
+    _refuse_foreign(dest, name, "copy")
     return _copy_node(source, dest, name, shallow=shallow, without_attrs=without_attrs,
                       if_exists=if_exists, kwargs=create_kwargs, job=job, log=log)
 
@@ -230,9 +233,11 @@ def copy_all(
                            storage_options=storage_options)
         with _closing_if_opened(out, opened) as group:
             totals = [0, 0, 0]
-            for member_name, member in source.members():
-                if shallow and not hasattr(member, "dtype"):
-                    continue
+            members = [(n, m) for n, m in source.members()
+                       if not (shallow and not hasattr(m, "dtype"))]
+            for member_name, _ in members:  # every refusal before anything is copied
+                _refuse_foreign(group, member_name, "copy_all")
+            for member_name, member in members:
                 counts = _copy_into(member, group, member_name, shallow=shallow,
                                     without_attrs=without_attrs, if_exists=if_exists,
                                     zarr_format=zarr_format, job=(resume, job_name),
@@ -276,7 +281,8 @@ def _copy_node(source: Array | Group | ChunkedSource, dest: Group, name: str, *,
             log(f"skip {described}")
             return 0, 1, 0
         if if_exists == "replace":
-            del dest[name]
+            # The node's keys only (whichever format: a v2 group may hold a v3 node).
+            inspect_location(dest.store, path).delete(what="copy", cache=None)
             existing = None
     # A source's unfinished-job mark is not the copy's.
     attrs = {} if without_attrs else without_mark(dict(getattr(source, "attrs", None) or {}))
@@ -392,6 +398,14 @@ def url_options(
     remote = isinstance(location, str) and ("://" in location or "::" in location) \
         and not location.startswith(("file://", "zip::"))
     return storage_options if remote else None
+
+
+def _refuse_foreign(dest: Group, name: str, what: str) -> None:
+    """Refuse to copy to ``name`` in ``dest`` where it holds anything that is not Zarr
+    or Zarr nodes no group there holds, where the arrays copied would go
+    (:func:`~chunkflow.core.replacing.refuse_foreign`)."""
+    if isinstance(dest.store, Store):
+        refuse_foreign(dest.store, join_path(dest.path, name), what=what, array=True)
 
 
 def _as_group(dest: Group | StoreLike, zarr_format: int | None, source: object,

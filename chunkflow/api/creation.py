@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -14,17 +15,13 @@ from chunkflow.api.dtype_spec import items_dtype
 from chunkflow.api.spec import DEFAULT, build_metadata, resolve_zarr_format
 from chunkflow.codecs.v3_codecs import BloscCodec
 from chunkflow.core.array import Array
-from chunkflow.core.documents import (
-    ensure_ancestor_groups,
-    node_kind,
-    normalize_path,
-    store_array_metadata,
-)
+from chunkflow.core.documents import array_documents, normalize_path
+from chunkflow.core.replacing import writable_store, write_node
 from chunkflow.engine.options import ArrayOptions
 from chunkflow.engine.values import ChunkedSource, convert_dtype, is_chunked_source
-from chunkflow.errors import ContainsArrayError, ContainsGroupError, InvalidArgumentError
+from chunkflow.errors import InvalidArgumentError
 from chunkflow.metadata import ArrayMetadataV2
-from chunkflow.storage import make_store
+from chunkflow.storage import Store
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, DTypeLike
@@ -102,7 +99,10 @@ def create(
     store : str, os.PathLike, Store, MutableMapping or None
         Where to create the array (default: a new in-memory store).
     overwrite : bool
-        Replace an existing node at ``path`` (else raise).
+        Replace a Zarr node at ``path`` (else raise): its metadata documents and
+        chunks are deleted, and those of the nodes below it. A location holding
+        anything else (files, folders, objects that no Zarr node there owns) is
+        refused either way (:class:`~chunkflow.errors.ForeignContentError`).
     path : str, optional
         The array's path inside the store.
     filters, codecs : list, optional
@@ -148,28 +148,31 @@ def create(
         synchronizer=synchronizer, cache=cache, lock_timeout=lock_timeout,
         recheck_cached_data=recheck_cached_data,
     )
-    resolved = make_store(store, mode="w" if overwrite else "a", storage_options=storage_options)
     node_path = normalize_path(path)
-    metadata = build_metadata(
-        shape=shape, chunks=chunks, dtype=dtype, fill_value=fill_value, order=order,
-        compressor=compressor, filters=filters, codecs=codecs,
-        dimension_separator=dimension_separator, chunk_key_encoding=chunk_key_encoding,
-        dimension_names=dimension_names, zarr_format=resolve_zarr_format(zarr_format),
-        attributes=attributes,
-        path=node_path, object_codec=object_codec,
-    )
-    existing = node_kind(resolved, node_path)
-    if existing is not None and not overwrite:
-        error = ContainsArrayError if existing == "array" else ContainsGroupError
-        raise error(
-            f"{existing} already exists at path {node_path or '/'!r} in {resolved!r}; pass "
-            f"overwrite=True (or mode='w') to replace it"
-        )
-    if overwrite:
-        resolved.delete_prefix(node_path)
-    ensure_ancestor_groups(resolved, node_path, metadata.zarr_format)
-    stored = store_array_metadata(resolved, node_path, metadata, dict(attributes or {}))
+    resolved = writable_store(store, node_path, overwrite=overwrite,
+                              storage_options=storage_options)
+    try:
+        return _create_in(resolved, node_path, overwrite, options, attributes, dict(
+            shape=shape, chunks=chunks, dtype=dtype, fill_value=fill_value, order=order,
+            compressor=compressor, filters=filters, codecs=codecs,
+            dimension_separator=dimension_separator, chunk_key_encoding=chunk_key_encoding,
+            dimension_names=dimension_names, zarr_format=resolve_zarr_format(zarr_format),
+            attributes=attributes, path=node_path, object_codec=object_codec))
+    except BaseException:
+        if isinstance(store, (str, os.PathLike)):
+            resolved.close()  # opened here from a path (a zip file is valid once closed)
+        raise
+
+
+def _create_in(resolved: Store, node_path: str, overwrite: bool, options: ArrayOptions,
+               attributes: dict[str, Any] | None, spec: dict[str, Any]) -> Array:
+    metadata = build_metadata(**spec)
+    # Everything that can be refused is, before anything is deleted or written: the
+    # documents, the codec pipeline (building the array), what is there, the ancestors.
+    documents, stored = array_documents(node_path, metadata, dict(attributes or {}))
     array = Array._from_metadata(resolved, node_path, stored, dict(attributes or {}), options)
+    write_node(resolved, node_path, documents, zarr_format=stored.zarr_format,
+               overwrite=overwrite, what="create", array=True)
     if overwrite:
         array.forget_cached()  # chunks of the array this one replaced
     return array

@@ -15,8 +15,9 @@ from chunkflow.core.documents import (
     ZARR_JSON,
     ZARRAY,
     ZGROUP,
-    ensure_ancestor_groups,
+    group_documents,
     join_path,
+    normalize_attributes,
     normalize_path,
     not_found_message,
 )
@@ -28,6 +29,7 @@ from chunkflow.core.node_records import (
     parse_node,
     write_group,
 )
+from chunkflow.core.replacing import writable_store, write_node
 from chunkflow.errors import (
     ArgumentTypeError,
     ContainsArrayError,
@@ -106,8 +108,10 @@ def _open_group(store: StoreLike, mode: str, path: str | None, lookup_format: in
                 use_consolidated: bool | None) -> Group:
     if mode not in MODES:
         raise InvalidArgumentError(f"mode must be one of {MODES}, got {mode!r}")
-    resolved = make_store(store, mode=mode, storage_options=storage_options)
     node_path = normalize_path(path)
+    # Mode "w" replaces only a Zarr node (see chunkflow.core.replacing).
+    resolved = (writable_store(store, node_path, overwrite=True, storage_options=storage_options)
+                if mode == "w" else make_store(store, mode=mode, storage_options=storage_options))
     extra = () if use_consolidated is False else (ZMETADATA,)
     found = fetch_nodes(resolved, [node_path], extra)  # the one read of a consolidated open
     record = parse_node(found, node_path, lookup_format) or parse_node(found, node_path)
@@ -126,11 +130,10 @@ def _open_group(store: StoreLike, mode: str, path: str | None, lookup_format: in
         error = ContainsArrayError if record.kind == "array" else ContainsGroupError
         raise error(f"{record.kind} already exists at path {node_path or '/'!r} in "
                     f"{resolved!r}; mode 'w-' never replaces")
-    if mode == "w" and any(True for _ in resolved.list_prefix(node_path)):
-        resolved.delete_prefix(node_path)
-    ensure_ancestor_groups(resolved, node_path, create_format)
-    attrs = dict(attributes or {})
-    meta = write_group(resolved, node_path, create_format, attrs)
+    attrs = normalize_attributes(dict(attributes or {}), node_path)
+    documents, meta = group_documents(node_path, create_format, attrs)
+    write_node(resolved, node_path, documents, zarr_format=create_format, overwrite=mode == "w",
+               what=f"open_group(mode={mode!r})", array=False, cache=options.cache)
     record = NodeRecord(node_path, "group", create_format, meta, attrs, {})
     return Group._from_record(resolved, record, False, options)
 

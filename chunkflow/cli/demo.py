@@ -6,8 +6,12 @@
 3. reduce both (mean, std, a histogram) in bounded memory;
 4. draw a crop before and after into a PNG (matplotlib, if installed).
 
-Everything lands in one folder (default ``./chunkflow-demo``), which is kept. A run
-that fails removes what it created there (the folder itself if it made it).
+Everything lands in one folder (default ``./chunkflow-demo``), which is kept, marked as
+the demo's by a small file (:data:`MARKER`). The demo writes only into a new or empty
+folder, or one an earlier demo run marked and that holds nothing but its results (which
+it replaces); any other folder is refused (exit 2), naming what is there, and nothing is
+touched. A run that fails removes what it created there (the folder itself if it made
+it).
 
 Examples
 --------
@@ -19,6 +23,8 @@ Examples
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -33,10 +39,15 @@ from chunkflow.cli.cleanup import new_entries_removed_on_failure, waited_for
 from chunkflow.cli.filters import apply_filter, filter_depth, scipy_ndimage
 from chunkflow.cli.options import add_scheduler_option, progress_wanted
 from chunkflow.cli.stats import text_histogram
+from chunkflow.errors import UsageError
 
-__all__ = ["make_blobs", "register", "run_demo", "synthetic_band"]
+__all__ = ["MARKER", "claim_folder", "make_blobs", "register", "run_demo", "synthetic_band"]
 
 DEFAULT_FOLDER = "chunkflow-demo"
+#: The file that marks a folder as the demo's: a second run replaces what it holds.
+MARKER = ".chunkflow-demo.json"
+#: Everything a run writes into its folder.
+RESULTS = (MARKER, "raw.zarr", "smooth.zarr", "before-after.png")
 BACKGROUND, NOISE = 300.0, 120.0
 SIGMA = 2.0
 MAX_SIDE = 65536  # an 8 GiB image: beyond that a demo only fills the disk
@@ -121,10 +132,50 @@ def run_demo(args: argparse.Namespace) -> int:
     """
     scipy_ndimage()  # fail before creating anything
     folder = Path(args.folder).resolve()
+    claim_folder(folder)
     with new_entries_removed_on_failure(folder):
         folder.mkdir(parents=True, exist_ok=True)
+        (folder / MARKER).write_text(json.dumps(
+            {"written_by": "chunkflow demo", "version": chunkflow.__version__,
+             "results": list(RESULTS[1:])}, indent=2) + "\n")
         with waited_for(args.scheduler):
             return _run_in(folder, args)
+
+
+def claim_folder(folder: Path) -> None:
+    """Refuse ``folder`` unless the demo may write there: it is missing or empty, or an
+    earlier run marked it (:data:`MARKER`) and it holds nothing but that run's results.
+
+    Raises
+    ------
+    UsageError
+        Naming what is in the folder (exit code 2); nothing is touched.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> claim_folder(folder)  # empty: the demo's from now on
+    >>> _ = (folder / "raw.zarr").mkdir(), (folder / "todo.txt").write_text("mine")
+    >>> claim_folder(folder)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    chunkflow.errors.UsageError: --folder '...' holds 'raw.zarr', 'todo.txt', which the demo did not ...
+    """
+    if not os.path.lexists(folder):
+        return
+    if not folder.is_dir():
+        raise UsageError(f"--folder {str(folder)!r} is a file, not a folder; choose another "
+                         "--folder")
+    entries = sorted(os.listdir(folder))
+    others = [name for name in entries if name not in RESULTS] if MARKER in entries else entries
+    if not others:
+        return
+    shown = ", ".join(repr(name) for name in others[:5]) + (
+        f" and {len(others) - 5} more" if len(others) > 5 else "")
+    raise UsageError(
+        f"--folder {str(folder)!r} holds {shown}, which the demo did not write; it writes "
+        "only into a new or empty folder, or replaces the results of an earlier demo run "
+        "there. Nothing was touched: choose another --folder (or move those away)")
 
 
 def _run_in(folder: Path, args: argparse.Namespace) -> int:
@@ -142,7 +193,7 @@ def _run_in(folder: Path, args: argparse.Namespace) -> int:
         depth = filter_depth("gaussian", SIGMA)
         with _step(f"Gaussian filter, sigma {SIGMA:g}, halo {depth} (map_chunks)", timings):
             smooth = chunkflow.map_chunks(_gaussian, str(raw_path), out=str(smooth_path),
-                                          depth=depth, scheduler=args.scheduler,
+                                          depth=depth, overwrite=True, scheduler=args.scheduler,
                                           progress=progress, sigma=SIGMA)
         with _step("mean and std of both images (reduce)", timings):
             stats = {name: chunkflow.reduce(str(path), ("mean", "std"),
@@ -210,8 +261,9 @@ def register(commands: argparse._SubParsersAction, parents: list[argparse.Argume
                         help="image side in pixels (default 4096: 32 MiB)")
     parser.add_argument("--chunk", type=_side, default=512, help="chunk side (default 512)")
     parser.add_argument("--folder", default=DEFAULT_FOLDER,
-                        help=f"where to write (default: ./{DEFAULT_FOLDER}; replaces "
-                             "earlier demo results there)")
+                        help=f"where to write (default: ./{DEFAULT_FOLDER}): a new or empty "
+                             "folder, or one holding earlier demo results, which are "
+                             "replaced; a folder with anything else is refused")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     add_scheduler_option(parser)
     parser.set_defaults(run=run_demo)

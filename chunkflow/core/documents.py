@@ -34,9 +34,12 @@ __all__ = [
     "ZATTRS",
     "ZGROUP",
     "ArrayMetadata",
+    "ancestor_documents",
+    "array_documents",
     "classify_node",
     "dump_node_document",
     "ensure_ancestor_groups",
+    "group_documents",
     "join_path",
     "load_array_metadata",
     "node_kind",
@@ -204,6 +207,55 @@ def load_array_metadata(store: Store, path: str) -> tuple[ArrayMetadata, dict[st
     return metadata_v2, attributes
 
 
+def array_documents(
+    path: str, metadata: ArrayMetadata, attributes: dict[str, Any]
+) -> tuple[dict[str, bytes], ArrayMetadata]:
+    """The documents of an array by key, and its metadata as they store it; nothing is
+    written, so a document that cannot be made (attributes that are not JSON) is
+    refused before anything changes.
+
+    For v3 the attributes are part of ``zarr.json``; for v2 they go to ``.zattrs``
+    (only when there are some).
+
+    Examples
+    --------
+    >>> from chunkflow.metadata import ArrayMetadataV2
+    >>> meta = ArrayMetadataV2.from_dict({"zarr_format": 2, "shape": [4], "chunks": [2],
+    ...     "dtype": "<i2", "compressor": None, "fill_value": 0, "order": "C",
+    ...     "filters": None}, "x")
+    >>> sorted(array_documents("x", meta, {"a": 1})[0])
+    ['x/.zarray', 'x/.zattrs']
+    """
+    attributes = normalize_attributes(attributes, path)
+    if isinstance(metadata, ArrayMetadataV3):
+        metadata = metadata.with_attributes(dict(attributes))
+        return {join_path(path, ZARR_JSON): dump_node_document(metadata.to_dict())}, metadata
+    docs = {join_path(path, ZARRAY): metadata.to_bytes()}
+    if attributes:
+        docs[join_path(path, ZATTRS)] = dump_node_document(dict(attributes))
+    return docs, metadata
+
+
+def group_documents(
+    path: str, zarr_format: int, attributes: dict[str, Any]
+) -> tuple[dict[str, bytes], GroupMetadataV2 | GroupMetadataV3]:
+    """The documents of a new group by key, and its metadata (nothing is written).
+
+    Examples
+    --------
+    >>> sorted(group_documents("g", 2, {"a": 1})[0]), sorted(group_documents("g", 3, {})[0])
+    (['g/.zattrs', 'g/.zgroup'], ['g/zarr.json'])
+    """
+    attributes = normalize_attributes(attributes, path)
+    if zarr_format == 3:
+        meta = GroupMetadataV3(attributes)
+        return {join_path(path, ZARR_JSON): dump_node_document(meta.to_dict())}, meta
+    docs = {join_path(path, ZGROUP): GroupMetadataV2().to_bytes()}
+    if attributes:
+        docs[join_path(path, ZATTRS)] = dump_node_document(attributes)
+    return docs, GroupMetadataV2()
+
+
 def store_array_metadata(
     store: Store, path: str, metadata: ArrayMetadata, attributes: dict[str, Any]
 ) -> ArrayMetadata:
@@ -212,19 +264,17 @@ def store_array_metadata(
     For v3 the attributes are part of ``zarr.json``; for v2 they go to ``.zattrs``
     (written only when non-empty, deleted when emptied).
     """
-    attributes = normalize_attributes(attributes, path)
-    if isinstance(metadata, ArrayMetadataV3):
-        metadata = metadata.with_attributes(dict(attributes))
-        store[join_path(path, ZARR_JSON)] = dump_node_document(metadata.to_dict())
-        return metadata
-    docs = {join_path(path, ZARRAY): metadata.to_bytes()}
-    if attributes:
-        docs[join_path(path, ZATTRS)] = dump_node_document(dict(attributes))
+    docs, metadata = array_documents(path, metadata, attributes)
     zattrs = join_path(path, ZATTRS)
-    if not attributes and zattrs in store and not getattr(store, "supports_deletes", True):
+    if isinstance(metadata, ArrayMetadataV3):
+        store.set_many(docs)
+        return metadata
+    # Asked only of stores that cannot delete: some stores refuse to look up a v2 key
+    # at all (Icechunk raises KeyError: 'v2 key not found').
+    if zattrs not in docs and not getattr(store, "supports_deletes", True) and zattrs in store:
         docs[zattrs] = dump_node_document({})
     store.set_many(docs)
-    if not attributes and zattrs not in docs:
+    if zattrs not in docs:
         store.delete_many([zattrs])
     return metadata
 
@@ -279,7 +329,8 @@ def ensure_ancestor_groups(store: Store, path: str, zarr_format: int) -> None:
 
     Ancestors are the root and every prefix of ``path`` (not ``path`` itself); an
     existing group of either format is kept as it is. All candidate documents are
-    read in one batch and the missing ones written in one batch.
+    read in one batch and the missing ones written in one batch
+    (:func:`ancestor_documents`).
 
     Raises
     ------
@@ -294,12 +345,38 @@ def ensure_ancestor_groups(store: Store, path: str, zarr_format: int) -> None:
     >>> sorted(store)
     ['.zgroup', 'a/.zgroup', 'a/b/.zgroup']
     """
+    missing = ancestor_documents(store, path, zarr_format)
+    if missing:
+        store.set_many(missing)
+
+
+def ancestor_documents(store: Store, path: str, zarr_format: int) -> dict[str, bytes]:
+    """The group documents the ancestors of ``path`` that hold no node need (one
+    batched read; nothing is written).
+
+    Raises
+    ------
+    ContainsArrayError
+        When an ancestor is an array (an array cannot hold children).
+    MetadataError
+        When a document of an ancestor is not JSON (a user's file of that name: the
+        node would hang below no group).
+
+    Examples
+    --------
+    >>> from chunkflow.storage import MemoryStore
+    >>> sorted(ancestor_documents(MemoryStore(), "a/b", 3))
+    ['a/zarr.json', 'zarr.json']
+    """
     if not path:
-        return
+        return {}
     parts = path.split("/")
     ancestors = ["/".join(parts[:i]) for i in range(len(parts))]
     names = (ZARR_JSON, ZARRAY, ZGROUP)
     found = store.get_many([join_path(a, n) for a in ancestors for n in names])
+    for key, value in found.items():
+        folder, _, name = key.rpartition("/")
+        load_json_document(bytes(value), folder, name)
     missing: dict[str, bytes] = {}
     for ancestor in ancestors:
         json_key, zgroup_key = join_path(ancestor, ZARR_JSON), join_path(ancestor, ZGROUP)
@@ -317,8 +394,7 @@ def ensure_ancestor_groups(store: Store, path: str, zarr_format: int) -> None:
             missing[zgroup_key] = GroupMetadataV2().to_bytes()
         else:
             missing[json_key] = GroupMetadataV3().to_bytes()
-    if missing:
-        store.set_many(missing)
+    return missing
 
 
 def _plain(value: Any) -> Any:

@@ -10,6 +10,7 @@ from chunkflow.core.attrs import Attributes
 from chunkflow.core.consolidated import ConsolidatedIndex
 from chunkflow.core.documents import (
     ensure_ancestor_groups,
+    group_documents,
     join_path,
     normalize_attributes,
     normalize_path,
@@ -29,12 +30,12 @@ from chunkflow.core.node_records import (
     parse_node,
     write_group,
 )
+from chunkflow.core.replacing import Location, inspect_location, write_node
 from chunkflow.core.reprs import group_html, group_repr
 from chunkflow.core.tree import Tree
 from chunkflow.engine.options import ArrayOptions
 from chunkflow.errors import (
     ContainsArrayError,
-    ContainsGroupError,
     GroupNotFoundError,
     InvalidArgumentError,
     KeyNotFoundError,
@@ -332,37 +333,41 @@ class Group(NodeProperties, ArrayCreation, GroupNavigation):
         self._metadata = write_group(self._store, self._path, self._zarr_format, attributes,
                                      consolidated, attributes_only=True)
 
-    def _refuse_existing(self, path: str, overwrite: bool) -> None:
-        record = parse_node(fetch_nodes(self._store, [path]), path)
-        if record is None:
-            return
-        if not overwrite:
-            error = ContainsArrayError if record.kind == "array" else ContainsGroupError
-            raise error(f"{record.kind} already exists at path {path!r} in {self._store!r}; "
-                        f"pass overwrite=True to replace it")
-        self._delete_path(path)
+    def _refuse_existing(self, path: str, overwrite: bool, what: str) -> Location:
+        """What is at ``path``, when a node may be created there (see
+        :meth:`~chunkflow.core.replacing.Location.refuse`)."""
+        location = inspect_location(self._store, path)
+        location.refuse(overwrite=overwrite, what=f"group {self.name!r}: {what}")
+        return location
 
     def _delete_path(self, path: str) -> None:
-        keys = list(self._store.list_prefix(path))
-        self._store.delete_prefix(path)
-        forget_cached_under(self._store, keys, self._member_options.cache)
+        """Delete the Zarr nodes at ``path`` (their documents and chunks); anything
+        else there stays."""
+        inspect_location(self._store, path).delete(
+            what=f"group {self.name!r}: deleting {path!r}", cache=self._member_options.cache)
 
     def create_group(self, name: str, *, overwrite: bool = False,
                      attributes: dict[str, Any] | None = None) -> Group:
         """Create the group ``name`` (and every missing group above it).
 
+        ``overwrite=True`` replaces a Zarr node there (its documents and chunks, and
+        the nodes below it); anything else there is refused either way.
+
         Raises
         ------
         ContainsArrayError, ContainsGroupError
             When a node exists at the path and ``overwrite`` is false.
+        ForeignContentError
+            When the path holds something that is not Zarr (files, folders...).
         """
         self._check_writable()
         path = self._child_path(name)
         attributes = normalize_attributes(dict(attributes or {}), path)
-        self._refuse_existing(path, overwrite)
+        documents, meta = group_documents(path, self._zarr_format, attributes)
         self._changed()
-        ensure_ancestor_groups(self._store, path, self._zarr_format)
-        meta = write_group(self._store, path, self._zarr_format, attributes)
+        write_node(self._store, path, documents, zarr_format=self._zarr_format,
+                   overwrite=overwrite, what=f"group {self.name!r}: create_group", array=False,
+                   cache=self._member_options.cache)
         record = NodeRecord(path, "group", self._zarr_format, meta, attributes, {})
         return type(self)._from_record(self._store, record, self._read_only,
                                        self._member_options)
@@ -402,7 +407,7 @@ class Group(NodeProperties, ArrayCreation, GroupNavigation):
             raise KeyNotFoundError(f"group {self.name!r}: nothing to move at {src!r} in {self._store!r}")
         if dst == src or dst.startswith(src + "/"):
             raise InvalidArgumentError(f"cannot move {src!r} into itself ({dst!r})")
-        self._refuse_existing(dst, overwrite=False)
+        self._refuse_existing(dst, overwrite=False, what="move")
         self._changed()
         keys = list(self._store.list_prefix(src))
         values = self._store.get_many(keys)

@@ -549,14 +549,18 @@ def test_a_failed_copy_to_s3_removes_what_it_wrote_there(
              for key, value in s3_server.items()]
     src, key, _ = corrupt_source(tmp_path, "v3 chunk")
     fs = fsspec.filesystem("s3", skip_instance_cache=True, **s3_server)
-    fs.pipe("chunkflow-test/kept.zarr/notes.txt", b"mine")  # there before: never removed
-    for name, removed in (("failed.zarr", True), ("kept.zarr", False)):
-        url = f"s3://chunkflow-test/{name}"
-        code, _, err = run(capsys, "copy", src, url, *flags)
-        assert code == 1 and f"chunk {key!r} could not be decoded" in err
-        assert ("removed the unfinished" in err) is removed
-        fs.invalidate_cache()
-        assert fs.exists(f"chunkflow-test/{name}") is not removed
+    url = "s3://chunkflow-test/failed.zarr"
+    code, _, err = run(capsys, "copy", src, url, *flags)
+    assert code == 1 and f"chunk {key!r} could not be decoded" in err
+    assert "removed the unfinished" in err
+    fs.invalidate_cache()
+    assert not fs.exists("chunkflow-test/failed.zarr")
+    # A prefix holding other data is refused before anything is written, never removed.
+    fs.pipe("chunkflow-test/kept.zarr/notes.txt", b"mine")
+    code, _, err = run(capsys, "copy", src, "s3://chunkflow-test/kept.zarr", *flags)
+    assert code == 1 and "'notes.txt'" in err and "removed" not in err
+    fs.invalidate_cache()
+    assert fs.find("chunkflow-test/kept.zarr") == ["chunkflow-test/kept.zarr/notes.txt"]
     assert fs.cat("chunkflow-test/kept.zarr/notes.txt") == b"mine"
 
 
@@ -681,14 +685,14 @@ def test_a_failed_demo_removes_the_folder_it_made(capsys: pytest.CaptureFixture[
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_failed_demo_keeps_what_its_folder_held(capsys: pytest.CaptureFixture[str],
-                                                 tmp_path: Path) -> None:
+def test_the_demo_refuses_a_folder_holding_other_data(capsys: pytest.CaptureFixture[str],
+                                                       tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("mine")
     (tmp_path / "smooth.zarr").write_text("a file where the demo wants a folder")
-    code, _, err = run(capsys, "demo", "--size", "64", "--chunk", "32", "--folder", tmp_path)
-    assert code == 1
-    assert_one_line(err, "chunkflow demo: error:",
-                    f"removed what this run had created in {str(tmp_path)!r}: raw.zarr")
+    code, out, err = run(capsys, "demo", "--size", "64", "--chunk", "32", "--folder", tmp_path)
+    assert code == 2 and out == ""
+    assert_one_line(err, "chunkflow demo: error:", "'notes.txt', 'smooth.zarr'",
+                    "which the demo did not write", "choose another --folder")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt", "smooth.zarr"]
     assert (tmp_path / "notes.txt").read_text() == "mine"
 

@@ -34,6 +34,7 @@ from chunkflow.api.hierarchy import open_node
 from chunkflow.api.unfinished import open_unfinished
 from chunkflow.api.zarr3 import create_array
 from chunkflow.core.array import Array
+from chunkflow.core.replacing import check_location
 from chunkflow.engine.pool import serial_io
 from chunkflow.errors import (
     ArgumentTypeError,
@@ -207,6 +208,9 @@ def plan_output(what: str, out: Any, shape: tuple[int, ...], chunks: tuple[int, 
         existing: Array | None = out
     elif isinstance(out, (str, os.PathLike, Store)):
         existing = open_unfinished(out, storage_options=storage_options) if resume else None
+        if existing is None:
+            check_location(out, what=what, array=True,
+                           storage_options=dict(storage_options or {}) or None)
         if existing is None and not overwrite:
             _refuse_existing(what, out, storage_options)
     else:

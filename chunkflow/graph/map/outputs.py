@@ -19,6 +19,7 @@ from chunkflow.api.creation import create, like_kwargs
 from chunkflow.api.hierarchy import open_node
 from chunkflow.core.array import Array
 from chunkflow.core.group import Group
+from chunkflow.core.replacing import check_location
 from chunkflow.errors import (
     ArgumentTypeError,
     ContainsArrayError,
@@ -130,6 +131,9 @@ def resolve_out(out: ArraySource | None, sources: Sequence[Array], dtype: DTypeL
                                 depth=depth, overwrite=overwrite)
     existing = _open_existing(out, storage_options)
     unfinished = isinstance(existing, Array) and job_status(existing, count=False) is not None
+    if not (in_place or (resume and unfinished)):  # an output created: a user's files stay
+        check_location(out, what="map_chunks", array=True,
+                       storage_options=dict(storage_options or {}) or None)
     if existing is None or (overwrite and not in_place and not (resume and unfinished)):
         like = like_kwargs(first, dtype=np.dtype(dtype) if dtype is not None else first.dtype)
         return NewOut(out, like, storage_options, create(**like), existing is not None)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from chunkflow.api.hierarchy import open_group, open_node
 from chunkflow.core.array import Array
 from chunkflow.core.group import Group
+from chunkflow.core.replacing import check_location
 from chunkflow.errors import (
     ArgumentTypeError,
     ContainsArrayError,
@@ -176,6 +177,9 @@ def plan_output(source: Array, source_location: Any, location: StoreLike,
                            "overwrite=True replaces it; pass one of them")
     options = dict(storage_options or {}) or None
     existing = _existing(location, options)
+    # array=True: the image group holds its level arrays only.
+    check_location(location, what="pyramid", array=True, storage_options=options,
+                   path=f"labels/{labels}" if labels and existing is not None else None)
     if labels is None:
         fmt = source.zarr_format if zarr_format is None else zarr_format
         if isinstance(existing, Group) and resume:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from chunkflow.api.hierarchy import open_node
 from chunkflow.api.unfinished import open_unfinished
 from chunkflow.core.array import Array
+from chunkflow.core.replacing import check_location
 from chunkflow.graph.rechunk.arrays import Intermediate, refuse_existing
 from chunkflow.graph.rechunk.passes import block_grid
 from chunkflow.jobs import (
@@ -74,6 +75,8 @@ def open_output(plan: RechunkPlan, out: StoreLike, *, resume: bool, overwrite: b
     target = open_unfinished(out, storage_options=storage_options) if resume else None
     spec = job_spec(plan, "output", job_name)
     if target is None:
+        check_location(out, what="rechunk", array=True,
+                       storage_options=dict(storage_options or {}) or None)
         if not overwrite:
             refuse_existing(out, storage_options)
         # resume=True: the mark comes with the metadata (one write); without, the job

@@ -23,7 +23,9 @@ that nobody picked:
   blocks;
 - :mod:`~chunkflow.testing.strategies.filters`: arrays whose every element is drawn
   (neighbours differ: for filters, halos and downsampling);
-- :func:`schedulers`: the dask schedulers ``sync``, ``threads`` and ``processes``.
+- :func:`schedulers`: the dask schedulers ``sync``, ``threads`` and ``processes``;
+- :mod:`~chunkflow.testing.strategies.user_files`: folders where a user's files and
+  Zarr nodes live side by side, and places in them for a writer.
 
 hypothesis is needed (``pip install hypothesis``; it comes with chunkflow's ``test``
 extra). Nothing here is imported by ``import chunkflow``.
@@ -73,6 +75,12 @@ from chunkflow.testing.strategies.selections import (
     selection_values,
 )
 from chunkflow.testing.strategies.storage import fill_twins, near_fill_arrays
+from chunkflow.testing.strategies.user_files import (
+    FolderTree,
+    NodeSpec,
+    folder_trees,
+    tree_locations,
+)
 from chunkflow.testing.strategies.values import (
     DTYPE_CODES,
     arrays,
@@ -84,6 +92,8 @@ from chunkflow.testing.strategies.values import (
 __all__ = [
     "DTYPE_CODES",
     "SCHEDULERS",
+    "FolderTree",
+    "NodeSpec",
     "StoredArraySpec",
     "arrays",
     "basic_selections",
@@ -97,6 +107,7 @@ __all__ = [
     "fill_twins",
     "fill_values",
     "intensity_images",
+    "folder_trees",
     "label_images",
     "mask_selections",
     "near_fill_arrays",
@@ -112,5 +123,6 @@ __all__ = [
     "stored_arrays",
     "structures",
     "varied_arrays",
+    "tree_locations",
     "zarr_formats",
 ]
