@@ -21,7 +21,7 @@ from chunkflow.storage.zip import ZipStore
 if TYPE_CHECKING:
     from zarr.abc.store import Store as ZarrPythonStore
 
-__all__ = ["StoreLike", "make_store", "opened_by_chunkflow"]
+__all__ = ["StoreLike", "make_store", "opened_by_chunkflow", "output_location"]
 
 #: What every ``store=`` argument accepts (see :func:`make_store`): a chunkflow
 #: :class:`Store`, a zarr-python 3 store, a mapping of keys to bytes, a path or URL, or
@@ -50,6 +50,39 @@ def make_store(
     if made is not store:
         made._opened_by_chunkflow = True  # type: ignore[attr-defined]  # a mark for opened_by_chunkflow
     return made
+
+
+def output_location(out: Any) -> Any:
+    """A writer's ``out=`` as every writer takes it: a zarr-python 3 ``Store`` (an
+    Icechunk session's ``store``, an ``ObjectStore``, a ``LocalStore``, a
+    ``MemoryStore``) becomes the chunkflow :class:`Store` over it that
+    :func:`make_store` makes for a source, and a zarr-python ``StorePath`` the one over
+    its store, below its path; anything else is returned as it is (a path, a URL, a
+    chunkflow store, an array or group), for the writer to open or refuse.
+
+    Examples
+    --------
+    >>> import zarr
+    >>> output_location(zarr.storage.MemoryStore())  # doctest: +ELLIPSIS
+    ZarrStoreAdapter(MemoryStore('memory://...'), read_only=False)
+    >>> inner = zarr.storage.StorePath(zarr.storage.MemoryStore(), "images/a")
+    >>> output_location(inner).path
+    'images/a'
+    >>> output_location("data/out.zarr")
+    'data/out.zarr'
+    """
+    if _is_zarr_store(out):
+        return make_store(out)
+    if "zarr.storage" in sys.modules:
+        from zarr.storage import StorePath
+
+        if isinstance(out, StorePath):
+            from chunkflow.storage.zarr_store import ZarrStoreAdapter
+
+            made = ZarrStoreAdapter(out.store, path=out.path)
+            made._opened_by_chunkflow = True  # type: ignore[attr-defined]  # as make_store marks it
+            return made
+    return out
 
 
 def opened_by_chunkflow(store: Store) -> bool:

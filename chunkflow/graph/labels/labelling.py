@@ -38,7 +38,7 @@ from chunkflow.graph.scheduler import compute as run
 from chunkflow.graph.sources import source_locations
 from chunkflow.graph.transactions import check_commit, refuse_deferred_commit, transaction
 from chunkflow.jobs import array_location, function_parts
-from chunkflow.storage import Store
+from chunkflow.storage import Store, output_location
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, DTypeLike
@@ -227,6 +227,7 @@ def label(
         The labels and their number, as ``scipy.ndimage.label`` returns them.
     """
     refuse_deferred_commit(commit, compute, "label")
+    out = output_location(out)  # a zarr-python Store as chunkflow's Store over it
     check_commit(out, commit, "label")
     src = open_source(source, storage_options)
     shape = tuple(int(n) for n in src.shape)
