@@ -3,10 +3,10 @@ cluster through forks of it, merged back when every task succeeded.
 
 Every writer (:func:`chunkflow.store`, :func:`chunkflow.to_chunkflow`,
 :func:`chunkflow.map_chunks`, :func:`chunkflow.rechunk`, :func:`chunkflow.pyramid`,
-:func:`chunkflow.label`, :func:`chunkflow.segment`; :func:`chunkflow.copy` through
-``store``, without ``commit=``) runs its graph inside :func:`transaction`. When an
-output lives in a writable Icechunk session (a ``session.store``, or a chunkflow array
-opened over one):
+:func:`chunkflow.label`, :func:`chunkflow.segment`; :func:`chunkflow.copy` and
+:func:`chunkflow.copy_all`, one job for every array, without ``commit=``) runs its
+graph inside :func:`transaction`. When an output lives in a writable Icechunk session
+(``out=session.store``, or a chunkflow array opened over one):
 
 - **On threads** (``"threads"``, ``"sync"``, dask's default without a client) the
   tasks write into the session itself, as any write does.
@@ -16,6 +16,14 @@ opened over one):
   succeeded the workers hand their copies back and the session merges them
   (``session.merge(*forks)``). ``scheduler="processes"`` is refused: its processes
   end with the computation, and their forks with them.
+- **Every document the tasks wrote comes back.** A task that writes a document (a
+  pyramid's ``multiscales``, a label image created once its count is known) writes it
+  into its worker's fork, and Icechunk takes a node held by two forks from the fork
+  merged last, while every fork holds the nodes carried over: the documents the
+  workers wrote are found and written into the session after the merge
+  (:mod:`chunkflow.graph.merges`). A job whose tasks read what earlier tasks wrote (a
+  pyramid's stages) runs in rounds, the forks merged between two
+  (:func:`settle`; :mod:`chunkflow.graph.forked`).
 - Icechunk forks only a session without uncommitted changes. Uncommitted node
   changes (the output this job just created, or replaced with ``overwrite=True``;
   attributes) are carried over: the job moves them into the fork, so they come back

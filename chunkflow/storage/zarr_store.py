@@ -46,6 +46,7 @@ from chunkflow.storage.base import Store
 from chunkflow.storage.forks import fork_for, worker_fork
 from chunkflow.storage.keys import normalize_prefix
 from chunkflow.storage.process_local import reference
+from chunkflow.storage.session_errors import is_session_error, session_error
 from chunkflow.storage.zarr_traits import (
     identity_of,
     is_transactional,
@@ -194,15 +195,28 @@ class ZarrStoreAdapter(Store):
         """``key`` as ``store`` names it."""
         return f"{self.path}/{key}" if self.path and key else (self.path or key)
 
+    def _request(self, coroutine: Coroutine[Any, Any, T], action: str, keys: list[str]) -> T:
+        """Run ``coroutine``: Icechunk's raw errors raised as chunkflow's (see
+        :mod:`chunkflow.storage.session_errors`)."""
+        if not self.transactional:
+            return _run(coroutine)
+        try:
+            return _run(coroutine)
+        except Exception as error:
+            if not is_session_error(error):
+                raise
+            raise session_error(error, repr(self), action, [self._full(k) for k in keys],
+                                in_fork=self._fork is not None) from error
+
     def _get(self, key: str) -> bytes:
-        buffer = _run(self.store.get(self._full(key), prototype=self._prototype))
+        buffer = self._request(self._fetch(self._full(key)), "read", [key])
         if buffer is None:
             raise KeyNotFoundError(key)
         return buffer.to_bytes()
 
     def _get_many(self, keys: list[str]) -> dict[str, bytes]:
-        buffers = _run(self._gather(self.store.get(self._full(k), prototype=self._prototype)
-                                    for k in keys))
+        buffers = self._request(self._gather(self._fetch(self._full(k)) for k in keys), "read",
+                                keys)
         return {k: b.to_bytes() for k, b in zip(keys, buffers) if b is not None}
 
     def _contains(self, key: str) -> bool:
@@ -214,15 +228,16 @@ class ZarrStoreAdapter(Store):
     def _set_many(self, items: dict[str, bytes | memoryview]) -> None:
         # bytes(...) copies: the caller may change its buffer afterwards.
         make = self._prototype.buffer.from_bytes
-        _run(self._gather(self.store.set(self._full(k), make(bytes(v)))
-                          for k, v in items.items()))
+        self._request(self._gather(self.store.set(self._full(k), make(bytes(v)))
+                                   for k, v in items.items()), "write", list(items))
 
     def _delete(self, key: str) -> None:
-        if not _run(self._delete_existing(self._full(key))):
+        if not self._request(self._delete_existing(self._full(key)), "delete", [key]):
             raise KeyNotFoundError(key)
 
     def _delete_many(self, keys: list[str]) -> None:
-        _run(self._gather(self.store.delete(self._full(k)) for k in keys))
+        self._request(self._gather(self.store.delete(self._full(k)) for k in keys), "delete",
+                      keys)
 
     def _list_prefix(self, prefix: str) -> Iterator[str]:
         # zarr-python's prefixes are plain string prefixes ("a" lists "ab/x" too):
@@ -236,7 +251,7 @@ class ZarrStoreAdapter(Store):
             return
         # Icechunk deletes a node whole with its own delete_dir; deleting the node's
         # zarr.json and then its chunks one by one fails halfway, the node gone.
-        _run(self.store.delete_dir(self._full(prefix)))
+        self._request(self.store.delete_dir(self._full(prefix)), "delete", [f"{prefix}/"])
 
     def _getsize(self, key: str) -> int:
         size = _run(self._size(self._full(key)))
@@ -249,6 +264,13 @@ class ZarrStoreAdapter(Store):
     @staticmethod
     async def _gather(coroutines: Any) -> list[Any]:
         return await asyncio.gather(*coroutines)
+
+    async def _fetch(self, key: str) -> Any:
+        """The buffer at ``key``, or ``None``."""
+        try:
+            return await self.store.get(key, prototype=self._prototype)
+        except KeyError:  # Icechunk: a key it cannot hold (a v2 document) is not there
+            return None
 
     async def _delete_existing(self, key: str) -> bool:
         # zarr-python deletes missing keys silently; chunkflow's del raises KeyError.
@@ -267,7 +289,10 @@ class ZarrStoreAdapter(Store):
             return None
 
     async def _is_key(self, key: str) -> bool:
-        if not await self.store.exists(key):
+        try:
+            if not await self.store.exists(key):
+                return False
+        except KeyError:  # Icechunk: a key it cannot hold (a v2 document) is not there
             return False
         if isinstance(self.store, FsspecStore):
             # fsspec's exists() is true for folders (and object-store prefixes) too.
