@@ -6,6 +6,7 @@ Each block is counted by numpy against numpy's own edges, so the counts add up t
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -73,7 +74,7 @@ def histogram(
 
     Parameters
     ----------
-    source : chunkflow.Array, path, URL, store or dask array
+    source : chunkflow.Array, path, URL, store, dask array or numpy array
         As :func:`reduce`.
     bins : int or sequence of edges
         A number of equal bins, or monotonically increasing edges. numpy's estimator
@@ -115,6 +116,11 @@ def histogram(
                                    "data in memory; give a number of bins or the edges")
     x, block_bytes = reduction_input(source, selection, blocks, max_memory, scheduler,
                                      storage_options, "histogram")
+    if x.dtype == bool:
+        # As numpy.histogram does (its edges and ranges subtract values).
+        warnings.warn(f"Converting input from {x.dtype} to {np.uint8} for compatibility.",
+                      RuntimeWarning, stacklevel=3)
+        x = x.astype(np.uint8)
     if not compute and range is None and np.ndim(bins) == 0 and x.size:
         # The edges depend on a first pass: both passes run in one task when the result
         # is computed. A partial hides x from dask, which would load it whole.

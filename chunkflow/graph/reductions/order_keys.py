@@ -50,25 +50,31 @@ __all__ = [
 STEP = 2**18
 
 
-def check_dtype(dtype: np.dtype[Any], what: str) -> np.dtype[Any]:
+def check_dtype(dtype: np.dtype[Any], what: str, booleans: bool = False) -> np.dtype[Any]:
     """The native-endian dtype order statistics are found in, or a clear refusal.
+
+    ``booleans``: whether ``what`` takes booleans (numpy's medians do, averaging the
+    middle values; its quantiles cannot interpolate them).
 
     Examples
     --------
     >>> check_dtype(np.dtype(">f4"), "percentile")
     dtype('float32')
-    >>> check_dtype(np.dtype(bool), "median")  # doctest: +NORMALIZE_WHITESPACE
+    >>> check_dtype(np.dtype(bool), "median", booleans=True)
+    dtype('bool')
+    >>> check_dtype(np.dtype(bool), "quantile")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    chunkflow.errors.ArgumentTypeError: median of a bool array is not supported (numpy cannot interpolate
-    booleans); convert it first,
-    e.g. with astype('u1')
+    chunkflow.errors.ArgumentTypeError: quantile of a bool array: numpy refuses it too (it
+    cannot subtract booleans); convert it first, e.g. with astype('u1')
     """
-    if dtype.kind == "b":
-        raise ArgumentTypeError(f"{what} of a bool array is not supported (numpy cannot interpolate "
+    if dtype.kind == "b" and not booleans:
+        raise ArgumentTypeError(f"{what} of a bool array: numpy refuses it too (it cannot subtract "
                                 "booleans); convert it first, e.g. with astype('u1')")
-    if dtype.kind not in "iuf" or dtype.itemsize not in (1, 2, 4, 8):
-        raise ArgumentTypeError(f"{what} needs integers or floats of 1 to 8 bytes, got dtype {dtype}")
+    if dtype.kind not in "iufb" or dtype.itemsize not in (1, 2, 4, 8):
+        raise ArgumentTypeError(
+            f"{what} needs booleans, integers or floats of 1 to 8 bytes, got dtype {dtype}; "
+            f"for other data, read the selection and call numpy.{what} on it")
     return dtype.newbyteorder("=")
 
 

@@ -24,14 +24,16 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 import dask.array as da
 import numpy as np
+from dask.array.core import normalize_chunks
 from dask.utils import format_bytes
 
 from chunkflow.core.array import Array
-from chunkflow.errors import InvalidArgumentError, MemoryPlanError
+from chunkflow.errors import ArgumentTypeError, InvalidArgumentError, MemoryPlanError
 from chunkflow.graph.memory import memory_budget, task_max_memory
 from chunkflow.graph.read import as_source_array, to_dask
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
     from chunkflow.graph.read import ArraySource, BlockChunks
     from chunkflow.graph.scheduler import SchedulerLike
@@ -42,9 +44,9 @@ __all__ = [
     "split_every", "task_bytes_per_block_byte",
 ]
 
-#: What the reductions read: an array to open (:data:`~chunkflow.graph.read.ArraySource`)
-#: or a dask array.
-ReductionSource: TypeAlias = "ArraySource | da.Array"
+#: What the reductions read: an array to open (:data:`~chunkflow.graph.read.ArraySource`),
+#: a dask array, or values in memory (a numpy array, nested lists of numbers).
+ReductionSource: TypeAlias = "ArraySource | da.Array | np.ndarray | list[Any] | tuple[Any, ...]"
 
 # The largest block a reduction reads by default (decoded bytes). Measured on 2 cores,
 # mean + std of 8192^2 uint16 in 512^2 chunks: 2 MiB blocks 0.7-0.9 s at 143 MB peak
@@ -99,7 +101,8 @@ def split_every(x: da.Array, axis: int | tuple[int, ...] | None, block_bytes: in
     sums, counts and second moments (3 x 8 bytes per element); with ``axis=None`` it is
     a few scalars.
     """
-    reduced = range(x.ndim) if axis is None else {a % x.ndim for a in np.atleast_1d(axis)}
+    reduced = range(x.ndim) if axis is None or not x.ndim else \
+        {a % x.ndim for a in np.atleast_1d(axis)}
     kept = [n for a, n in enumerate(x.chunksize) if a not in reduced]
     one_partial = 3 * 8 * builtins.max(1, int(np.prod(kept)))
     return int(np.clip(4 * block_bytes // one_partial, 4, 64))
@@ -111,9 +114,10 @@ def reduction_input(source: ReductionSource, selection: Selection = Ellipsis, bl
                     what: str = "reduce") -> tuple[da.Array, int]:
     """The dask array a reduction reads (blocks sized for the budget), and its block bytes.
 
-    ``source`` is a chunkflow array, a dask array, or a path, URL or store (opened
+    ``source`` is a chunkflow array, a dask array, a path, URL or store (opened
     read-only with ``storage_options``, past the chunk cache: one pass reads each chunk
-    once). A ``max_memory`` that one chunk per block does not fit raises
+    once), or values in memory (a numpy array, nested lists of numbers). A
+    ``max_memory`` that one chunk per block does not fit raises
     :class:`~chunkflow.MemoryPlanError` naming ``what``.
 
     Examples
@@ -127,6 +131,8 @@ def reduction_input(source: ReductionSource, selection: Selection = Ellipsis, bl
         if storage_options:
             raise InvalidArgumentError("storage_options apply to URLs, not to a dask array")
         return source, int(np.prod(source.chunksize)) * source.dtype.itemsize
+    if isinstance(source, (np.ndarray, list, tuple)):
+        return _in_memory(source, selection, max_memory, scheduler, storage_options, what)
     array = as_source_array(source, storage_options,
                             **({} if isinstance(source, Array) else {"cache": False}))
     if blocks is None:
@@ -142,6 +148,25 @@ def reduction_input(source: ReductionSource, selection: Selection = Ellipsis, bl
         block = tuple(int(n) for n in x.chunksize)
         _check_fits(block_bytes, block, array.dtype.itemsize, max_memory, scheduler, what)
     return x, block_bytes
+
+
+def _in_memory(source: ArrayLike, selection: Selection, max_memory: int | str | None,
+               scheduler: SchedulerLike, storage_options: Mapping[str, Any] | None,
+               what: str) -> tuple[da.Array, int]:
+    """A numpy array (or nested lists of numbers), as numpy's own functions take it: in
+    blocks of the budget's size (``blocks=`` counts stored chunks, which it has none)."""
+    if storage_options:
+        raise InvalidArgumentError(f"{what}: storage_options apply to URLs, not to values in memory")
+    data = np.asarray(source)
+    if data.dtype.hasobject:
+        raise ArgumentTypeError(f"{what}: the values given are not numbers (numpy makes an object "
+                                "array of them); pass an array of one numeric dtype")
+    data = data[selection]
+    limit = reduction_block_bytes(data.dtype.itemsize, max_memory, scheduler)
+    chunks = normalize_chunks("auto", data.shape, limit=limit, dtype=data.dtype) \
+        if data.size else -1  # (dask's auto-chunking divides by the size)
+    x = da.from_array(data, chunks=chunks)
+    return x, int(np.prod(x.chunksize)) * x.dtype.itemsize
 
 
 def _check_fits(block_bytes: int, block: tuple[int, ...], itemsize: int,

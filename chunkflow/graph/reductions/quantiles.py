@@ -43,15 +43,12 @@ import dask.array as da
 import numpy as np
 
 from chunkflow.config.renames import renamed_parameters
-from chunkflow.errors import InvalidArgumentError, ValuesChangedError
+from chunkflow.errors import InvalidArgumentError, InvalidSelectionError
 from chunkflow.graph.memory import task_max_memory
 from chunkflow.graph.reductions.order_keys import (
     check_dtype,
-    digit_counts,
     first_counts,
-    from_keys,
     linear_quantile,
-    matching_keys,
     median_of,
     median_ranks,
     prepare_q,
@@ -59,7 +56,8 @@ from chunkflow.graph.reductions.order_keys import (
     wanted_ranks,
 )
 from chunkflow.graph.reductions.plan import reduction_input
-from chunkflow.graph.reductions.tree import gather_tree, tree_reduce
+from chunkflow.graph.reductions.radix import PassOptions, next_digit_bits, select
+from chunkflow.graph.reductions.tree import tree_reduce
 from chunkflow.graph.scheduler import ProgressArg, compute, deferred_scheduler
 
 if TYPE_CHECKING:
@@ -72,138 +70,57 @@ if TYPE_CHECKING:
 
 __all__ = ["median", "nanmedian", "nanpercentile", "nanquantile", "percentile", "quantile"]
 
-# The widest digit one counting pass resolves (a 2^16-bucket histogram per wanted
-# bucket, 512 KiB of counts).
-MAX_DIGIT_BITS = 16
-
-
-@dataclass(frozen=True)
-class _Options:
-    """Where the data comes from and how a pass runs (shared by every pass)."""
-
-    what: str
-    scheduler: SchedulerLike
-    progress: ProgressArg
-    budget: int  # bytes one task may use (max_memory)
-
-
-def _digit_bits(bits: int, level: int, buckets: int, budget: int) -> int:
-    """Bits the next pass resolves: up to 16, fewer when many buckets are followed
-    (their counts, 8 bytes each, take at most a 32nd of a task's budget: a combine
-    step holds four of them and its sum)."""
-    fits = int(np.log2(max(2, budget // 32 // 8 // max(1, buckets))))
-    return max(1, min(MAX_DIGIT_BITS, bits - level, fits))
-
-
-def _count_pass(x: da.Array, prefixes: np.ndarray, level: int, digit_bits: int,
-                options: _Options) -> np.ndarray:
-    lazy = tree_reduce(x, partial(digit_counts, prefixes=prefixes, level=level,
-                                  digit_bits=digit_bits), every=4)
-    (counts,) = compute(lazy, scheduler=options.scheduler, progress=options.progress)
-    return counts.reshape(len(prefixes), 1 << digit_bits)
-
-
-def _changed(what: str) -> ValuesChangedError:
-    return ValuesChangedError(
-        f"the array's values changed between the passes of {what} (a pass found a "
-        "different number of values in a bucket than the pass before); nothing was "
-        "returned: run it again while nothing writes to the array")
-
-
-def _narrow(counts: np.ndarray, prefixes: np.ndarray, digit_bits: int,
-            inside: dict[int, tuple[int, int]]) -> dict[int, tuple[int, int, int]]:
-    """For each rank (row of its bucket, rank inside it): the bucket one digit deeper
-    that holds it, as (prefix, rank inside, values in it)."""
-    cumulative = counts.cumsum(axis=1)
-    chosen = {}
-    for rank, (row, within) in inside.items():
-        bucket = int(np.searchsorted(cumulative[row], within, side="right"))
-        before = int(cumulative[row, bucket - 1]) if bucket else 0
-        prefix = (int(prefixes[row]) << digit_bits) | bucket
-        chosen[rank] = (prefix, within - before, int(counts[row, bucket]))
-    return chosen
-
-
-def _select(x: da.Array, first: np.ndarray, first_bits: int, ranks: list[int],
-            options: _Options) -> dict[int, Any]:
-    """The values at ``ranks`` in key order (NaN keys included), from the first pass's
-    counts."""
-    dtype = x.dtype
-    bits = 8 * dtype.itemsize
-    ukey = np.dtype(f"u{dtype.itemsize}")
-    capacity = max(1, options.budget // 4 // dtype.itemsize)
-    prefixes = np.zeros(1, ukey)
-    counts, level, digit_bits = first.reshape(1, -1), 0, first_bits
-    inside = {r: (0, r) for r in ranks}  # rank -> (row of its bucket, rank inside it)
-    while True:
-        chosen = _narrow(counts, prefixes, digit_bits, inside)
-        level += digit_bits
-        sizes = {prefix: size for prefix, _, size in chosen.values()}
-        wanted = sorted(sizes)
-        prefixes = np.array(wanted, ukey)
-        if level == bits:  # every bit known: the key is the value
-            return {r: from_keys(np.array([p], ukey), dtype)[0]
-                    for r, (p, _, _) in chosen.items()}
-        if sum(sizes.values()) <= capacity:
-            return _gather(x, prefixes, level, chosen, options)
-        inside = {r: (wanted.index(p), w) for r, (p, w, _) in chosen.items()}
-        digit_bits = _digit_bits(bits, level, len(wanted), options.budget)
-        counts = _count_pass(x, prefixes, level, digit_bits, options)
-        if counts.sum(axis=1).tolist() != [sizes[p] for p in wanted]:
-            raise _changed(options.what)
-
-
-def _gather(x: da.Array, prefixes: np.ndarray, level: int,
-            chosen: dict[int, tuple[int, int, int]], options: _Options) -> dict[int, Any]:
-    lazy = gather_tree(x, partial(matching_keys, prefixes=prefixes, level=level),
-                       dtype=prefixes.dtype)
-    (keys,) = compute(lazy, scheduler=options.scheduler, progress=options.progress)
-    high = keys >> (8 * keys.dtype.itemsize - level)
-    values = {}
-    for rank, (prefix, within, size) in chosen.items():
-        candidates = keys[high == prefix]
-        if len(candidates) != size:
-            raise _changed(options.what)
-        values[rank] = from_keys(np.partition(candidates, within)[within:within + 1],
-                                 x.dtype)[0]
-    return values
-
-
 @dataclass(frozen=True)
 class _Found:
-    """What the passes found: values at ranks among the ``n`` non-NaN values."""
+    """What the passes found: values at ranks among the ``n`` non-NaN values, found in
+    ``dtype`` (native) for data of ``source_dtype`` (numpy keeps its byte order where it
+    takes values as they are)."""
 
     n: int
     nans: int
     values: dict[int, Any]
+    dtype: np.dtype[Any]
+    source_dtype: np.dtype[Any]
+
+
+def _scalar_selection(source: ReductionSource, selection: Selection) -> bool:
+    """Whether numpy's ``source[selection]`` of one element is a scalar (integers only)
+    rather than a 0-d array (an ``Ellipsis`` among them; a dask array)."""
+    entries = selection if isinstance(selection, tuple) else (selection,)
+    return not isinstance(source, da.Array) and all(e is not Ellipsis for e in entries)
 
 
 def _order_statistics(source: ReductionSource, ranks_of: Any, what: str, skip_nan: bool,
-                      selection: Selection, blocks: BlockChunks, max_memory: int | str | None,
-                      scheduler: SchedulerLike, progress: ProgressArg,
-                      storage_options: Mapping[str, Any] | None) -> tuple[_Found, np.dtype[Any]]:
+                      booleans: bool, selection: Selection, blocks: BlockChunks,
+                      max_memory: int | str | None, scheduler: SchedulerLike,
+                      progress: ProgressArg, storage_options: Mapping[str, Any] | None) -> _Found:
     """Count, then select the values at ``ranks_of(n)`` (n: the non-NaN values); none
-    when NaN makes the answer NaN (``skip_nan`` false)."""
+    when NaN makes the answer NaN (``skip_nan`` false). ``booleans``: whether booleans
+    are taken (numpy refuses them where it interpolates)."""
     x, _ = reduction_input(source, selection, blocks, max_memory, scheduler, storage_options,
                            what)
-    dtype = check_dtype(x.dtype, what)
+    # numpy's order of refusals: data that is no number, then no data, then booleans.
+    dtype = check_dtype(x.dtype, what, booleans=True)
+    # numpy indexes one element by integers alone as a scalar, of native byte order.
+    source_dtype = dtype if x.ndim == 0 and _scalar_selection(source, selection) else x.dtype
+    if x.size == 0:
+        return _Found(0, 0, {}, dtype, source_dtype)
+    check_dtype(x.dtype, what, booleans)
     if x.dtype != dtype:
         x = x.astype(dtype)
-    if x.size == 0:
-        raise InvalidArgumentError(f"{what} of an empty selection (shape {x.shape}) is undefined")
     budget = task_max_memory(max_memory, scheduler)
-    options = _Options(what, scheduler, progress, budget)
-    first_bits = _digit_bits(8 * dtype.itemsize, 0, 1, budget)
+    options = PassOptions(what, scheduler, progress, budget)
+    first_bits = next_digit_bits(8 * dtype.itemsize, 0, 1, budget)
     lazy = tree_reduce(x, partial(first_counts, digit_bits=first_bits), every=4)
     (first,) = compute(lazy, scheduler=scheduler, progress=progress)
     nans, below = int(first[-2]), int(first[-1])
     n = int(x.size) - nans
     ranks = ranks_of(n) if n and (skip_nan or not nans) else []
     # NaN with the sign bit set has the lowest keys: ranks among keys start above them.
-    found = _select(x, first[:-2], first_bits, [r + below for r in ranks], options) \
+    found = select(x, first[:-2], first_bits, [r + below for r in ranks], options) \
         if ranks else {}
     values = {r: found[r + below] for r in ranks}
-    return _Found(n, nans, values), dtype
+    return _Found(n, nans, values, dtype, source_dtype)
 
 
 def _deferred(run: Any, source: ReductionSource, kwargs: dict[str, Any]) -> Any:
@@ -224,22 +141,36 @@ def _quantile(source: ReductionSource, q: ArrayLike, *, percent: bool, skip_nan:
     def ranks_of(n: int) -> list[int]:
         return wanted_ranks(n, quantile_ranks(n, q_array))
 
-    found, dtype = _order_statistics(source, ranks_of, what, skip_nan, **kwargs)
+    # Integer q (quantile's, not percentile's) takes values at integer ranks as they are:
+    # numpy then takes booleans too.
+    found = _order_statistics(source, ranks_of, what, skip_nan, q_array.dtype.kind in "iu",
+                              **kwargs)
+    if not found.n and not found.nans:
+        if skip_nan:  # numpy's nanquantile of no values is nanmean's: NaN, whatever q
+            return np.nanmean(np.empty(0, found.dtype))
+        quantile_ranks(0, q_array)  # numpy's own refusal first (uint8 q: OverflowError)
+        raise InvalidSelectionError(
+            f"{what} of an empty selection: numpy refuses it too (IndexError); select at "
+            "least one value")
     if found.nans and skip_nan and not found.n:
         warnings.warn("All-NaN slice encountered", RuntimeWarning, stacklevel=3)
-        return np.full(q_array.shape, np.nan, dtype=dtype)[()]
+        return np.full(q_array.shape, np.nan, dtype=found.source_dtype)[()]
     has_nan = bool(found.nans) and not skip_nan
     n = found.n + (found.nans if has_nan else 0)
     if has_nan:  # the result is NaN: only its dtype matters, which any value gives
-        return linear_quantile(n, q_array, weak_q, dtype, lambda r: 0, has_nan=True)
-    return linear_quantile(n, q_array, weak_q, dtype, found.values.__getitem__)
+        return linear_quantile(n, q_array, weak_q, found.source_dtype, lambda r: 0,
+                               has_nan=True)
+    return linear_quantile(n, q_array, weak_q, found.source_dtype, found.values.__getitem__)
 
 
 def _median(source: ReductionSource, *, skip_nan: bool, what: str, compute: bool = True,
             **kwargs: Any) -> Any:
     if not compute:
         return _deferred(partial(_median, skip_nan=skip_nan, what=what), source, kwargs)
-    found, dtype = _order_statistics(source, median_ranks, what, skip_nan, **kwargs)
+    found = _order_statistics(source, median_ranks, what, skip_nan, True, **kwargs)
+    dtype = found.dtype
+    if not found.n and not found.nans:  # numpy's mean (nanmean) of no values: NaN
+        return (np.nanmean if skip_nan else np.mean)(np.empty(0, dtype))
     if found.nans and (not skip_nan or not found.n):
         if skip_nan:
             warnings.warn("All-NaN slice encountered", RuntimeWarning, stacklevel=3)
@@ -251,7 +182,7 @@ def _median(source: ReductionSource, *, skip_nan: bool, what: str, compute: bool
 _PARAMETERS = """
     Parameters
     ----------
-    source : chunkflow.Array, path, URL, store or dask array
+    source : chunkflow.Array, path, URL, store, dask array or numpy array
         As :func:`chunkflow.reduce`.
     {q}axis : None
         Only ``None`` (all values); per-axis order statistics are refused.
@@ -269,7 +200,13 @@ _PARAMETERS = """
     Returns
     -------
     numpy scalar or array
-        numpy's result, same value and dtype, bit for bit.
+        numpy's result, same value and dtype, bit for bit (but for the sign of a zero
+        result where the data holds zeros of both signs: numpy's partition leaves
+        either at a zero's rank, by position; here -0.0 ranks first). Where numpy
+        answers, so do these: medians of booleans, and NaN (with numpy's warning) for
+        the medians and ``nan*`` quantiles of no values; where numpy refuses, they
+        refuse with an error of the same class (quantiles of no values: ``IndexError``;
+        of booleans, except at integer ``q``: ``TypeError``).
 """
 
 

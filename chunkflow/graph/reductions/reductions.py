@@ -1,9 +1,20 @@
 """Reductions of arrays larger than memory, with memory bounded by a few blocks.
 
-``mean``, ``std``, ``var``, ``min``, ``max`` and ``sum`` are dask's own reductions
-over a :func:`~chunkflow.graph.read.to_dask` array whose blocks are sized for the
-reduction rather than for storage, with a ``split_every`` chosen from the memory
-budget, on the scheduler the caller names.
+``mean``, ``std``, ``var``, ``min``, ``max`` and ``sum`` are dask reductions (trees of
+per-block results) over a :func:`~chunkflow.graph.read.to_dask` array whose blocks are
+sized for the reduction rather than for storage, with a ``split_every`` chosen from the
+memory budget, on the scheduler the caller names.
+
+What they promise, whatever the blocks (empty ones included): numpy's result dtype,
+numpy's refusals, and
+
+- ``min``, ``max`` and sums of integers and booleans: numpy's values exactly (integer
+  sums wrap around as numpy's do); a zero minimum may differ from numpy's in its sign,
+  which numpy's own loops pick by position;
+- ``mean``, ``var``, ``std`` and float sums: numpy's NaN and infinities, and otherwise
+  the exact value to within the rounding of a sum (they sum in float64 and merge
+  partial variances exactly, :mod:`~chunkflow.graph.reductions.moments`; numpy sums
+  pairwise, float32 data in float32): not numpy's bits.
 
 Why the block size matters: a reduction's per-block step works in float64 (``std``
 subtracts the mean, then squares), so a block of 2-byte integers needs about nine
@@ -25,12 +36,22 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import dask.array as da
+import numpy as np
+from dask.array.utils import validate_axis
 
 from chunkflow.config.renames import renamed_parameters
 from chunkflow.errors import InvalidArgumentError
+from chunkflow.graph.reductions.moments import (
+    STATISTICS,
+    accumulator,
+    moments,
+    statistic,
+    sum_dtype,
+)
 from chunkflow.graph.reductions.plan import reduction_input, split_every
 from chunkflow.graph.scheduler import ProgressArg
 from chunkflow.graph.scheduler import compute as run
@@ -49,13 +70,66 @@ OPERATIONS = ("mean", "std", "var", "min", "max", "sum")
 StorageOptions = Mapping[str, Any] | None
 
 
-def _reduction(x: da.Array, op: str, axis: int | tuple[int, ...] | None, every: int, ddof: int) -> da.Array:
+def _identity(op: str, dtype: np.dtype[Any]) -> Any:
+    """A value no other value of ``dtype`` beats in ``op``: the start of an empty block's
+    minimum or maximum (never an answer: a result position has values)."""
+    sign = 1 if op == "min" else -1
+    if dtype.kind == "b":
+        return op == "min"
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return info.max if op == "min" else info.min
+    if dtype.kind == "c":
+        return complex(sign * np.inf, sign * np.inf)
+    return sign * np.inf
+
+
+def _extreme(block: np.ndarray, axis: tuple[int, ...], keepdims: bool, *, op: str) -> np.ndarray:
+    """numpy's min or max of a block, an empty one included (dask's leave it a
+    different shape)."""
+    reduce_: Any = (np.minimum if op == "min" else np.maximum).reduce
+    return reduce_(block, axis=axis, keepdims=keepdims, initial=_identity(op, block.dtype))
+
+
+def _axes(x: da.Array, axis: int | tuple[int, ...] | None) -> tuple[int, ...]:
+    """``axis`` as numpy reads it, refused as numpy refuses it."""
+    if axis is None:
+        return tuple(range(x.ndim))
+    axes = validate_axis(axis, x.ndim)  # numpy's AxisError when out of range
+    axes = tuple(a % x.ndim for a in (axes if isinstance(axes, tuple) else (axes,)))
+    if len(set(axes)) != len(axes):
+        raise InvalidArgumentError(f"duplicate value in 'axis': {axis!r} names an axis twice")
+    return axes
+
+
+def _min_or_max(x: da.Array, op: str, axis: int | tuple[int, ...] | None, every: int) -> da.Array:
+    if x.ndim == 0 and isinstance(axis, (int, np.integer)) and axis in (0, -1):
+        # numpy's ufunc reductions take axis 0 or -1 of a 0-d array (its mean does not).
+        axis = None
+    axes = _axes(x, axis)
+    if 0 in [x.shape[a] for a in axes]:
+        raise InvalidArgumentError(
+            f"{op} of no values (shape {x.shape}, axis={axis!r}): numpy refuses it too "
+            f"(a zero-size array has no {op}imum); select at least one value along the "
+            "reduced axes")
+    dtype = x.dtype.newbyteorder("=")
+    chunk = partial(_extreme, op=op)
+    return da.reduction(x, chunk, chunk, axis=axes, dtype=dtype, split_every=every,
+                        meta=np.empty((), dtype))
+
+
+def _reduction(x: da.Array, op: str, axis: int | tuple[int, ...] | None, every: int) -> da.Array:
     if op not in OPERATIONS:
         raise InvalidArgumentError(f"unknown reduction {op!r}; expected one of {', '.join(OPERATIONS)}")
-    method = getattr(x, op)
-    if op in ("std", "var"):
-        return method(axis=axis, split_every=every, ddof=ddof)
-    return method(axis=axis, split_every=every)
+    if op in ("min", "max"):
+        return _min_or_max(x, op, axis, every)
+    if x.ndim == 0 and isinstance(axis, (int, np.integer)) and axis in (0, -1):
+        axis = None  # as numpy's sum (see _min_or_max)
+    # Sums of floats run in float64 (complex128), numpy's dtype in the end: partial sums
+    # of float16 or float32 blocks must not overflow where the whole sum does not.
+    total = x.sum(axis=axis, split_every=every, dtype=accumulator(x.dtype)
+                  if x.dtype.kind in "fc" else None)
+    return total.astype(sum_dtype(x.dtype))
 
 
 @renamed_parameters(chunks="blocks", memory_limit="max_memory", compute_now="compute")
@@ -65,7 +139,7 @@ def reduce(
     *,
     selection: Selection = Ellipsis,
     axis: int | tuple[int, ...] | None = None,
-    ddof: int = 0,
+    ddof: float = 0,
     blocks: BlockChunks = None,
     max_memory: int | str | None = None,
     scheduler: SchedulerLike = None,
@@ -77,10 +151,11 @@ def reduce(
 
     Parameters
     ----------
-    source : chunkflow.Array, path, URL, store or dask array
+    source : chunkflow.Array, path, URL, store, dask array or numpy array
         What to reduce. Arrays given by location are opened read-only and read past
         the process-wide chunk cache (one pass reads each chunk once; caching them would
         hold up to the cache budget for nothing); an open Array reads through its own.
+        Values in memory (a numpy array, nested lists) are reduced as they are.
     ops : sequence of str
         Any of ``mean``, ``std``, ``var``, ``min``, ``max``, ``sum``.
     selection : basic selection
@@ -110,7 +185,13 @@ def reduce(
     x, block_bytes = reduction_input(source, selection, blocks, max_memory, scheduler,
                                      storage_options)
     every = split_every(x, axis, block_bytes)
-    lazy = {op: _reduction(x, op, axis, every, ddof) for op in ops}
+    lazy = {op: _reduction(x, op, axis, every) for op in ops if op not in STATISTICS}
+    wanted = [op for op in ops if op in STATISTICS]
+    if wanted:
+        # One tree of records for mean, var and std; squared deviations only if needed.
+        records = moments(x, axis, every, spread=bool(set(wanted) - {"mean"}))
+        lazy.update({op: statistic(records, op, x.dtype, ddof) for op in wanted})
+    lazy = {op: lazy[op] for op in ops}
     if not compute:
         return lazy
     values = run(*lazy.values(), scheduler=scheduler, progress=progress)

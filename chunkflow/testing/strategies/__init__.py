@@ -18,6 +18,9 @@ that nobody picked:
 - :mod:`~chunkflow.testing.strategies.labels`: label images (objects touching chunk
   faces, holes, large and negative label values), binary images of any density,
   structuring elements ``scipy.ndimage.label`` takes, intensity images with NaN;
+- :mod:`~chunkflow.testing.strategies.reductions`: reduction axes in numpy's spellings,
+  ``blocks=`` arguments, arrays of ordinary values, and dask chunks with zero-size
+  blocks;
 - :func:`schedulers`: the dask schedulers ``sync``, ``threads`` and ``processes``.
 
 hypothesis is needed (``pip install hypothesis``; it comes with chunkflow's ``test``
@@ -51,6 +54,12 @@ from chunkflow.testing.strategies.labels import (
     label_images,
     structures,
 )
+from chunkflow.testing.strategies.reductions import (
+    block_arguments,
+    dask_chunks,
+    ordinary_arrays,
+    reduction_axes,
+)
 from chunkflow.testing.strategies.scheduling import SCHEDULERS, schedulers
 from chunkflow.testing.strategies.selections import (
     basic_selections,
@@ -76,8 +85,10 @@ __all__ = [
     "arrays",
     "basic_selections",
     "binary_images",
+    "block_arguments",
     "chunk_shapes",
     "coordinate_selections",
+    "dask_chunks",
     "dtypes",
     "elements",
     "fill_twins",
@@ -87,7 +98,9 @@ __all__ = [
     "mask_selections",
     "near_fill_arrays",
     "numpy_selections",
+    "ordinary_arrays",
     "orthogonal_selections",
+    "reduction_axes",
     "schedulers",
     "selection_values",
     "shapes",

@@ -170,12 +170,29 @@ def test_refusals_are_clear() -> None:
         chunkflow.percentile(z, [5, 101])
     with pytest.raises(ValueError, match=r"Quantiles must be in the range \[0, 1\]"):
         chunkflow.quantile(z, np.nan)
-    with pytest.raises(TypeError, match="bool array is not supported"):
-        chunkflow.median(chunkflow.array(np.ones(4, bool), chunks=2))
-    with pytest.raises(TypeError, match="integers or floats"):
+    with pytest.raises(TypeError, match="bool array: numpy refuses it too"):
+        chunkflow.quantile(chunkflow.array(np.ones(4, bool), chunks=2), 0.5)
+    with pytest.raises(TypeError, match="integers or floats.*call numpy.percentile"):
         chunkflow.percentile(chunkflow.array(np.ones(4, "c8"), chunks=2), 5)
-    with pytest.raises(ValueError, match="empty selection"):
-        chunkflow.median(z, selection=slice(3, 3))
+    with pytest.raises(IndexError, match="empty selection.*numpy refuses it too"):
+        chunkflow.percentile(z, 5, selection=slice(3, 3))
+
+
+def test_where_numpy_answers_so_do_we() -> None:
+    """Medians of booleans, and medians and nan-quantiles of no values (NaN, warned)."""
+    flags = np.array([True, False, True, False, False])
+    z = chunkflow.array(flags, chunks=2)
+    for selection in (slice(None), slice(0, 4), slice(2, 3)):
+        assert_same(chunkflow.median(z, selection=selection), np.median(flags[selection]))
+        assert_same(chunkflow.nanmedian(z, selection=selection), np.nanmedian(flags[selection]))
+    data = np.arange(10, dtype="f4")
+    z = chunkflow.array(data, chunks=3)
+    for name, args in (("median", ()), ("nanmedian", ()), ("nanquantile", ([0.5, 0.1],)),
+                       ("nanpercentile", (5,))):
+        with pytest.warns(RuntimeWarning, match="Mean of empty slice"):
+            got = getattr(chunkflow, name)(z, *args, selection=slice(3, 3))
+        with pytest.warns(RuntimeWarning):
+            assert_same(got, getattr(np, name)(data[3:3], *args))
 
 
 def test_data_changed_between_passes_is_an_error_not_a_number() -> None:
