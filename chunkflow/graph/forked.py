@@ -10,9 +10,13 @@ ends, the workers hand their copies back and :func:`~chunkflow.graph.merges.merg
 merges them into the session, keeping every document they wrote.
 
 A task sees only what its own worker wrote during the job. A job whose later tasks read
-what earlier ones wrote (a pyramid's stages read the level before) runs in rounds:
-:func:`settle` between two rounds merges the workers' copies into a new base fork,
-which the next round's tasks start from.
+what earlier ones wrote (a pyramid's stages read the level before), or write into a node
+made during the job (a label image, created once its count is known), runs in rounds:
+:func:`settle` between two rounds merges the workers' copies, and the nodes the client
+made in the session meanwhile, into a new base fork, which the next round's tasks start
+from. Results of an earlier round that hold a store (pickled as that round's fork) must
+not write in a later one: hand the later tasks objects made on the client after
+:func:`settle`.
 
 Examples
 --------
@@ -51,8 +55,9 @@ def through_forks() -> bool:
 
 def settle() -> None:
     """Between two rounds of a job whose later tasks read what earlier ones wrote: merge
-    what the workers wrote so far into the base fork the next round starts from.
-    Nothing when the job writes into its session itself (threads)."""
+    what the workers wrote so far, and the nodes the client made in the session since
+    the last round, into the base fork the next round starts from. Nothing when the job
+    writes into its session itself (threads)."""
     forks = _ACTIVE.get()
     if forks is not None:
         forks.settle()
@@ -106,16 +111,20 @@ class Forks:
             "Nothing was merged into the session; run the job again.")
 
     def settle(self) -> None:
-        """Merge the workers' copies into a new base fork, registered for the next round."""
+        """Merge the workers' copies into a new base fork, registered for the next round,
+        with the nodes the client made in the session meanwhile (carried over, as at the
+        start)."""
         from chunkflow.storage.forks import start_fork
 
         for fork in self.forks:
             copies, lost = self._returned(fork)
             if lost:
                 self._refuse_lost(fork, lost)
+            made = _carried(fork.session, fork.names, self.what)
             base = pickle.loads(pickle.dumps(fork.base))  # a copy: `first` stays as it was
             merge_forks(base, fork.base, copies, what=self.what, names=fork.names,
                         merge_base=False)
+            _replay(base, made)
             fork.base, fork.fork_id = base, start_fork(fork.session, base)
 
     def end(self, failed: bool) -> None:

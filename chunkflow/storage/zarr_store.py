@@ -43,7 +43,7 @@ from zarr.storage import FsspecStore
 
 from chunkflow.errors import ArgumentTypeError, KeyNotFoundError
 from chunkflow.storage.base import Store
-from chunkflow.storage.forks import fork_for, worker_fork
+from chunkflow.storage.forks import fork_for, is_ended, worker_fork
 from chunkflow.storage.keys import normalize_prefix
 from chunkflow.storage.process_local import reference
 from chunkflow.storage.session_errors import is_session_error, session_error
@@ -340,7 +340,12 @@ def _adapter_from_fork(fork_id: str, payload: bytes, read_only: bool,
     process writes into that one copy). Named apart from the session it forks: the
     process's caches never mix the fork's chunks with another job's."""
     store = worker_fork(fork_id, lambda: pickle.loads(payload))
-    adapter = ZarrStoreAdapter(store, read_only=read_only, path=path)
+    ended = is_ended(fork_id)
+    adapter = ZarrStoreAdapter(store, read_only=read_only or ended, path=path)
+    if ended:
+        adapter._read_only_reason = (
+            "it is a store of an earlier round of an Icechunk job, whose writes are merged "
+            "already (see chunkflow.graph.forked)")
     adapter._identity = f"{identity}@fork:{fork_id}"
     adapter._fork = (fork_id, identity)
     return adapter

@@ -90,3 +90,39 @@ def test_every_document_survives_the_merge(writer: str, cluster_client: Any,
             np.testing.assert_array_equal(value, expected_values[path],
                                           err_msg=f"run {run}: {path}")
     assert not lost, f"{len(lost)} of {RUNS[writer]} runs lost documents: {lost}"
+
+
+@pytest.mark.parametrize("writer", ["label", "segment"])
+def test_labels_of_a_source_in_the_same_session(writer: str, cluster_client: Any,
+                                                tmp_path: Path) -> None:
+    """The label image is created once its count is known: by the client, between the
+    job's two rounds, so that every worker's fork holds it (a worker that read the
+    source from the session before held a fork without it)."""
+    from scipy import ndimage
+
+    import chunkflow
+
+    for run in range(2):
+        repo = icechunk.Repository.create(icechunk.local_filesystem_storage(
+            str(tmp_path / f"repo{run}")))
+        session = repo.writable_session("main")
+        zarr.create_array(session.store, name="mask", data=writers.MASK, chunks=(16, 16))
+        session.commit("the mask")
+        session = repo.writable_session("main")
+        mask = chunkflow.open_array(session.store, path="mask", mode="r")
+        out = zarr.storage.StorePath(session.store, "found/labels")
+        if writer == "label":
+            _, count = chunkflow.label(mask, out, blocks=(2, 2), scheduler=cluster_client,
+                                       commit="labels")
+        else:
+            _, count = chunkflow.segment(writers.components, mask, out, depth=1,
+                                         blocks=(2, 2), scheduler=cluster_client,
+                                         commit="labels")
+        expected, n = ndimage.label(writers.MASK)
+        assert count == n
+        committed = repo.readonly_session("main").store
+        labels = zarr.open_array(committed, path="found/labels", mode="r")
+        np.testing.assert_array_equal(labels[:], expected)
+        assert (labels.dtype, labels.chunks, dict(labels.attrs)) == (np.dtype("u4"), (16, 16), {})
+        np.testing.assert_array_equal(zarr.open_array(committed, path="mask", mode="r")[:],
+                                      writers.MASK)

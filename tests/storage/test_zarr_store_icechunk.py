@@ -151,3 +151,33 @@ def test_a_worker_fork_without_the_node_says_why() -> None:
     assert isinstance(error, TransactionError)
     assert "fork of the Icechunk session holds no node 'labels'" in str(error)
     assert "create the output before the job" in str(error)
+
+
+def test_a_fork_handed_back_reads_and_writes_no_more(repo: Any) -> None:
+    """An adapter over a session pickles as the job's fork while one is registered; a
+    copy unpickled after the worker handed the fork back (a result of an earlier round
+    of the job) still reads, and refuses writes: they would be merged nowhere."""
+    import pickle
+
+    from chunkflow.storage.forks import end_fork, forget_fork, start_fork, take_forks
+
+    session = repo.writable_session("main")
+    adapter = ZarrStoreAdapter(session.store)
+    fork_id = start_fork(session, session.fork())
+    try:
+        copy = pickle.loads(pickle.dumps(adapter))  # a worker's copy of the fork
+        copy["g/a/c/0/0"] = copy["g/a/c/2/2"]
+        assert pickle.loads(pickle.dumps(adapter)).store is copy.store  # one per process
+        [handed] = take_forks(fork_id)
+        later = pickle.loads(pickle.dumps(copy))  # pickled as that fork again
+        assert later["g/a/c/0/0"] == copy["g/a/c/2/2"]
+        with pytest.raises(ReadOnlyError, match="earlier round of an Icechunk job"):
+            later["g/a/c/1/1"] = b""
+    finally:
+        end_fork(fork_id)
+        forget_fork(fork_id)
+    session.merge(handed)
+    session.commit("merged")
+    committed = ZarrStoreAdapter(repo.readonly_session("main").store)
+    assert committed["g/a/c/0/0"] == committed["g/a/c/2/2"]
+    assert committed["g/a/c/1/1"] != b""
