@@ -6,7 +6,8 @@ creates a node there (:func:`sort_keys`):
 - *owned*: the documents (``zarr.json``, ``.zarray``, ``.zgroup``, ``.zattrs``,
   ``.zmetadata``) of the node at the path and of the nodes its groups hold below it,
   the chunk keys of those arrays (keys their chunk key encoding gives on their chunk
-  grid: v2 and v3, ``/`` and ``.``, shards), and chunkflow's job records beside them;
+  grid: v2 and v3, ``/`` and ``.``, shards), and chunkflow's job records beside them
+  (the job folder, and an array's list of the chunks its last job stored);
   replacing the node deletes these;
 - *kept*: the same keys of Zarr nodes below the path that no group there holds (an
   array in a plain folder below it); they are Zarr, and left alone;
@@ -29,7 +30,7 @@ from chunkflow.core.documents import ZARR_JSON, ZARRAY, ZATTRS, ZGROUP, NodeKind
 from chunkflow.core.node_records import ZMETADATA
 from chunkflow.errors import MetadataError
 from chunkflow.grid import ChunkKeyEncoding, ceil_div
-from chunkflow.jobs import RECORDS_FOLDER
+from chunkflow.jobs import RECORDS_FOLDER, WRITTEN_KEY
 from chunkflow.storage import Store
 
 __all__ = ["DOCUMENTS", "NODE_DOCUMENTS", "ChunkLayout", "SortedKeys", "array_layout",
@@ -281,6 +282,8 @@ def _owner(rel: str, nodes: Mapping[str, NodeInfo], broken: set[str]) -> str | N
             continue
         rest = parts[cut:]
         if (len(rest) == 1 and rest[0] in DOCUMENTS) or (len(rest) > 1 and rest[0] == RECORDS_FOLDER):
+            return folder
+        if rest == [WRITTEN_KEY] and node is not None and node.layouts:  # what a job stored
             return folder
         if node is not None and any(layout.holds("/".join(rest)) for layout in node.layouts):
             return folder

@@ -3,10 +3,10 @@ cluster through forks of it, merged back when every task succeeded.
 
 Every writer (:func:`chunkflow.store`, :func:`chunkflow.to_chunkflow`,
 :func:`chunkflow.map_chunks`, :func:`chunkflow.rechunk`, :func:`chunkflow.pyramid`,
-:func:`chunkflow.label`, :func:`chunkflow.segment`; :func:`chunkflow.copy` through
-``store``, without ``commit=``) runs its graph inside :func:`transaction`. When an
-output lives in a writable Icechunk session (a ``session.store``, or a chunkflow array
-opened over one):
+:func:`chunkflow.label`, :func:`chunkflow.segment`; :func:`chunkflow.copy` and
+:func:`chunkflow.copy_all`, one job for every array, without ``commit=``) runs its
+graph inside :func:`transaction`. When an output lives in a writable Icechunk session
+(``out=session.store``, or a chunkflow array opened over one):
 
 - **On threads** (``"threads"``, ``"sync"``, dask's default without a client) the
   tasks write into the session itself, as any write does.
@@ -16,6 +16,14 @@ opened over one):
   succeeded the workers hand their copies back and the session merges them
   (``session.merge(*forks)``). ``scheduler="processes"`` is refused: its processes
   end with the computation, and their forks with them.
+- **Every document the tasks wrote comes back.** A task that writes a document (a
+  pyramid's ``multiscales``, a label image created once its count is known) writes it
+  into its worker's fork, and Icechunk takes a node held by two forks from the fork
+  merged last, while every fork holds the nodes carried over: the documents the
+  workers wrote are found and written into the session after the merge
+  (:mod:`chunkflow.graph.merges`). A job whose tasks read what earlier tasks wrote (a
+  pyramid's stages) runs in rounds, the forks merged between two
+  (:func:`settle`; :mod:`chunkflow.graph.forked`).
 - Icechunk forks only a session without uncommitted changes. Uncommitted node
   changes (the output this job just created, or replaced with ``overwrite=True``;
   attributes) are carried over: the job moves them into the fork, so they come back
@@ -54,10 +62,11 @@ from typing import Any
 import dask
 
 from chunkflow.errors import TransactionConflictError, TransactionError
+from chunkflow.graph.forked import forked, settle, through_forks
 from chunkflow.graph.scheduler import SchedulerLike, scheduler_choice
 from chunkflow.storage import Store
 
-__all__ = ["check_commit", "refuse_deferred_commit", "transaction"]
+__all__ = ["check_commit", "refuse_deferred_commit", "settle", "through_forks", "transaction"]
 
 
 def _store_of(output: Any) -> Store | None:
@@ -175,10 +184,10 @@ def transaction(outputs: Sequence[Any], *, scheduler: SchedulerLike, commit: str
     if choice == "address":
         from distributed import Client
 
-        with Client(client) as connected, _forked(sessions, connected, what):
+        with Client(client) as connected, forked(sessions, connected, what):
             yield connected
     elif client is not None:
-        with _forked(sessions, client, what):
+        with forked(sessions, client, what):
             yield client
     else:
         _check_local(choice or dask.config.get("scheduler", None), sessions, what)
@@ -196,92 +205,6 @@ def _check_local(choice: Any, sessions: list[tuple[Any, list[str]]], what: str) 
             "scheduler='processes' cannot write there: its processes end with the "
             "computation, and the forks of the session they wrote with them. Use "
             "scheduler='threads' or a dask.distributed cluster. Nothing was written.")
-
-
-@contextlib.contextmanager
-def _forked(sessions: list[tuple[Any, list[str]]], client: Any, what: str) -> Iterator[None]:
-    """Fork each session for the workers; merge the forks back when the body succeeded
-    (put the sessions back as they were when it failed)."""
-    from chunkflow.storage.forks import end_fork, forget_fork, start_fork, take_forks
-
-    prepared = [(session, names, _carried(session, names, what)) for session, names in sessions]
-    started = []
-    for session, names, carried in prepared:
-        fork = session.fork()
-        _replay(fork, carried)
-        started.append((session, names, fork, start_fork(session, fork)))
-    workers = set(client.scheduler_info()["workers"])
-    failed = True
-    try:
-        yield
-        failed = False
-    finally:
-        for session, names, fork, fork_id in started:
-            end_fork(fork_id)
-            returned = client.run(take_forks, fork_id)
-            with contextlib.suppress(Exception):  # the scheduler keeps a copy if it unpickled one
-                client.run_on_scheduler(take_forks, fork_id)
-            forget_fork(fork_id)
-            lost = workers - set(returned)
-            if failed or lost:
-                session.merge(fork)  # the carried metadata only: the session as before
-            else:
-                session.merge(fork, *(f for forks in returned.values() for f in forks))
-            if lost and not failed:
-                raise TransactionError(
-                    f"{what}: worker(s) {', '.join(sorted(lost))} left the cluster during the "
-                    f"job, and the writes they held for array(s) {_named(names)} with them. "
-                    "Nothing was merged into the session; run the job again.")
-
-
-def _carried(session: Any, names: list[str], what: str) -> list[tuple[str, bytes | None]]:
-    """The uncommitted node changes of ``session`` that its fork takes over, as
-    (prefix, None) for a deleted node and (key, document) for a new or changed one,
-    after checking there are no uncommitted chunks; the session is left clean."""
-    if not session.has_uncommitted_changes:
-        return []
-    diff = session.status()
-    if diff.updated_chunks:
-        raise TransactionError(
-            f"{what}: array(s) {_named(names)} are in an Icechunk session with uncommitted "
-            f"chunks (in {', '.join(sorted(diff.updated_chunks))}). On a cluster the job "
-            "writes through forks of the session, and Icechunk forks only a session "
-            "without uncommitted changes: commit them first (session.commit(...), then "
-            "repo.writable_session(...) for the job), or run on threads "
-            "(scheduler='threads'). Nothing was written.")
-    from chunkflow.storage.zarr_store import ZarrStoreAdapter
-
-    def depth(node: str) -> int:
-        return node.count("/") - (node == "/")
-
-    deleted = sorted({*diff.deleted_arrays, *diff.deleted_groups}, key=depth)
-    # A node deleted with its parent goes with the parent's delete.
-    tops = [node for node in deleted
-            if not any(node.startswith(other.rstrip("/") + "/") for other in deleted)]
-    nodes = sorted({*diff.new_groups, *diff.new_arrays, *diff.updated_groups,
-                    *diff.updated_arrays}, key=depth)
-    store = ZarrStoreAdapter(session.store)
-    carried: list[tuple[str, bytes | None]] = [(node.strip("/"), None) for node in tops]
-    for node in nodes:
-        key = f"{node.strip('/')}/zarr.json".lstrip("/")
-        carried.append((key, store[key]))
-    session.discard_changes()
-    return carried
-
-
-def _replay(fork: Any, carried: list[tuple[str, bytes | None]]) -> None:
-    """Make the carried node changes in the fork: deletions, then documents (parents
-    first)."""
-    if not carried:
-        return
-    from chunkflow.storage.zarr_store import ZarrStoreAdapter
-
-    store = ZarrStoreAdapter(fork.store)
-    for key, document in carried:
-        if document is None:
-            store.delete_prefix(key)
-        else:
-            store[key] = document
 
 
 def _commit(session: Any, message: str, names: list[str], what: str) -> None:

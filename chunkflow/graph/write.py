@@ -77,6 +77,7 @@ from chunkflow.jobs import (
     location_of,
     open_job,
 )
+from chunkflow.storage import output_location
 
 if TYPE_CHECKING:
     import dask.array as da
@@ -308,7 +309,8 @@ def store(
     single = hasattr(sources, "__dask_graph__")
     # Checked one by one below (_check_pair): dask arrays into chunkflow Arrays.
     source_list: list[Any] = [sources] if single else list(cast("Sequence[Any]", sources))
-    outs: list[Any] = [out] if single else list(cast("Sequence[Any]", out))
+    outs: list[Any] = [output_location(t) for t in  # zarr-python Stores as chunkflow's
+                       ([out] if single else list(cast("Sequence[Any]", out)))]
     target_list = [_open_out(t, storage_options) for t in outs]
     region_list: list[Any]
     if single:
@@ -428,6 +430,7 @@ def to_chunkflow(
     check_cast(np.dtype(x.dtype), np.dtype(spec["dtype"]), check_casting(casting, "to_chunkflow"),
                f"to_chunkflow: {out!s}")
     refuse_deferred_commit(commit, compute, "to_chunkflow")
+    out = output_location(out)  # a zarr-python Store as chunkflow's Store over it
     check_commit(out, commit, "to_chunkflow")
     # Creating the output where x reads would delete what it reads (and resuming there
     # would rewrite it): always refused.

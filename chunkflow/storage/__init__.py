@@ -18,7 +18,7 @@ from numcodecs import Blosc
 from numcodecs.abc import Codec
 
 from chunkflow.storage.base import Store
-from chunkflow.storage.factory import StoreLike, make_store
+from chunkflow.storage.factory import StoreLike, make_store, output_location
 from chunkflow.storage.fsspec_store import FsspecStore
 from chunkflow.storage.keys import normalize_key
 from chunkflow.storage.local import LocalStore
@@ -47,6 +47,7 @@ __all__ = [
     "default_compressor",
     "make_store",
     "normalize_key",
+    "output_location",
 ]
 
 #: zarr-python 2's name for a store over a local folder.

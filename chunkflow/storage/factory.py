@@ -20,14 +20,16 @@ from chunkflow.storage.zip import ZipStore
 
 if TYPE_CHECKING:
     from zarr.abc.store import Store as ZarrPythonStore
+    from zarr.storage import StorePath
 
-__all__ = ["StoreLike", "make_store", "opened_by_chunkflow"]
+__all__ = ["StoreLike", "make_store", "opened_by_chunkflow", "output_location"]
 
 #: What every ``store=`` argument accepts (see :func:`make_store`): a chunkflow
-#: :class:`Store`, a zarr-python 3 store, a mapping of keys to bytes, a path or URL, or
-#: ``None`` for a new in-memory store. Written as a string so that zarr-python, an
-#: optional dependency, is imported by type checkers only.
-StoreLike: TypeAlias = "Store | ZarrPythonStore | Mapping[str, bytes] | str | os.PathLike[str] | None"
+#: :class:`Store`, a zarr-python 3 store (or ``StorePath``), a mapping of keys to bytes,
+#: a path or URL, or ``None`` for a new in-memory store. Written as a string so that
+#: zarr-python, an optional dependency, is imported by type checkers only.
+StoreLike: TypeAlias = ("Store | ZarrPythonStore | StorePath | Mapping[str, bytes] | str | "
+                        "os.PathLike[str] | None")
 
 _MODES = ("r", "r+", "a", "w", "w-")
 
@@ -52,6 +54,29 @@ def make_store(
     return made
 
 
+def output_location(out: Any) -> Any:
+    """A writer's ``out=`` as every writer takes it: a zarr-python 3 ``Store`` (an
+    Icechunk session's ``store``, an ``ObjectStore``, a ``LocalStore``, a
+    ``MemoryStore``) or ``StorePath`` becomes the chunkflow :class:`Store` over it that
+    :func:`make_store` makes for a source; anything else is returned as it is (a path,
+    a URL, a chunkflow store, an array or group), for the writer to open or refuse.
+
+    Examples
+    --------
+    >>> import zarr
+    >>> output_location(zarr.storage.MemoryStore())  # doctest: +ELLIPSIS
+    ZarrStoreAdapter(MemoryStore('memory://...'), read_only=False)
+    >>> inner = zarr.storage.StorePath(zarr.storage.MemoryStore(), "images/a")
+    >>> output_location(inner).path
+    'images/a'
+    >>> output_location("data/out.zarr")
+    'data/out.zarr'
+    """
+    if _is_zarr_store(out) or _is_store_path(out):
+        return make_store(out)
+    return out
+
+
 def opened_by_chunkflow(store: Store) -> bool:
     """Whether chunkflow made ``store`` from a location (and so may close it)."""
     return getattr(store, "_opened_by_chunkflow", False)
@@ -69,6 +94,7 @@ def _make_store(
     a :class:`Store`              the store itself
     a zarr-python 3 ``Store``     :class:`~chunkflow.storage.zarr_store.ZarrStoreAdapter`
                                   over it (read-only for mode ``"r"``)
+    a zarr-python ``StorePath``   the same, below the folder it names
     a ``Mapping``                 :class:`MappingStore` over it
     ``"file://path"``             :class:`LocalStore` (atomic local writes)
     ``s3://``, ``gs://``,         :class:`~chunkflow.storage.obstore_store.ObstoreStore`
@@ -84,7 +110,7 @@ def _make_store(
 
     Parameters
     ----------
-    store : None, Store, zarr.abc.store.Store, Mapping, str or os.PathLike
+    store : None, Store, zarr.abc.store.Store, zarr.storage.StorePath, Mapping, str or os.PathLike
         What the user passed.
     mode : {"r", "r+", "a", "w", "w-"}
         Zarr access mode; ``"r"`` gives a read-only store.
@@ -115,6 +141,11 @@ def _make_store(
 
         _refuse_options(storage_options, repr(store))
         return ZarrStoreAdapter(store, read_only=read_only)
+    if _is_store_path(store):
+        from chunkflow.storage.zarr_store import ZarrStoreAdapter  # imports zarr
+
+        _refuse_options(storage_options, repr(store))
+        return ZarrStoreAdapter(store.store, read_only=read_only, path=store.path)
     if isinstance(store, Mapping):
         _refuse_options(storage_options, "a mapping")
         return MappingStore(store, read_only=read_only)
@@ -154,6 +185,15 @@ def _is_zarr_store(store: object) -> TypeGuard[ZarrPythonStore]:
     from chunkflow.storage.zarr_store import is_zarr_store
 
     return is_zarr_store(store)
+
+
+def _is_store_path(store: object) -> TypeGuard[Any]:
+    """Whether ``store`` is a zarr-python ``StorePath`` (a store and a folder of it)."""
+    if "zarr.storage" not in sys.modules:
+        return False
+    from zarr.storage import StorePath
+
+    return isinstance(store, StorePath)
 
 
 def _local_zip_url(url: str) -> str | None:

@@ -28,13 +28,16 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["end_fork", "forget_fork", "fork_for", "start_fork", "take_forks", "worker_fork"]
+__all__ = ["end_fork", "forget_fork", "fork_for", "is_ended", "start_fork", "take_forks",
+           "worker_fork"]
 
 _lock = threading.Lock()
 # In the process that runs a job: fork id -> (the job's session, its fork's store).
 _jobs: dict[str, tuple[Any, Any]] = {}
 # In every process that unpickled a fork: fork id -> the fork's store written here.
 _copies: dict[str, Any] = {}
+# The forks this process handed back (ids are random: a set that grows by one a round).
+_ended: set[str] = set()
 
 
 def start_fork(session: Any, fork: Any) -> str:
@@ -65,14 +68,25 @@ def fork_for(session: Any) -> tuple[str, Any] | None:
 
 def worker_fork(fork_id: str, load: Callable[[], Any]) -> Any:
     """This process's copy of the fork ``fork_id``: loaded (``load()``) the first time,
-    the same object after that."""
+    the same object after that. A fork handed back already (:func:`is_ended`) is
+    loaded each time and kept nowhere: nothing written there would be merged."""
     with _lock:
         found = _copies.get(fork_id)
+        ended = fork_id in _ended
     if found is not None:
         return found
     loaded = load()
+    if ended:
+        return loaded
     with _lock:
         return _copies.setdefault(fork_id, loaded)
+
+
+def is_ended(fork_id: str) -> bool:
+    """Whether this process handed its copy of ``fork_id`` back (the job merged it, or
+    went on to another round): a store of it still reads, and writes no more."""
+    with _lock:
+        return fork_id in _ended
 
 
 def take_forks(fork_id: str) -> list[Any]:
@@ -80,6 +94,7 @@ def take_forks(fork_id: str) -> list[Any]:
     what a worker hands back for the merge."""
     with _lock:
         store = _copies.pop(fork_id, None)
+        _ended.add(fork_id)
     return [] if store is None else [store.session]
 
 

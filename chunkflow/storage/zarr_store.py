@@ -43,8 +43,10 @@ from zarr.storage import FsspecStore
 
 from chunkflow.errors import ArgumentTypeError, KeyNotFoundError
 from chunkflow.storage.base import Store
-from chunkflow.storage.forks import fork_for, worker_fork
+from chunkflow.storage.forks import fork_for, is_ended, worker_fork
+from chunkflow.storage.keys import normalize_prefix
 from chunkflow.storage.process_local import reference
+from chunkflow.storage.session_errors import is_session_error, session_error
 from chunkflow.storage.zarr_traits import (
     identity_of,
     is_transactional,
@@ -86,6 +88,9 @@ class ZarrStoreAdapter(Store):
     read_only : bool
         Refuse writes here even if ``store`` takes them. A read-only ``store`` makes
         the adapter read-only whatever this says.
+    path : str
+        A folder of ``store`` that the adapter's keys are below (a zarr-python
+        ``StorePath``'s path): key ``k`` is ``path/k`` in ``store``.
 
     Notes
     -----
@@ -119,18 +124,22 @@ class ZarrStoreAdapter(Store):
     'group'
     """
 
-    def __init__(self, store: ZarrStore, read_only: bool = False) -> None:
+    def __init__(self, store: ZarrStore, read_only: bool = False, path: str = "") -> None:
         if not isinstance(store, ZarrStore):
             raise ArgumentTypeError(f"ZarrStoreAdapter needs a zarr.abc.store.Store, got "
                                     f"{type(store).__name__}")
         self.store = store
+        #: The folder of ``store`` the keys are below ("": its root).
+        self.path = normalize_prefix(path)
         self.read_only = read_only or store.read_only or not store.supports_writes
         if store.read_only or not store.supports_writes:
             self._read_only_reason = f"the zarr-python store {store!r} is read-only"
         # An instance attribute over the class's: a ZipStore cannot delete.
         self.supports_deletes = store.supports_deletes  # type: ignore[misc]  # per instance: a ZipStore cannot delete
         self._prototype = default_buffer_prototype()
-        self._identity = identity_of(store, self)
+        named = identity_of(store, self)
+        # A folder of the store is named as chunkflow names a node's location in it.
+        self._identity = f"{named.rstrip('/')}/{self.path}" if self.path else named
         #: Every request is a network round trip (see Store.latency_bound).
         self.latency_bound = latency_bound(store)
         #: Writes wait for a commit of the store's session (see Store.transactional).
@@ -143,7 +152,8 @@ class ZarrStoreAdapter(Store):
         return self._identity
 
     def __repr__(self) -> str:
-        return f"ZarrStoreAdapter({self.store!r}, read_only={self.read_only})"
+        below = f", path={self.path!r}" if self.path else ""
+        return f"ZarrStoreAdapter({self.store!r}, read_only={self.read_only}{below})"
 
     def __reduce__(self) -> tuple[object, ...]:
         forked = self._forked()
@@ -159,39 +169,58 @@ class ZarrStoreAdapter(Store):
         except Exception as err:  # noqa: BLE001 - any refusal: used here, not elsewhere
             return reference(self, repr(self), f"{type(self.store).__name__} refuses to be "
                              f"pickled ({type(err).__name__}: {err})")
-        return (_adapter_from_pickle, (payload, self.read_only, self._identity))
+        return (_adapter_from_pickle, (payload, self.read_only, self._identity, self.path))
 
     def _forked(self) -> tuple[object, ...] | None:
         """How the adapter pickles while a job writes through a fork of its Icechunk
         session (see :mod:`chunkflow.storage.forks`), else ``None``."""
         if self._fork is not None:  # a copy of a fork pickles as that fork again
             fork_id, identity = self._fork
-            return (_adapter_from_fork, (fork_id, _dumps(self.store), self.read_only, identity))
+            return (_adapter_from_fork, (fork_id, _dumps(self.store), self.read_only, identity,
+                                         self.path))
         session = session_of(self.store) if self.transactional else None
         found = fork_for(session) if session is not None else None
         if found is None:
             return None
         fork_id, fork_store = found
         return (_adapter_from_fork, (fork_id, _dumps(fork_store), self.read_only,
-                                     self._identity))
+                                     self._identity, self.path))
 
     def close(self) -> None:
         """Nothing: the zarr-python store belongs to the caller, who closes it."""
 
     # ------------------------------------------------------------------ hooks
 
+    def _full(self, key: str) -> str:
+        """``key`` as ``store`` names it."""
+        return f"{self.path}/{key}" if self.path and key else (self.path or key)
+
+    def _request(self, coroutine: Coroutine[Any, Any, T], action: str, keys: list[str]) -> T:
+        """Run ``coroutine``: Icechunk's raw errors raised as chunkflow's (see
+        :mod:`chunkflow.storage.session_errors`)."""
+        if not self.transactional:
+            return _run(coroutine)
+        try:
+            return _run(coroutine)
+        except Exception as error:
+            if not is_session_error(error):
+                raise
+            raise session_error(error, repr(self), action, [self._full(k) for k in keys],
+                                in_fork=self._fork is not None) from error
+
     def _get(self, key: str) -> bytes:
-        buffer = _run(self.store.get(key, prototype=self._prototype))
+        buffer = self._request(self._fetch(self._full(key)), "read", [key])
         if buffer is None:
             raise KeyNotFoundError(key)
         return buffer.to_bytes()
 
     def _get_many(self, keys: list[str]) -> dict[str, bytes]:
-        buffers = _run(self._gather(self.store.get(k, prototype=self._prototype) for k in keys))
+        buffers = self._request(self._gather(self._fetch(self._full(k)) for k in keys), "read",
+                                keys)
         return {k: b.to_bytes() for k, b in zip(keys, buffers) if b is not None}
 
     def _contains(self, key: str) -> bool:
-        return _run(self._is_key(key))
+        return _run(self._is_key(self._full(key)))
 
     def _set(self, key: str, value: bytes | memoryview) -> None:
         self._set_many({key: value})
@@ -199,19 +228,22 @@ class ZarrStoreAdapter(Store):
     def _set_many(self, items: dict[str, bytes | memoryview]) -> None:
         # bytes(...) copies: the caller may change its buffer afterwards.
         make = self._prototype.buffer.from_bytes
-        _run(self._gather(self.store.set(k, make(bytes(v))) for k, v in items.items()))
+        self._request(self._gather(self.store.set(self._full(k), make(bytes(v)))
+                                   for k, v in items.items()), "write", list(items))
 
     def _delete(self, key: str) -> None:
-        if not _run(self._delete_existing(key)):
+        if not self._request(self._delete_existing(self._full(key)), "delete", [key]):
             raise KeyNotFoundError(key)
 
     def _delete_many(self, keys: list[str]) -> None:
-        _run(self._gather(self.store.delete(k) for k in keys))
+        self._request(self._gather(self.store.delete(self._full(k)) for k in keys), "delete",
+                      keys)
 
     def _list_prefix(self, prefix: str) -> Iterator[str]:
         # zarr-python's prefixes are plain string prefixes ("a" lists "ab/x" too):
         # ask for "a/" for chunkflow's folder-like ones.
-        return iter(_run(self._listing(prefix)))
+        cut = len(self.path) + 1 if self.path else 0
+        return iter([key[cut:] for key in _run(self._listing(self._full(prefix)))])
 
     def _delete_prefix(self, prefix: str) -> None:
         if not self.transactional:
@@ -219,10 +251,10 @@ class ZarrStoreAdapter(Store):
             return
         # Icechunk deletes a node whole with its own delete_dir; deleting the node's
         # zarr.json and then its chunks one by one fails halfway, the node gone.
-        _run(self.store.delete_dir(prefix))
+        self._request(self.store.delete_dir(self._full(prefix)), "delete", [f"{prefix}/"])
 
     def _getsize(self, key: str) -> int:
-        size = _run(self._size(key))
+        size = _run(self._size(self._full(key)))
         if size is None:
             raise KeyNotFoundError(key)
         return size
@@ -232,6 +264,13 @@ class ZarrStoreAdapter(Store):
     @staticmethod
     async def _gather(coroutines: Any) -> list[Any]:
         return await asyncio.gather(*coroutines)
+
+    async def _fetch(self, key: str) -> Any:
+        """The buffer at ``key``, or ``None``."""
+        try:
+            return await self.store.get(key, prototype=self._prototype)
+        except KeyError:  # Icechunk: a key it cannot hold (a v2 document) is not there
+            return None
 
     async def _delete_existing(self, key: str) -> bool:
         # zarr-python deletes missing keys silently; chunkflow's del raises KeyError.
@@ -250,7 +289,10 @@ class ZarrStoreAdapter(Store):
             return None
 
     async def _is_key(self, key: str) -> bool:
-        if not await self.store.exists(key):
+        try:
+            if not await self.store.exists(key):
+                return False
+        except KeyError:  # Icechunk: a key it cannot hold (a v2 document) is not there
             return False
         if isinstance(self.store, FsspecStore):
             # fsspec's exists() is true for folders (and object-store prefixes) too.
@@ -293,20 +335,26 @@ def _dumps(store: ZarrStore) -> bytes:
 
 
 def _adapter_from_fork(fork_id: str, payload: bytes, read_only: bool,
-                       identity: str) -> ZarrStoreAdapter:
+                       identity: str, path: str = "") -> ZarrStoreAdapter:
     """An adapter over this process's copy of the fork ``fork_id`` (every task of the
     process writes into that one copy). Named apart from the session it forks: the
     process's caches never mix the fork's chunks with another job's."""
     store = worker_fork(fork_id, lambda: pickle.loads(payload))
-    adapter = ZarrStoreAdapter(store, read_only=read_only)
+    ended = is_ended(fork_id)
+    adapter = ZarrStoreAdapter(store, read_only=read_only or ended, path=path)
+    if ended:
+        adapter._read_only_reason = (
+            "it is a store of an earlier round of an Icechunk job, whose writes are merged "
+            "already (see chunkflow.graph.forked)")
     adapter._identity = f"{identity}@fork:{fork_id}"
     adapter._fork = (fork_id, identity)
     return adapter
 
 
-def _adapter_from_pickle(payload: bytes, read_only: bool, identity: str) -> ZarrStoreAdapter:
+def _adapter_from_pickle(payload: bytes, read_only: bool, identity: str,
+                         path: str = "") -> ZarrStoreAdapter:
     """An adapter over the store ``payload`` holds, named as the one pickled (a copy of a
     store that travels holds the same data)."""
-    adapter = ZarrStoreAdapter(pickle.loads(payload), read_only=read_only)
+    adapter = ZarrStoreAdapter(pickle.loads(payload), read_only=read_only, path=path)
     adapter._identity = identity
     return adapter

@@ -13,7 +13,7 @@ zarr = pytest.importorskip("zarr", minversion="3")
 icechunk = pytest.importorskip("icechunk")
 
 import chunkflow  # noqa: E402
-from chunkflow.errors import ChunkflowError, StoreRequestError  # noqa: E402
+from chunkflow.errors import ChunkflowError, UnsupportedFormatError  # noqa: E402
 
 OLD = np.arange(10, dtype="i4") * 3
 
@@ -49,7 +49,7 @@ def test_a_v2_array_over_a_v3_one_is_refused_and_the_old_one_stays(session: Any,
                                                                    how: str) -> None:
     # The case: a raw KeyError ('v2 key not found at out/.zattrs'), and `out` gone.
     before = _listed(session.store)
-    with pytest.raises(StoreRequestError, match="Icechunk cannot set Zarr V2 metadata"):
+    with pytest.raises(UnsupportedFormatError, match="Icechunk stores Zarr v3 only"):
         if how == "create_array":
             chunkflow.create_array(session.store, name="g/out", shape=(5,), chunks=(5,),
                                    dtype="i1", zarr_format=2, overwrite=True)

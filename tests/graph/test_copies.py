@@ -48,7 +48,7 @@ def test_copy_all_takes_scheduler_and_progress(source: chunkflow.Group, tmp_path
         3, 0, DATA.nbytes + DATA[::2].nbytes)
     np.testing.assert_array_equal(out["a"][...], DATA)
     np.testing.assert_array_equal(out["sub/b"][...], DATA[::2])
-    assert out.attrs["title"] == "t" and len({t for _, t in seen}) == 2  # one job per array
+    assert out.attrs["title"] == "t" and len({t for _, t in seen}) == 1  # one job for all
 
 
 def test_a_foreign_source_is_copied_in_this_process(tmp_path: Path) -> None:

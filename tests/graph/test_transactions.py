@@ -19,7 +19,6 @@ pytest.importorskip("distributed")
 
 import chunkflow  # noqa: E402
 from chunkflow.errors import TransactionConflictError, TransactionError  # noqa: E402
-from chunkflow.storage import make_store  # noqa: E402
 
 DATA = (np.arange(32 * 24, dtype="f4").reshape(32, 24) * 7) % 23
 MASK = DATA > 15
@@ -80,11 +79,11 @@ def _run_writer(name: str, session: Any, scheduler: Any, commit: str | None,
                              scheduler=scheduler, commit=commit)
         return "out"
     if name == "rechunk":  # into the root of an empty repository
-        chunkflow.rechunk(src, (32, 3), make_store(session.store), max_memory="64 MiB",
+        chunkflow.rechunk(src, (32, 3), session.store, max_memory="64 MiB",
                           scheduler=scheduler, commit=commit)
         return ""
     if name == "pyramid":  # into the root of an empty repository
-        chunkflow.pyramid(src, make_store(session.store), levels=2, chunks=(8, 8),
+        chunkflow.pyramid(src, session.store, levels=2, chunks=(8, 8),
                           scheduler=scheduler, commit=commit)
         return "1"
     assert name == "label"

@@ -32,13 +32,19 @@ from chunkflow.graph.labels.geometry import BlockGrid
 from chunkflow.graph.labels.graph import build_graph
 from chunkflow.graph.labels.output import OutputPlan, plan_output
 from chunkflow.graph.labels.plan import LabelJob, Source, label_voxel_bytes, plan_blocks
+from chunkflow.graph.labels.rounds import run_in_rounds
 from chunkflow.graph.labels.structure import normalize_structure
 from chunkflow.graph.read import as_source_array
 from chunkflow.graph.scheduler import compute as run
 from chunkflow.graph.sources import source_locations
-from chunkflow.graph.transactions import check_commit, refuse_deferred_commit, transaction
+from chunkflow.graph.transactions import (
+    check_commit,
+    refuse_deferred_commit,
+    through_forks,
+    transaction,
+)
 from chunkflow.jobs import array_location, function_parts
-from chunkflow.storage import Store
+from chunkflow.storage import Store, output_location
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, DTypeLike
@@ -131,7 +137,10 @@ def run_label_job(job: LabelJob, output: OutputPlan, token: str, *, compute: boo
         return delayed
     written = output.existing if output.existing is not None else output.location
     with transaction([written], scheduler=scheduler, commit=commit, what=output.what) as on:
-        (array, count), = run(delayed, scheduler=on, progress=progress)
+        if output.existing is None and through_forks():  # created on the client, between
+            (array, count), = run_in_rounds(graph, key, output, on, progress)
+        else:
+            (array, count), = run(delayed, scheduler=on, progress=progress)
     array.forget_cached()  # blocks written by other processes
     return array, count
 
@@ -215,8 +224,8 @@ def label(
     storage_options : dict, optional
         fsspec options for URLs.
     commit : str, optional
-        With ``out`` in an Icechunk session (an array, or a store made with
-        ``chunkflow.storage.make_store(session.store)``): commit the session with this
+        With ``out`` in an Icechunk session (an array, ``session.store``, or a
+        ``zarr.storage.StorePath`` of it): commit the session with this
         message once the labels are written (one commit). On a cluster the tasks write
         into forks of the session, merged back at the end; see
         :mod:`chunkflow.graph.transactions`.
@@ -227,6 +236,7 @@ def label(
         The labels and their number, as ``scipy.ndimage.label`` returns them.
     """
     refuse_deferred_commit(commit, compute, "label")
+    out = output_location(out)  # a zarr-python Store as chunkflow's Store over it
     check_commit(out, commit, "label")
     src = open_source(source, storage_options)
     shape = tuple(int(n) for n in src.shape)

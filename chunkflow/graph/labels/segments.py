@@ -56,6 +56,7 @@ from chunkflow.graph.labels.tables import compact_labels
 from chunkflow.graph.map.halo import normalize_depth
 from chunkflow.graph.transactions import check_commit, refuse_deferred_commit
 from chunkflow.jobs import function_parts
+from chunkflow.storage import output_location
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, DTypeLike
@@ -295,6 +296,7 @@ def segment(
     if not 0 <= min_overlap <= 1:
         raise LabelError(f"segment: min_overlap must lie in [0, 1], got {min_overlap!r}")
     refuse_deferred_commit(commit, compute, "segment")
+    out = output_location(out)  # a zarr-python Store as chunkflow's Store over it
     check_commit(out, commit, "segment")
     src = open_source(source, storage_options, "segment", check=_any_dtype)
     shape = tuple(int(n) for n in src.shape)

@@ -67,6 +67,7 @@ from chunkflow.jobs import (
     job_progress,
     open_job,
 )
+from chunkflow.storage import output_location
 
 if TYPE_CHECKING:
     from numpy.typing import DTypeLike
@@ -269,6 +270,7 @@ def map_chunks(
     """
     if out is not None:
         refuse_deferred_commit(commit, compute, "map_chunks")
+    out = output_location(out)  # a zarr-python Store as chunkflow's Store over it
     check_commit(out, commit, "map_chunks")
     if resume and out is None:
         raise ArgumentTypeError("map_chunks: resume=True needs out= (an output to record blocks in)")

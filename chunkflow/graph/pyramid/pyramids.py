@@ -58,7 +58,13 @@ from chunkflow.graph.pyramid.plan import PyramidPlan
 from chunkflow.graph.read import BLOCKS_PER_THREAD, as_source_array
 from chunkflow.graph.scheduler import ProgressArg, worker_threads
 from chunkflow.graph.scheduler import compute as run
-from chunkflow.graph.transactions import check_commit, refuse_deferred_commit, transaction
+from chunkflow.graph.transactions import (
+    check_commit,
+    refuse_deferred_commit,
+    settle,
+    through_forks,
+    transaction,
+)
 from chunkflow.jobs import (
     Job,
     JobSpec,
@@ -71,6 +77,7 @@ from chunkflow.jobs import (
     source_parts,
 )
 from chunkflow.metadata.ngff import Axis, level_transforms, multiscales_attributes, ngff_version, resolve_axes
+from chunkflow.storage import output_location
 from chunkflow.version import __version__
 
 if TYPE_CHECKING:
@@ -104,21 +111,44 @@ def _finish(plan: PyramidPlan, output: PyramidOutput, image: Group, attributes: 
 
 
 def _graph(plan: PyramidPlan, output: PyramidOutput, image: Group, attributes: dict[str, Any],
-           version: str, token: str) -> Delayed:
+           version: str, token: str, rounds: bool = False) -> list[Delayed]:
+    """The job's graph: one (each stage waits for the blocks of the one before it that
+    it reads), or with ``rounds`` one per stage and one for the metadata, to compute in
+    turn (a job writing through forks of an Icechunk session, whose tasks see only what
+    their own worker wrote: :func:`~chunkflow.graph.transactions.settle` between two)."""
+    graph: dict[Any, Any] = {}
+    parts: list[Delayed] = []
     plan_key = f"chunkflow-job-{token}"
-    graph: dict[Any, Any] = {plan_key: plan}
     previous = ""
     for number, stage in enumerate(plan.geometry.stages):
+        if rounds:  # keys of its own per round: a round never reuses another's plan
+            graph, plan_key, previous = {}, f"chunkflow-job-{number}-{token}", ""
+        graph[plan_key] = plan
         name = f"chunkflow-pyramid-{number}-{token}"
         for index in np.ndindex(*stage.numblocks):
             waited = ([(previous, *d) for d in plan.geometry.dependencies(number, index)]
-                      if number else [])
+                      if previous else [])
             graph[(name, *index)] = (_run_task, plan_key, number, tuple(index), waited)
         previous = name
+        if rounds:
+            parts.append(_gathered(graph, name, f"chunkflow-pyramid-{number}-done-{token}"))
     last = [key for key in graph if isinstance(key, tuple) and key[0] == previous]
     final = f"chunkflow-pyramid-done-{token}"
+    if rounds:
+        graph, plan_key, last = {}, f"chunkflow-job-finish-{token}", []
+        graph[plan_key] = plan
     graph[final] = (_finish, plan_key, output, image, attributes, version, last)
-    return Delayed(final, graph)
+    return [*parts, Delayed(final, graph)]
+
+
+def _gathered(graph: dict[Any, Any], name: str, key: str) -> Delayed:
+    """The tasks of ``graph`` named ``name``, gathered in one key."""
+    graph[key] = (_all_done, [k for k in graph if isinstance(k, tuple) and k[0] == name])
+    return Delayed(key, graph)
+
+
+def _all_done(done: list[Any]) -> bool:
+    return True
 
 
 def pyramid(
@@ -210,6 +240,7 @@ def pyramid(
     tuple of chunkflow.Array, one per level (finest first), or a Delayed.
     """
     refuse_deferred_commit(commit, compute, "pyramid")
+    out = output_location(out)  # a zarr-python Store as chunkflow's Store over it
     check_commit(out, commit, "pyramid")
     array = as_source_array(source, storage_options,
                             **({} if isinstance(source, Array) else {"cache": False}))
@@ -236,12 +267,16 @@ def pyramid(
     plan = PyramidPlan(array, arrays, geometry, method, trackers)
     token = tokenize("pyramid", array, [(a.store.identity, a.path) for a in arrays], method,
                      geometry, [(t.token, t.n_done) if t else None for t in trackers])
-    delayed = _graph(plan, output, image, attributes, version, token)
     if not compute:
-        return delayed
+        return _graph(plan, output, image, attributes, version, token)[0]
     with job_progress(progress, trackers) as shown, transaction(
             arrays, scheduler=scheduler, commit=commit, what="pyramid") as on:
-        run(delayed, scheduler=on, progress=shown)
+        parts = _graph(plan, output, image, attributes, version, token,
+                       rounds=through_forks())
+        for number, part in enumerate(parts):
+            if number:
+                settle()  # the next stage reads the levels this one wrote
+            run(part, scheduler=on, progress=shown)
     for level in arrays:
         level.forget_cached()
     return arrays

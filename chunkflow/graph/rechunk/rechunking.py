@@ -48,6 +48,7 @@ from chunkflow.graph.scheduler import ProgressArg
 from chunkflow.graph.scheduler import compute as run
 from chunkflow.graph.transactions import check_commit, refuse_deferred_commit, transaction
 from chunkflow.jobs import Job, block_keys, job_progress
+from chunkflow.storage import output_location
 
 if TYPE_CHECKING:
     from numpy.typing import DTypeLike
@@ -198,6 +199,7 @@ def rechunk(
         The output, or the lazy dask scalar with ``compute=False``.
     """
     refuse_deferred_commit(commit, compute, "rechunk")
+    out = output_location(out)  # a zarr-python Store as chunkflow's Store over it
     check_commit(out, commit, "rechunk")
     plan = prepare_rechunk(source, chunks, max_memory=max_memory, temp=temp,
                           shards=shards, zarr_format=zarr_format,
