@@ -236,8 +236,10 @@ class ZarrStoreAdapter(Store):
             raise KeyNotFoundError(key)
 
     def _delete_many(self, keys: list[str]) -> None:
-        self._request(self._gather(self.store.delete(self._full(k)) for k in keys), "delete",
-                      keys)
+        # Icechunk refuses to delete a key it cannot hold (a v2 document, a name like
+        # '.chunkflow-written'): such a key is not there, so deleting it is nothing.
+        delete = self._delete_existing if self.transactional else self.store.delete
+        self._request(self._gather(delete(self._full(k)) for k in keys), "delete", keys)
 
     def _list_prefix(self, prefix: str) -> Iterator[str]:
         # zarr-python's prefixes are plain string prefixes ("a" lists "ab/x" too):
@@ -294,6 +296,10 @@ class ZarrStoreAdapter(Store):
                 return False
         except KeyError:  # Icechunk: a key it cannot hold (a v2 document) is not there
             return False
+        except Exception as error:  # Icechunk: a name it cannot hold ('.chunkflow-written')
+            if is_session_error(error) and "invalid zarr key" in str(error):
+                return False
+            raise
         if isinstance(self.store, FsspecStore):
             # fsspec's exists() is true for folders (and object-store prefixes) too.
             try:

@@ -106,8 +106,8 @@ __all__ = [
     "elements",
     "fill_twins",
     "fill_values",
-    "intensity_images",
     "folder_trees",
+    "intensity_images",
     "label_images",
     "mask_selections",
     "near_fill_arrays",
@@ -122,7 +122,7 @@ __all__ = [
     "special_values",
     "stored_arrays",
     "structures",
-    "varied_arrays",
     "tree_locations",
+    "varied_arrays",
     "zarr_formats",
 ]
