@@ -1,9 +1,14 @@
 """chunkflow.label against scipy.ndimage.label on the whole array: the same labels bit
 for bit (numbering included) and the same count, for any image, chunk grid, block
-plan, structure, output dtype and scheduler; a refusal wherever scipy refuses."""
+plan, structure, output dtype and scheduler; a refusal wherever scipy refuses.
+
+Blocks are labelled by cc3d where it is installed and implements the structure
+(chunkflow.graph.labels.local), by scipy otherwise: the tests with a ``labeller``
+parameter run both ways ("scipy" forces scipy's path)."""
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,6 +22,7 @@ from scipy import ndimage
 
 import chunkflow
 from chunkflow.errors import LabelError
+from chunkflow.graph.labels.local import cc3d_available, cc3d_connectivity, scipy_only
 from chunkflow.testing import strategies as cst
 from tests.differential.conftest import budget
 from tests.helpers.labels import spiral
@@ -89,6 +95,12 @@ def scipy_label(case: Case) -> tuple[np.ndarray, int]:
     return labels, int(count)
 
 
+def labelling(labeller: str) -> Any:
+    """Where jobs label with scipy only ("scipy") or as planned ("auto": cc3d where it
+    may, when installed)."""
+    return scipy_only() if labeller == "scipy" else contextlib.nullcontext()
+
+
 def check(case: Case, store: Any = None, out: Any = None) -> None:
     try:
         expected, count = scipy_label(case)
@@ -126,8 +138,46 @@ def check(case: Case, store: Any = None, out: Any = None) -> None:
 # Zero-length axes, an output dtype too small for the labels.
 @example(case=Case(np.zeros((3, 0, 2), bool), (1, 1, 1)))
 @example(case=Case(np.tile([1, 0], 200), (7,), dtype="i1"))
-def test_label_equals_scipy(case: Case) -> None:
-    check(case)
+@pytest.mark.parametrize("labeller", ["auto", "scipy"])
+def test_label_equals_scipy(case: Case, labeller: str) -> None:
+    with labelling(labeller):
+        check(case)
+
+
+@st.composite
+def cc3d_cases(draw: st.DrawFn) -> Case:
+    """Blocks cc3d labels (2-D or 3-D, at most one side under 4, a structure it
+    implements), of several blocks, so that its numbering meets the merge's."""
+    ndim = draw(st.integers(2, 3))
+    shape = draw(st.tuples(*[st.integers(4, 24 if ndim == 2 else 12)] * ndim))
+    image = draw(cst.binary_images(shapes=st.just(shape)))
+    rank = draw(st.integers(1, ndim))
+    structure = draw(st.sampled_from([None, ndimage.generate_binary_structure(ndim, rank).tolist()]))
+    chunks = tuple(draw(st.integers(4, max(4, n // 2 + 1))) for n in shape)
+    return Case(image, chunks, structure=structure, blocks=(1,) * ndim,
+                scheduler=draw(cst.schedulers(processes=False)))
+
+
+@budget(20)
+@given(case=cc3d_cases())
+@example(case=Case(np.array([[0, 0, 1, 1, 1], [0, 0, 1, 1, 1], [0, 0, 1, 0, 1],
+                             [0, 1, 1, 1, 1]], bool), (4, 5), structure=np.ones((3, 3)).tolist(),
+                   blocks=(1, 1)))
+@pytest.mark.parametrize("labeller", ["auto", "scipy"])
+def test_label_equals_scipy_on_blocks_cc3d_labels(case: Case, labeller: str) -> None:
+    with labelling(labeller):
+        check(case)
+
+
+@pytest.mark.skipif(not cc3d_available(), reason="cc3d (connected-components-3d) not installed")
+def test_label_plans_cc3d_where_it_may_and_scipy_when_forced() -> None:
+    full2 = ndimage.generate_binary_structure(2, 2)
+    assert [cc3d_connectivity(ndimage.generate_binary_structure(3, r))
+            for r in (1, 2, 3)] == [6, 18, 26]
+    assert cc3d_connectivity(full2) == 26  # 2-D as one slice of 3-D
+    assert cc3d_connectivity(np.array([[0, 1, 0], [0, 1, 0], [0, 1, 0]], bool)) is None
+    with scipy_only():
+        assert cc3d_connectivity(full2) is None
 
 
 def blocks(case: Case) -> int:

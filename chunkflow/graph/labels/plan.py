@@ -37,6 +37,7 @@ from chunkflow.engine.pool import serial_io
 from chunkflow.errors import MemoryPlanError
 from chunkflow.graph.blocks import default_per_block
 from chunkflow.graph.labels.geometry import BlockGrid
+from chunkflow.graph.labels.local import cc3d_connectivity, local_labels
 from chunkflow.graph.labels.parts import BlockInfo, block_pairs, scan_labels
 from chunkflow.graph.labels.structure import block_offsets
 from chunkflow.graph.labels.tree import MergeTree
@@ -118,20 +119,12 @@ def native(data: np.ndarray) -> np.ndarray:
     return data.astype(data.dtype.newbyteorder("="))
 
 
-def _scipy_labels(data: np.ndarray, structure: np.ndarray) -> tuple[np.ndarray, int]:
-    # Imported here, not at the top: scipy.ndimage takes ~35 ms to import, which
-    # every user of chunkflow.graph (to_dask, map_chunks) would pay.
-    from scipy import ndimage
-
-    labels, count = ndimage.label(data, structure)
-    return labels, int(count)
-
-
 @dataclass(frozen=True)
 class LabelJob:
     """Everything a task of a labelling job needs, in the graph once: the blocks, the
     structure, the source, and how a block is labelled and its parts paired with its
-    neighbours' (``scipy.ndimage.label`` and face slabs here; see
+    neighbours' (``scipy.ndimage.label``'s labels, by cc3d where it may, and face
+    slabs here; see
     :class:`~chunkflow.graph.labels.segments.SegmentJob` for per-block segmenters).
     """
 
@@ -139,6 +132,9 @@ class LabelJob:
     structure: np.ndarray
     source: Source
     offsets: list[tuple[tuple[int, ...], list[tuple[int, ...]]]] = field(default_factory=list)
+    # cc3d's connectivity for the structure, chosen where the job is planned (None:
+    # scipy labels; see chunkflow.graph.labels.local).
+    connectivity: int | None = field(default=None, kw_only=True)
 
     @cached_property
     def tree(self) -> MergeTree:
@@ -146,11 +142,13 @@ class LabelJob:
 
     @classmethod
     def create(cls, grid: BlockGrid, structure: np.ndarray, source: Source) -> LabelJob:
-        return cls(grid, structure, source, block_offsets(structure))
+        return cls(grid, structure, source, block_offsets(structure),
+                   connectivity=cc3d_connectivity(structure))
 
     def labels(self, index: tuple[int, ...]) -> tuple[np.ndarray, int]:
         """Block ``index``'s local labels (numbered by first voxel) and their count."""
-        return _scipy_labels(self.source.read(self.grid.region(index)), self.structure)
+        return local_labels(self.source.read(self.grid.region(index)), self.structure,
+                            self.connectivity)
 
     def scan(self, index: tuple[int, ...]) -> tuple[Any, BlockInfo]:
         """The first pass over block ``index``: what its pairs need, and its info."""
