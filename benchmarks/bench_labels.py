@@ -31,6 +31,10 @@ most 2x its time) and, for the memory being flat, chunkflow on an image 4 times 
 (goal: within 1.2x the peak). The runs must agree: every tool finds the same number of
 objects and the same sorted areas.
 
+Then (``--no-peers`` skips it, ``--peers`` runs only it) label against cc3d and scipy,
+and each regionprops property against scikit-image and cc3d.statistics: see
+benchmarks/bench_labels_peers.py.
+
 On paper (10^12 voxels, 10^9 objects, 100 workers): see benchmarks/README_labels.md.
 """
 
@@ -278,6 +282,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="2048^2 and 128^3")
     parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     parser.add_argument("--keep", type=Path, help="reuse this folder for the data")
+    parser.add_argument("--peers", action="store_true", help="only against cc3d and skimage")
+    parser.add_argument("--no-peers", action="store_true", help="not against cc3d and skimage")
     args = parser.parse_args()
     if args.child:
         _child(*args.child)
@@ -285,11 +291,16 @@ def main() -> None:
     folder = args.keep or Path(tempfile.mkdtemp(prefix="chunkflow-bench-labels-"))
     folder.mkdir(parents=True, exist_ok=True)
     try:
-        plane = (2048, 2048) if args.quick else (8192, 8192)
-        small = bench(folder, plane, (512, 512), args.repeat)
-        flat_memory(folder, plane, (512, 512), args.repeat, small["chunkflow"])
-        side = 128 if args.quick else 512
-        bench(folder, (side,) * 3, (side // 4,) * 3, args.repeat)
+        if not args.peers:
+            plane = (2048, 2048) if args.quick else (8192, 8192)
+            small = bench(folder, plane, (512, 512), args.repeat)
+            flat_memory(folder, plane, (512, 512), args.repeat, small["chunkflow"])
+            side = 128 if args.quick else 512
+            bench(folder, (side,) * 3, (side // 4,) * 3, args.repeat)
+        if not args.no_peers:
+            import bench_labels_peers
+
+            bench_labels_peers.run(folder, args.quick, args.repeat)
     finally:
         if args.keep is None:
             shutil.rmtree(folder, ignore_errors=True)

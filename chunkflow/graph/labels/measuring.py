@@ -2,7 +2,8 @@
 and values of ``skimage.measure.regionprops_table``, in one pass over the blocks.
 
 Each block task reads one block of labels (and of intensity) and returns a partial
-table per label present (:mod:`chunkflow.graph.labels.tables`); partial tables merge
+table per label present (sizes, boxes, sums of coordinates and of their products,
+intensity statistics) (:mod:`chunkflow.graph.labels.tables`); partial tables merge
 exactly in a tree, so no object is ever assembled whole. Properties that need the
 whole object are computed from crops in a second pass (:mod:`chunkflow.graph.labels.crops`).
 
@@ -53,12 +54,12 @@ from chunkflow.graph.labels.properties import (
     rename,
 )
 from chunkflow.graph.labels.tables import (
-    PARTIAL_PROPERTIES,
     block_table,
     columns,
     empty_like_columns,
     merge_tables,
     needed_stats,
+    partial_names,
 )
 from chunkflow.graph.memory import default_max_memory
 from chunkflow.graph.scheduler import compute as run
@@ -150,7 +151,12 @@ def measure(
         ``label``, ``area``, ``num_pixels``, ``bbox``, ``centroid``,
         ``centroid_weighted``, ``intensity_mean``, ``intensity_min``, ``intensity_max``
         and ``intensity_std`` come from one pass over the blocks, merged exactly
-        (integer sums; the intensity's variance merged as Chan et al.). Any other name
+        (integer sums; the intensity's variance merged as Chan et al.), and so do
+        ``inertia_tensor``, ``inertia_tensor_eigvals``, ``axis_major_length`` and
+        ``axis_minor_length`` (2-D and 3-D), ``eccentricity`` and ``orientation`` (2-D),
+        from exact integer sums of coordinates and their products (see
+        :mod:`chunkflow.graph.labels.moments`: the central moments are rounded once,
+        so they may differ from scikit-image's in the last bits). Any other name
         (``perimeter``, ``eccentricity``, ``coords``, ``slice``...) and any callable
         (``f(region_mask)`` or ``f(region_mask, intensity_crop)``, a column named by
         the function, as skimage's ``extra_properties``) are computed from each
@@ -183,14 +189,14 @@ def measure(
     source = open_source(labels, storage_options, "measure", check=check_label_dtype)
     image = None if intensity is None else open_intensity(intensity, source, storage_options)
     scale = normalize_spacing(spacing, source.ndim)
-    request = parse_properties(list(properties), image is not None, list(PARTIAL_PROPERTIES))
+    request = parse_properties(list(properties), image is not None, partial_names(source.ndim))
     partial, whole, functions = request.partial, request.whole, request.functions
     if not compute and (whole or functions):
         later = whole + [getattr(f, "__name__", repr(f)) for f in functions]
         raise InvalidArgumentError(
             f"measure: compute=False with properties {later}, which a second pass measures "
             "on crops planned from the first pass's result; pass compute=True, or only "
-            f"the one-pass properties ({', '.join(sorted(PARTIAL_PROPERTIES))})")
+            f"the one-pass properties ({', '.join(sorted(partial_names(source.ndim)))})")
     stats = needed_stats(partial + (["bbox"] if whole or functions else []), image is not None)
     reads = [(source.dtype.itemsize, source.chunks)]
     if image is not None:

@@ -31,9 +31,16 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 
 from chunkflow.errors import LabelError
+from chunkflow.graph.labels.moments import (
+    MOMENT_PROPERTIES,
+    block_sums,
+    inertia_columns,
+    merge_sums,
+    moment_names,
+)
 
 __all__ = ["PARTIAL_PROPERTIES", "block_table", "columns", "compact_labels", "empty_like_columns",
-           "label_column", "merge_tables", "needed_stats", "slots_of"]
+           "label_column", "merge_tables", "needed_stats", "partial_names", "slots_of"]
 
 #: Properties computed from partial results (one pass over the blocks); each with
 #: the statistics it needs.
@@ -48,9 +55,18 @@ PARTIAL_PROPERTIES: dict[str, set[str]] = {
     "intensity_min": {"min"},
     "intensity_max": {"max"},
     "intensity_std": {"moments"},
+    # Second-order moments (chunkflow.graph.labels.moments), in the image dimensions
+    # scikit-image computes them in (partial_names).
+    **{name: {"inertia"} for name in MOMENT_PROPERTIES},
 }
 _INTENSITY = {"weighted", "sum", "min", "max", "moments"}
 Table = dict[str, np.ndarray]
+
+
+def partial_names(ndim: int) -> list[str]:
+    """The properties computed in the one pass for an image of ``ndim`` dimensions."""
+    moments = set(moment_names(ndim))
+    return [name for name in PARTIAL_PROPERTIES if name not in MOMENT_PROPERTIES or name in moments]
 
 
 def needed_stats(properties: Iterable[str], has_intensity: bool) -> set[str]:
@@ -185,6 +201,8 @@ def block_table(labels: np.ndarray, intensity: np.ndarray | None, start: Sequenc
         table["coords"] = np.stack(
             [per_label(_axis_values(labels.shape, a, start[a])) for a in range(labels.ndim)],
             axis=-1).round().astype(np.int64).reshape(k, labels.ndim)
+    if "inertia" in stats:
+        table.update(block_sums(flat, labels.shape, chosen, size, start))
     if intensity is None:
         return table
     values = intensity.reshape(-1).astype(np.float64, copy=False)
@@ -226,6 +244,8 @@ def merge_tables(tables: Sequence[Table]) -> Table:
                         ("bbox_max", np.maximum), ("max", np.maximum)):
         if name in joined:
             merged[name] = ufunc.reduceat(joined[name], starts, axis=0)
+    if "s2" in joined:
+        merged.update(merge_sums(joined, starts))
     if "mean" in joined:
         # Chan et al., for any number of parts: the pooled mean, and each part's M2
         # plus its count times its mean's squared distance from the pooled mean.
@@ -288,6 +308,8 @@ def columns(table: Mapping[str, np.ndarray], properties: Sequence[str], ndim: in
             found["intensity_max"] = table["max"].astype(np.float64)
         elif name == "intensity_std":
             found["intensity_std"] = np.sqrt(table["m2"] / count)
+        elif name in MOMENT_PROPERTIES:
+            found.update(inertia_columns(table, [name], ndim, spacing))
     return found
 
 
@@ -298,5 +320,7 @@ def empty_like_columns(properties: Sequence[str], ndim: int) -> Table:
                     "bbox_max": np.zeros((0, ndim), np.int64),
                     "coords": np.zeros((0, ndim), np.int64), "sum": np.zeros(0),
                     "weighted": np.zeros((0, ndim)), "min": np.zeros(0), "max": np.zeros(0),
-                    "mean": np.zeros(0), "m2": np.zeros(0)}
+                    "mean": np.zeros(0), "m2": np.zeros(0), "origin": np.zeros((0, ndim), np.int64),
+                    "s1": np.zeros((0, ndim), np.int64),
+                    "s2": np.zeros((0, ndim * (ndim + 1) // 2), np.int64)}
     return columns(empty, properties, ndim)

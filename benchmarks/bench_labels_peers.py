@@ -1,0 +1,235 @@
+"""label and measure against the fastest in-memory tools: cc3d
+(``connected-components-3d``) and scipy for labels, ``skimage.measure.regionprops_table``
+and ``cc3d.statistics`` for tables (issue 36's "Speed" bullets).
+
+Run by hand (not part of the test suite), through ``benchmarks/bench_labels.py``
+(``--peers`` only these, ``--no-peers`` without them) or alone::
+
+    python benchmarks/bench_labels_peers.py [--repeat 3] [--quick] [--keep FOLDER]
+
+The images are bench_labels.py's smooth fields (about 10^5 objects at full size).
+Each run is a fresh process, timed and measured (peak resident memory above the
+interpreter once the libraries are imported):
+
+- label, 8192^2 8-connected and 512^3 26-connected (``--quick``: 2048^2, 128^3):
+  ``chunkflow`` (``chunkflow.label(to_dask(image) > t, folder)`` from the store, on
+  threads, cc3d per block where installed), ``chunkflow-scipy`` (the same, scipy per
+  block), ``cc3d`` (``cc3d.connected_components(image > t)``) and ``scipy``
+  (``ndimage.label(image > t)``), the image already in memory for the last two;
+- regionprops on the 2-D labels (stored once by chunkflow.label), one property at a
+  time (``area``, ``bbox``, ``centroid``, ``eccentricity``, ``perimeter``):
+  ``chunkflow.measure`` from the store, ``regionprops_table`` and ``cc3d.statistics``
+  (which computes counts, boxes and centroids together; it has no eccentricity or
+  perimeter) on the labels in memory.
+
+Every run of a case must agree (count of objects; the property column's sum).
+Medians of ``--repeat`` runs with their ranges, and the ratios (chunkflow's time over
+the peer's: below 1 is faster).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from bench_graph import _median, _peak_rss, run_child  # noqa: E402
+from bench_labels import _resident, make_image  # noqa: E402
+
+LABELLERS = ("chunkflow", "chunkflow-scipy", "cc3d", "scipy")
+PROPERTIES = ("area", "bbox", "centroid", "eccentricity", "perimeter")
+MEASURERS = ("chunkflow", "skimage", "cc3d")
+
+
+def _structure(ndim: int) -> np.ndarray:
+    return np.ones((3,) * ndim, bool)  # 8-connected in 2-D, 26-connected in 3-D
+
+
+def _label_child(kind: str, image: str, out: str, threshold: float) -> dict[str, Any]:
+    import zarr
+
+    import chunkflow
+    from chunkflow.graph.labels.local import scipy_only
+
+    if kind.startswith("chunkflow"):
+        z = chunkflow.open_array(image, mode="r")
+        start = time.perf_counter()
+        with scipy_only() if kind == "chunkflow-scipy" else contextlib.nullcontext():
+            _, count = chunkflow.label(chunkflow.to_dask(z) > threshold, out,
+                                       structure=_structure(z.ndim), scheduler="threads")
+        return {"count": int(count), "start": start}
+    data = zarr.open_array(image, mode="r")[...]  # in memory before the clock starts
+    start = time.perf_counter()
+    if kind == "cc3d":
+        import cc3d
+
+        _, count = cc3d.connected_components(data > threshold, return_N=True,
+                                             connectivity=8 if data.ndim == 2 else 26)
+    else:
+        from scipy import ndimage
+
+        _, count = ndimage.label(data > threshold, _structure(data.ndim))
+    return {"count": int(count), "start": start}
+
+
+def _column_sum(table: dict[str, Any], prop: str) -> float:
+    return float(sum(np.nansum(np.asarray(v, np.float64)) for k, v in table.items()
+                     if k == prop or k.startswith(f"{prop}-")))
+
+
+def _measure_child(kind: str, labels: str, prop: str) -> dict[str, Any]:
+    import zarr
+
+    import chunkflow
+
+    if kind == "chunkflow":
+        z = chunkflow.open_array(labels, mode="r")
+        start = time.perf_counter()
+        table = chunkflow.measure(z, properties=["label", prop], scheduler="threads")
+        return {"count": len(table["label"]), "sum": _column_sum(table, prop), "start": start}
+    data = zarr.open_array(labels, mode="r")[...]
+    start = time.perf_counter()
+    if kind == "skimage":
+        from skimage.measure import regionprops_table
+
+        table = regionprops_table(data, properties=["label", prop])
+        return {"count": len(table["label"]), "sum": _column_sum(table, prop), "start": start}
+    import cc3d
+
+    if prop in ("eccentricity", "perimeter"):
+        return {"count": -1, "sum": float("nan"), "start": start, "missing": True}
+    stats = cc3d.statistics(data)
+    counts = stats["voxel_counts"][1:]
+    found = {"area": counts, "centroid": stats["centroids"][1:],
+             "bbox": [(s.start, s.stop) for box in stats["bounding_boxes"][1:] for s in box]}
+    present = counts > 0
+    value = np.asarray(found[prop], np.float64)
+    total = float(np.nansum(value[present] if prop != "bbox" else value))
+    return {"count": int(present.sum()), "sum": total, "start": start}
+
+
+def child(what: str, kind: str, *args: str) -> None:
+    import dask  # noqa: F401 - every library imported before the baseline
+    import scipy.ndimage  # noqa: F401
+    import skimage.measure  # noqa: F401
+    import zarr  # noqa: F401
+
+    import chunkflow.graph  # noqa: F401
+
+    try:
+        import cc3d  # noqa: F401
+    except ImportError:
+        pass
+    baseline = _resident()
+    if what == "label":
+        result = _label_child(kind, args[0], args[1], float(args[2]))
+        shutil.rmtree(args[1], ignore_errors=True)
+    else:
+        result = _measure_child(kind, args[0], args[1])
+    seconds = time.perf_counter() - result.pop("start")
+    print(json.dumps({**result, "seconds": seconds, "rss": _peak_rss() - baseline}))
+
+
+def _runs(repeat: int, *args: str) -> list[dict[str, Any]]:
+    return [run_child(__file__, *args) for _ in range(repeat)]
+
+
+def _line(kind: str, runs: list[dict[str, Any]]) -> str:
+    if runs[0].get("missing"):
+        return f"   {kind:16s} (no such property)"
+    return (f"   {kind:16s} {_median([r['seconds'] for r in runs])} s   peak RSS "
+            f"{_median([r['rss'] / 2**20 for r in runs])} MiB")
+
+
+def _ratio(ours: list[dict[str, Any]], theirs: list[dict[str, Any]]) -> str:
+    if theirs[0].get("missing"):
+        return "n/a"
+    mine = statistics.median(r["seconds"] for r in ours)
+    other = statistics.median(r["seconds"] for r in theirs)
+    return f"{mine / other:.2f}x"
+
+
+def bench_label(folder: Path, shape: tuple[int, ...], chunks: tuple[int, ...],
+                repeat: int) -> None:
+    name = "x".join(map(str, shape))
+    image = folder / f"image-{name}.zarr"
+    threshold = make_image(image, shape, chunks)
+    conn = "8" if len(shape) == 2 else "26"
+    print(f"label {name} ({conn}-connected), chunkflow from the store on threads, the "
+          "peers in memory (time, peak RSS above the interpreter)", flush=True)
+    results = {kind: _runs(repeat, "label", kind, str(image), str(folder / f"{kind}.zarr"),
+                           str(threshold)) for kind in LABELLERS}
+    for kind, runs in results.items():
+        print(_line(kind, runs), f"  {runs[0]['count']} objects", flush=True)
+    counts = {r["count"] for runs in results.values() for r in runs}
+    print(f"   every run found the same number of objects: {len(counts) == 1}")
+    ours = results["chunkflow"]
+    print("   chunkflow's time over: " + ", ".join(
+        f"{kind} {_ratio(ours, results[kind])}" for kind in LABELLERS[1:]))
+
+
+def bench_props(folder: Path, shape: tuple[int, ...], chunks: tuple[int, ...],
+                repeat: int) -> None:
+    import chunkflow
+
+    name = "x".join(map(str, shape))
+    image = folder / f"image-{name}.zarr"
+    threshold = make_image(image, shape, chunks)
+    labels = folder / f"labels-{name}.zarr"
+    if not labels.exists():
+        z = chunkflow.open_array(str(image), mode="r")
+        chunkflow.label(chunkflow.to_dask(z) > threshold, str(labels))
+    print(f"regionprops of the labels of {name} (4-connected), one property at a time: "
+          "chunkflow.measure from the store on threads, the peers in memory", flush=True)
+    for prop in PROPERTIES:
+        results = {kind: _runs(repeat, "measure", kind, str(labels), prop) for kind in MEASURERS}
+        print(f"  {prop}")
+        for kind, runs in results.items():
+            print(_line(kind, runs), flush=True)
+        found = {(r["count"], round(r["sum"], 3)) for runs in results.values() for r in runs
+                 if not r.get("missing")}
+        ours = results["chunkflow"]
+        print(f"   same objects and column sums: {len(found) == 1}   chunkflow's time over: "
+              f"skimage {_ratio(ours, results['skimage'])}, cc3d {_ratio(ours, results['cc3d'])}")
+
+
+def run(folder: Path, quick: bool, repeat: int) -> None:
+    plane = (2048, 2048) if quick else (8192, 8192)
+    side = 128 if quick else 512
+    bench_label(folder, plane, (512, 512), repeat)
+    bench_label(folder, (side,) * 3, (side // 4,) * 3, repeat)
+    bench_props(folder, plane, (512, 512), repeat)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="2048^2 and 128^3")
+    parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
+    parser.add_argument("--keep", type=Path, help="reuse this folder for the data")
+    args = parser.parse_args()
+    if args.child:
+        child(*args.child)
+        return
+    folder = args.keep or Path(tempfile.mkdtemp(prefix="chunkflow-bench-peers-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        run(folder, args.quick, args.repeat)
+    finally:
+        if args.keep is None:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
