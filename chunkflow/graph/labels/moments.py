@@ -32,7 +32,7 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from itertools import combinations_with_replacement
 
 import numpy as np
@@ -98,7 +98,7 @@ def merge_sums(joined: dict[str, np.ndarray], starts: np.ndarray) -> dict[str, n
             "s2": np.add.reduceat(s2, starts, axis=0)}
 
 
-def _central(table: dict[str, np.ndarray], ndim: int) -> np.ndarray:
+def _central(table: Mapping[str, np.ndarray], ndim: int) -> np.ndarray:
     """``mu`` per label: ``(k, ndim, ndim)`` central second moments (voxel units)."""
     n = table["count"].astype(np.int64)
     s1, s2 = table["s1"], table["s2"]
@@ -149,7 +149,7 @@ def _lengths(ev: np.ndarray, major: bool) -> np.ndarray:
     return np.sqrt(np.maximum(0, 10 * (sign * ev[:, 0] + ev[:, 1] - sign * ev[:, 2])))
 
 
-def inertia_columns(table: dict[str, np.ndarray], names: Sequence[str], ndim: int,
+def inertia_columns(table: Mapping[str, np.ndarray], names: Sequence[str], ndim: int,
                     spacing: np.ndarray | None) -> dict[str, np.ndarray]:
     """The ``regionprops_table`` columns of the moment ``names`` of the merged sums."""
     scale = np.ones(ndim) if spacing is None else np.asarray(spacing, np.float64)
