@@ -127,10 +127,11 @@ def child(what: str, kind: str, *args: str) -> None:
 
     import chunkflow.graph  # noqa: F401
 
-    try:
-        import cc3d  # noqa: F401
-    except ImportError:
-        pass
+    for optional in ("cc3d", "distributed"):  # dask's compute imports distributed if there
+        try:
+            __import__(optional)
+        except ImportError:
+            pass
     baseline = _resident()
     if what == "label":
         result = _label_child(kind, args[0], args[1], float(args[2]))
@@ -180,7 +181,7 @@ def bench_label(folder: Path, shape: tuple[int, ...], chunks: tuple[int, ...],
 
 
 def bench_props(folder: Path, shape: tuple[int, ...], chunks: tuple[int, ...],
-                repeat: int) -> None:
+                repeat: int, properties: tuple[str, ...] = PROPERTIES) -> None:
     import chunkflow
 
     name = "x".join(map(str, shape))
@@ -192,7 +193,7 @@ def bench_props(folder: Path, shape: tuple[int, ...], chunks: tuple[int, ...],
         chunkflow.label(chunkflow.to_dask(z) > threshold, str(labels))
     print(f"regionprops of the labels of {name} (4-connected), one property at a time: "
           "chunkflow.measure from the store on threads, the peers in memory", flush=True)
-    for prop in PROPERTIES:
+    for prop in properties:
         results = {kind: _runs(repeat, "measure", kind, str(labels), prop) for kind in MEASURERS}
         print(f"  {prop}")
         for kind, runs in results.items():

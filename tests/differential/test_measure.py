@@ -415,6 +415,21 @@ def test_moment_properties_equal_skimage(case: MeasureCase) -> None:
 
 
 @budget(15)
+@given(case=measure_cases(names=["label", "perimeter", "Perimeter", "area"], min_dims=2,
+                          max_dims=2, max_side=12))
+# Objects across blocks of 2 (codes depend on labels 2 away), negative labels beside
+# them (background), spacing (isotropic: one pass; anisotropic: refused, as skimage).
+@example(case=_case(np.array([[1, 1, 1, 0, 2], [1, -4, 1, 2, 2], [1, 1, 1, 0, 2],
+                              [0, 3, 0, 0, 0]], np.int16), ["label", "perimeter"], (2, 2),
+                    blocks=(1, 1), spacing=1.5))
+@example(case=_case(np.ones((5, 4), np.uint8), ["perimeter"], (1, 1), spacing=(1, 2)))
+def test_perimeter_equals_skimage_bit_for_bit(case: MeasureCase) -> None:
+    """2-D perimeters from counts of border codes merged across blocks: skimage's
+    values exactly (compare() compares every non-ONE_PASS float column exactly)."""
+    check(case)
+
+
+@budget(15)
 @given(case=measure_cases(names=ONE_PASS_NAMES, min_dims=2, max_dims=3))
 @example(case=_case(np.array([[0, 0, 1], [1, 0, 0]], np.int8), ["centroid_weighted"], (1, 1),
                     intensity=np.array([[1.043e+04, 4.42e+03, 6.71e+02],

@@ -46,6 +46,7 @@ from chunkflow.graph.labels.crops import (
 )
 from chunkflow.graph.labels.geometry import BlockGrid
 from chunkflow.graph.labels.labelling import open_source
+from chunkflow.graph.labels.perimeter import HALO, with_halo
 from chunkflow.graph.labels.plan import Source, plan_blocks
 from chunkflow.graph.labels.properties import (
     PropertyRequest,
@@ -84,7 +85,13 @@ def _partial(grid: BlockGrid, labels: Source, intensity: Source | None, stats: s
              index: tuple[int, ...]) -> dict[str, np.ndarray]:
     region = grid.region(index)
     image = intensity.read(region) if intensity is not None else None
-    return block_table(labels.read(region), image, [s.start for s in region], stats)
+    if "codes" not in stats:
+        return block_table(labels.read(region), image, [s.start for s in region], stats)
+    # The perimeter's codes: the block read with its halo (0 beyond the image).
+    window, pad = with_halo(region, grid.shape)
+    padded = np.pad(labels.read(window), pad)
+    inner = tuple(slice(HALO, HALO + r.stop - r.start) for r in region)
+    return block_table(padded[inner], image, [s.start for s in region], stats, padded)
 
 
 def _merge(*tables: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -154,6 +161,8 @@ def measure(
         (integer sums; the intensity's variance merged as Chan et al.), and so do
         ``inertia_tensor``, ``inertia_tensor_eigvals``, ``axis_major_length`` and
         ``axis_minor_length`` (2-D and 3-D), ``eccentricity`` and ``orientation`` (2-D),
+        and ``perimeter`` (2-D, isotropic spacing; equal to scikit-image's bit for bit,
+        from counts of border codes read with a halo of 2),
         from exact integer sums of coordinates and their products (see
         :mod:`chunkflow.graph.labels.moments`: the central moments are rounded once,
         so they may differ from scikit-image's in the last bits). Any other name
@@ -189,21 +198,26 @@ def measure(
     source = open_source(labels, storage_options, "measure", check=check_label_dtype)
     image = None if intensity is None else open_intensity(intensity, source, storage_options)
     scale = normalize_spacing(spacing, source.ndim)
-    request = parse_properties(list(properties), image is not None, partial_names(source.ndim))
+    request = parse_properties(list(properties), image is not None,
+                               partial_names(source.ndim, scale))
     partial, whole, functions = request.partial, request.whole, request.functions
     if not compute and (whole or functions):
         later = whole + [getattr(f, "__name__", repr(f)) for f in functions]
         raise InvalidArgumentError(
             f"measure: compute=False with properties {later}, which a second pass measures "
             "on crops planned from the first pass's result; pass compute=True, or only "
-            f"the one-pass properties ({', '.join(sorted(partial_names(source.ndim)))})")
+            f"the one-pass properties ({', '.join(sorted(partial_names(source.ndim, scale)))})")
     stats = needed_stats(partial + (["bbox"] if whole or functions else []), image is not None)
     reads = [(source.dtype.itemsize, source.chunks)]
     if image is not None:
         reads.append((image.dtype.itemsize, image.chunks))
     # The blocks as read, each voxel's index among the block's labels, and two float64
-    # temporaries (the weights of one bincount).
+    # temporaries (the weights of one bincount); for the second moments, the voxels'
+    # float64 coordinates; for the perimeter, the labels with their halo and a few
+    # byte masks (border, codes).
     per_voxel = sum(itemsize for itemsize, _ in reads) + 8 + 16
+    per_voxel += (8 * source.ndim if "inertia" in stats else 0) + \
+        (source.dtype.itemsize + 6 if "codes" in stats else 0)
     block = plan_blocks(_template(source), per_voxel, reads, blocks, max_memory, scheduler,
                         what="measure", voxels=MEASURE_BLOCK_VOXELS)
     grid = BlockGrid(source.shape, tuple(max(1, b) for b in block))

@@ -38,6 +38,7 @@ from chunkflow.graph.labels.moments import (
     merge_sums,
     moment_names,
 )
+from chunkflow.graph.labels.perimeter import code_counts, perimeters
 
 __all__ = ["PARTIAL_PROPERTIES", "block_table", "columns", "compact_labels", "empty_like_columns",
            "label_column", "merge_tables", "needed_stats", "partial_names", "slots_of"]
@@ -58,15 +59,21 @@ PARTIAL_PROPERTIES: dict[str, set[str]] = {
     # Second-order moments (chunkflow.graph.labels.moments), in the image dimensions
     # scikit-image computes them in (partial_names).
     **{name: {"inertia"} for name in MOMENT_PROPERTIES},
+    # From counts of border codes (chunkflow.graph.labels.perimeter): 2-D, isotropic.
+    "perimeter": {"codes"},
 }
 _INTENSITY = {"weighted", "sum", "min", "max", "moments"}
 Table = dict[str, np.ndarray]
 
 
-def partial_names(ndim: int) -> list[str]:
-    """The properties computed in the one pass for an image of ``ndim`` dimensions."""
-    moments = set(moment_names(ndim))
-    return [name for name in PARTIAL_PROPERTIES if name not in MOMENT_PROPERTIES or name in moments]
+def partial_names(ndim: int, spacing: np.ndarray | None = None) -> list[str]:
+    """The properties computed in the one pass for an image of ``ndim`` dimensions
+    and this ``spacing``; scikit-image refuses the others there (its crops raise as it
+    does)."""
+    skip = set(MOMENT_PROPERTIES) - set(moment_names(ndim))
+    if ndim != 2 or (spacing is not None and len(np.unique(spacing)) != 1):
+        skip.add("perimeter")
+    return [name for name in PARTIAL_PROPERTIES if name not in skip]
 
 
 def needed_stats(properties: Iterable[str], has_intensity: bool) -> set[str]:
@@ -176,8 +183,9 @@ def slots_of(labels: np.ndarray, what: str = "measure") -> tuple[np.ndarray, np.
 
 
 def block_table(labels: np.ndarray, intensity: np.ndarray | None, start: Sequence[int],
-                stats: set[str]) -> Table:
-    """The partial table of one block (``start``: its corner in the array)."""
+                stats: set[str], padded: np.ndarray | None = None) -> Table:
+    """The partial table of one block (``start``: its corner in the array; ``padded``:
+    its labels with the perimeter's halo, for ``codes``)."""
     present, flat, chosen = slots_of(labels)
     k = len(present)
     size = int(flat.max()) + 1 if flat.size else 1
@@ -203,6 +211,9 @@ def block_table(labels: np.ndarray, intensity: np.ndarray | None, start: Sequenc
             axis=-1).round().astype(np.int64).reshape(k, labels.ndim)
     if "inertia" in stats:
         table.update(block_sums(flat, labels.shape, chosen, size, start))
+    if "codes" in stats:
+        assert padded is not None, "the perimeter's codes need the block's halo"
+        table["codes"] = code_counts(padded, flat, chosen, size)
     if intensity is None:
         return table
     values = intensity.reshape(-1).astype(np.float64, copy=False)
@@ -237,7 +248,7 @@ def merge_tables(tables: Sequence[Table]) -> Table:
     if len(labels) == len(joined["label"]):
         return joined
     merged: Table = {"label": labels}
-    for name in ("count", "coords", "sum", "weighted"):
+    for name in ("count", "coords", "sum", "weighted", "codes"):
         if name in joined:
             merged[name] = np.add.reduceat(joined[name], starts, axis=0)
     for name, ufunc in (("bbox_min", np.minimum), ("min", np.minimum),
@@ -308,6 +319,8 @@ def columns(table: Mapping[str, np.ndarray], properties: Sequence[str], ndim: in
             found["intensity_max"] = table["max"].astype(np.float64)
         elif name == "intensity_std":
             found["intensity_std"] = np.sqrt(table["m2"] / count)
+        elif name == "perimeter":
+            found["perimeter"] = perimeters(table["codes"], spacing)
         elif name in MOMENT_PROPERTIES:
             found.update(inertia_columns(table, [name], ndim, spacing))
     return found
@@ -322,5 +335,6 @@ def empty_like_columns(properties: Sequence[str], ndim: int) -> Table:
                     "weighted": np.zeros((0, ndim)), "min": np.zeros(0), "max": np.zeros(0),
                     "mean": np.zeros(0), "m2": np.zeros(0), "origin": np.zeros((0, ndim), np.int64),
                     "s1": np.zeros((0, ndim), np.int64),
-                    "s2": np.zeros((0, ndim * (ndim + 1) // 2), np.int64)}
+                    "s2": np.zeros((0, ndim * (ndim + 1) // 2), np.int64),
+                    "codes": np.zeros((0, 50), np.int64)}
     return columns(empty, properties, ndim)
