@@ -26,8 +26,11 @@ Examples
 >>> part["s1"].tolist(), part["s2"].tolist()
 ([[1, 4]], [[1, 1, 6]])
 >>> table = {"count": np.array([4]), **part}
->>> inertia_columns(table, ["inertia_tensor"], 2, None)["inertia_tensor-0-1"].tolist()
-[0.0625]
+>>> found = inertia_columns(table, ["inertia_tensor", "eccentricity"], 2, None)
+>>> from skimage.measure import regionprops_table
+>>> expected = regionprops_table(labels, properties=["inertia_tensor", "eccentricity"])
+>>> all(np.allclose(found[k], expected[k], rtol=1e-12, atol=1e-15) for k in expected)
+True
 """
 
 from __future__ import annotations
