@@ -122,7 +122,7 @@ def check(case: Case, store: Any = None, out: Any = None) -> None:
     np.testing.assert_array_equal(labels[...], expected)
 
 
-@budget(150)
+@budget(75)  # per labeller: 150 in all
 @given(case=cases())
 # The named cases of issue 34: a big-endian v2 array, and a numpy array, refused before.
 @example(case=Case(np.array([[1, 0, 1], [0, 1, 1]], ">i4"), (1, 2), zarr_format=2))
@@ -158,7 +158,7 @@ def cc3d_cases(draw: st.DrawFn) -> Case:
                 scheduler=draw(cst.schedulers(processes=False)))
 
 
-@budget(20)
+@budget(10)
 @given(case=cc3d_cases())
 @example(case=Case(np.array([[0, 0, 1, 1, 1], [0, 0, 1, 1, 1], [0, 0, 1, 0, 1],
                              [0, 1, 1, 1, 1]], bool), (4, 5), structure=np.ones((3, 3)).tolist(),
