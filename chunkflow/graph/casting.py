@@ -165,10 +165,9 @@ def _cast_same_value(block: np.ndarray, out: np.dtype) -> np.ndarray | None:
             return None
         values = block.real
     if out.kind in "iu" and NUMPY_SAME_VALUE:
-        try:  # numpy checks range, fraction, NaN and inf in the cast's own pass
-            return values.astype(out, casting="same_value")  # type: ignore[call-overload]  # numpy >= 2.4
-        except ValueError:
-            pass  # this module's rules decide (and find the value to name)
+        checked = _numpy_same_value(values, out)
+        if checked is not None:
+            return checked
     if out.kind in "fc":  # only a finite value becoming infinite changes
         with np.errstate(over="ignore", invalid="ignore"):
             result = values.astype(out)
@@ -178,6 +177,22 @@ def _cast_same_value(block: np.ndarray, out: np.dtype) -> np.ndarray | None:
     if changed_values(values, out).any():  # integers and bool
         return None
     return values.astype(out)
+
+
+def _numpy_same_value(values: np.ndarray, out: np.dtype) -> np.ndarray | None:
+    """numpy's own checked cast into integers: range, fraction, NaN and inf in the
+    cast's one pass; ``None`` when numpy refuses (this module's rules then decide and
+    find the value to name)."""
+    # numpy 2.4 checks nothing when either side is not in native byte order
+    # ([0.5] into '>i2' gives 0): cast between native dtypes, swap bytes after.
+    native = out.newbyteorder("=")
+    if not values.dtype.isnative:
+        values = values.astype(values.dtype.newbyteorder("="))
+    try:
+        result = values.astype(native, casting="same_value")  # type: ignore[call-overload]  # numpy >= 2.4
+    except ValueError:
+        return None
+    return result if native == out else result.astype(out)
 
 
 def changed_values(values: np.ndarray, out: np.dtype) -> np.ndarray:
