@@ -47,8 +47,8 @@ import numpy as np
 
 from chunkflow.errors import CastingError, UsageError
 
-__all__ = ["CASTINGS", "DEFAULT_CASTING", "NUMPY_SAME_VALUE", "cast_block", "changed_values",
-           "check_cast", "check_casting"]
+__all__ = ["CASTINGS", "DEFAULT_CASTING", "NUMPY_SAME_VALUE", "UNSAFE_HINT", "cast_block",
+           "changed_values", "check_cast", "check_casting"]
 
 #: The casting rules, strictest first: numpy's, with ``"same_value"`` (the default).
 CASTINGS = ("no", "equiv", "safe", "same_kind", "same_value", "unsafe")
@@ -57,6 +57,10 @@ CASTINGS = ("no", "equiv", "safe", "same_kind", "same_value", "unsafe")
 DEFAULT_CASTING = "same_value"
 
 _NUMBERS = "biufc"
+
+#: The end of a refusal of values: how to cast anyway (the command line says it its way).
+UNSAFE_HINT = ("Pass casting='unsafe' to cast anyway (numpy's astype), or write to a dtype "
+               "that holds the values")
 
 
 def _has_numpy_same_value() -> bool:
@@ -280,5 +284,4 @@ def _refusal(block: np.ndarray, out: np.dtype, where: str,
     return CastingError(
         f"{where}: the value {value!r} at {position} changes when cast to the output's dtype "
         f"{out} ({_reason(value, out)}); {count} of {block.size} values of this block change. "
-        "Pass casting='unsafe' to cast anyway (numpy's astype), or write to a dtype that "
-        "holds the values")
+        + UNSAFE_HINT)
