@@ -30,9 +30,10 @@ Examples
 >>> cast_block(np.array([1.0, 255.0]), np.dtype("u1"), "same_value", "block (0,)")
 array([  1, 255], dtype=uint8)
 >>> cast_block(np.array([1.0, 300.0]), np.dtype("u1"), "same_value", "block (0,)", (4,))
+... # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-chunkflow.errors.CastingError: block (0,): the value 300.0 at (5,) changes when cast to the output's dtype uint8 (out of its range 0..255); 1 of 2 values of this block change. Pass casting='unsafe' to cast anyway (numpy's astype), or write to a dtype that holds the values
+chunkflow.errors.CastingError: block (0,): the value 300.0 at (5,) changes when cast ... uint8 (out of its range 0..255); ...
 >>> check_cast(np.dtype("f8"), np.dtype("u1"), "same_kind", "block (0,)")  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
@@ -65,7 +66,7 @@ UNSAFE_HINT = ("Pass casting='unsafe' to cast anyway (numpy's astype), or write 
 
 def _has_numpy_same_value() -> bool:
     try:
-        np.zeros(1).astype("u1", casting="same_value")  # type: ignore[call-overload]  # numpy >= 2.4
+        np.zeros(1).astype("u1", casting="same_value")
     except (TypeError, ValueError):
         return False
     return True
@@ -193,7 +194,7 @@ def _numpy_same_value(values: np.ndarray, out: np.dtype) -> np.ndarray | None:
     if not values.dtype.isnative:
         values = values.astype(values.dtype.newbyteorder("="))
     try:
-        result = values.astype(native, casting="same_value")  # type: ignore[call-overload]  # numpy >= 2.4
+        result = values.astype(native, casting="same_value")
     except ValueError:
         return None
     return result if native == out else result.astype(out)

@@ -96,7 +96,7 @@ def _numpy_cast(values: np.ndarray, target: np.dtype, casting: str
 
 def _numpy_same_value() -> bool:
     try:
-        np.zeros(1).astype("u1", casting="same_value")  # type: ignore[call-overload]
+        np.zeros(1).astype("u1", casting="same_value")
     except (TypeError, ValueError):
         return False
     return True
@@ -120,7 +120,7 @@ def _changes_a_value(values: np.ndarray, target: np.dtype) -> bool:
             # numpy 2.4 checks nothing when a side is not in native byte order.
             native = values.astype(values.dtype.newbyteorder("="))
             try:
-                native.astype(target.newbyteorder("="), casting="same_value")  # type: ignore[call-overload]
+                native.astype(target.newbyteorder("="), casting="same_value")
             except ValueError:
                 return True
             return False

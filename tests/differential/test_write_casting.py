@@ -22,9 +22,9 @@ from scipy import ndimage
 
 import chunkflow
 from chunkflow.errors import CastingError
+from chunkflow.graph import casting as casting_module
 from chunkflow.testing import strategies as cst
 from tests.differential.conftest import budget
-from chunkflow.graph import casting as casting_module
 from tests.differential.test_casting import Case as Case2
 from tests.differential.test_casting import _changes_a_value, casting_cases
 from tests.differential.test_casting import _check as _check_cast

@@ -4,7 +4,6 @@ written with a halo (issue 26, point 2)."""
 from __future__ import annotations
 
 import re
-
 from pathlib import Path
 
 import numpy as np
