@@ -130,6 +130,17 @@ def test_float_gaussian_stored_into_another_dtype(case: Case) -> None:
 @example((np.array([2**63, 1], "u8"), np.dtype("i8"), "same_value", (1,)), False)
 @example((np.array([-(2.0**63), 2.0**63], "f4"), np.dtype("i8"), "same_value", (1,)), False)
 @example((np.array([np.inf, 1.0], "f2"), np.dtype("u8"), "same_value", (1,)), False)
+# Each integer bound, just inside and just outside, without numpy's check.
+@example((np.array([255.0, 256.0]), np.dtype("u1"), "same_value", (1,)), False)
+@example((np.array([-128.0, -129.0], "f4"), np.dtype("i1"), "same_value", (1,)), False)
+@example((np.array([127.0, 128.0], "f2"), np.dtype("i1"), "same_value", (1,)), False)
+@example((np.array([-0.0, -1.0]), np.dtype(">u4"), "same_value", (1,)), False)
+@example((np.array([32767, 32768], "u2"), np.dtype("i2"), "same_value", (1,)), False)
+@example((np.array([0, -1], "i4"), np.dtype("u8"), "same_value", (1,)), False)
+# Into bool: 0 and 1 only (no negative, no NaN, no 2).
+@example((np.array([0, -1], "i1"), np.dtype("?"), "same_value", (1,)), True)
+@example((np.array([0.0, np.nan]), np.dtype("?"), "same_value", (1,)), True)
+@example((np.array([1 + 0j, 1j]), np.dtype("?"), "same_value", (1,)), True)
 def test_the_check_with_and_without_numpys_own(case: Case2, numpys: bool) -> None:
     """The value check on one block, with numpy's ``same_value`` cast (numpy >= 2.4) or
     without it (the vectorized check older numpy versions use)."""
