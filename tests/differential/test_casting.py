@@ -62,7 +62,7 @@ def casting_cases(draw: st.DrawFn, dtypes: st.SearchStrategy[np.dtype] = DTYPES)
             warnings.simplefilter("ignore")
             try:
                 values = held.astype(source)
-            except (TypeError, ValueError):  # a string that is no number
+            except (TypeError, ValueError, RuntimeError, OverflowError):  # no such value there
                 values = held
     # The writers' default and "unsafe" most often: they are the rules that cast.
     casting = draw(st.sampled_from([*CASTINGS, "same_value", "same_value", "unsafe"]))
