@@ -32,7 +32,7 @@ from typing import Any
 import dask.array as da
 import numpy as np
 import pytest
-from hypothesis import example, given
+from hypothesis import event, example, given
 from hypothesis import strategies as st
 
 import chunkflow
@@ -147,6 +147,7 @@ def _defined(values: np.ndarray, target: np.dtype) -> np.ndarray:
 def _check(write: Callable[[], Any], values: np.ndarray, target: np.dtype, casting: str,
            read: Callable[[], Any] | None = None) -> None:
     expected = _numpy_cast(values, target, casting)
+    event(f"{casting}: {expected.__name__ if isinstance(expected, type) else 'written'}")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if isinstance(expected, type):
