@@ -241,8 +241,11 @@ class DtypeMismatchError(ChunkflowError, TypeError, ValueError):
 
 class CastingError(DtypeMismatchError):
     """A job's result cannot be cast to its output's dtype under the job's ``casting=``
-    rule (numpy's output rule, ``"same_kind"`` by default, as a ufunc's ``out=``): the
-    message names the block and both dtypes."""
+    rule: by default (``"same_value"``) a cast that would change a value (an integer
+    out of range, a fraction or NaN into integers, an overflow to inf); with numpy's
+    rules (``"same_kind"``...) a pair of dtypes ``np.can_cast`` refuses. The message
+    names the output, the block, the first value that changes and where it lies, the
+    output's dtype, and ``casting="unsafe"`` (which casts anyway)."""
 
 
 class LockTimeoutError(ChunkflowError, TimeoutError):
