@@ -1,6 +1,7 @@
-"""Properties that need the whole object (``perimeter``, ``eccentricity``,
-``solidity``, ``coords``, a callable...), computed by ``skimage.measure.regionprops_table``
-on each object's bounding-box crop.
+"""Properties that need the whole object (``solidity``, ``moments``, ``coords``,
+``feret_diameter_max``, a callable...; 3-D perimeters and the like, which scikit-image
+refuses, so that the refusal is its own), computed by
+``skimage.measure.regionprops_table`` on each object's bounding-box crop.
 
 Once the first pass has found every object's bounding box, each object is assigned to
 the block holding its first corner. A block task reads its block once for the objects

@@ -166,7 +166,7 @@ def measure(
         from exact integer sums of coordinates and their products (see
         :mod:`chunkflow.graph.labels.moments`: the central moments are rounded once,
         so they may differ from scikit-image's in the last bits). Any other name
-        (``perimeter``, ``eccentricity``, ``coords``, ``slice``...) and any callable
+        (``solidity``, ``moments``, ``coords``, ``slice``...) and any callable
         (``f(region_mask)`` or ``f(region_mask, intensity_crop)``, a column named by
         the function, as skimage's ``extra_properties``) are computed from each
         object's bounding-box crop in a second pass, by scikit-image (which measures

@@ -79,8 +79,9 @@ def test_compute_false_defers_the_one_pass_table_and_refuses_the_crops() -> None
     assert list(table) == list(expected)
     for name, column in expected.items():
         np.testing.assert_allclose(table[name], column, rtol=1e-10, err_msg=name)
-    with pytest.raises(ValueError, match=r"compute=False with properties \['perimeter'\]"):
-        chunkflow.measure(z, properties=["label", "perimeter"], compute=False)
+    # perimeter, eccentricity... come from the one pass now; solidity from crops.
+    with pytest.raises(ValueError, match=r"compute=False with properties \['solidity'\]"):
+        chunkflow.measure(z, properties=["label", "perimeter", "solidity"], compute=False)
 
 
 def test_whole_object_properties_from_crops() -> None:
@@ -111,7 +112,7 @@ def test_a_crop_too_large_is_named_before_any_crop_is_read() -> None:
     labels[0, 63] = 9
     z = chunkflow.array(labels, chunks=(16, 16))
     with pytest.raises(MemoryPlanError, match=r"crops of 1 objects.*5 \(bounding box \(58, 58\)"):
-        chunkflow.measure(z, properties=["label", "perimeter"], max_memory="60 KiB")
+        chunkflow.measure(z, properties=["label", "solidity"], max_memory="60 KiB")
 
 
 def test_empty_and_all_background() -> None:
