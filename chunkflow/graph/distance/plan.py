@@ -73,6 +73,8 @@ class PassPlan:
     def regions(self, axis: int) -> Iterator[tuple[slice, ...]]:
         """The regions of the blocks of the pass along ``axis``, in C order."""
         block = self.blocks[axis]
+        if 0 in self.shape:
+            return
         starts = [range(0, n, b) for n, b in zip(self.shape, block)]
         for corner in product(*starts):
             yield tuple(slice(s, min(s + b, n)) for s, b, n in zip(corner, block, self.shape))
@@ -150,6 +152,8 @@ def plan_passes(shape: tuple[int, ...], chunks: tuple[int, ...], itemsize: int,
         limit, note = byte_count(f"{what}: max_memory", max_memory), ""
     ndim = len(shape)
     chunks = tuple(max(1, min(c, n)) for c, n in zip(chunks, shape))
+    if 0 in shape:  # nothing to compute: no blocks
+        return PassPlan(shape, chunks, (chunks,) * ndim, (0,) * ndim)
     lines = [_need(_block(shape, (1,) * ndim, axis, [1] * ndim), axis, ndim, itemsize,
                    (1,) * ndim) for axis in range(ndim)]
     budget = f"max_memory {format_bytes(limit)}{f' ({note})' if note else ''}"

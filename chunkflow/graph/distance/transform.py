@@ -176,13 +176,25 @@ def _create(where: Group, name: str, shape: tuple[int, ...], chunks: tuple[int, 
                         overwrite=True, cache=False)
 
 
-def _run_pass(job: PassJob, plan: PassPlan, scheduler: SchedulerLike,
-              progress: ProgressArg) -> None:
-    shared = dask.delayed(job, traverse=False)
-    tasks = [dask.delayed(lambda j, r: j(r), pure=True,
-                          name=f"chunkflow-edt-{job.axis}-{n}")(shared, region)
-             for n, region in enumerate(plan.regions(job.axis))]
-    run(*tasks, scheduler=scheduler, progress=progress)
+def _pass_tasks(job: PassJob, plan: PassPlan, after: Any) -> Any:
+    """The tasks of one pass (run once ``after`` has run), joined in one that waits
+    for them all."""
+    shared = dask.delayed(job, traverse=False, name=f"chunkflow-job-edt-{job.axis}-{id(job)}")
+    tasks = [dask.delayed(_run_block, pure=False)(shared, region, after)
+             for region in plan.regions(job.axis)]
+    return dask.delayed(_joined, pure=False)(*tasks)
+
+
+def _run_block(job: PassJob, region: tuple[slice, ...], after: Any) -> None:
+    job(region)
+
+
+def _joined(*done: Any) -> None:
+    return None
+
+
+def _removed(where: Group, name: str, after: Any) -> None:
+    del where[name]
 
 
 def distance_transform_edt(
@@ -305,11 +317,14 @@ def distance_transform_edt(
 def _transform(source: Source, plan: PassPlan, spacing: tuple[float, ...],
                made: dict[str, Array], middle: Group, scheduler: SchedulerLike,
                progress: ProgressArg) -> None:
-    """Run the passes, one after the other, each removing the features it read."""
+    """Run the passes in one graph, one after the other; the features a pass read are
+    removed once it has run."""
     shape, ndim = plan.shape, len(plan.shape)
     if 0 in shape:
         return
     previous: Array | None = None
+    done: Any = None
+    removals = []
     for axis in range(ndim):
         last = axis == ndim - 1
         features = None if last else _create(
@@ -319,10 +334,11 @@ def _transform(source: Source, plan: PassPlan, spacing: tuple[float, ...],
                       previous=previous, features=features,
                       distances=made.get("distances") if last else None,
                       indices=made.get("indices") if last else None)
-        _run_pass(job, plan, scheduler, progress)
+        done = _pass_tasks(job, plan, done)
         if previous is not None:
-            del middle[previous.basename]
+            removals.append(dask.delayed(_removed, pure=False)(middle, previous.basename, done))
         previous = features
+    run(done, *removals, scheduler=scheduler, progress=progress)
 
 
 def _returned(made: dict[str, Array], stored: bool, distances: np.ndarray | None,
