@@ -143,7 +143,8 @@ def unique_nearest(image: np.ndarray) -> np.ndarray:
 @example(case=Case(np.zeros((0, 3), bool), (1, 1)))
 # Negative, tiny and infinite spacings: scipy's envelope pops, underflows, NaNs.
 @example(case=Case(np.array([1, 0, 1, 1, 0, 1]), (2,), sampling=-1.5))
-@example(case=Case(np.eye(5) == 0, (2, 2), sampling=[1e-200, 1.0]))
+@example(case=Case(np.zeros(3, int), (1,), sampling=-1.5))  # scipy: indices [0, 0, 2]
+@example(case=Case(np.indices((6, 5)).sum(axis=0) % 3 != 0, (2, 2), sampling=[1e-200, 1.0]))
 @example(case=Case(np.eye(5) == 0, (2, 2), sampling=[1.0, float("inf")]))
 # A 3-4-5 tie with an anisotropic spacing; lines of chunks of 1 in 3-D.
 @example(case=Case(np.pad([[0]], ((0, 4), (0, 4)), constant_values=1) * np.pad(

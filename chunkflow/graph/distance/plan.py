@@ -13,10 +13,10 @@ float64 terms of the distance and its ``int32`` offsets. Blocks grow by whole ch
 Examples
 --------
 >>> plan = plan_passes((100, 80), (10, 10), 1, "16 MiB", "sync")
->>> plan.blocks
-((100, 80), (100, 80))
->>> plan_passes((100, 80), (100, 100), 1, "40 kiB", "sync").chunks
-(100, 2)
+>>> plan.blocks  # axis 0 whole, then axis 1 whole; at least two blocks per thread
+((100, 40), (80, 80))
+>>> plan_passes((100, 80), (100, 100), 1, "40 kiB", "sync").chunks  # made to fit
+(3, 5)
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def element_bytes(axis: int, ndim: int, itemsize: int) -> int:
     Examples
     --------
     >>> element_bytes(0, 1, 1), element_bytes(1, 2, 1), element_bytes(0, 2, 8)
-    (78, 93, 37)
+    (62, 105, 37)
     """
     if axis == 0:
         work = itemsize + 1 + 8 + 8 + 4 + 4 + 4  # values, mask, heights, weights, stack...

@@ -44,9 +44,10 @@ def later_terms(sampling: tuple[float, ...], axis: int) -> float:
     (0.0, nan)
     """
     total = np.float64(0.0)
-    for spacing in sampling[axis + 1:]:
-        term = np.float64(0.0) * np.float64(spacing)
-        total = total + term * term
+    with np.errstate(all="ignore"):  # 0 * inf: NaN, silently in scipy's C loops
+        for spacing in sampling[axis + 1:]:
+            term = np.float64(0.0) * np.float64(spacing)
+            total = total + term * term
     return float(total)
 
 
@@ -112,10 +113,11 @@ class PassJob:
         moved_shape = moved.shape[1:]
         has = moved[0] >= 0
         heights = np.zeros(moved_shape)
-        for other in range(axis):
-            t = (moved[other] - _coordinates(region, axis, other)).astype(np.float64)
-            t *= self.sampling[other]
-            heights += t * t  # 0.0 + x is x: scipy's wR starts at 0.0 too
+        with np.errstate(all="ignore"):  # as scipy's C loops: no warnings
+            for other in range(axis):
+                t = (moved[other] - _coordinates(region, axis, other)).astype(np.float64)
+                t *= self.sampling[other]
+                heights += t * t  # 0.0 + x is x: scipy's wR starts at 0.0 too
         length = moved_shape[0]
         owner = voronoi_pass(has.reshape(length, -1), heights.reshape(length, -1),
                              self.sampling[axis], later_terms(self.sampling, axis))

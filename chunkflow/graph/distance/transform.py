@@ -114,20 +114,25 @@ def _normalized_sampling(sampling: Any, ndim: int) -> tuple[float, ...]:
 
 def _open(input: Any, storage_options: Mapping[str, Any] | None) -> Source:
     """The input as a :class:`Source`; a 0-d input is the 1-d array of its value
-    (scipy's ``np.atleast_1d``)."""
-    if isinstance(input, (Array, str, os.PathLike, Store)) or (
+    (scipy's ``np.atleast_1d``). ``storage_options`` apply to a URL (and to ``out``)."""
+    if isinstance(input, (str, os.PathLike, Store)) or (
             isinstance(input, Mapping) and not isinstance(input, np.ndarray)):
         array = as_source_array(input, storage_options)
-        if array.ndim == 0:
-            input, storage_options = np.atleast_1d(np.asarray(array[()])), None
-    elif not isinstance(input, da.Array):
+        if array.ndim:
+            return open_source(array, None, WHAT, _check_dtype)
+        input = array
+    if isinstance(input, Array):
+        if input.ndim == 0:
+            input = np.atleast_1d(np.asarray(input[()]))
+    elif isinstance(input, da.Array):
+        if input.ndim == 0:
+            input = input.reshape(1)
+    else:
         values = np.asarray(input)
         if values.dtype.kind == "O":
             raise ArgumentTypeError(f"{WHAT}: the input holds Python objects; pass numbers")
         input = np.atleast_1d(values)
-    elif input.ndim == 0:
-        input = input.reshape(1)
-    return open_source(input, storage_options, WHAT, _check_dtype)
+    return open_source(input, None, WHAT, _check_dtype)
 
 
 def _refuse_existing(out: Any, storage_options: Mapping[str, Any] | None) -> None:

@@ -49,7 +49,7 @@ def squares_increase(spacing: float, length: int) -> bool:
     Examples
     --------
     >>> squares_increase(0.5, 10), squares_increase(1e-200, 3), squares_increase(-2.0, 3)
-    (True, False, True)
+    (True, False, False)
     """
     if not spacing > 0:
         return False
@@ -87,7 +87,7 @@ def _envelope(has: np.ndarray, heights: np.ndarray, spacing: np.float64,
     top = np.full(width, -1, np.int64)
     weights = heights + tail  # scipy's wR, uR and vR: the terms of every other axis
     every = np.arange(width)
-    full = has.all(axis=1)
+    full = np.all(has, axis=1).tolist()
     for ii in range(length):
         lines = every if full[ii] else np.flatnonzero(has[ii])
         if not lines.size:
@@ -125,7 +125,13 @@ def voronoi_pass(has: np.ndarray, heights: np.ndarray, spacing: float,
     distance (in the axes before this one) to it, ``spacing`` this axis's sampling and
     ``tail`` the later axes' terms (see the module notes).
     """
-    spacing_, tail_ = np.float64(spacing), np.float64(tail)
+    with np.errstate(all="ignore"):  # scipy's C loops raise no floating-point warnings
+        return _walk(has, heights, np.float64(spacing), np.float64(tail))
+
+
+def _walk(has: np.ndarray, heights: np.ndarray, spacing_: np.float64,
+          tail_: np.float64) -> np.ndarray:
+    """Each element's place on its line's envelope (see :func:`voronoi_pass`)."""
     stack, top = _envelope(has, heights, spacing_, tail_)
     length, width = has.shape
     owner = np.full((length, width), -1, np.int32)
