@@ -18,6 +18,7 @@ from chunkflow.errors import (
     DistanceTransformError,
     InvalidArgumentError,
     MemoryPlanError,
+    OutputIsSourceError,
     UnsupportedOperationError,
 )
 from chunkflow.graph.distance import distance_transform_edt
@@ -118,3 +119,11 @@ def test_refuses_inputs_without_numbers() -> None:
 def test_a_zero_dimensional_array_is_its_one_value() -> None:
     z = chunkflow.array(np.array(0.0))
     np.testing.assert_array_equal(distance_transform_edt(z), ndimage.distance_transform_edt(0.0))
+
+
+def test_refuses_to_replace_the_group_that_holds_its_input(tmp_path: os.PathLike) -> None:
+    root = os.path.join(tmp_path, "data.zarr")
+    chunkflow.array(IMAGE, chunks=(8, 8), store=root, path="image")
+    with pytest.raises(OutputIsSourceError):
+        distance_transform_edt(chunkflow.open(root, path="image"), out=root, overwrite=True)
+    np.testing.assert_array_equal(chunkflow.open(root, path="image")[...], IMAGE)

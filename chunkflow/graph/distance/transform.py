@@ -45,12 +45,12 @@ from chunkflow.errors import (
 )
 from chunkflow.graph.distance.plan import PassPlan, plan_passes
 from chunkflow.graph.distance.tasks import PassJob
-from chunkflow.graph.labels.labelling import open_source
+from chunkflow.graph.labels.labelling import open_source, source_reads
 from chunkflow.graph.read import as_source_array
 from chunkflow.graph.rechunk.arrays import INTERMEDIATE_COMPRESSORS
 from chunkflow.graph.scheduler import active_client, scheduler_choice
 from chunkflow.graph.scheduler import compute as run
-from chunkflow.jobs import quiet_open
+from chunkflow.jobs import check_not_source, location_of, quiet_open
 from chunkflow.storage import MemoryStore, Store, output_location
 
 if TYPE_CHECKING:
@@ -146,7 +146,7 @@ def _refuse_existing(out: Any, storage_options: Mapping[str, Any] | None) -> Non
 
 
 def _output_group(out: Any, temp: Any, overwrite: bool, storage_options: Mapping[str, Any] | None,
-                  scheduler: SchedulerLike) -> tuple[Group, Group]:
+                  scheduler: SchedulerLike, reads: list[tuple[str, str]]) -> tuple[Group, Group]:
     """The group the results go to and the one the features between passes go to."""
     options = dict(storage_options or {}) or None
     if out is None:
@@ -163,6 +163,8 @@ def _output_group(out: Any, temp: Any, overwrite: bool, storage_options: Mapping
         raise ArgumentTypeError(f"{WHAT}: out must be a path, a URL or a store (a group for "
                                 f"'distances' and 'indices'), got {type(out).__name__}")
     check_location(out, what=WHAT, array=False, storage_options=options)
+    # The group is created anew: a source inside it would be gone before it is read.
+    check_not_source(WHAT, location_of(out, storage_options), reads, creates=True)
     if not overwrite:
         _refuse_existing(out, storage_options)
     results = group(out, overwrite=overwrite, storage_options=options)
@@ -306,7 +308,8 @@ def distance_transform_edt(
                                    f"input has {ndim} axes")
     plan = plan_passes(shape, tuple(int(c) for c in unit), source.dtype.itemsize, max_memory,
                        scheduler, fixed=chunks is not None)
-    results, middle = _output_group(out, temp, overwrite, storage_options, scheduler)
+    results, middle = _output_group(out, temp, overwrite, storage_options, scheduler,
+                                    source_reads(source))
     made = {}
     if return_distances:
         made["distances"] = _create(results, "distances", shape, plan.chunks, "f8",
