@@ -295,6 +295,9 @@ def distance_transform_edt(
     shape = tuple(int(n) for n in source.shape)
     ndim = len(shape)
     spacing = _normalized_sampling(sampling, ndim)
+    if max(shape) > np.iinfo(np.int32).max:
+        raise InvalidArgumentError(f"{WHAT}: an axis of {max(shape)} elements; the indices are "
+                                   "int32, as scipy's: at most 2**31 - 1 per axis")
     for name, given, want_shape, dtype in (("distances", distances, shape, np.float64),
                                            ("indices", indices, (ndim,) + shape, np.int32)):
         if given is not None and (given.shape != want_shape or given.dtype.type != dtype):

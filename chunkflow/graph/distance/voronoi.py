@@ -85,11 +85,12 @@ def _envelope(has: np.ndarray, heights: np.ndarray, spacing: np.float64,
 
     Arrays are indexed flat (``row * B + line``): one gather instead of numpy's slower
     two-index fancy indexing."""
-    length, width = has.shape
-    stack = np.zeros(length * width, np.int32)
-    top = np.full(width, -1, np.int64)
+    length, lines_count = has.shape
+    width = np.int64(lines_count)  # int64 products: positions are int32, flat indices not
+    stack = np.zeros(length * lines_count, np.int32)
+    top = np.full(lines_count, -1, np.int64)
     weights = (heights + tail).ravel()  # scipy's wR, uR and vR: every other axis's terms
-    every = np.arange(width)
+    every = np.arange(lines_count)
     full = np.all(has, axis=1).tolist()
     for ii in range(length):
         lines = every if full[ii] else np.flatnonzero(has[ii])
@@ -116,7 +117,7 @@ def _envelope(has: np.ndarray, heights: np.ndarray, spacing: np.float64,
             top[candidates] -= 1
         top[lines] += 1
         stack[top[lines] * width + lines] = ii
-    return stack.reshape(length, width), top
+    return stack.reshape(length, lines_count), top
 
 
 def voronoi_pass(has: np.ndarray, heights: np.ndarray, spacing: float,
@@ -138,8 +139,9 @@ def _walk(has: np.ndarray, heights: np.ndarray, spacing_: np.float64,
     walk, whose pointer only moves forward, so a line whose pointer reached the top of
     its stack leaves the loop for good."""
     stack2, top = _envelope(has, heights, spacing_, tail_)
-    length, width = has.shape
-    owner = np.full((length, width), -1, np.int32)
+    length, lines_count = has.shape
+    width = np.int64(lines_count)  # int64 products: positions are int32, flat indices not
+    owner = np.full((length, lines_count), -1, np.int32)
     lines = np.flatnonzero(top >= 0)
     if not lines.size:
         return owner
