@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import uuid
 
+import dask.array as da
 import numpy as np
 import pytest
 from scipy import ndimage
@@ -16,10 +17,11 @@ from chunkflow.errors import (
     ArgumentTypeError,
     ContainsArrayError,
     DistanceTransformError,
+    IncompleteJobWarning,
     InvalidArgumentError,
+    JobMismatchError,
     MemoryPlanError,
     OutputIsSourceError,
-    UnsupportedOperationError,
 )
 from chunkflow.graph.distance import distance_transform_edt
 from chunkflow.graph.distance.plan import element_bytes, plan_passes
@@ -95,7 +97,8 @@ def test_default_chunks_shrink_to_fit_and_tasks_keep_the_plan() -> None:
 
 
 @pytest.mark.parametrize(("kwargs", "error", "match"), [
-    ({"resume": True}, UnsupportedOperationError, "resume"),
+    ({"resume": True}, InvalidArgumentError, "resume=True continues a job that writes to out="),
+    ({"resume": True, "overwrite": True, "out": "x.zarr"}, InvalidArgumentError, "one of them"),
     ({"out": 3}, ArgumentTypeError, "out must be"),
     ({"out": "x.zarr", "distances": np.zeros((23, 17))}, InvalidArgumentError, "distances="),
     ({"distances": [0.0]}, ArgumentTypeError, "numpy array"),
@@ -127,3 +130,41 @@ def test_refuses_to_replace_the_group_that_holds_its_input(tmp_path: os.PathLike
     with pytest.raises(OutputIsSourceError):
         distance_transform_edt(chunkflow.open(root, path="image"), out=root, overwrite=True)
     np.testing.assert_array_equal(chunkflow.open(root, path="image")[...], IMAGE)
+
+
+FAILING = {"on": False, "calls": 0}
+
+
+def _flaky(block: np.ndarray, block_info: dict | None = None) -> np.ndarray:
+    FAILING["calls"] += 1
+    if FAILING["on"] and block_info is not None and block_info[0]["array-location"][1][1] == 17:
+        raise OSError("a read failed")
+    return block
+
+
+def test_resume_finishes_an_interrupted_job_writing_only_what_is_missing(tmp_path: os.PathLike) -> None:
+    out = os.path.join(tmp_path, "edt.zarr")
+    lazy = da.from_array(IMAGE, chunks=(23, 4)).map_blocks(_flaky, dtype=bool)
+    FAILING.update(on=True, calls=0)
+    with pytest.raises(OSError, match="a read failed"):
+        distance_transform_edt(lazy, return_indices=True, out=out, chunks=(4, 4),
+                               scheduler="sync", job_name="edt")
+    first = FAILING["calls"]
+    with pytest.warns(IncompleteJobWarning):
+        chunkflow.open(out, path="distances", mode="r")
+    with pytest.raises(JobMismatchError):  # another job: another sampling
+        distance_transform_edt(lazy, 2.0, return_indices=True, out=out, chunks=(4, 4),
+                               scheduler="sync", job_name="edt", resume=True)
+    FAILING.update(on=False, calls=0)
+    dist, ind = distance_transform_edt(lazy, return_indices=True, out=out, chunks=(4, 4),
+                                       scheduler="sync", job_name="edt", resume=True)
+    # Pass 0 reads 5 blocks of (23, 4), one source block each: those the failed run
+    # recorded (all it read but the failing one) are not read again.
+    assert FAILING["calls"] == 5 - (first - 1)
+    want_d, want_i = expected()
+    np.testing.assert_array_equal(dist[...].view("u8"), want_d.view("u8"))
+    np.testing.assert_array_equal(ind[...], want_i)
+    assert sorted(chunkflow.open_group(out, mode="r").array_keys()) == ["distances", "indices"]
+    with pytest.raises(ContainsArrayError, match="finished"):
+        distance_transform_edt(lazy, return_indices=True, out=out, chunks=(4, 4),
+                               scheduler="sync", job_name="edt", resume=True)

@@ -13,8 +13,8 @@ float64 terms of the distance and its ``int32`` offsets. Blocks grow by whole ch
 Examples
 --------
 >>> plan = plan_passes((100, 80), (10, 10), 1, "16 MiB", "sync")
->>> plan.blocks  # axis 0 whole, then axis 1 whole; at least two blocks per thread
-((100, 40), (80, 80))
+>>> plan.blocks  # axis 0 whole, then axis 1 whole; at least four blocks where it can
+((100, 20), (20, 80))
 >>> plan_passes((100, 80), (100, 100), 1, "40 kiB", "sync").chunks  # made to fit
 (3, 5)
 """
@@ -32,7 +32,6 @@ from dask.utils import format_bytes
 from chunkflow.config import byte_count
 from chunkflow.errors import MemoryPlanError
 from chunkflow.graph.memory import default_max_memory
-from chunkflow.graph.scheduler import worker_threads
 
 if TYPE_CHECKING:
     from chunkflow.graph.scheduler import SchedulerLike
@@ -42,6 +41,8 @@ __all__ = ["DEFAULT_BLOCK_ELEMENTS", "PassPlan", "element_bytes", "plan_passes"]
 # Blocks grow toward this many elements: a pass loops in Python over the positions of
 # its axis, so wider blocks (more lines per numpy call) run faster, up to a point.
 DEFAULT_BLOCK_ELEMENTS = 1 << 22
+# Blocks stop growing before a pass would have fewer (work for a few threads).
+LEAST_BLOCKS = 4
 
 
 def element_bytes(axis: int, ndim: int, itemsize: int) -> int:
@@ -70,14 +71,18 @@ class PassPlan:
     blocks: tuple[tuple[int, ...], ...]
     memory: tuple[int, ...]
 
-    def regions(self, axis: int) -> Iterator[tuple[slice, ...]]:
-        """The regions of the blocks of the pass along ``axis``, in C order."""
+    def grid(self, axis: int) -> tuple[int, ...]:
+        """Blocks per axis of the pass along ``axis``."""
+        return tuple(-(-n // b) for n, b in zip(self.shape, self.blocks[axis]))
+
+    def regions(self, axis: int) -> Iterator[tuple[tuple[int, ...], tuple[slice, ...]]]:
+        """The blocks of the pass along ``axis`` (index, region), in C order."""
         block = self.blocks[axis]
         if 0 in self.shape:
             return
-        starts = [range(0, n, b) for n, b in zip(self.shape, block)]
-        for corner in product(*starts):
-            yield tuple(slice(s, min(s + b, n)) for s, b, n in zip(corner, block, self.shape))
+        for index in product(*[range(n) for n in self.grid(axis)]):
+            yield index, tuple(slice(i * b, min((i + 1) * b, n))
+                               for i, b, n in zip(index, block, self.shape))
 
 
 def _block(shape: tuple[int, ...], chunks: tuple[int, ...], axis: int,
@@ -168,7 +173,8 @@ def plan_passes(shape: tuple[int, ...], chunks: tuple[int, ...], itemsize: int,
         raise MemoryPlanError(
             f"{what}: a pass holds whole lines along each axis; with chunks {chunks} a "
             f"block needs more than {budget}; chunks={fitting} would fit")
-    least = 2 * worker_threads(scheduler)
+    # Not from the scheduler's threads: a resumed job plans the same blocks anywhere.
+    least = LEAST_BLOCKS
     blocks = tuple(_grow(shape, fitting, axis, itemsize, limit, least) for axis in range(ndim))
     memory = tuple(_need(b, axis, ndim, itemsize, fitting) for axis, b in enumerate(blocks))
     return PassPlan(shape, fitting, blocks, memory)

@@ -30,6 +30,7 @@ from chunkflow.graph.distance.voronoi import nearest_background, squares_increas
 if TYPE_CHECKING:
     from chunkflow.core.array import Array
     from chunkflow.graph.labels.plan import Source
+    from chunkflow.jobs import Job
 
 __all__ = ["PassJob", "distances_from", "later_terms"]
 
@@ -87,6 +88,7 @@ class PassJob:
     features: Array | None = None
     distances: Array | None = None
     indices: Array | None = None
+    jobs: tuple[Job | None, ...] = ()  # of features, or of indices and distances
 
     @property
     def last(self) -> bool:
@@ -132,15 +134,35 @@ class PassJob:
         found[0, none] = -1
         return np.moveaxis(found.reshape((axis + 1,) + moved_shape), 1, axis + 1)
 
-    def __call__(self, region: tuple[slice, ...]) -> None:
+    def _writes(self) -> list[tuple[Array, bool]]:
+        """The arrays a task writes: (array, whether it takes the distances)."""
+        if not self.last:
+            assert self.features is not None
+            return [(self.features, False)]
+        return [(array, distances) for array, distances in ((self.indices, False),
+                                                            (self.distances, True))
+                if array is not None]
+
+    def __call__(self, index: tuple[int, ...], region: tuple[slice, ...]) -> None:
+        """Compute block ``index`` (at ``region``) and write it, where a resumed job
+        has not; each array's job records it."""
+        writes = self._writes()
+        jobs = self.jobs or (None,) * len(writes)
+        todo = [(array, distances, job) for (array, distances), job in zip(writes, jobs)
+                if job is None or not job.is_done(index)]
+        if not todo:
+            return
         found = self._first(region) if self.axis == 0 else self._along(region)
-        with serial_io():  # dask supplies the parallelism
-            if not self.last:
-                assert self.features is not None
-                self.features.set_basic_selection((slice(None),) + region, found)
-                return
-            if self.indices is not None:
-                self.indices.set_basic_selection((slice(None),) + region, found)
-            if self.distances is not None:
-                self.distances.set_basic_selection(region,
-                                                   distances_from(found, region, self.sampling))
+        for array, distances, job in todo:
+            values = distances_from(found, region, self.sampling) if distances else found
+            where = region if distances else (slice(None),) + region
+
+            def write(array: Array = array, where: tuple[slice, ...] = where,
+                      values: np.ndarray = values) -> None:
+                with serial_io():  # dask supplies the parallelism
+                    array.set_basic_selection(where, values)
+
+            if job is None:
+                write()
+            else:
+                job.run(index, write, None, lambda: f"block {index} ({region})")

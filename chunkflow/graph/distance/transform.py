@@ -30,28 +30,18 @@ from typing import TYPE_CHECKING, Any
 import dask
 import dask.array as da
 import numpy as np
+from dask.base import tokenize
 
-from chunkflow.api.hierarchy import group, open_node
-from chunkflow.api.zarr3 import create_array
 from chunkflow.core.array import Array
-from chunkflow.core.group import Group
-from chunkflow.core.replacing import check_location
-from chunkflow.errors import (
-    ArgumentTypeError,
-    ContainsArrayError,
-    DistanceTransformError,
-    InvalidArgumentError,
-    UnsupportedOperationError,
-)
+from chunkflow.errors import ArgumentTypeError, DistanceTransformError, InvalidArgumentError
+from chunkflow.graph.distance.output import FEATURES, WHAT, Outputs
 from chunkflow.graph.distance.plan import PassPlan, plan_passes
 from chunkflow.graph.distance.tasks import PassJob
-from chunkflow.graph.labels.labelling import open_source, source_reads
+from chunkflow.graph.labels.labelling import job_sources, open_source, source_reads
 from chunkflow.graph.read import as_source_array
-from chunkflow.graph.rechunk.arrays import INTERMEDIATE_COMPRESSORS
-from chunkflow.graph.scheduler import active_client, scheduler_choice
 from chunkflow.graph.scheduler import compute as run
-from chunkflow.jobs import check_not_source, location_of, quiet_open
-from chunkflow.storage import MemoryStore, Store, output_location
+from chunkflow.jobs import source_parts
+from chunkflow.storage import Store, output_location
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -59,10 +49,10 @@ if TYPE_CHECKING:
     from chunkflow.graph.labels.plan import Source
     from chunkflow.graph.read import ArraySource
     from chunkflow.graph.scheduler import ProgressArg, SchedulerLike
+    from chunkflow.jobs import Job
 
 __all__ = ["distance_transform_edt"]
 
-WHAT = "distance_transform_edt"
 # A new output's chunks when the source has none to copy (a numpy array).
 DEFAULT_CHUNK = 256
 
@@ -135,73 +125,26 @@ def _open(input: Any, storage_options: Mapping[str, Any] | None) -> Source:
     return open_source(input, None, WHAT, _check_dtype)
 
 
-def _refuse_existing(out: Any, storage_options: Mapping[str, Any] | None) -> None:
-    try:
-        with quiet_open():
-            open_node(out, mode="r", storage_options=dict(storage_options or {}) or None)
-    except (FileNotFoundError, KeyError):
-        return
-    raise ContainsArrayError(f"{WHAT}: out {str(out)!r} holds an array or group already; pass "
-                             "overwrite=True to replace it")
-
-
-def _output_group(out: Any, temp: Any, overwrite: bool, storage_options: Mapping[str, Any] | None,
-                  scheduler: SchedulerLike, reads: list[tuple[str, str]]) -> tuple[Group, Group]:
-    """The group the results go to and the one the features between passes go to."""
-    options = dict(storage_options or {}) or None
-    if out is None:
-        if temp is None and (active_client(scheduler) is not None
-                             or scheduler_choice(scheduler)[0] in ("processes", "address")):
-            raise InvalidArgumentError(
-                f"{WHAT}: with out=None the arrays between passes are kept in this process's "
-                f"memory, which scheduler={scheduler!r} cannot reach; pass temp= (a folder or "
-                "URL for them) or out=")
-        results = group(MemoryStore(WHAT))
-        middle = group(temp, storage_options=options) if temp is not None else results
-        return results, middle
-    if not isinstance(out, (str, os.PathLike, Store)):
-        raise ArgumentTypeError(f"{WHAT}: out must be a path, a URL or a store (a group for "
-                                f"'distances' and 'indices'), got {type(out).__name__}")
-    check_location(out, what=WHAT, array=False, storage_options=options)
-    # The group is created anew: a source inside it would be gone before it is read.
-    check_not_source(WHAT, location_of(out, storage_options), reads, creates=True)
-    if not overwrite:
-        _refuse_existing(out, storage_options)
-    results = group(out, overwrite=overwrite, storage_options=options)
-    middle = group(temp, storage_options=options) if temp is not None else results
-    return results, middle
-
-
-def _create(where: Group, name: str, shape: tuple[int, ...], chunks: tuple[int, ...],
-            dtype: str, *, temporary: bool, zarr_format: int | None = None) -> Array:
-    if temporary:
-        return create_array(where.store, name=f"{where.path}/{name}".strip("/"), shape=shape,
-                            chunks=chunks, dtype=dtype, fill_value=0, zarr_format=3,
-                            compressors=INTERMEDIATE_COMPRESSORS, overwrite=True, cache=False)
-    return create_array(where.store, name=f"{where.path}/{name}".strip("/"), shape=shape,
-                        chunks=chunks, dtype=dtype, fill_value=0, zarr_format=zarr_format,
-                        overwrite=True, cache=False)
-
-
 def _pass_tasks(job: PassJob, plan: PassPlan, after: Any) -> Any:
     """The tasks of one pass (run once ``after`` has run), joined in one that waits
     for them all."""
     shared = dask.delayed(job, traverse=False, name=f"chunkflow-job-edt-{job.axis}-{id(job)}")
-    tasks = [dask.delayed(_run_block, pure=False)(shared, region, after)
-             for region in plan.regions(job.axis)]
+    tasks = [dask.delayed(_run_block, pure=False)(shared, index, region, after)
+             for index, region in plan.regions(job.axis)]
     return dask.delayed(_joined, pure=False)(*tasks)
 
 
-def _run_block(job: PassJob, region: tuple[slice, ...], after: Any) -> None:
-    job(region)
+def _run_block(job: PassJob, index: tuple[int, ...], region: tuple[slice, ...],
+               after: Any) -> None:
+    job(index, region)
 
 
 def _joined(*done: Any) -> None:
     return None
 
 
-def _removed(where: Group, name: str, after: Any) -> None:
-    del where[name]
+def _removed(outputs: Outputs, name: str, after: Any) -> None:
+    outputs.remove(name)
 
 
 def distance_transform_edt(
@@ -220,6 +163,7 @@ def distance_transform_edt(
     scheduler: SchedulerLike = None,
     progress: ProgressArg = False,
     resume: bool = False,
+    job_name: str | None = None,
     overwrite: bool = False,
     storage_options: Mapping[str, Any] | None = None,
 ) -> Any:
@@ -266,7 +210,15 @@ def distance_transform_edt(
     scheduler, progress
         See :func:`chunkflow.compute`.
     resume : bool
-        Not supported yet: ``True`` is refused.
+        Continue the unfinished job that writes ``out``: the passes whose features an
+        earlier run completed are skipped, and each pass writes only the blocks its
+        arrays miss (every run records its blocks, with ``resume=True`` or not). A
+        different unfinished job on ``out`` is refused
+        (:class:`~chunkflow.errors.JobMismatchError`); pass the same arguments, the same
+        ``temp=`` and ``max_memory``.
+    job_name : str, optional
+        Names the job instead of the input's token (for a dask input whose graph name
+        changes between runs).
     overwrite : bool
         Replace what is at ``out``.
     storage_options : dict, optional
@@ -283,9 +235,6 @@ def distance_transform_edt(
         Where scipy raises :class:`RuntimeError` (nothing to return, a sampling of the
         wrong length, ``distances=``/``indices=`` of the wrong shape or dtype).
     """
-    if resume:
-        raise UnsupportedOperationError(f"{WHAT}: resume=True is not supported yet; run the "
-                                        "job again with overwrite=True")
     _check_returns(return_distances, return_indices, distances, indices)
     if out is not None and (distances is not None or indices is not None):
         raise InvalidArgumentError(f"{WHAT}: distances= and indices= fill numpy arrays; with "
@@ -311,43 +260,58 @@ def distance_transform_edt(
                                    f"input has {ndim} axes")
     plan = plan_passes(shape, tuple(int(c) for c in unit), source.dtype.itemsize, max_memory,
                        scheduler, fixed=chunks is not None)
-    results, middle = _output_group(out, temp, overwrite, storage_options, scheduler,
-                                    source_reads(source))
-    made = {}
-    if return_distances:
-        made["distances"] = _create(results, "distances", shape, plan.chunks, "f8",
-                                    temporary=False, zarr_format=zarr_format)
-    if return_indices:
-        made["indices"] = _create(results, "indices", (ndim,) + shape,
-                                  (ndim,) + plan.chunks, "i4", temporary=False,
-                                  zarr_format=zarr_format)
-    _transform(source, plan, spacing, made, middle, scheduler, progress)
+    parts = {"edt": tokenize(spacing, return_distances, return_indices),
+             "block plan": tokenize(plan.chunks, plan.blocks)}
+    outputs = Outputs.create(out, temp, overwrite=overwrite, resume=resume,
+                             storage_options=storage_options, scheduler=scheduler,
+                             reads=source_reads(source), parts=parts,
+                             sources=source_parts(job_sources(source, job_name)),
+                             job_name=job_name, zarr_format=zarr_format)
+    last = ndim - 1
+    made, jobs = {}, []
+    for name, wanted, shape_, chunks_, kind in (
+            ("indices", return_indices, (ndim,) + shape, (ndim,) + plan.chunks, "i4"),
+            ("distances", return_distances, shape, plan.chunks, "f8")):
+        if wanted:
+            made[name], job = outputs.array(name, shape_, chunks_, kind, plan.grid(last))
+            jobs.append(job)
+    _transform(source, plan, spacing, made, tuple(jobs), outputs, scheduler, progress)
+    for array, job in zip(made.values(), jobs):
+        if job is not None:
+            job.finish(array)
     return _returned(made, out is not None, distances, indices)
 
 
 def _transform(source: Source, plan: PassPlan, spacing: tuple[float, ...],
-               made: dict[str, Array], middle: Group, scheduler: SchedulerLike,
-               progress: ProgressArg) -> None:
-    """Run the passes in one graph, one after the other; the features a pass read are
-    removed once it has run."""
+               made: dict[str, Array], jobs: tuple[Job | None, ...], outputs: Outputs,
+               scheduler: SchedulerLike, progress: ProgressArg) -> None:
+    """Run the passes in one graph, one after the other (from the first one an earlier
+    run did not complete); the features a pass read are removed once it has run."""
     shape, ndim = plan.shape, len(plan.shape)
     if 0 in shape:
         return
-    previous: Array | None = None
+    start, previous = 0, None
+    for axis in reversed(range(ndim - 1)):
+        previous = outputs.complete(FEATURES.format(axis), (axis + 1,) + shape,
+                                    (axis + 1,) + plan.chunks, plan.grid(axis))
+        if previous is not None:
+            start = axis + 1
+            break
     done: Any = None
     removals = []
-    for axis in range(ndim):
+    for axis in range(start, ndim):
         last = axis == ndim - 1
-        features = None if last else _create(
-            middle, f"edt-features-{axis}", (axis + 1,) + shape, (axis + 1,) + plan.chunks,
-            "i4", temporary=True)
-        job = PassJob(axis, ndim, spacing, source=source if axis == 0 else None,
-                      previous=previous, features=features,
-                      distances=made.get("distances") if last else None,
-                      indices=made.get("indices") if last else None)
-        done = _pass_tasks(job, plan, done)
+        features, job = (None, None) if last else outputs.array(
+            FEATURES.format(axis), (axis + 1,) + shape, (axis + 1,) + plan.chunks, "i4",
+            plan.grid(axis), temporary=True)
+        step = PassJob(axis, ndim, spacing, source=source if axis == 0 else None,
+                       previous=previous, features=features,
+                       distances=made.get("distances") if last else None,
+                       indices=made.get("indices") if last else None,
+                       jobs=jobs if last else (job,))
+        done = _pass_tasks(step, plan, done)
         if previous is not None:
-            removals.append(dask.delayed(_removed, pure=False)(middle, previous.basename, done))
+            removals.append(dask.delayed(_removed, pure=False)(outputs, previous.basename, done))
         previous = features
     run(done, *removals, scheduler=scheduler, progress=progress)
 
