@@ -29,6 +29,16 @@ from chunkflow.ndimage.filters import (
     sobel,
     uniform_filter,
 )
+from chunkflow.ndimage.morphology import (
+    binary_closing,
+    binary_dilation,
+    binary_erosion,
+    binary_opening,
+    grey_closing,
+    grey_dilation,
+    grey_erosion,
+    grey_opening,
+)
 from chunkflow.ndimage.order import (
     maximum_filter,
     median_filter,
@@ -38,12 +48,20 @@ from chunkflow.ndimage.order import (
 )
 
 __all__ = [
+    "binary_closing",
+    "binary_dilation",
+    "binary_erosion",
+    "binary_opening",
     "convolve",
     "correlate",
     "gaussian_filter",
     "gaussian_gradient_magnitude",
     "gaussian_laplace",
     "generic_filter",
+    "grey_closing",
+    "grey_dilation",
+    "grey_erosion",
+    "grey_opening",
     "laplace",
     "maximum_filter",
     "median_filter",
