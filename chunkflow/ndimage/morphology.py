@@ -74,7 +74,7 @@ def _binary_job(what: str, input: Any, structure: Any, iterations: int, mask: An
     on = axes_of(axes, image.ndim)
     shape = np.shape(structure) if structure is not None else (3,) * len(on)
     depth = depth_on(image.ndim, on,
-                     [stages * box_reach(shape, origin)] * len(on))
+                     [stages * int(iterations) * box_reach(shape, origin)] * len(on))
     kwargs = {**call, "output": dtype}
     if mask is None:
         result = filter_windows(func, image, depth=depth, modes=["constant"], dtype=dtype,
