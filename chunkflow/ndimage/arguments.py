@@ -17,6 +17,8 @@ keywords (:data:`JOB_KEYWORDS`) come after them, by name only:
 ``compute``
     ``False``: return the lazy dask object instead of running (a dask array of the
     result when ``out`` is ``None``).
+``blocks``
+    The blocks of a job over windows, as :func:`chunkflow.map_chunks` takes them.
 ``temp``
     Filters that run one job per axis (``uniform_filter``, ``minimum_filter`` and
     ``maximum_filter`` over a box on floats) keep the passes between ``out`` and an

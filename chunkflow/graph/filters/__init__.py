@@ -61,7 +61,8 @@ class JobOptions:
     ``out=None`` writes the result into an in-memory array (returned), or with
     ``compute=False`` returns the lazy dask array of the result. ``temp``: where
     :func:`line_passes` keeps the intermediate array between two passes (a path, URL or
-    store; default in memory).
+    store; default in memory). ``blocks``: the blocks of a windowed job, as
+    :func:`chunkflow.map_chunks` takes them (passes over whole lines choose their own).
     """
 
     out: Any = None
@@ -73,6 +74,7 @@ class JobOptions:
     storage_options: Mapping[str, Any] | None = None
     compute: bool = True
     temp: Any = None
+    blocks: Any = None
 
     def map_keywords(self) -> dict[str, Any]:
         """The keywords :func:`chunkflow.map_chunks` takes as they are."""
@@ -136,7 +138,8 @@ def filter_windows(func: Callable[..., Any], source: Any, *, depth: Sequence[int
     boundary = boundary_for(modes, what)
     return map_chunks(func, source, *sources, out=job.target(), depth=tuple(depth),
                       boundary=boundary, dtype=dtype, overwrite=job.overwrite,
-                      resume=job.resume, compute=job.compute, **job.map_keywords(), **kwargs)
+                      resume=job.resume, compute=job.compute, blocks=job.blocks,
+                      **job.map_keywords(), **kwargs)
 
 
 def _whole_lines(target: Array, axis: int) -> tuple[int, ...]:
