@@ -29,6 +29,7 @@ from chunkflow.ndimage.filters import (
     sobel,
     uniform_filter,
 )
+from chunkflow.ndimage.holes import binary_fill_holes
 from chunkflow.ndimage.morphology import (
     binary_closing,
     binary_dilation,
@@ -51,6 +52,7 @@ __all__ = [
     "binary_closing",
     "binary_dilation",
     "binary_erosion",
+    "binary_fill_holes",
     "binary_opening",
     "convolve",
     "correlate",
