@@ -35,6 +35,7 @@ import numpy as np
 from chunkflow.core.array import Array
 from chunkflow.graph.labels import label
 from chunkflow.graph.map import map_chunks
+from chunkflow.graph.rechunk.arrays import Intermediate
 from chunkflow.graph.read import to_dask
 from chunkflow.graph.scheduler import compute
 from chunkflow.storage import MemoryStore
@@ -43,6 +44,10 @@ if TYPE_CHECKING:
     from chunkflow.graph.scheduler import ProgressArg, SchedulerLike
 
 __all__ = ["border_axes", "border_labels", "fill_holes"]
+
+_LABELS = "chunkflow-background-labels"
+# The metadata of a store's root node, in either format.
+ROOT_KEYS = ("zarr.json", ".zgroup", ".zattrs", ".zarray")
 
 
 def border_axes(structure: np.ndarray) -> list[int]:
@@ -85,26 +90,32 @@ def fill_block(block: np.ndarray, border: np.ndarray) -> np.ndarray:
 
 
 def fill_holes(source: Array, structure: np.ndarray, *, out: Any,
-               temp: Any = None, overwrite: bool = False, resume: bool = False,
+               temp: str | None = None, overwrite: bool = False, resume: bool = False,
                scheduler: SchedulerLike = None, progress: ProgressArg = False,
                max_memory: int | str | None = None,
                storage_options: Mapping[str, Any] | None = None, blocks: Any = None) -> Array:
     """``source`` with its holes filled (a boolean array at ``out``: a location, an
     open array, or ``None`` for an in-memory array), ``structure`` a symmetric
-    ``(3,) * ndim`` boolean array. The background's labels go to ``temp`` (a location;
-    default in memory), replaced if something is there. ``blocks``: the label job's and
+    ``(3,) * ndim`` boolean array. The background's labels go below ``temp`` (a path
+    or URL; default in memory), removed at the end. ``blocks``: the label job's and
     the fill's blocks, as :func:`chunkflow.label` takes them."""
     background = to_dask(source) == 0  # numpy.logical_not: NaN is foreground
-    where = MemoryStore() if temp is None else temp
+    place = Intermediate.under(temp, _LABELS, storage_options) if temp is not None else None
+    made_root = place is not None and not any(key in place.store for key in ROOT_KEYS)
+    where: Any = MemoryStore() if place is None else f"{str(temp).rstrip('/')}/{_LABELS}"
     labels, _ = label(background, where, structure=structure, overwrite=True, blocks=blocks,
                       scheduler=scheduler, progress=progress, max_memory=max_memory,
-                      storage_options=storage_options if temp is not None else None)
+                      storage_options=storage_options if place is not None else None)
     border = border_labels(labels, border_axes(structure), scheduler=scheduler,
                            progress=progress)
     result: Array = map_chunks(fill_block, labels, out=MemoryStore() if out is None else out,
                                dtype=bool, overwrite=overwrite, resume=resume, blocks=blocks,
                                scheduler=scheduler, progress=progress, max_memory=max_memory,
                                border=border)
-    if temp is None:
+    if place is None:
         labels.store.clear()
+    else:  # temp as it was: the labels gone, and the root group their creation made
+        place.store.delete_prefix(_LABELS)
+        if made_root:
+            place.store.delete_many([key for key in ROOT_KEYS if key in place.store])
     return result

@@ -42,6 +42,7 @@ from chunkflow.api.zarr3 import create_array
 from chunkflow.core.array import Array
 from chunkflow.errors import ArgumentTypeError, InvalidArgumentError
 from chunkflow.graph.map import map_chunks
+from chunkflow.graph.rechunk.arrays import Intermediate
 from chunkflow.graph.read import as_source_array
 from chunkflow.storage import MemoryStore, Store, make_store, output_location
 
@@ -205,6 +206,8 @@ def line_passes(passes: Sequence[Pass], source: Array, *, dtype: np.dtype, job: 
         if name != "out":
             held = places.get(name)
             if not isinstance(held, Array) or held.dtype != step.dtype:
+                if isinstance(held, Array):
+                    _remove(job, held)
                 places[name] = _intermediate(job, source, step.dtype, name)
         target = places[name]
         grid = target if isinstance(target, Array) else source
@@ -213,10 +216,9 @@ def line_passes(passes: Sequence[Pass], source: Array, *, dtype: np.dtype, job: 
                              overwrite=job.overwrite and not isinstance(target, Array),
                              resume=job.resume, **job.map_keywords(), **step.kwargs)
         places[name] = current  # open from now on: a later pass writes into it
-    if job.temp is None:
-        for name in ("a", "b"):
-            if isinstance(places.get(name), Array):
-                places[name].store.clear()
+    for name in ("a", "b"):
+        if isinstance(places.get(name), Array):
+            _remove(job, places[name])
     return current
 
 
@@ -229,7 +231,14 @@ def _intermediate(job: JobOptions, source: Array, dtype: np.dtype, name: str) ->
     if job.temp is None:
         return create_array(MemoryStore(), shape=source.shape, chunks=source.write_chunks,
                             dtype=dtype, compressors=None)
-    return create_array(job.temp, name=f"pass-{name}", shape=source.shape,
-                        chunks=source.write_chunks, dtype=dtype, overwrite=True,
-                        compressors=None,
-                        storage_options=dict(job.storage_options or {}) or None)
+    place = Intermediate.under(job.temp, f"chunkflow-pass-{name}", job.storage_options)
+    return place.create(source.shape, source.write_chunks, dtype, None, {})
+
+
+def _remove(job: JobOptions, array: Array) -> None:
+    """Delete an intermediate array (and the root group its creation made in temp)."""
+    if job.temp is None:
+        array.store.clear()
+    else:
+        name = array.path.rsplit("/", 1)[-1]
+        Intermediate.under(job.temp, name, job.storage_options).remove(array)
