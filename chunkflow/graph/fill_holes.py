@@ -35,8 +35,8 @@ import numpy as np
 from chunkflow.core.array import Array
 from chunkflow.graph.labels import label
 from chunkflow.graph.map import map_chunks
-from chunkflow.graph.rechunk.arrays import Intermediate
 from chunkflow.graph.read import to_dask
+from chunkflow.graph.rechunk.arrays import Intermediate
 from chunkflow.graph.scheduler import compute
 from chunkflow.storage import MemoryStore
 

@@ -230,8 +230,9 @@ def _extremes(job: _Job, names: tuple[str, ...]) -> list[Any]:
         rows = job.rows(table["key"])
         picked = _pick(table[name], rows)
         if "position" in name:
-            picked = [tuple(v) for v in (picked.reshape(-1, 1) // strides) % shape]
-        results.append(picked)
+            results.append([tuple(v) for v in (picked.reshape(-1, 1) // strides) % shape])
+        else:
+            results.append(picked)
     return results
 
 

@@ -42,8 +42,8 @@ from chunkflow.api.zarr3 import create_array
 from chunkflow.core.array import Array
 from chunkflow.errors import ArgumentTypeError, InvalidArgumentError
 from chunkflow.graph.map import map_chunks
-from chunkflow.graph.rechunk.arrays import Intermediate
 from chunkflow.graph.read import as_source_array
+from chunkflow.graph.rechunk.arrays import Intermediate
 from chunkflow.storage import MemoryStore, Store, make_store, output_location
 
 if TYPE_CHECKING:
