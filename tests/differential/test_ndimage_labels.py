@@ -26,7 +26,7 @@ from tests.differential.conftest import budget
 SHAPES = cst.shapes(min_dims=1, max_dims=3, zero_sides=False, max_side=9)
 STATISTICS = ("sum_labels", "sum", "mean", "variance", "standard_deviation", "minimum",
               "maximum", "minimum_position", "maximum_position", "extrema", "center_of_mass",
-              "histogram")
+              "histogram", "median")
 
 
 @budget(20)
@@ -168,6 +168,10 @@ def _compare(name: str, got: Any, expected: Any, image: np.ndarray, single: bool
 @example(("variance", np.arange(6, dtype="u1"), np.array([-1, -1, 5, 5, 5, 0]), [5, -1, 2],
           (2,), "threads"))
 @example(("histogram", np.arange(6.0), np.array([1, 1, 0, 2, 2, 2]), 2, (4,), "sync"))
+@example(("median", np.array([3.0, np.nan, 1.0, 2.0, -0.0, 7.0]), np.array([4, 4, 4, 2, 2, 2]),
+          [4, 2, 3, 9], (2,), "sync"))  # NaN sorts last; absent labels: the first value
+@example(("median", np.array([3.0, np.nan, 1.0, 2.0]), np.array([4, 4, 4, 2]), None, (3,),
+          "sync"))  # numpy's median of one group with NaN: NaN
 @example(("variance", np.array([[False, True, True, True, False], [False] * 5]), None, None,
           (1, 1), "sync"))  # integers' variances are rounded too
 def test_statistic_equals_scipy(case: tuple[Any, ...]) -> None:
