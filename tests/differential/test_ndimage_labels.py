@@ -170,6 +170,8 @@ def _compare(name: str, got: Any, expected: Any, image: np.ndarray, single: bool
 @example(("histogram", np.arange(6.0), np.array([1, 1, 0, 2, 2, 2]), 2, (4,), "sync"))
 @example(("median", np.array([3.0, np.nan, 1.0, 2.0, -0.0, 7.0]), np.array([4, 4, 4, 2, 2, 2]),
           [4, 2, 3, 9], (2,), "sync"))  # NaN sorts last; absent labels: the first value
+@example(("median", np.array([5, 3, 9, 1], "i2"), np.array([1, 1, 2, 2]), [2, 1], (1,),
+          "sync"))  # even counts: the two middle values averaged
 @example(("median", np.array([3.0, np.nan, 1.0, 2.0]), np.array([4, 4, 4, 2]), None, (3,),
           "sync"))  # numpy's median of one group with NaN: NaN
 @example(("variance", np.array([[False, True, True, True, False], [False] * 5]), None, None,
