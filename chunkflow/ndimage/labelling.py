@@ -7,6 +7,7 @@ bounding boxes from a table of the labels merged over blocks.
 Examples
 --------
 >>> import numpy as np
+from scipy import ndimage as scipy_ndimage
 >>> from scipy import ndimage
 >>> a = np.array([[1, 0, 1], [1, 0, 0], [0, 0, 1]])
 >>> labels, n = label(a)
@@ -21,7 +22,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from scipy import ndimage as scipy_ndimage
 
+from chunkflow.core.array import Array
 from chunkflow.errors import ArgumentTypeError, InvalidArgumentError
 from chunkflow.graph.filters import open_image
 from chunkflow.graph.label_statistics import Groups, label_table
@@ -55,6 +58,10 @@ def label(input: Any, structure: Any = None, output: Any = None, **job: Any) -> 
     source = open_image(input, options.storage_options, what)
     if source.dtype.kind == "c":
         raise ArgumentTypeError("label: Complex type not supported (as scipy)")
+    if source.ndim:  # scipy's own refusals of the structure and output, first
+        scipy_ndimage.label(np.zeros((3,) * source.ndim, source.dtype), structure,
+                            None if output is None or isinstance(output, (np.ndarray, Array))
+                            else output)
     fill = output if isinstance(output, np.ndarray) else None
     if fill is not None and fill.shape != source.shape:
         raise InvalidArgumentError(f"label: output shape {fill.shape} is not the input's "
