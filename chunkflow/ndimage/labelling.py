@@ -7,7 +7,6 @@ bounding boxes from a table of the labels merged over blocks.
 Examples
 --------
 >>> import numpy as np
-from scipy import ndimage as scipy_ndimage
 >>> from scipy import ndimage
 >>> a = np.array([[1, 0, 1], [1, 0, 0], [0, 0, 1]])
 >>> labels, n = label(a)
