@@ -40,7 +40,7 @@ def cases(draw: st.DrawFn) -> tuple[Any, ...]:
             draw(cst.schedulers(processes=False)))
 
 
-@budget(25)
+@budget(15)
 @given(cases())
 @example((np.pad(np.pad(np.zeros((2, 2), bool), 1, constant_values=True), 1), (1, 1), None,
           None, "sync"))

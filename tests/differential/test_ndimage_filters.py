@@ -206,7 +206,7 @@ def test_output_dtype_and_array(data: np.ndarray, dtype: str, name: str) -> None
     _same(filled, expected)
 
 
-@budget(3)
+@budget(2)
 @given(cst.varied_arrays(np.dtype("f4"), (7, 6)),
        st.sampled_from(["gaussian_filter", "uniform_filter", "maximum_filter"]))
 def test_processes_into_folder(data: np.ndarray, name: str) -> None:
