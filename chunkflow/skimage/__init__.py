@@ -1,0 +1,14 @@
+"""scikit-image's names over arrays of any size: ``from chunkflow.skimage import
+filters`` and ``filters.threshold_otsu(z)`` as with ``skimage.filters``.
+
+- :mod:`~chunkflow.skimage.filters`: the thresholds (Otsu, Li, Yen, triangle,
+  Multi-Otsu), from exact global histograms;
+
+Each function takes a chunkflow array, a path or URL (with ``storage_options``), a
+dask or a numpy array. Keywords scikit-image has and chunkflow does not support are
+refused by name, never ignored. The computing lives in :mod:`chunkflow.graph`.
+"""
+
+from chunkflow.skimage import filters
+
+__all__ = ["filters"]
