@@ -8,7 +8,7 @@ bins between the minimum and maximum of other images), summed exactly from the
 blocks, and the arithmetic on it is scikit-image's, so Otsu, Yen, triangle and
 Multi-Otsu return scikit-image 0.26's value, dtype and bits. Li is exact on integer
 images and equal to within the rounding of numpy's sums on floats
-(:mod:`chunkflow.graph.thresholds.li`).
+(:mod:`chunkflow.graph.thresholds.cross_entropy`).
 
 Examples
 --------

@@ -118,16 +118,19 @@ def _min_gap(shifted: da.Array, image: ThresholdInput) -> Any:
     return np.min(np.diff(values))
 
 
+def _is_scalar(value: Any) -> bool:
+    return bool(np.isscalar(value))  # (a bool: numpy's TypeGuard narrows to str and bytes)
+
+
 def _start(initial_guess: Any, low: Any, high_shifted: Any, dtype: np.dtype) -> Any:
     """A numeric initial guess moved into the shifted image's range, as scikit-image."""
     if callable(initial_guess):
         raise ArgumentTypeError("threshold_li: initial_guess as a function needs the whole "
                                 "image in memory; pass its value (a number) instead")
-    guess: Any = initial_guess  # (np.isscalar narrows the type to str and bytes too)
-    if not np.isscalar(guess):
+    if not _is_scalar(initial_guess):
         raise ArgumentTypeError("Incorrect type for `initial_guess`; should be a floating "
                                 "point value (a function is not supported here)")
-    start = guess - float(low)
+    start = initial_guess - float(low)
     if not 0 < start < high_shifted:
         raise InvalidArgumentError(
             f"The initial guess for threshold_li must be within the range of the image. "
