@@ -3,12 +3,14 @@ filters`` and ``filters.threshold_otsu(z)`` as with ``skimage.filters``.
 
 - :mod:`~chunkflow.skimage.filters`: the thresholds (Otsu, Li, Yen, triangle,
   Multi-Otsu), from exact global histograms;
+- :mod:`~chunkflow.skimage.segmentation`: ``relabel_sequential``, from the table of
+  the labels' values;
 
 Each function takes a chunkflow array, a path or URL (with ``storage_options``), a
 dask or a numpy array. Keywords scikit-image has and chunkflow does not support are
 refused by name, never ignored. The computing lives in :mod:`chunkflow.graph`.
 """
 
-from chunkflow.skimage import filters
+from chunkflow.skimage import filters, segmentation
 
-__all__ = ["filters"]
+__all__ = ["filters", "segmentation"]
