@@ -10,7 +10,7 @@ Examples
 >>> try:
 ...     refuse_unsupported("clear_border", {"out": None, "mask": np.ones(2)}, {"mask"})
 ... except ValueError as error:
-...     print(str(error)[:40])
+...     print(str(error)[:39])
 clear_border: mask= is not supported by
 """
 
