@@ -3,6 +3,8 @@ filters`` and ``filters.threshold_otsu(z)`` as with ``skimage.filters``.
 
 - :mod:`~chunkflow.skimage.filters`: the thresholds (Otsu, Li, Yen, triangle,
   Multi-Otsu), from exact global histograms;
+- :mod:`~chunkflow.skimage.measure`: ``label`` (regions of equal value, numbered in
+  raster order) and ``regionprops_table``;
 - :mod:`~chunkflow.skimage.segmentation`: ``relabel_sequential``, from the table of
   the labels' values;
 
@@ -11,6 +13,6 @@ dask or a numpy array. Keywords scikit-image has and chunkflow does not support 
 refused by name, never ignored. The computing lives in :mod:`chunkflow.graph`.
 """
 
-from chunkflow.skimage import filters, segmentation
+from chunkflow.skimage import filters, measure, segmentation
 
-__all__ = ["filters", "segmentation"]
+__all__ = ["filters", "measure", "segmentation"]

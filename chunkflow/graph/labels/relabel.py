@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
     from chunkflow.graph.scheduler import ProgressArg, SchedulerLike
 
-__all__ = ["image_source", "label_values", "map_values", "replace_values"]
+__all__ = ["fortran_ranks", "image_source", "label_values", "map_values", "replace_values"]
 
 
 def image_source(source: Any, storage_options: Mapping[str, Any] | None, what: str) -> Array:
@@ -122,3 +122,34 @@ def map_values(source: Array, in_values: np.ndarray, out_values: np.ndarray, out
                    out_values=np.asarray(out_values, dtype), dtype=dtype, default=default)
     return map_chunks(func, source, out=MemoryStore() if out is None else out, dtype=dtype,
                       **job)
+
+
+def _first_f_order(block: np.ndarray, start: tuple[int, ...], shape: tuple[int, ...]
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """The labels of ``block`` and the smallest Fortran-order flat index (in the whole
+    array) of each."""
+    flat = block.ravel(order="F")
+    kept = flat != 0
+    coords = np.unravel_index(np.flatnonzero(kept), block.shape, order="F")
+    index = np.ravel_multi_index(tuple(c + s for c, s in zip(coords, start)), shape, order="F")
+    values, first = np.unique(flat[kept], return_index=True)  # (first: in F order)
+    return values, index[first]
+
+
+def fortran_ranks(labels: Any, count: int, *, scheduler: SchedulerLike = None,
+                  progress: ProgressArg = False) -> np.ndarray:
+    """For labels ``1..count`` numbered by first voxel in C order, their numbers by first
+    voxel in Fortran order (entry ``i`` for label ``i + 1``)."""
+    from dask import delayed
+
+    x, _ = reduction_input(labels, Ellipsis, None, None, scheduler, None, "label")
+    starts = [np.cumsum((0,) + c[:-1]) for c in x.chunks]
+    blocks = x.to_delayed()
+    parts = [delayed(_first_f_order)(blocks[i], tuple(int(starts[a][k]) for a, k in enumerate(i)),
+                                     x.shape) for i in np.ndindex(*x.numblocks)]
+    firsts = np.full(count, np.iinfo(np.int64).max, np.int64)
+    for values, index in run(*parts, scheduler=scheduler, progress=progress):
+        np.minimum.at(firsts, values.astype(np.int64) - 1, index)
+    ranks = np.empty(count, np.int64)
+    ranks[np.argsort(firsts, kind="stable")] = np.arange(1, count + 1)
+    return ranks
