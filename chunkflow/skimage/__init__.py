@@ -5,6 +5,8 @@ filters`` and ``filters.threshold_otsu(z)`` as with ``skimage.filters``.
   Multi-Otsu), from exact global histograms;
 - :mod:`~chunkflow.skimage.measure`: ``label`` (regions of equal value, numbered in
   raster order) and ``regionprops_table``;
+- :mod:`~chunkflow.skimage.morphology`: ``remove_small_objects`` and
+  ``remove_small_holes``, from the objects' global areas;
 - :mod:`~chunkflow.skimage.segmentation`: ``relabel_sequential``, from the table of
   the labels' values;
 
@@ -13,6 +15,6 @@ dask or a numpy array. Keywords scikit-image has and chunkflow does not support 
 refused by name, never ignored. The computing lives in :mod:`chunkflow.graph`.
 """
 
-from chunkflow.skimage import filters, measure, segmentation
+from chunkflow.skimage import filters, measure, morphology, segmentation
 
-__all__ = ["filters", "measure", "segmentation"]
+__all__ = ["filters", "measure", "morphology", "segmentation"]
