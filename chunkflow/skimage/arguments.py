@@ -17,15 +17,18 @@ clear_border: mask= is not supported by
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+import shutil
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from chunkflow.core.array import Array
 from chunkflow.errors import InvalidArgumentError
 from chunkflow.graph.labels.labelling import in_memory
-from chunkflow.storage import Store
+from chunkflow.storage import MemoryStore, Store
 
-__all__ = ["JOB_KEYWORDS", "as_source", "job_keywords", "refuse_unsupported"]
+__all__ = ["JOB_KEYWORDS", "as_source", "job_keywords", "refuse_unsupported", "work_location"]
 
 #: The keywords of an image-writing job, as :func:`chunkflow.map_chunks` takes them.
 JOB_KEYWORDS = ("overwrite", "resume", "scheduler", "progress", "max_memory",
@@ -55,3 +58,20 @@ def refuse_unsupported(what: str, given: Mapping[str, Any], names: Iterable[str]
         if given.get(name) is not None:
             raise InvalidArgumentError(f"{what}: {name}= is not supported by chunkflow.skimage; "
                                        "leave it out (scikit-image's default)")
+
+
+@contextmanager
+def work_location(work: Any, out: Any) -> Iterator[Any]:
+    """Where intermediate labels go: ``work`` when given; in memory when the output is;
+    else a temporary folder of this machine, removed afterwards (on a cluster of
+    several machines, pass a shared ``work``)."""
+    if work is not None:
+        yield work
+    elif out is None or isinstance(out, MemoryStore):
+        yield MemoryStore()
+    else:
+        folder = tempfile.mkdtemp(prefix="chunkflow-skimage-")
+        try:
+            yield f"{folder}/labels.zarr"
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)

@@ -24,11 +24,8 @@ Examples
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 import warnings
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -38,8 +35,7 @@ from chunkflow.errors import ArgumentTypeError, InvalidArgumentError
 from chunkflow.graph.labels import label, measure
 from chunkflow.graph.labels.relabel import image_source, label_values, map_values
 from chunkflow.graph.read import to_dask
-from chunkflow.skimage.arguments import as_source, job_keywords
-from chunkflow.storage import MemoryStore
+from chunkflow.skimage.arguments import as_source, job_keywords, work_location
 
 if TYPE_CHECKING:
     from chunkflow.core.array import Array
@@ -75,21 +71,6 @@ def _threshold(old: Any, old_name: str, max_size: Any, what: str) -> Any:
     return 64 if max_size is _UNSET else max_size
 
 
-@contextmanager
-def _work(work: Any, out: Any) -> Iterator[Any]:
-    """Where the intermediate labels go."""
-    if work is not None:
-        yield work
-    elif out is None or isinstance(out, MemoryStore):
-        yield MemoryStore()
-    else:
-        folder = tempfile.mkdtemp(prefix="chunkflow-skimage-")
-        try:
-            yield f"{folder}/labels.zarr"
-        finally:
-            shutil.rmtree(folder, ignore_errors=True)
-
-
 def _kept(labels: Any, limit: Any, job: dict[str, Any]) -> np.ndarray:
     """The labels whose area is above ``limit``."""
     keys = ("max_memory", "scheduler", "progress", "storage_options", "blocks")
@@ -122,7 +103,7 @@ def remove_small_objects(ar: Any, min_size: Any = _UNSET, connectivity: int = 1,
     job = job_keywords(overwrite=overwrite, scheduler=scheduler, progress=progress,
                        max_memory=max_memory, blocks=blocks, storage_options=storage_options)
     if array.dtype == bool:
-        with _work(work, out) as place:
+        with work_location(work, out) as place:
             labels, _ = label(source, place, structure=_structure(array.ndim, connectivity),
                               overwrite=True, scheduler=scheduler, progress=progress,
                               max_memory=max_memory, storage_options=storage_options)
@@ -166,7 +147,7 @@ def remove_small_holes(ar: Any, area_threshold: Any = _UNSET, connectivity: int 
     job = job_keywords(overwrite=overwrite, scheduler=scheduler, progress=progress,
                        max_memory=max_memory, blocks=blocks, storage_options=storage_options)
     background = to_dask(array) == 0
-    with _work(work, out) as place:
+    with work_location(work, out) as place:
         labels, _ = label(background, place, structure=_structure(array.ndim, connectivity),
                           overwrite=True, job_name="remove_small_holes", scheduler=scheduler,
                           progress=progress, max_memory=max_memory,

@@ -24,15 +24,26 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from chunkflow.errors import ArgumentTypeError, InvalidArgumentError
-from chunkflow.graph.labels.relabel import label_values, map_values
-from chunkflow.skimage.arguments import as_source, job_keywords
+from chunkflow.graph.labels import measure
+from chunkflow.graph.labels.relabel import image_source, label_values, map_values
+from chunkflow.graph.map import map_chunks
+from chunkflow.graph.read import to_dask
+from chunkflow.graph.scheduler import compute as run
+from chunkflow.skimage import measure as skimage_measure
+from chunkflow.skimage.arguments import (
+    as_source,
+    job_keywords,
+    refuse_unsupported,
+    work_location,
+)
 from chunkflow.skimage.maps import ArrayMap
+from chunkflow.storage import MemoryStore
 
 if TYPE_CHECKING:
     from chunkflow.core.array import Array
     from chunkflow.graph.scheduler import ProgressArg, SchedulerLike
 
-__all__ = ["ArrayMap", "relabel_sequential"]
+__all__ = ["ArrayMap", "clear_border", "relabel_sequential"]
 
 StorageOptions = Mapping[str, Any] | None
 
@@ -91,3 +102,75 @@ def relabel_sequential(label_field: Any, offset: int = 1, *, out: Any = None,
     out_values = out_values.astype(dtype)
     relabeled = map_values(source, in_values, out_values, out, dtype=dtype, **job)
     return relabeled, ArrayMap(in_values, out_values), ArrayMap(out_values, in_values)
+
+
+def _cleared(block: np.ndarray, labels: np.ndarray, touching: np.ndarray, bgval: Any,
+             background_too: bool) -> np.ndarray:
+    """``block`` with the voxels of the ``touching`` components set to ``bgval`` (and the
+    background's, label 0, when it reaches the border too)."""
+    clear = np.isin(labels, touching)
+    if background_too:
+        clear |= labels == 0
+    result = block.copy()
+    result[clear] = bgval
+    return result
+
+
+def _border_background(source: Any, ext: int, storage_options: StorageOptions) -> bool:
+    """Whether a 0 lies within ``ext`` voxels of the image's edge."""
+    x = to_dask(image_source(source, storage_options, "clear_border"))
+    slabs = []
+    for axis in range(x.ndim):
+        for part in (slice(0, ext), slice(-ext, None)):
+            index = [slice(None)] * x.ndim
+            index[axis] = part
+            slabs.append((x[tuple(index)] == 0).any())
+    return bool(any(run(*slabs)))
+
+
+def clear_border(labels: Any, buffer_size: int = 0, bgval: Any = 0, mask: Any = None, *,
+                 out: Any = None, work: Any = None, overwrite: bool = False,
+                 scheduler: SchedulerLike = None, progress: ProgressArg = False,
+                 max_memory: int | str | None = None, blocks: Any = None,
+                 storage_options: StorageOptions = None) -> Array:
+    """Clear the objects connected to the image's border, as
+    ``skimage.segmentation.clear_border``.
+
+    As scikit-image, the objects are the regions of equal value connected across
+    every neighbour (:func:`chunkflow.skimage.measure.label`); those with a voxel within
+    ``buffer_size + 1`` voxels of an edge (their bounding box says so) become
+    ``bgval``, and so does the background when it reaches the border. ``mask`` is
+    refused (not supported). The labels go to ``work`` (see
+    :func:`chunkflow.skimage.arguments.work_location`), the result to ``out``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> labels = np.array([[0, 0, 0, 0], [0, 1, 0, 2], [0, 0, 0, 0]])
+    >>> clear_border(labels)[...].tolist()
+    [[0, 0, 0, 0], [0, 1, 0, 0], [0, 0, 0, 0]]
+    """
+    refuse_unsupported("clear_border", {"mask": mask}, ["mask"])
+    source = as_source(labels, "clear_border")
+    array = image_source(source, storage_options, "clear_border")
+    if any(buffer_size >= n for n in array.shape):
+        raise InvalidArgumentError("buffer size may not be greater than labels size")
+    ext = int(buffer_size) + 1
+    job = job_keywords(overwrite=overwrite, scheduler=scheduler, progress=progress,
+                       max_memory=max_memory, blocks=blocks, storage_options=storage_options)
+    run_keys = {k: v for k, v in job.items() if k != "overwrite"}
+    with work_location(work, out) as place:
+        components = skimage_measure.label(source, background=0, out=place, overwrite=True,
+                                           **run_keys)
+        table = measure(components, properties=("label", "bbox"),
+                        **{k: v for k, v in run_keys.items() if k != "storage_options"})
+        ndim = array.ndim
+        low = np.stack([table[f"bbox-{d}"] for d in range(ndim)], axis=-1)
+        high = np.stack([table[f"bbox-{d + ndim}"] for d in range(ndim)], axis=-1)
+        near = (low < ext) | (high > np.array(array.shape) - ext)
+        touching = np.asarray(table["label"])[near.any(axis=-1)]
+        background_too = _border_background(source, ext, storage_options)
+        return map_chunks(_cleared, source, components, out=MemoryStore() if out is None
+                          else out, dtype=array.dtype, touching=touching,
+                          bgval=np.array(bgval, dtype=array.dtype)[()],
+                          background_too=background_too, **job)

@@ -102,3 +102,36 @@ def test_relabel_sequential_on_processes(labels: tuple[np.ndarray, Any], offset:
         if got is not None:
             assert_same_image(got[0], skimage.segmentation.relabel_sequential(data, offset)[0],
                               "relabel_sequential on processes")
+
+
+def check_clear_border(data: np.ndarray, chunks: Any, buffer_size: int, bgval: Any,
+                       scheduler: str, store: Any = None, out: Any = None) -> None:
+    source = chunkflow.create_array(store, data=data, chunks=chunks)
+    got = outcome(lambda: segmentation.clear_border(source, buffer_size, bgval, out=out,
+                                                    scheduler=scheduler))
+    expected = outcome(lambda: skimage.segmentation.clear_border(data, buffer_size, bgval))
+    what = f"clear_border {data.dtype} {data.shape} buffer_size={buffer_size} bgval={bgval}"
+    assert got[0] == expected[0], (what, got, expected)
+    if got[0] == "error":
+        assert builtin_classes(got[1]) & builtin_classes(expected[1]), (what, got, expected)
+        return
+    assert_same_image(got[1], expected[1], what)
+
+
+@budget(30)
+@given(stored_labels(), st.sampled_from([0, 0, 1, 2, 5]), st.sampled_from([0, 0, 1, 7]),
+       cst.schedulers(processes=False))
+@example((np.array([[0, 0, 0, 0], [0, 1, 0, 2], [0, 0, 0, 0]]), (2, 2)), 0, 0, "sync")
+@example((np.array([[3, 3, 0], [0, 1, 0], [0, 0, 0]], "u1"), (1, 1)), 0, 7, "sync")
+def test_clear_border(labels: tuple[np.ndarray, Any], buffer_size: int, bgval: int,
+                      scheduler: str) -> None:
+    data, chunks = labels
+    check_clear_border(data, chunks, buffer_size, bool(bgval) if data.dtype == bool else bgval,
+                       scheduler)
+
+
+@budget(2)
+@given(stored_labels())
+def test_clear_border_on_processes(labels: tuple[np.ndarray, Any]) -> None:
+    with tempfile.TemporaryDirectory() as folder, dask.config.set(pool=process_pool()):
+        check_clear_border(*labels, 0, 0, "processes", f"{folder}/a.zarr", f"{folder}/b.zarr")
