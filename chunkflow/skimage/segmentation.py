@@ -18,10 +18,12 @@ Examples
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from scipy import ndimage
 
 from chunkflow.errors import ArgumentTypeError, InvalidArgumentError
 from chunkflow.graph.labels import measure
@@ -43,7 +45,7 @@ if TYPE_CHECKING:
     from chunkflow.core.array import Array
     from chunkflow.graph.scheduler import ProgressArg, SchedulerLike
 
-__all__ = ["ArrayMap", "clear_border", "relabel_sequential"]
+__all__ = ["ArrayMap", "clear_border", "expand_labels", "relabel_sequential"]
 
 StorageOptions = Mapping[str, Any] | None
 
@@ -174,3 +176,53 @@ def clear_border(labels: Any, buffer_size: int = 0, bgval: Any = 0, mask: Any = 
                           else out, dtype=array.dtype, touching=touching,
                           bgval=np.array(bgval, dtype=array.dtype)[()],
                           background_too=background_too, **job)
+
+
+def _expanded(window: np.ndarray, distance: float, spacing: Any) -> np.ndarray:
+    """scikit-image's expansion of the labels of one window (its own formula, on
+    scipy's exact distance transform)."""
+    result = np.zeros_like(window)
+    background = window == 0
+    if background.all():
+        return result
+    distances, nearest = ndimage.distance_transform_edt(background, sampling=spacing,
+                                                        return_indices=True)
+    grown = distances <= distance
+    result[grown] = window[tuple(axis[grown] for axis in nearest)]
+    return result
+
+
+def expand_labels(label_image: Any, distance: float = 1, spacing: Any = 1, *,
+                  out: Any = None, overwrite: bool = False, scheduler: SchedulerLike = None,
+                  progress: ProgressArg = False, max_memory: int | str | None = None,
+                  blocks: Any = None, storage_options: StorageOptions = None) -> Array:
+    """Grow each label into the background by up to ``distance`` without overlapping,
+    as ``skimage.segmentation.expand_labels``.
+
+    A voxel takes the label of its nearest labelled voxel within ``distance``, so each
+    block's result needs the labels within ``ceil(distance / spacing)`` voxels: blocks
+    are read with that halo and expanded as scikit-image expands the whole image.
+    Where two labels are equally near, scikit-image keeps the one scipy's distance
+    transform points to. That choice is not promised to be the same in a window as in
+    the whole image, but the differential test (3000 random images, ties included) and
+    300 dense random images found no difference.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> expand_labels(np.array([0, 0, 1, 0, 0, 0, 2, 0]), 1)[...].tolist()
+    [0, 1, 1, 1, 0, 2, 2, 2]
+    """
+    source = as_source(label_image, "expand_labels")
+    array = image_source(source, storage_options, "expand_labels")
+    steps = np.broadcast_to(np.asarray(spacing, float), (array.ndim,))
+    if not np.all(steps > 0) or not distance >= 0:
+        raise InvalidArgumentError(f"expand_labels: distance={distance!r} must be at least 0 "
+                                   f"and spacing={spacing!r} positive")
+    halo = tuple(min(n, math.ceil(distance / s)) if math.isfinite(distance / s) else n
+                 for n, s in zip(array.shape, steps))
+    job = job_keywords(overwrite=overwrite, scheduler=scheduler, progress=progress,
+                       max_memory=max_memory, blocks=blocks, storage_options=storage_options)
+    return map_chunks(_expanded, source, out=MemoryStore() if out is None else out,
+                      depth=halo, boundary="none", dtype=array.dtype, distance=distance,
+                      spacing=spacing, **job)

@@ -135,3 +135,20 @@ def test_clear_border(labels: tuple[np.ndarray, Any], buffer_size: int, bgval: i
 def test_clear_border_on_processes(labels: tuple[np.ndarray, Any]) -> None:
     with tempfile.TemporaryDirectory() as folder, dask.config.set(pool=process_pool()):
         check_clear_border(*labels, 0, 0, "processes", f"{folder}/a.zarr", f"{folder}/b.zarr")
+
+
+@budget(30)
+@given(stored_labels(dtypes=cst.dtypes(kinds="iu")), st.sampled_from([0, 1, 1.5, 2, 3]),
+       st.sampled_from([1, 1, 0.5, 2.0]), cst.schedulers(processes=False))
+@example((np.array([0, 0, 1, 0, 0, 0, 2, 0]), (3,)), 1, 1, "sync")
+def test_expand_labels(labels: tuple[np.ndarray, Any], distance: float, spacing: float,
+                       scheduler: str) -> None:
+    data, chunks = labels
+    source = chunkflow.create_array(None, data=data, chunks=chunks)
+    got = outcome(lambda: segmentation.expand_labels(source, distance, spacing,
+                                                     scheduler=scheduler))
+    expected = outcome(lambda: skimage.segmentation.expand_labels(data, distance, spacing))
+    what = f"expand_labels {data.dtype} {data.shape} distance={distance} spacing={spacing}"
+    assert got[0] == expected[0], (what, got, expected)
+    if got[0] == "value":
+        assert_same_image(got[1], expected[1], what)
