@@ -32,6 +32,7 @@ from chunkflow.graph.labels import measure, segment
 from chunkflow.graph.labels.relabel import fortran_ranks, image_source, map_values
 from chunkflow.graph.labels.values import value_components
 from chunkflow.skimage.arguments import as_source
+from chunkflow.skimage.tables import ROW_GROUP_SIZE, write_parquet
 from chunkflow.storage import MemoryStore
 
 if TYPE_CHECKING:
@@ -112,17 +113,21 @@ def regionprops_table(label_image: Any, intensity_image: Any = None,
                       properties: Sequence[str] = ("label", "bbox"), *, cache: bool = True,
                       separator: str = "-",
                       extra_properties: Sequence[Callable[..., Any]] | None = None,
-                      spacing: Any = None, blocks: Any = None,
+                      spacing: Any = None, out: Any = None,
+                      row_group_size: int = ROW_GROUP_SIZE, blocks: Any = None,
                       max_memory: int | str | None = None, scheduler: SchedulerLike = None,
                       progress: ProgressArg = False,
-                      storage_options: StorageOptions = None) -> dict[str, np.ndarray]:
+                      storage_options: StorageOptions = None) -> Any:
     """A table of the objects of ``label_image``, as ``skimage.measure.regionprops_table``
     (see :func:`chunkflow.measure` for what is computed in one pass and what from
     crops).
 
     ``cache`` is accepted and has no effect (each property is computed once here);
     ``extra_properties`` are functions of the object's mask (and intensity crop), as
-    scikit-image's.
+    scikit-image's. With ``out`` (a path or URL of a ``.parquet`` file) the table is
+    written there with pyarrow, ``row_group_size`` rows per row group, and ``out`` is
+    returned (the table is measured whole first: the groups bound what a reader holds,
+    not what this function holds).
 
     Examples
     --------
@@ -145,4 +150,8 @@ def regionprops_table(label_image: Any, intensity_image: Any = None,
     table = measure(source, image, properties=[*properties, *functions], spacing=spacing,
                     blocks=blocks, max_memory=max_memory, scheduler=scheduler,
                     progress=progress, storage_options=storage_options)
-    return _separated(table, separator)
+    table = _separated(table, separator)
+    if out is None:
+        return table
+    return write_parquet(table, out, row_group_size=row_group_size,
+                         storage_options=storage_options)

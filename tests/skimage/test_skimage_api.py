@@ -147,3 +147,22 @@ def test_regionprops_table_takes_extra_properties() -> None:
     np.testing.assert_allclose(got["doubled_area"], expected["doubled_area"])
     with pytest.raises(ValueError, match="extra_properties"):
         measure.regionprops_table(LABELS, extra_properties=["area"])  # type: ignore[list-item]
+
+
+def test_regionprops_table_writes_parquet_in_row_groups(tmp_path: Path) -> None:
+    pq = pytest.importorskip("pyarrow.parquet")
+    path = str(tmp_path / "objects.parquet")
+    properties = ("label", "area", "bbox", "centroid")
+    assert measure.regionprops_table(LABELS, properties=properties, out=path,
+                                     row_group_size=2) == path
+    expected = skimage.measure.regionprops_table(LABELS, properties=properties)
+    written = pq.read_table(path)
+    assert written.column_names == list(expected)
+    assert pq.ParquetFile(path).metadata.num_row_groups == 2  # 4 objects, 2 per group
+    for name, column in expected.items():
+        np.testing.assert_allclose(written[name].to_numpy(), column)
+    url = "memory://skimage-api/objects.parquet"
+    measure.regionprops_table(LABELS, out=url, storage_options={})
+    with pytest.raises(ValueError, match="Python objects"):
+        measure.regionprops_table(LABELS, properties=("label", "coords"),
+                                  out=str(tmp_path / "x.parquet"))
