@@ -13,7 +13,8 @@ log mf)`` on the means of the values below and above ``t``.
 - Floats: each step is one pass over the array summing the values on each side in
   float64, so each mean is the exact mean rounded to the image's dtype; numpy's own
   float32 sums round differently, so the threshold equals scikit-image's to within
-  that rounding, not bit for bit. The default tolerance (half the smallest gap
+  that rounding, not bit for bit (a sum beyond the range of numpy's accumulator is
+  infinite, as numpy's; near that limit the order of its partial sums decides). The default tolerance (half the smallest gap
   between distinct values) gathers the distinct values in a tree: an image with more
   distinct values than a task's budget holds is refused; pass ``tolerance=``.
 
@@ -171,9 +172,19 @@ def _float_means(image: ThresholdInput, shifted: da.Array, threshold: Any) -> tu
     lazy = tree_reduce(shifted, partial(_side_sums, threshold=threshold), dtype=np.float64,
                        every=image.every)
     (sums,) = image.run(lazy)
-    dtype = shifted.dtype.type
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return dtype(sums[0] / sums[1]), dtype(sums[2] / sums[3])
+    return _mean(sums[0], sums[1], shifted.dtype), _mean(sums[2], sums[3], shifted.dtype)
+
+
+def _mean(total: float, count: float, dtype: np.dtype) -> Any:
+    """numpy's mean from an exact-ish float64 sum: numpy sums float16 in float32 and
+    other floats in their dtype, so a sum beyond that dtype's range is infinite (the
+    order of numpy's partial sums decides the cases near the limit)."""
+    accumulator = np.dtype(np.float32) if dtype == np.float16 else dtype
+    if abs(total) > float(np.finfo(accumulator).max):
+        total = float(np.copysign(np.inf, total))
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return dtype.type(accumulator.type(total) / accumulator.type(count)) if count else \
+            dtype.type(np.nan)
 
 
 def _float_li(image: ThresholdInput, tolerance: Any, initial_guess: Any,
@@ -191,7 +202,7 @@ def _float_li(image: ThresholdInput, tolerance: Any, initial_guess: Any,
     if initial_guess is None:
         (total,) = image.run(tree_reduce(shifted, partial(_side_sums, threshold=-np.inf),
                                          dtype=np.float64, every=image.every))
-        t_next = x.dtype.type(total[0] / total[1])
+        t_next = _mean(total[0], total[1], x.dtype)
     else:
         t_next = _start(initial_guess, low, high_shifted, x.dtype)
     t_curr = -2 * tolerance
