@@ -14,9 +14,10 @@ log mf)`` on the means of the values below and above ``t``.
   float64, so each mean is the exact mean rounded to the image's dtype; numpy's own
   float32 sums round differently, so the threshold equals scikit-image's to within
   that rounding, not bit for bit (a sum beyond the range of numpy's accumulator is
-  infinite, as numpy's; near that limit the order of its partial sums decides). The default tolerance (half the smallest gap
-  between distinct values) gathers the distinct values in a tree: an image with more
-  distinct values than a task's budget holds is refused; pass ``tolerance=``.
+  infinite, as numpy's; near that limit the order of its partial sums decides). The
+  default tolerance (half the smallest gap between distinct values) gathers the
+  distinct values in a tree: an image with more distinct values than a task's budget
+  holds is refused; pass ``tolerance=``.
 
 Examples
 --------
