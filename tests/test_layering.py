@@ -42,7 +42,7 @@ CHAIN = [
     ("core",),
     ("api",),
     ("graph", "xarray_backend", "xarray_engine", "xarray"),
-    ("ndimage",),  # scipy.ndimage's names over graph/
+    ("ndimage", "skimage"),  # scipy.ndimage's and scikit-image's names over graph
     ("testing",),
     ("", "reductions"),  # the public names: the package's __init__ and its reductions
     ("cli", "__main__"),  # the command line, a user of the public names
