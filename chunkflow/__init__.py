@@ -13,7 +13,8 @@ Examples
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-# Modules, reached as chunkflow.config, chunkflow.ndimage and chunkflow.reductions but left
+# Modules, reached as chunkflow.config, chunkflow.ndimage, chunkflow.skimage and
+# chunkflow.reductions but left
 # out of __all__: a star import gives functions and classes only.
 from chunkflow import config as config
 from chunkflow.api import (
@@ -91,6 +92,7 @@ from chunkflow.version import __version__ as __version__
 if TYPE_CHECKING:
     from chunkflow import ndimage as ndimage
     from chunkflow import reductions as reductions
+    from chunkflow import skimage as skimage
     from chunkflow.graph import (
         compute,
         copy,
@@ -145,8 +147,9 @@ _LAZY = {
     "verify": "chunkflow.graph",  # Array.verify with a scheduler: a dask task per region
     "reductions": "chunkflow.reductions",  # a module: chunkflow.reductions itself
     "ndimage": "chunkflow.ndimage",  # a module: scipy.ndimage's names over chunked arrays
+    "skimage": "chunkflow.skimage",  # a module: scikit-image's names over chunked arrays
 }
-_MODULES = ("ndimage", "reductions")
+_MODULES = ("ndimage", "reductions", "skimage")
 
 
 def __getattr__(name: str) -> Any:

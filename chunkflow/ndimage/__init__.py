@@ -17,6 +17,7 @@ Examples
 True
 """
 
+from chunkflow.graph.distance import distance_transform_edt
 from chunkflow.ndimage.filters import (
     convolve,
     correlate,
@@ -74,6 +75,7 @@ __all__ = [
     "center_of_mass",
     "convolve",
     "correlate",
+    "distance_transform_edt",
     "extrema",
     "find_objects",
     "gaussian_filter",
