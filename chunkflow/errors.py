@@ -32,6 +32,7 @@ __all__ = [
     "ContainsArrayError",
     "ContainsGroupError",
     "DimensionNamesError",
+    "DistanceTransformError",
     "DtypeMismatchError",
     "ExternalLinkError",
     "ForeignContentError",
@@ -233,6 +234,13 @@ class LabelError(ChunkflowError, ValueError):
     """The arguments of a labelling job do not fit (a structure that is not symmetric
     or not of size 3 per axis, a label dtype that cannot hold the labels, a table's
     unknown property)."""
+
+
+class DistanceTransformError(ChunkflowError, RuntimeError):
+    """The arguments of a distance transform do not fit (as
+    ``scipy.ndimage.distance_transform_edt`` raises :class:`RuntimeError`: nothing to
+    return, a sampling of the wrong length, an output array of the wrong shape or
+    dtype)."""
 
 
 class DtypeMismatchError(ChunkflowError, TypeError, ValueError):

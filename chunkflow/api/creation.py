@@ -284,6 +284,11 @@ def like_kwargs(a: ChunkedSource, **kwargs: Any) -> dict[str, Any]:
         chunks = getattr(a, "chunks", None)
         if isinstance(chunks, tuple) and all(isinstance(c, (int, np.integer)) for c in chunks):
             like["chunks"] = chunks
+    if "dtype" in kwargs and "fill_value" in like and "fill_value" not in kwargs:
+        like["fill_value"] = retyped_fill(like["fill_value"], np.dtype(a.dtype),
+                                          np.dtype(kwargs["dtype"]))
+        if like["fill_value"] is None:
+            del like["fill_value"]  # the new dtype's default
     if "dtype" in kwargs and "codecs" in like and "codecs" not in kwargs:
         like["codecs"] = retyped_codecs(like["codecs"], np.dtype(a.dtype), np.dtype(kwargs["dtype"]))
     if kwargs.get("zarr_format", like.get("zarr_format")) != like.get("zarr_format"):
@@ -293,6 +298,30 @@ def like_kwargs(a: ChunkedSource, **kwargs: Any) -> dict[str, Any]:
             like.pop(key, None)
     like.update(kwargs)
     return like
+
+
+def retyped_fill(fill: Any, old: np.dtype, new: np.dtype) -> Any:
+    """``fill`` (a fill value of ``old`` items) as one of ``new`` items when the cast
+    keeps its value (0.0 is False, 7 is 7.0, NaN stays NaN), else ``None``: a float
+    source's 0.5 is no fill value for a boolean output.
+
+    Examples
+    --------
+    >>> retyped_fill(0.0, np.dtype("f8"), np.dtype(bool)), retyped_fill(0.5, np.dtype("f8"), np.dtype("u1"))
+    (np.False_, None)
+    """
+    if fill is None or old == new:
+        return fill
+    try:
+        with np.errstate(all="ignore"):
+            value = np.array(fill, dtype=old)
+            cast = value.astype(new)
+            back = cast.astype(old)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    same = bool(back == value) or (value.dtype.kind in "fc" and bool(np.isnan(value))
+                                   and cast.dtype.kind in "fc")
+    return cast[()] if same else None
 
 
 def retyped_codecs(codecs: Sequence[Any], old: np.dtype, new: np.dtype) -> list[Any]:

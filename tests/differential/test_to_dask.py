@@ -95,6 +95,12 @@ def _compute(x: Any, scheduler: str, **kwargs: Any) -> np.ndarray:
         # One element, as dask's getitem gives it (numpy's too): a scalar of native
         # byte order; its bits are the element's.
         value = np.array(value, dtype=x.dtype)
+    if scheduler == "processes" and value.dtype != x.dtype and \
+            value.dtype == x.dtype.newbyteorder("="):
+        # numpy pickles a non-contiguous non-native array (a block dask's getitem
+        # reversed in a worker) in native byte order, values kept (numpy 2.4.6): the
+        # bytes come back from the process swapped to native, by numpy, not chunkflow.
+        value = value.astype(x.dtype)
     return value
 
 
@@ -176,6 +182,9 @@ def test_to_dask_and_its_reslicing_as_numpy(case: Case, scheduler: str) -> None:
 
 @budget(5)
 @given(case=cases(dtypes=cst.dtypes(kinds="iuf", byteorder="any"), max_side=5))
+# Found by the long profile: a reversed big-endian block comes back native (numpy's pickle).
+@example(case=(_spec(np.arange(4, dtype=">i2").reshape(1, 2, 2), (1, 1, 2), zarr_format=2),
+               None, [(slice(0, 1, 1), Ellipsis)]))
 def test_to_dask_on_the_processes_scheduler(case: Case, tmp_path_factory: pytest.TempPathFactory,
                                             process_pool: ProcessPoolExecutor) -> None:
     # On disk: an in-memory array does not travel to other processes.

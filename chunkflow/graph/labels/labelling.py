@@ -69,7 +69,8 @@ def open_source(source: ArraySource | da.Array | ArrayLike,
         found = Source(lazy=source)
     else:
         if not isinstance(source, (Array, str, os.PathLike, Store, Mapping)):
-            source = in_memory(source, what)
+            # Copied here: storage_options are the output URL's then, not the source's.
+            source, storage_options = in_memory(source, what), None
         array = as_source_array(source, storage_options,
                                 **({} if isinstance(source, Array) else {"cache": False}))
         if array.options.cache is None:

@@ -182,3 +182,15 @@ def test_a_killed_run_resumes_bit_identical(tmp_path: Path) -> None:
               if "zarr.json" not in k}
     resumed = {k: LocalStore(out)[k] for k in LocalStore(out).list_prefix("") if "zarr.json" not in k}
     assert resumed == stored
+
+
+def test_a_numpy_source_into_a_url_with_storage_options() -> None:
+    """storage_options go to the output URL; a numpy source is copied in memory."""
+    mask = np.zeros((12, 10), bool)
+    mask[2:4, 2:4] = mask[7:9, 5:9] = True
+    url = f"memory://labels-{uuid.uuid4().hex}/labels.zarr"
+    labels, count = chunkflow.label(mask, url, chunks=(4, 4),
+                                    storage_options={"skip_instance_cache": False})
+    expected, n = ndimage.label(mask)
+    assert count == n
+    np.testing.assert_array_equal(chunkflow.open_array(url, mode="r")[:], expected)

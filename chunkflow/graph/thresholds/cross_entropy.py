@@ -1,0 +1,240 @@
+"""Li's iterative minimum cross entropy threshold (``skimage.filters.threshold_li``)
+over an array larger than memory.
+
+scikit-image removes NaN, returns the value of a constant image, drops infinities,
+shifts the image by its minimum (in the image's dtype: signed integers wrap, as
+scikit-image's in-place subtraction does), then iterates ``t = (mb - mf) / (log mb -
+log mf)`` on the means of the values below and above ``t``.
+
+- Integers: scikit-image iterates on the histogram of the shifted image; the exact
+  global histogram (:mod:`~chunkflow.graph.thresholds.histograms`) makes every step
+  scikit-image's, bit for bit (the first mean is exact while the image's sum is below
+  2**53).
+- Floats: each step is one pass over the array summing the values on each side in
+  float64, so each mean is the exact mean rounded to the image's dtype; numpy's own
+  float32 sums round differently, so the threshold equals scikit-image's to within
+  that rounding, not bit for bit (a sum beyond the range of numpy's accumulator is
+  infinite, as numpy's; near that limit the order of its partial sums decides). The
+  default tolerance (half the smallest gap between distinct values) gathers the
+  distinct values in a tree: an image with more distinct values than a task's budget
+  holds is refused; pass ``tolerance=``.
+
+Examples
+--------
+>>> import numpy as np
+>>> import chunkflow
+>>> from skimage.filters import threshold_li
+>>> data = np.array([[1, 2, 3], [50, 60, 255]], dtype="u1")
+>>> x = open_image(chunkflow.array(data, chunks=(1, 2)), "threshold_li")
+>>> bool(li(x) == threshold_li(data))
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import dask
+import dask.array as da
+import numpy as np
+
+from chunkflow.errors import ArgumentTypeError, InvalidArgumentError, MemoryPlanError
+from chunkflow.graph.memory import task_max_memory
+from chunkflow.graph.reductions.tree import tree_reduce
+from chunkflow.graph.thresholds.histograms import (
+    ThresholdInput,
+    extrema,
+    image_histogram,
+    open_image,
+)
+
+__all__ = ["li", "open_image"]
+
+Callback = Callable[[Any], Any] | None
+
+
+def _first_kept(block: np.ndarray, start: tuple[int, ...], shape: tuple[int, ...]
+                ) -> tuple[int, Any] | None:
+    """(flat C-order index in the whole array, value) of the block's first non-NaN
+    value (C order inside a block is C order of the array, block by block)."""
+    kept = np.flatnonzero(~np.isnan(block.ravel()))
+    if kept.size == 0:
+        return None
+    local = np.unravel_index(kept[0], block.shape)
+    index = np.ravel_multi_index(tuple(int(i) + s for i, s in zip(local, start)), shape)
+    return int(index), block.ravel()[kept[0]]
+
+
+def _first_non_nan(image: ThresholdInput) -> Any:
+    """The first value that is not NaN, in C order (its bits: -0.0 or 0.0)."""
+    x = image.x
+    starts = [np.cumsum((0,) + c[:-1]) for c in x.chunks]
+    blocks = x.to_delayed()
+    found = [dask.delayed(_first_kept)(blocks[index],
+                                       tuple(int(starts[a][i]) for a, i in enumerate(index)),
+                                       x.shape)
+             for index in np.ndindex(*x.numblocks)]
+    firsts = [f for f in image.run(*found) if f is not None]
+    return np.asarray(min(firsts, key=lambda f: f[0])[1], x.dtype)[()]
+
+
+def _side_sums(block: np.ndarray, threshold: Any) -> np.ndarray:
+    values = block[np.isfinite(block)]
+    above = values > threshold
+    return np.array([values[above].sum(dtype=np.float64), float(above.sum()),
+                     values[~above].sum(dtype=np.float64), float((~above).sum())])
+
+
+def _unique_finite(block: np.ndarray, axis: Any = None, keepdims: bool = False) -> np.ndarray:
+    return np.unique(block[np.isfinite(block)])
+
+
+def _union(parts: Any, axis: Any = None, keepdims: bool = False, *, cap: int) -> np.ndarray:
+    arrays = [parts] if isinstance(parts, np.ndarray) else list(_flatten(parts))
+    union = np.unique(np.concatenate(arrays))
+    if union.size > cap:
+        raise MemoryPlanError(
+            f"threshold_li: the image has more than {cap} distinct values, more than a "
+            "task's budget holds to find the default tolerance (half the smallest gap "
+            "between them); pass tolerance=")
+    return union
+
+
+def _flatten(parts: Any) -> Any:
+    for part in parts:
+        if isinstance(part, list):
+            yield from _flatten(part)
+        else:
+            yield part
+
+
+def _min_gap(shifted: da.Array, image: ThresholdInput) -> Any:
+    cap = task_max_memory(image.max_memory, image.scheduler) // (4 * shifted.dtype.itemsize)
+    union = partial(_union, cap=cap)
+    lazy = da.reduction(shifted, _unique_finite, union, combine=union, axis=None,
+                        concatenate=False, dtype=shifted.dtype, split_every=image.every,
+                        meta=np.empty(0, shifted.dtype))
+    (values,) = image.run(lazy)
+    return np.min(np.diff(values))
+
+
+def _is_scalar(value: Any) -> bool:
+    return bool(np.isscalar(value))  # (a bool: numpy's TypeGuard narrows to str and bytes)
+
+
+def _start(initial_guess: Any, low: Any, high_shifted: Any, dtype: np.dtype) -> Any:
+    """A numeric initial guess moved into the shifted image's range, as scikit-image."""
+    if callable(initial_guess):
+        raise ArgumentTypeError("threshold_li: initial_guess as a function needs the whole "
+                                "image in memory; pass its value (a number) instead")
+    if not _is_scalar(initial_guess):
+        raise ArgumentTypeError("Incorrect type for `initial_guess`; should be a floating "
+                                "point value (a function is not supported here)")
+    start = initial_guess - float(low)
+    if not 0 < start < high_shifted:
+        raise InvalidArgumentError(
+            f"The initial guess for threshold_li must be within the range of the image. "
+            f"Got {initial_guess!r} for image min {low} and max {high_shifted + low}.")
+    return dtype.type(start)
+
+
+def _integer_li(image: ThresholdInput, low: Any, tolerance: Any, initial_guess: Any,
+                callback: Callback) -> Any:
+    x = image.x
+    shifted = x - low  # in the dtype, wrapping as scikit-image's `image -= image_min`
+    found = extrema(shifted, image)
+    counts, centers = image_histogram(shifted, 256, found, image)
+    tolerance = tolerance or 0.5
+    if initial_guess is None:
+        total = int(np.dot(counts.astype(object), centers.astype(object)))
+        t_next = np.float64(total) / int(counts.sum())
+    else:
+        t_next = _start(initial_guess, low, found.high, x.dtype)
+    t_curr = -2 * tolerance
+    if callback is not None:
+        callback(t_next + low)
+    hist = counts.astype("float32", copy=False)
+    while abs(t_next - t_curr) > tolerance:
+        t_curr = t_next
+        above = centers > t_curr
+        mean_fore = np.average(centers[above], weights=hist[above])
+        mean_back = np.average(centers[~above], weights=hist[~above])
+        if mean_back == 0:
+            break
+        t_next = (mean_back - mean_fore) / (np.log(mean_back) - np.log(mean_fore))
+        if callback is not None:
+            callback(t_next + low)
+    return t_next + low
+
+
+def _float_means(image: ThresholdInput, shifted: da.Array, threshold: Any) -> tuple[Any, Any]:
+    lazy = tree_reduce(shifted, partial(_side_sums, threshold=threshold), dtype=np.float64,
+                       every=image.every)
+    (sums,) = image.run(lazy)
+    return _mean(sums[0], sums[1], shifted.dtype), _mean(sums[2], sums[3], shifted.dtype)
+
+
+def _mean(total: float, count: float, dtype: np.dtype) -> Any:
+    """numpy's mean from an exact-ish float64 sum: numpy sums float16 in float32 and
+    other floats in their dtype, so a sum beyond that dtype's range is infinite (the
+    order of numpy's partial sums decides the cases near the limit)."""
+    accumulator = np.dtype(np.float32) if dtype == np.float16 else dtype
+    if abs(total) > float(np.finfo(accumulator).max):
+        total = float(np.copysign(np.inf, total))
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return dtype.type(accumulator.type(total) / accumulator.type(count)) if count else \
+            dtype.type(np.nan)
+
+
+def _float_li(image: ThresholdInput, tolerance: Any, initial_guess: Any,
+              callback: Callback) -> Any:
+    x = image.x
+    finite = da.isfinite(x)
+    lowest, highest, count = image.run(da.where(finite, x, np.inf).min(),
+                                       da.where(finite, x, -np.inf).max(), finite.sum())
+    if count == 0:
+        return 0.0  # both infinities and nothing else, as scikit-image
+    low = np.asarray(lowest, x.dtype)[()]
+    shifted = x - low
+    high_shifted = np.asarray(highest, x.dtype)[()] - low
+    tolerance = tolerance or _min_gap(shifted, image) / 2
+    if initial_guess is None:
+        (total,) = image.run(tree_reduce(shifted, partial(_side_sums, threshold=-np.inf),
+                                         dtype=np.float64, every=image.every))
+        t_next = _mean(total[0], total[1], x.dtype)
+    else:
+        t_next = _start(initial_guess, low, high_shifted, x.dtype)
+    t_curr = -2 * tolerance
+    if callback is not None:
+        callback(t_next + low)
+    while abs(t_next - t_curr) > tolerance:
+        t_curr = t_next
+        mean_fore, mean_back = _float_means(image, shifted, t_curr)
+        if mean_back == 0.0:
+            break
+        t_next = (mean_back - mean_fore) / (np.log(mean_back) - np.log(mean_fore))
+        if callback is not None:
+            callback(t_next + low)
+    return t_next + low
+
+
+def li(image: ThresholdInput, *, tolerance: Any = None, initial_guess: Any = None,
+       iter_callback: Callback = None) -> Any:
+    """Li's threshold of ``image`` (see the module's notes for what is exact)."""
+    x = image.x
+    if x.dtype.kind == "f":
+        low, high, count = image.run(da.nanmin(x), da.nanmax(x), (~da.isnan(x)).sum())
+        if count == 0:
+            return np.nan
+        if low == high:  # every value that is not NaN is one value (infinities too)
+            return _first_non_nan(image)
+        return _float_li(image, tolerance, initial_guess, iter_callback)
+    found = extrema(x, image)
+    if found.constant:
+        return found.first
+    if x.dtype.kind == "b":
+        raise ArgumentTypeError("threshold_li: a boolean image of both values has no Li "
+                                "threshold (scikit-image fails subtracting booleans); pass numbers")
+    return _integer_li(image, found.low, tolerance, initial_guess, iter_callback)

@@ -1,0 +1,106 @@
+"""``chunkflow.skimage.measure`` against ``skimage.measure``, on random label images,
+chunkings and schedulers: ``label``'s labels (values, numbering, count) for every
+connectivity and background, and ``regionprops_table``'s columns."""
+
+from __future__ import annotations
+
+import tempfile
+from typing import Any
+
+import dask
+import numpy as np
+import skimage.measure
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+import chunkflow
+from chunkflow.graph.labels.values import value_components
+from chunkflow.skimage import measure
+from chunkflow.testing import strategies as cst
+from tests.differential.conftest import budget
+from tests.differential.pools import process_pool
+from tests.differential.test_skimage_segmentation import (
+    SHAPES,
+    builtin_classes,
+    outcome,
+    stored_labels,
+)
+
+
+def check_label(data: np.ndarray, chunks: Any, background: Any, connectivity: Any,
+                scheduler: str, store: Any = None, out: Any = None) -> None:
+    source = chunkflow.create_array(store, data=data, chunks=chunks)
+    got = outcome(lambda: measure.label(source, background, True, connectivity, out=out,
+                                        scheduler=scheduler, blocks=(1,) * data.ndim))
+    expected = outcome(lambda: skimage.measure.label(data, background, True, connectivity))
+    what = f"label {data.dtype} {data.shape} background={background} connectivity={connectivity}"
+    assert got[0] == expected[0], (what, got, expected)
+    if got[0] == "error":
+        assert builtin_classes(got[1]) & builtin_classes(expected[1]), (what, got, expected)
+        return
+    (labels, count), (labels_e, count_e) = got[1], expected[1]
+    assert count == count_e, (what, count, count_e)
+    assert labels.dtype == labels_e.dtype, (what, labels.dtype, labels_e.dtype)
+    np.testing.assert_array_equal(labels[...], labels_e, err_msg=what)
+
+
+@budget(40)
+@given(stored_labels(), st.sampled_from([None, None, 0, 1, 3]),
+       st.sampled_from([None, None, 1, 2, 3, 0]), cst.schedulers(processes=False))
+@example((np.array([[1, 1, 2, 0], [0, 2, 2, 1], [3, 0, 0, 1]]), (2, 2)), None, None, "sync")
+@example((np.array([[5, 0, 5], [0, 5, 5]]), (1, 1)), 5, None, "sync")
+# scikit-image numbers a 3-D image with a last axis of 1 in Fortran order.
+@example((np.array([[[0], [0], [1]], [[1], [0], [0]]], "i1"), (1, 1, 1)), None, None, "sync")
+def test_label(labels: tuple[np.ndarray, Any], background: Any, connectivity: Any,
+               scheduler: str) -> None:
+    data, chunks = labels
+    if background is not None and data.dtype.kind == "b":
+        background = bool(background % 2)
+    check_label(data, chunks, background, connectivity, scheduler)
+
+
+@budget(2)
+@given(stored_labels())
+def test_label_on_processes(labels: tuple[np.ndarray, Any]) -> None:
+    with tempfile.TemporaryDirectory() as folder, dask.config.set(pool=process_pool()):
+        check_label(*labels, None, None, "processes", f"{folder}/a.zarr", f"{folder}/b.zarr")
+
+
+@budget(30)
+@given(cst.label_images(shapes=SHAPES, dtypes=cst.dtypes(kinds="iu")), st.sampled_from([1, 2, 3]))
+def test_value_components_without_scikit_image(data: np.ndarray, connectivity: int) -> None:
+    # The scipy engine's regions are scikit-image's (its numbering is its own).
+    connectivity = min(connectivity, data.ndim)
+    ours = value_components(data, connectivity, 0, engine="scipy")
+    theirs = skimage.measure.label(data, background=0, connectivity=connectivity)
+    pairs = np.unique(np.stack([ours.ravel(), theirs.ravel()]), axis=1)
+    assert len(np.unique(pairs[0])) == len(np.unique(pairs[1])) == pairs.shape[1]
+
+
+PROPERTIES = ["label", "area", "bbox", "centroid", "num_pixels", "area_bbox", "extent",
+              "equivalent_diameter_area"]
+INTENSITY = ["intensity_mean", "intensity_max", "intensity_min"]
+
+
+@budget(25)
+@given(stored_labels(dtypes=cst.dtypes(kinds="iu")), st.booleans(),
+       st.sampled_from(["-", "_", ":"]), st.integers(0, 2**32 - 1))
+def test_regionprops_table(labels: tuple[np.ndarray, Any], intensity: bool, separator: str,
+                           seed: int) -> None:
+    data, chunks = labels
+    data = np.where(data < 0, 0, data)  # scikit-image's negative labels are background
+    image = np.random.default_rng(seed).random(data.shape) if intensity else None
+    properties = PROPERTIES + (INTENSITY if intensity else [])
+    z = chunkflow.create_array(None, data=data, chunks=chunks)
+    got = outcome(lambda: measure.regionprops_table(z, image, properties,
+                                                    separator=separator))
+    expected = outcome(lambda: skimage.measure.regionprops_table(
+        data, image, properties, separator=separator))
+    assert got[0] == expected[0], (got, expected)
+    if got[0] == "error":
+        assert builtin_classes(got[1]) & builtin_classes(expected[1]), (got, expected)
+        return
+    assert list(got[1]) == list(expected[1])
+    for name, column in expected[1].items():
+        np.testing.assert_allclose(np.asarray(got[1][name], float), np.asarray(column, float),
+                                   rtol=1e-12, err_msg=name)

@@ -1,0 +1,209 @@
+"""``chunkflow.skimage.filters``' thresholds against scikit-image's, on random images.
+
+Otsu, Yen, triangle and Multi-Otsu: scikit-image's value, type, dtype and bits (or an
+error of the same builtin class). Li: the same on integer images; on float images
+within the rounding of numpy's float sums (chunkflow's means are exact).
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import dask
+import numpy as np
+import skimage.filters
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+import chunkflow
+from chunkflow.errors import MemoryPlanError
+from chunkflow.graph.thresholds.methods import MAX_SEARCH
+from chunkflow.skimage import filters
+from chunkflow.testing import strategies as cst
+from chunkflow.testing.strategies import StoredArraySpec
+from tests.differential.conftest import budget
+from tests.differential.pools import process_pool
+
+METHODS = ("threshold_otsu", "threshold_yen", "threshold_triangle", "threshold_multiotsu",
+           "threshold_li")
+# Integer images spanning this many values or more are run with a budget their
+# histogram (a bin per value) does not fit, and must be refused.
+WIDE = 2**22
+
+
+@dataclass(frozen=True)
+class Case:
+    spec: StoredArraySpec
+    method: str
+    nbins: int = 256
+    classes: int = 3
+    source: str = "stored"
+    scheduler: str = "sync"
+
+    def kwargs(self) -> dict[str, Any]:
+        if self.method == "threshold_li":
+            return {}
+        if self.method == "threshold_multiotsu":
+            return {"classes": self.classes, "nbins": self.nbins}
+        return {"nbins": self.nbins}
+
+
+@st.composite
+def cases(draw: st.DrawFn, methods: tuple[str, ...] = METHODS, processes: bool = False) -> Case:
+    dtypes = st.one_of(cst.dtypes(kinds="f", byteorder="any"),
+                       cst.dtypes(kinds="biuf", byteorder="any"))
+    shapes = cst.shapes(min_dims=1, max_dims=3, max_side=9, zero_sides=False)
+    values = st.one_of(cst.ordinary_arrays(dtypes, shapes), cst.arrays(dtypes, shapes),
+                       cst.ordinary_arrays(dtypes, shapes).map(lambda a: a // 7 if a.dtype.kind
+                                                               in "iu" else a.round()))
+    spec = draw(cst.stored_arrays(data=values))
+    return Case(spec, draw(st.sampled_from(methods)), draw(st.sampled_from([256, 256, 7, 2])),
+                draw(st.sampled_from([2, 3, 3, 4])),
+                draw(st.sampled_from(["stored", "stored", "numpy", "dask"])),
+                draw(cst.schedulers(processes=processes)))
+
+
+def _outcome(call: Any) -> tuple[str, Any]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return "value", call()
+        except (ValueError, TypeError, MemoryError, ZeroDivisionError, IndexError) as error:
+            return "error", error
+
+
+def _classes(error: BaseException) -> set[type]:
+    return {c for c in type(error).__mro__ if c.__module__ == "builtins"} - {
+        BaseException, Exception, object}
+
+
+def _bits(value: Any) -> Any:
+    data = np.asarray(value)
+    if data.dtype.kind == "f":
+        return data.view(f"u{data.dtype.itemsize}").tolist()
+    return data.tolist()
+
+
+def assert_same_value(got: Any, expected: Any, what: str, exact: bool = True) -> None:
+    assert type(got) is type(expected), (what, got, expected)
+    assert np.asarray(got).dtype == np.asarray(expected).dtype, (what, got, expected)
+    if exact:
+        if np.isnan(np.asarray(expected, float)).any():
+            np.testing.assert_array_equal(np.isnan(np.asarray(got, float)),
+                                          np.isnan(np.asarray(expected, float)))
+            return
+        assert _bits(got) == _bits(expected), (what, got, expected)
+    else:
+        np.testing.assert_allclose(np.asarray(got, float), np.asarray(expected, float),
+                                   rtol=1e-3, atol=1e-3 * (1 + abs(float(expected))),
+                                   err_msg=what)
+
+
+def _wide(data: np.ndarray, limit: int = WIDE) -> bool:
+    if data.dtype.kind not in "iu" or data.size == 0:
+        return False
+    return int(data.max()) - int(data.min()) >= limit or int(data.max()) > np.iinfo(np.int64).max
+
+
+def _search_refused(data: np.ndarray, case: Case) -> bool:
+    """Whether Multi-Otsu's search is too long for chunkflow (and for a test of
+    scikit-image's): more combinations than MAX_SEARCH."""
+    bins = int(data.max()) - int(data.min()) + 1 if data.dtype.kind in "iu" else case.nbins
+    return math.comb(bins - 1, case.classes - 1) > MAX_SEARCH or \
+        math.comb(bins - 1, case.classes - 2) > MAX_SEARCH // 1000
+
+
+def _near_overflow(data: np.ndarray) -> bool:
+    """Whether the sum of a float image (shifted by its minimum) comes within a factor 8
+    of the range of numpy's accumulator."""
+    if data.dtype.kind != "f":
+        return False
+    finite = data[np.isfinite(data)].astype(np.float64)
+    if finite.size == 0:
+        return False
+    total = float(np.sum(finite - finite.min()))
+    limit = float(np.finfo(np.float32 if data.dtype.itemsize <= 4 else np.float64).max)
+    return limit / 8 <= total <= limit * 8
+
+
+def run_case(case: Case, store: Any = None) -> None:
+    data = case.spec.data
+    source: Any = data if case.source == "numpy" else case.spec.create(store)
+    if case.source == "dask":
+        source = chunkflow.to_dask(source)
+    ours = getattr(filters, case.method)
+    wide = _wide(data) or (case.method == "threshold_li" and data.dtype.kind in "iu"
+                           and _wide(data.astype(np.int64) - int(data.min())))
+    # Wide integer images: a budget their histogram (a bin per value) does not fit.
+    budget = {"max_memory": "64 MiB"} if wide else {}
+    got = _outcome(lambda: ours(source, **case.kwargs(), scheduler=case.scheduler, **budget))
+    what = f"{case.method} {data.dtype} {data.shape} {case.kwargs()}"
+    if wide:
+        assert got[0] == "error" and isinstance(got[1], (MemoryPlanError, ValueError)), (what, got)
+        return
+    if got[0] == "error" and "search of" in str(got[1]):
+        assert _search_refused(data, case), (what, got)
+        return
+    if case.method == "threshold_li" and _near_overflow(data):
+        return  # numpy's order of partial sums decides whether its mean overflows
+    expected = _outcome(lambda: getattr(skimage.filters, case.method)(data, **case.kwargs()))
+    assert got[0] == expected[0], (what, got, expected)
+    if got[0] == "error":
+        assert _classes(got[1]) & _classes(expected[1]), (what, got, expected)
+        return
+    exact = not (case.method == "threshold_li" and data.dtype.kind == "f")
+    assert_same_value(got[1], expected[1], what, exact)
+
+
+def _spec(data: np.ndarray, chunks: tuple[int, ...]) -> StoredArraySpec:
+    return StoredArraySpec(data, chunks, None, 3, None, write_empty_chunks=False)
+
+
+@budget(60)
+@given(cases(methods=METHODS[:4]))
+@example(Case(_spec(np.array([[5, 5], [5, 5]], "i2"), (1, 1)), "threshold_otsu"))
+@example(Case(_spec(np.array([-0.0, 0.0, 0.0], "f4"), (2,)), "threshold_otsu"))
+@example(Case(_spec(np.array([1.0, np.nan, 3.0]), (2,)), "threshold_yen"))
+@example(Case(_spec(np.array([[1, 9], [200, 3]], "u1"), (1, 1)), "threshold_multiotsu"))
+@example(Case(_spec(np.array([0, 1048576], "i4"), (1,)), "threshold_otsu"))
+@example(Case(_spec(np.array([0.0, 0.0566, 0.963, 4.02], "f4"), (1,)), "threshold_multiotsu",
+              classes=4))
+def test_histogram_thresholds(case: Case) -> None:
+    run_case(case)
+
+
+@budget(40)
+@given(cases(methods=("threshold_li",)))
+@example(Case(_spec(np.array([-128, 127, 0, 5], "i1"), (3,)), "threshold_li"))
+@example(Case(_spec(np.array([1.0, np.inf, np.nan, 3.0]), (3,)), "threshold_li"))
+@example(Case(_spec(np.array([np.nan, -0.0, 0.0]), (1,)), "threshold_li"))
+@example(Case(_spec(np.array([0.0, 3.4028235e38, 3.4028235e38], "f4"), (1,)), "threshold_li"))
+@example(Case(_spec(np.array([0.0, 3.0e38, 1.0], "f4"), (2,)), "threshold_li"))
+def test_li(case: Case) -> None:
+    run_case(case)
+
+
+@budget(3)
+@given(cases().filter(lambda c: c.spec.data.size > 1))
+def test_thresholds_on_processes(case: Case) -> None:
+    with tempfile.TemporaryDirectory() as folder, dask.config.set(pool=process_pool()):
+        run_case(Case(case.spec, case.method, case.nbins, case.classes, "stored", "processes"),
+                 f"{folder}/a.zarr")
+
+
+@budget(30)
+@given(st.lists(st.integers(0, 30), min_size=2, max_size=40), st.sampled_from(
+    ["threshold_otsu", "threshold_yen", "threshold_multiotsu"]), st.booleans())
+def test_given_histograms(counts: list[int], method: str, centers: bool) -> None:
+    hist: Any = np.array(counts)
+    if centers:
+        hist = (hist, np.linspace(-3.0, 17.0, len(counts)))
+    ours = _outcome(lambda: getattr(filters, method)(hist=hist))
+    expected = _outcome(lambda: getattr(skimage.filters, method)(hist=hist))
+    assert ours[0] == expected[0], (ours, expected)
+    if ours[0] == "value":
+        assert_same_value(ours[1], expected[1], method)
