@@ -13,8 +13,9 @@ Examples
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-# Modules, reached as chunkflow.config and chunkflow.reductions but left out of
-# __all__: a star import gives functions and classes only.
+# Modules, reached as chunkflow.config, chunkflow.ndimage, chunkflow.skimage and
+# chunkflow.reductions but left
+# out of __all__: a star import gives functions and classes only.
 from chunkflow import config as config
 from chunkflow.api import (
     Group,
@@ -89,7 +90,9 @@ from chunkflow.sync import DistributedSynchronizer, ProcessSynchronizer, ThreadS
 from chunkflow.version import __version__ as __version__
 
 if TYPE_CHECKING:
+    from chunkflow import ndimage as ndimage
     from chunkflow import reductions as reductions
+    from chunkflow import skimage as skimage
     from chunkflow.graph import (
         compute,
         copy,
@@ -143,7 +146,10 @@ _LAZY = {
     "to_dask": "chunkflow.graph",
     "verify": "chunkflow.graph",  # Array.verify with a scheduler: a dask task per region
     "reductions": "chunkflow.reductions",  # a module: chunkflow.reductions itself
+    "ndimage": "chunkflow.ndimage",  # a module: scipy.ndimage's names over chunked arrays
+    "skimage": "chunkflow.skimage",  # a module: scikit-image's names over chunked arrays
 }
+_MODULES = ("ndimage", "reductions", "skimage")
 
 
 def __getattr__(name: str) -> Any:
@@ -151,7 +157,7 @@ def __getattr__(name: str) -> Any:
     if where is None:
         raise AttributeError(f"module 'chunkflow' has no attribute {name!r}")
     module = import_module(where)
-    value = module if name == "reductions" else getattr(module, name)
+    value = module if name in _MODULES else getattr(module, name)
     globals()[name] = value  # found directly from now on
     return value
 

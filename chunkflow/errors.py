@@ -32,6 +32,7 @@ __all__ = [
     "ContainsArrayError",
     "ContainsGroupError",
     "DimensionNamesError",
+    "DistanceTransformError",
     "DtypeMismatchError",
     "ExternalLinkError",
     "ForeignContentError",
@@ -235,14 +236,24 @@ class LabelError(ChunkflowError, ValueError):
     unknown property)."""
 
 
+class DistanceTransformError(ChunkflowError, RuntimeError):
+    """The arguments of a distance transform do not fit (as
+    ``scipy.ndimage.distance_transform_edt`` raises :class:`RuntimeError`: nothing to
+    return, a sampling of the wrong length, an output array of the wrong shape or
+    dtype)."""
+
+
 class DtypeMismatchError(ChunkflowError, TypeError, ValueError):
     """A value cannot be converted to the dtype of the array it is written to."""
 
 
 class CastingError(DtypeMismatchError):
     """A job's result cannot be cast to its output's dtype under the job's ``casting=``
-    rule (numpy's output rule, ``"same_kind"`` by default, as a ufunc's ``out=``): the
-    message names the block and both dtypes."""
+    rule: by default (``"same_value"``) a cast that would change a value (an integer
+    out of range, a fraction or NaN into integers, an overflow to inf); with numpy's
+    rules (``"same_kind"``...) a pair of dtypes ``np.can_cast`` refuses. The message
+    names the output, the block, the first value that changes and where it lies, the
+    output's dtype, and ``casting="unsafe"`` (which casts anyway)."""
 
 
 class LockTimeoutError(ChunkflowError, TimeoutError):

@@ -3,7 +3,7 @@
 The chain (README "Layout", DESIGN.md), leftmost first::
 
     errors -> config -> metadata -> grid -> indexing -> codecs -> storage -> cache ->
-    sync -> engine -> jobs -> core -> api -> graph -> testing -> cli
+    sync -> engine -> jobs -> core -> api -> graph -> ndimage -> testing -> cli
 
 ``buffers`` and ``version`` sit beside ``errors``; the xarray engine beside ``graph``.
 The package's own ``__init__`` and the ``chunkflow.reductions`` module, which re-export

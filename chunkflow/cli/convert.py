@@ -28,6 +28,7 @@ from typing import Any
 import numcodecs
 
 import chunkflow
+from chunkflow.api.unfinished import UNFINISHED_CHOICES, carry_unfinished, check_copy_source
 from chunkflow.cli.cleanup import waited_for
 from chunkflow.cli.nodes import create_at, naming_source, open_array_at
 from chunkflow.cli.options import (
@@ -39,7 +40,7 @@ from chunkflow.cli.options import (
 )
 from chunkflow.cli.resume import add_resume_option, kept_for_resume, resumed_or_created
 from chunkflow.codecs.normalize import to_v3_codec
-from chunkflow.errors import ChunkflowError, UsageError
+from chunkflow.errors import ChunkflowError, UnfinishedSourceError, UsageError
 from chunkflow.jobs import job_identity, open_job, without_mark
 
 __all__ = ["parse_compressor", "register", "run_copy"]
@@ -217,15 +218,28 @@ def _layout(array: chunkflow.Array) -> str:
     return f"shards {array.shards} of chunks {array.chunks}"
 
 
+def _check_finished(source: chunkflow.Array, args: argparse.Namespace) -> None:
+    """Refuse an unfinished job's output as SRC unless ``--unfinished copy`` (before
+    anything is created), in the command's words."""
+    try:
+        check_copy_source(source, args.unfinished, repr(args.src))
+    except UnfinishedSourceError as error:
+        text = str(error).replace("rerun it with resume=True", "rerun it with --resume")
+        raise UnfinishedSourceError(
+            text.replace("pass unfinished='copy'", "pass --unfinished copy")) from None
+
+
 def run_copy(args: argparse.Namespace) -> int:
     """Copy ``args.src`` to a new array at ``args.dst``."""
     source = open_array_at(args.src, storage_options(args, args.src), cache=False)
+    _check_finished(source, args)
     start = time.perf_counter()
     with kept_for_resume(args):
         target = resumed_or_created(
             args, lambda location: create_target(args, source, in_memory=location is None))
         with waited_for(args.scheduler), naming_source(args.src):
             copy_data(source, target, args.scheduler, progress_wanted(args), args.resume)
+        carry_unfinished(source, target)  # --unfinished copy: the copy is unfinished too
     seconds = time.perf_counter() - start
     print(f"copied {args.src} (Zarr v{source.zarr_format}, {_layout(source)}) to "
           f"{args.dst} (Zarr v{target.zarr_format}, {_layout(target)}) in {seconds:.2f} s")
@@ -254,6 +268,9 @@ def register(commands: argparse._SubParsersAction, parents: list[argparse.Argume
     copy.add_argument("--compressor", type=parse_compressor, default=argparse.SUPPRESS,
                       metavar="NAME[:LEVEL]", help=f"one of {COMPRESSORS} (default: the source's)")
     copy.add_argument("--overwrite", action="store_true", help="replace an existing DST")
+    copy.add_argument("--unfinished", choices=UNFINISHED_CHOICES, default="raise",
+                      help="SRC is an unfinished job's output: refuse (raise, the default) "
+                           "or copy it as it is and mark the copy unfinished (copy)")
     add_resume_option(copy)
     add_compute_options(copy)
     copy.set_defaults(run=run_copy)

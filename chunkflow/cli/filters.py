@@ -3,10 +3,26 @@
 The halo is the filter's radius, so blocks read their neighbours' edges and the result
 equals the filter applied to the whole image at once.
 
+``--dtype`` is the output's dtype (default: the source's). The filter computes in a
+type wide enough for the source (:func:`work_dtype`: float64 for integers and bools,
+the source's own float type; a median, which only picks values, in the source's
+dtype), and its result is cast once at the end under ``--casting`` (default
+``same_value``, see :mod:`chunkflow.graph.casting`): a value the output cannot hold (a
+Gaussian of values in the thousands into uint8, a median that is not 0 or 1 into bool)
+fails the command and leaves nothing behind, unless ``--casting unsafe``. Into an
+integer or bool output a float result is first rounded to the nearest integer
+(``numpy.rint``); scipy's own integer output truncates after each pass instead.
+A dtype the filters cannot write (strings, dates) is refused before anything is created.
+
 Examples
 --------
 >>> filter_depth("gaussian", 2.0), filter_depth("median", 5), filter_depth("uniform", 4)
 (8, 2, 2)
+>>> import numpy as np
+>>> work_dtype("gaussian", np.dtype("u2")), work_dtype("median", np.dtype("u2"))
+(dtype('float64'), dtype('uint16'))
+>>> work_dtype("uniform", np.dtype("f2")), work_dtype("gaussian", np.dtype("c8"))
+(dtype('float32'), dtype('complex64'))
 """
 
 from __future__ import annotations
@@ -22,13 +38,22 @@ import numpy as np
 import chunkflow
 from chunkflow.cli.cleanup import waited_for
 from chunkflow.cli.nodes import create_at, naming_source, open_array_at
-from chunkflow.cli.options import add_compute_options, progress_wanted, storage_options
+from chunkflow.cli.options import (
+    add_casting_option,
+    add_compute_options,
+    progress_wanted,
+    storage_options,
+)
 from chunkflow.cli.resume import add_resume_option, kept_for_resume, resumed_or_created
-from chunkflow.errors import MemoryPlanError, MissingDependencyError, UsageError
+from chunkflow.errors import CastingError, MemoryPlanError, MissingDependencyError, UsageError
+from chunkflow.graph.casting import UNSAFE_HINT, check_cast
 from chunkflow.graph.map.halo import BOUNDARIES, SCIPY_MODES
 
-__all__ = ["apply_filter", "filter_depth", "register", "run_filter",
-           "scipy_ndimage"]
+__all__ = ["apply_filter", "check_filter_dtypes", "filter_depth", "register", "run_filter",
+           "scipy_ndimage", "work_dtype"]
+
+#: The kinds of dtype the filters read and write: numbers (bool, integers, floats, complex).
+FILTER_KINDS = "biufc"
 
 GAUSSIAN_TRUNCATE = 4.0
 
@@ -96,28 +121,61 @@ def _create_at(args: argparse.Namespace, source: chunkflow.Array,
     )
 
 
+def work_dtype(kind: str, source: np.dtype) -> np.dtype:
+    """The dtype a filter computes in, wide enough for ``source`` as scipy's own
+    arithmetic is: float64 for integers and bools, the source's float (or complex)
+    type, float32 for float16 (which scipy does not take). A median only picks values:
+    it computes in the source's dtype (float32 for float16), exactly."""
+    if source.kind == "f" and source.itemsize < 4:
+        return np.dtype("f4")
+    if kind == "median" or source.kind in "fc":
+        return source.newbyteorder("=")
+    return np.dtype("f8")
+
+
+def check_filter_dtypes(kind: str, source: np.dtype, out: np.dtype, casting: str) -> None:
+    """Refuse, before anything is created, a source or ``--dtype`` the filter cannot
+    read or write, and a pair of dtypes ``--casting`` rules out."""
+    if source.kind not in FILTER_KINDS:
+        raise UsageError(f"SRC holds {source} values; the filters read numbers (bool, "
+                         "integers, floats, complex)")
+    if out.kind not in FILTER_KINDS:
+        raise UsageError(f"--dtype {out}: the filters write numbers (bool, integers, floats, "
+                         "complex); choose one of those")
+    if kind == "median" and source.kind == "c":
+        raise UsageError(f"--median: scipy's median_filter does not take complex values "
+                         f"(SRC is {source}); filter the real and imaginary parts apart")
+    try:
+        check_cast(work_dtype(kind, source), out, casting, f"--{kind}")
+    except CastingError as err:
+        raise UsageError(f"{err}".replace("casting='unsafe'", "--casting unsafe")
+                         .replace("dtype= of the result's kind", "a --dtype of its kind")) from None
+
+
 def run_filter(args: argparse.Namespace) -> int:
     """Filter ``args.src`` into a new array at ``args.dst``."""
     kind, size = chosen_filter(args)
     scipy_ndimage()  # fail before creating anything
     source = open_array_at(args.src, storage_options(args, args.src), cache=False)
+    out_dtype = np.dtype(args.dtype or source.dtype)
+    check_filter_dtypes(kind, source.dtype, out_dtype, args.casting)
+    work = work_dtype(kind, source.dtype)
     depth = filter_depth(kind, size)
     start = time.perf_counter()
     with kept_for_resume(args):
         target = _create_output(args, source)
         with waited_for(args.scheduler), naming_source(args.src), \
-                naming_filter(kind, size, depth):
-            # Windows arrive in the output's dtype so scipy computes in it (floats stay
-            # floats).
+                naming_filter(kind, size, depth), naming_casting(target.dtype):
             chunkflow.map_chunks(
-                _as_dtype_then_filter, source, out=target, depth=depth,
+                _filter_in, source, out=target, depth=depth,
                 # scipy pads every pass of a separable filter with cval itself at the
                 # array's edge (mode="constant"); a padded halo would hold the filtered
                 # constant instead (off by one in integers).
                 boundary="none" if args.boundary == "constant" else args.boundary,
-                scheduler=args.scheduler,
+                scheduler=args.scheduler, casting=args.casting,
                 progress=progress_wanted(args), kind=kind, size=size,
-                dtype_name=str(target.dtype), edge=args.boundary, resume=args.resume,
+                work=str(work), rounded=work.kind in "fc" and target.dtype.kind in "biu",
+                edge=args.boundary, resume=args.resume,
             )
     seconds = time.perf_counter() - start
     print(f"{kind} filter ({size:g}, halo {depth}, boundary {args.boundary}) of {args.src} "
@@ -135,18 +193,36 @@ def naming_filter(kind: str, size: float, depth: int) -> Iterator[None]:
                          f"filter in memory ({err}); choose a smaller --{kind}") from err
 
 
-def _as_dtype_then_filter(window: np.ndarray, *, kind: str, size: float,
-                          dtype_name: str, edge: str) -> np.ndarray:
+@contextlib.contextmanager
+def naming_casting(out: np.dtype) -> Iterator[None]:
+    """A value that does not fit the output is ``--dtype``'s: say so, and which option
+    casts anyway."""
+    try:
+        yield
+    except CastingError as err:
+        line = str(err).splitlines()[0].replace(UNSAFE_HINT, "Pass --casting unsafe to cast "
+                                                "anyway, or a --dtype that holds the values")
+        raise CastingError(f"the filtered values do not fit --dtype {out}: {line}") from err
+
+
+def _filter_in(window: np.ndarray, *, kind: str, size: float, work: str, rounded: bool,
+               edge: str) -> np.ndarray:
+    """The filter of one window, computed in ``work`` (a float type, or the source's
+    for a median); ``rounded``: to the nearest integer, for an integer output."""
     # ``edge``, not ``boundary``: map_chunks keeps ``boundary=`` for itself.
-    return apply_filter(window.astype(dtype_name, copy=False), kind=kind, size=size,
-                        boundary=edge)
+    result = apply_filter(window.astype(work, copy=False), kind=kind, size=size, boundary=edge)
+    return np.rint(result) if rounded else result
 
 
 def _dtype_name(text: str) -> str:
     try:
-        return str(np.dtype(text))
+        dtype = np.dtype(text)
     except TypeError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a numpy dtype (e.g. float32)") from None
+    if dtype.kind not in FILTER_KINDS:
+        raise argparse.ArgumentTypeError(f"{text!r}: the filters write numbers (bool, "
+                                         "integers, floats, complex), not this dtype")
+    return str(dtype)
 
 
 def register(commands: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
@@ -168,7 +244,11 @@ def register(commands: argparse._SubParsersAction, parents: list[argparse.Argume
     parser.add_argument("--boundary", choices=BOUNDARIES, default="reflect",
                         help="what lies beyond the image's edge (default: reflect)")
     parser.add_argument("--dtype", type=_dtype_name, default=None,
-                        help="data type of the result (default: the source's)")
+                        help="data type of the output (default: the source's); the filter "
+                             "computes in floats (float64 for integers) and the result is "
+                             "cast once at the end, rounded to the nearest integer for an "
+                             "integer dtype; a value it cannot hold fails (see --casting)")
+    add_casting_option(parser)
     parser.add_argument("--overwrite", action="store_true", help="replace an existing DST")
     add_resume_option(parser)
     add_compute_options(parser)

@@ -18,7 +18,7 @@ import sys
 from typing import Any
 
 __all__ = [
-    "add_common_options", "add_compute_options", "add_scheduler_option",
+    "add_casting_option", "add_common_options", "add_compute_options", "add_scheduler_option",
     "add_storage_options", "parse_scheduler", "parse_shape",
     "parse_storage_option", "progress_wanted", "stderr_is_tty", "storage_options",
 ]
@@ -97,6 +97,20 @@ def add_common_options(parser: argparse.ArgumentParser, *, top: bool = False) ->
                         help="show the full traceback when something fails")
     parser.add_argument("-q", "--quiet", action="store_true", default=default,
                         help="no progress bar")
+
+
+def add_casting_option(parser: argparse.ArgumentParser) -> None:
+    """``--casting same_value|unsafe|same_kind|...``: how the result becomes the output's
+    dtype (:mod:`chunkflow.graph.casting`)."""
+    from chunkflow.graph.casting import CASTINGS, DEFAULT_CASTING
+
+    parser.add_argument(
+        "--casting", choices=CASTINGS, default=DEFAULT_CASTING,
+        help=f"how the result is cast to the output's dtype (default: {DEFAULT_CASTING}: a "
+             "value the dtype cannot hold fails the command and nothing is kept; unsafe: "
+             "cast anyway, as numpy's astype wraps and truncates; same_kind, safe, equiv, "
+             "no: numpy's rules for the pair of dtypes, values unchecked)",
+    )
 
 
 def add_compute_options(parser: argparse.ArgumentParser) -> None:

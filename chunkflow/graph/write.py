@@ -54,7 +54,7 @@ from chunkflow.errors import (
     ReadOnlyError,
     ShapeMismatchError,
 )
-from chunkflow.graph.casting import cast_block, check_cast, check_casting
+from chunkflow.graph.casting import DEFAULT_CASTING, cast_block, check_cast, check_casting
 from chunkflow.graph.scheduler import ProgressArg
 from chunkflow.graph.scheduler import compute as run
 from chunkflow.graph.sources import source_reads
@@ -95,7 +95,7 @@ def _write_block(
     shape: tuple[int, ...],
     placements: list[tuple[tuple[slice, ...], tuple[slice, ...]]],
     blocks: list[np.ndarray],
-    casting: str = "same_kind",
+    casting: str = DEFAULT_CASTING,
 ) -> None:
     """Assemble one write block from its source pieces and write it to ``target``."""
     if len(blocks) == 1 and placements[0][1] == tuple(slice(0, n) for n in shape):
@@ -108,14 +108,17 @@ def _write_block(
         for (in_block, in_value), block in zip(placements, blocks):
             value[in_value] = block[in_block]
     # Cast here as numpy casts (the checked rule allows it), not by the assignment's
-    # conversion, which refuses some kinds.
+    # conversion, which refuses some kinds; the values are checked on this block only.
+    name = target.path or "/"
     target[region] = cast_block(
         value, target.dtype, casting,
-        f"chunkflow.store: the source's block for {block_keys(target, region)}")
+        f"chunkflow.store: the source's block for array {name!r} in "
+        f"{target.store.identity} ({block_keys(target, region)})",
+        tuple(s.start for s in region))
 
 
 def _check_pair(source: Any, target: Array, region: tuple[slice, ...],
-                casting: str = "same_kind") -> None:
+                casting: str = DEFAULT_CASTING) -> None:
     name = getattr(target, "path", None) or "/"
     if getattr(target, "read_only", False):
         raise ReadOnlyError(f"array {name!r} is read-only: chunkflow.store refuses to write")
@@ -149,7 +152,7 @@ def _write_edges(source: da.Array, target: Array, region: tuple[slice, ...]) -> 
 
 def _tracked_write(job: Job, index: tuple[int, ...], target: Array, region: tuple[slice, ...],
                    shape: tuple[int, ...], placements: list[tuple[tuple[slice, ...], tuple[slice, ...]]],
-                   blocks: list[np.ndarray], casting: str = "same_kind") -> None:
+                   blocks: list[np.ndarray], casting: str = DEFAULT_CASTING) -> None:
     job.run(index, lambda: _write_block(target, region, shape, placements, blocks, casting),
             None, lambda: block_keys(target, region))
 
@@ -160,7 +163,7 @@ def _skipped(*_: Any) -> None:
 
 
 def _store_layer(source: da.Array, target: Array, region: tuple[slice, ...], name: str,
-                 job: Job | None = None, casting: str = "same_kind") -> dict:
+                 job: Job | None = None, casting: str = DEFAULT_CASTING) -> dict:
     """Tasks ``(name, *block index)`` writing aligned blocks of ``source`` to ``target``.
 
     With a resumed ``job``, finished blocks become tasks without dependencies, so the
@@ -232,7 +235,7 @@ def store(
     progress: ProgressArg = False,
     resume: bool = False,
     job_name: str | None = None,
-    casting: str = "same_kind",
+    casting: str = DEFAULT_CASTING,
     storage_options: dict[str, Any] | None = None,
     commit: str | None = None,
     overwrite: bool = False,
@@ -269,12 +272,17 @@ def store(
     job_name : str, optional
         Identifies the job instead of the sources' dask names (for sources whose
         names change from run to run, such as ``da.random`` without a seed).
-    casting : {"same_kind", "unsafe", "safe", "equiv", "no"}
-        numpy's rule for casting the sources to the targets' dtypes, as a ufunc's
-        ``out=``: a float source into an integer target is refused before anything is
-        written (:class:`~chunkflow.errors.CastingError`, naming the target and both
-        dtypes; a block whose dtype differs from its dask array's is checked when it
-        is written) unless ``casting="unsafe"``.
+    casting : {"same_value", "unsafe", "same_kind", "safe", "equiv", "no"}
+        The rule for casting the sources to the targets' dtypes.
+        ``"same_value"`` (default): each write task checks its block's values and
+        refuses a cast that changes one (:class:`~chunkflow.errors.CastingError`,
+        naming the target, the block and the first value that changes: an integer
+        out of range, a fraction, NaN or inf into integers, not 0 or 1 into bool, a
+        finite value that overflows a narrower float); rounding into a narrower float
+        is not a change. ``"unsafe"``: numpy's ``astype`` whatever the values.
+        numpy's dtype rules (``"same_kind"``, ``"safe"``, ``"equiv"``, ``"no"``)
+        refuse a pair of dtypes before anything is written and do not look at
+        values. See :mod:`chunkflow.graph.casting`.
     storage_options : dict, optional
         fsspec options for outputs given by URL.
     commit : str, optional
@@ -380,7 +388,7 @@ def to_chunkflow(
     progress: ProgressArg = False,
     resume: bool = False,
     job_name: str | None = None,
-    casting: str = "same_kind",
+    casting: str = DEFAULT_CASTING,
     commit: str | None = None,
     **create_kwargs: Any,
 ) -> Array | tuple[Array, Delayed]:
@@ -412,8 +420,9 @@ def to_chunkflow(
         (``overwrite`` is not needed); an existing finished array is refused unless
         ``overwrite=True``, as without ``resume``.
     casting : str
-        See :func:`store`: ``x`` cast to a ``dtype=`` of another kind is refused
-        before anything is created, unless ``casting="unsafe"``.
+        See :func:`store`: a pair of dtypes the rule refuses is refused before
+        anything is created; under ``"same_value"`` (default) the values are checked
+        block by block as they are written.
     commit : str, optional
         See :func:`store`.
     **create_kwargs

@@ -1,13 +1,23 @@
 """Casting against numpy: the writers' ``casting=`` rule and assignment of other dtypes.
 
 The writers (:func:`chunkflow.map_chunks`, :func:`chunkflow.store`,
-:func:`chunkflow.to_chunkflow`) cast each result to the output's dtype under numpy's
-rule ``casting=`` (``"same_kind"`` by default, as a ufunc's ``out=``): for random source
-and target dtypes (every kind, either byte order) and values (NaN, inf, extremes,
-NaT...), each either refuses where ``np.can_cast(source, target, casting)`` refuses
-(a ``TypeError``, as numpy's ``out=`` raises, before anything is written), or writes
-exactly the bits of numpy's ``values.astype(target)``; where ``astype`` itself raises
-(a string that is no number), chunkflow raises an error of the same builtin class.
+:func:`chunkflow.to_chunkflow`) cast each result to the output's dtype under the rule
+``casting=``. For random source and target dtypes (every kind, either byte order) and
+values (NaN, inf, extremes, NaT...):
+
+- ``"same_value"`` (the default) writes exactly the bits of numpy's
+  ``values.astype(target)`` when every value survives the cast, and refuses with
+  :class:`~chunkflow.errors.CastingError` (a ``ValueError``) when one does not. numpy
+  decides which: its own ``astype(casting="same_value")`` into integers (numpy >=
+  2.4; a round trip through the target otherwise), a round trip into bool, and a
+  finite value that numpy's cast makes infinite into floats (rounding is allowed);
+  a complex's imaginary part never vanishes silently. Dtypes that are not numbers
+  cast only where ``np.can_cast(..., "safe")``.
+- numpy's rules refuse where ``np.can_cast(source, target, casting)`` refuses (a
+  ``TypeError``, as numpy's ``out=`` raises, before anything is written), or write
+  exactly the bits of numpy's ``values.astype(target)``; where ``astype`` itself
+  raises (a string that is no number), chunkflow raises an error of the same builtin
+  class.
 
 ``z[...] = values`` of another numeric dtype gives numpy's assignment's bits
 (``a[...] = values``: numpy's unsafe cast).
@@ -22,16 +32,18 @@ from typing import Any
 import dask.array as da
 import numpy as np
 import pytest
-from hypothesis import example, given
+from hypothesis import event, example, given
 from hypothesis import strategies as st
 
 import chunkflow
+from chunkflow.errors import CastingError
 from chunkflow.testing import strategies as cst
 from tests.differential.conftest import budget
 
 DTYPES = cst.dtypes(kinds="biufcmMUS", byteorder="any")
 NUMERIC = cst.dtypes(kinds="biufcmM", byteorder="any")
-CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
+CASTINGS = ("no", "equiv", "safe", "same_kind", "same_value", "unsafe")
+NUMBERS = "biufc"
 SHAPES = cst.shapes(min_dims=1, max_dims=2, max_side=5)
 
 Case = tuple[np.ndarray, np.dtype, str, tuple[int, ...]]
@@ -40,10 +52,20 @@ Case = tuple[np.ndarray, np.dtype, str, tuple[int, ...]]
 @st.composite
 def casting_cases(draw: st.DrawFn, dtypes: st.SearchStrategy[np.dtype] = DTYPES) -> Case:
     """Values of a source dtype, a target dtype, numpy's casting rule and a chunk shape."""
-    values = draw(cst.arrays(dtypes, SHAPES))
     target = draw(dtypes)
+    if draw(st.booleans()):
+        values = draw(cst.arrays(dtypes, SHAPES))
+    else:  # values of the target's, in another dtype: most of them survive the cast back
+        held = draw(cst.arrays(st.just(target), SHAPES))
+        source = draw(dtypes)
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            try:
+                values = held.astype(source)
+            except (TypeError, ValueError, RuntimeError, OverflowError):  # no such value there
+                values = held
     # The writers' default and "unsafe" most often: they are the rules that cast.
-    casting = draw(st.sampled_from([*CASTINGS, "same_kind", "unsafe", "unsafe"]))
+    casting = draw(st.sampled_from([*CASTINGS, "same_value", "same_value", "unsafe"]))
     chunks = draw(cst.chunk_shapes(values.shape))
     return values, target, casting, chunks
 
@@ -55,8 +77,14 @@ def _bytes(values: Any, dtype: np.dtype) -> np.ndarray:
 
 def _numpy_cast(values: np.ndarray, target: np.dtype, casting: str
                 ) -> np.ndarray | type[BaseException]:
-    """numpy's answer: the cast values, or the builtin class of its refusal."""
-    if casting != "unsafe" and not np.can_cast(values.dtype, target, casting):  # type: ignore[arg-type]
+    """numpy's answer: the cast values, or the builtin class of its refusal
+    (``ValueError``: a value changes under ``same_value``)."""
+    if casting == "same_value":
+        if values.dtype.kind not in NUMBERS or target.kind not in NUMBERS:
+            casting = "safe"  # no values to compare: numpy's cast that never changes one
+        elif _changes_a_value(values, target):
+            return ValueError
+    if casting not in ("unsafe", "same_value") and not np.can_cast(values.dtype, target, casting):  # type: ignore[arg-type]
         return TypeError  # as a ufunc's out= refuses
     try:
         with warnings.catch_warnings():
@@ -64,6 +92,40 @@ def _numpy_cast(values: np.ndarray, target: np.dtype, casting: str
             return values.astype(target)
     except Exception as err:  # noqa: BLE001 - compared by builtin class
         return next(c for c in type(err).__mro__ if c.__module__ == "builtins")
+
+
+def _numpy_same_value() -> bool:
+    try:
+        np.zeros(1).astype("u1", casting="same_value")
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+NUMPY_SAME_VALUE = _numpy_same_value()
+
+
+def _changes_a_value(values: np.ndarray, target: np.dtype) -> bool:
+    """Whether numpy's cast of the numbers ``values`` to ``target`` changes one."""
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        if values.dtype.kind == "c" and target.kind != "c":
+            if np.any(values.imag != 0):  # NaN counts: not 0
+                return True
+            values = values.real
+        cast = values.astype(target)
+        if target.kind in "fc":  # rounding is no change; an overflow to inf is
+            return bool(np.any(np.isfinite(values) & ~np.isfinite(cast)))
+        if target.kind in "iu" and NUMPY_SAME_VALUE:
+            # numpy 2.4 checks nothing when a side is not in native byte order.
+            native = values.astype(values.dtype.newbyteorder("="))
+            try:
+                native.astype(target.newbyteorder("="), casting="same_value")
+            except ValueError:
+                return True
+            return False
+        # bool (and integers on an older numpy): the value must come back
+        return not np.array_equal(cast.astype(values.dtype), values)
 
 
 def _defined(values: np.ndarray, target: np.dtype) -> np.ndarray:
@@ -85,11 +147,15 @@ def _defined(values: np.ndarray, target: np.dtype) -> np.ndarray:
 def _check(write: Callable[[], Any], values: np.ndarray, target: np.dtype, casting: str,
            read: Callable[[], Any] | None = None) -> None:
     expected = _numpy_cast(values, target, casting)
+    event(f"{casting}: {expected.__name__ if isinstance(expected, type) else 'written'}")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if isinstance(expected, type):
-            with pytest.raises(expected):
+            refused = CastingError if expected is ValueError and casting == "same_value" else expected
+            with pytest.raises(refused) as error:
                 write()
+            if refused is CastingError:
+                assert "changes when cast" in str(error.value) and "casting='unsafe'" in str(error.value)
             return
         result = write()
         got = np.asarray(result if read is None else read())
@@ -122,6 +188,26 @@ _I8_MIN = np.array([np.iinfo("i8").min, -1], "i8")
 @example((np.array([-np.inf, 0, 0, 0], "f4"), np.dtype("<u4"), "unsafe", (1,)))
 @example((np.array(["1.5", "x"]), np.dtype("f8"), "unsafe", (1,)))
 @example((np.array([], ">i2"), np.dtype("<i2"), "no", (1,)))
+# The issue's cases: a uint16 Gaussian (1393..13078) into uint8 wrapped silently.
+@example((np.array([1393, 13078, 200], "u2"), np.dtype("u1"), "same_value", (2,)))
+@example((np.array([1393, 13078, 200], "u2"), np.dtype("u1"), "unsafe", (2,)))
+@example((np.array([1393, 13078, 200], "u2"), np.dtype("i1"), "same_value", (1,)))
+@example((np.array([0, 1, 1393], "u2"), np.dtype("?"), "same_value", (1,)))
+@example((np.array([0.0, 1.0, -0.0]), np.dtype("?"), "same_value", (1,)))
+@example((np.array([1.0, 2.5]), np.dtype("i4"), "same_value", (1,)))
+@example((np.array([1.0, np.nan]), np.dtype(">u2"), "same_value", (1,)))
+@example((np.array([1.0, -np.inf]), np.dtype("i8"), "same_value", (1,)))
+@example((np.array([-(2.0**63), 2.0**63]), np.dtype("i8"), "same_value", (1,)))
+@example((np.array([-(2.0**63), 2.0**62]), np.dtype("i8"), "same_value", (1,)))
+@example((np.array([2**63, 1], "u8"), np.dtype("i8"), "same_value", (1,)))
+@example((np.array([0.1, 1e-300, np.nan, -np.inf]), np.dtype("f4"), "same_value", (2,)))
+@example((np.array([0.1, 1e300]), np.dtype("f4"), "same_value", (2,)))
+@example((np.array([65504, 70000], "u4"), np.dtype("f2"), "same_value", (1,)))
+@example((np.array([1 + 0j, 2 + 1j]), np.dtype("f8"), "same_value", (1,)))
+@example((np.array([1 + 0j, 2 - 0j]), np.dtype("i2"), "same_value", (1,)))
+# numpy 2.4's astype(casting="same_value") checks nothing across byte orders.
+@example((np.array([0.5, 1.0]), np.dtype(">i2"), "same_value", (1,)))
+@example((np.array([300, 1], ">u2"), np.dtype("u1"), "same_value", (1,)))
 def test_map_chunks_casts_as_numpy(case: Case) -> None:
     values, target, casting, chunks = case
     source = _source(values, chunks)
@@ -137,6 +223,10 @@ def test_map_chunks_casts_as_numpy(case: Case) -> None:
 @example((np.array([7, -1], "i2"), np.dtype("U3"), "same_kind", (1,)))
 @example((np.array([1.5, -np.inf]), np.dtype("S4"), "unsafe", (2,)))
 @example((_I8_MIN, np.dtype("m8[s]"), "unsafe", (1,)))
+@example((np.array([1393, 13078], "u2"), np.dtype("u1"), "same_value", (1,)))
+@example((np.array([-1, 255], "i8"), np.dtype("u1"), "same_value", (1,)))
+@example((np.array([3.0, 255.0], "f2"), np.dtype("u1"), "same_value", (1,)))
+@example((np.array([7, -1], "i2"), np.dtype("U3"), "same_value", (1,)))
 def test_store_casts_as_numpy(case: Case) -> None:
     values, target, casting, chunks = case
     out = chunkflow.create_array(None, shape=values.shape, chunks=chunks, dtype=target)
@@ -153,6 +243,9 @@ def test_store_casts_as_numpy(case: Case) -> None:
 @example((np.array(["NaT", "2020-01-01"], "M8[D]"), np.dtype("M8[s]"), "safe", (1,)))
 # Found by the long profile: the new (Zarr v3) array is native, dtype= asked '>i2'.
 @example((np.array([], ">i2"), np.dtype(">i2"), "no", (1,)))
+@example((np.array([1 + 2j, np.nan]), np.dtype("f4"), "same_value", (1,)))
+@example((np.array([1.5, 2.0]), np.dtype("u8"), "same_value", (1,)))
+@example((np.array(["NaT", "2020-01-01"], "M8[s]"), np.dtype("M8[D]"), "same_value", (1,)))
 def test_to_chunkflow_casts_as_numpy(case: Case) -> None:
     values, target, casting, chunks = case
     x = da.from_array(values, chunks=chunks)

@@ -277,7 +277,8 @@ def _scipy() -> Any:
 
 
 def _uniform() -> np.ndarray:
-    return _scipy().uniform_filter(DATA, 3)
+    # The command filters integers in float64 and rounds into the source's dtype.
+    return np.rint(_scipy().uniform_filter(DATA.astype("f8"), 3)).astype(DATA.dtype)
 
 
 @budget(1)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import dask.array as da
@@ -22,14 +23,32 @@ def test_store_refuses_a_cast_numpy_refuses_before_writing() -> None:
     data, x = _halves()
     z = chunkflow.zeros((30, 20), chunks=(8, 8), dtype="u1")
     with pytest.raises(CastingError, match=r"float64 to the output's dtype uint8.*same_kind"):
-        chunkflow.store(x, z)
+        chunkflow.store(x, z, casting="same_kind")
     assert not z[:].any()  # nothing written
     chunkflow.store(x, z, casting="unsafe")
     np.testing.assert_array_equal(z[:], (data * 0.5).astype("u1"))
     # int64 into int16 is the same kind: numpy allows it, with its wrap-around.
     y = chunkflow.zeros((30, 20), chunks=(8, 8), dtype="i2")
-    chunkflow.store(da.from_array(data.astype("i8") * 3, chunks=9), y)
+    chunkflow.store(da.from_array(data.astype("i8") * 3, chunks=9), y, casting="same_kind")
     np.testing.assert_array_equal(y[:], (data.astype("i8") * 3).astype("i2"))
+
+
+def test_store_refuses_a_value_that_changes_by_default() -> None:
+    data, x = _halves()
+    z = chunkflow.zeros((30, 20), chunks=(8, 8), dtype="u1")
+    # The write task of chunk (0, 0) checks its block: the first value does not fit.
+    with pytest.raises(CastingError, match=r"array '/' in memory:.*chunk keys? 'c/\d/\d'.*"
+                       r"the value \d+\.0 at \(\d+, \d+\) changes when cast to the output's "
+                       r"dtype uint8 \(out of its range 0\.\.255\); (\d+) of \1 values") as refused:
+        chunkflow.store(x, z, scheduler="sync")
+    _assert_names_a_value_of(refused, data * 0.5)
+    y = chunkflow.zeros((30, 20), chunks=(8, 8), dtype="i2")
+    with pytest.raises(CastingError, match="int16"):
+        chunkflow.store(da.from_array(data.astype("i8") * 3, chunks=9), y, scheduler="sync")
+    # Values that survive the cast are written, whatever the dtypes' kinds.
+    whole = chunkflow.zeros((30, 20), chunks=(8, 8), dtype="u1")
+    chunkflow.store(da.from_array((data % 200).astype("f8"), chunks=(7, 9)), whole)
+    np.testing.assert_array_equal(whole[:], (data % 200).astype("u1"))
 
 
 def test_store_checks_each_block_whose_dtype_is_not_its_arrays() -> None:
@@ -37,8 +56,8 @@ def test_store_checks_each_block_whose_dtype_is_not_its_arrays() -> None:
     # A dask array that claims uint8 but computes float64 blocks.
     lying = x.map_blocks(lambda b: b, dtype="u1")
     z = chunkflow.zeros((30, 20), chunks=(8, 8), dtype="u1")
-    with pytest.raises(CastingError, match=r"block for chunk keys? 'c/\d/\d.*array region"):
-        chunkflow.store(lying, z, scheduler="sync")
+    with pytest.raises(CastingError, match=r"block for array '/' .*chunk keys? 'c/\d/\d.*array region"):
+        chunkflow.store(lying, z, scheduler="sync", casting="same_kind")
     chunkflow.store(lying, z, casting="unsafe", scheduler="sync")
     np.testing.assert_array_equal(z[:], (data * 0.5).astype("u1"))
 
@@ -47,9 +66,16 @@ def test_to_chunkflow_refuses_a_cast_before_creating(tmp_path: Path) -> None:
     data, x = _halves()
     where = tmp_path / "a.zarr"
     with pytest.raises(CastingError, match="to_chunkflow"):
-        chunkflow.to_chunkflow(x, str(where), dtype="u1")
+        chunkflow.to_chunkflow(x, str(where), dtype="u1", casting="same_kind")
     assert not where.exists()
-    z = chunkflow.to_chunkflow(x, str(where), dtype="u1", casting="unsafe")
+    # By values (the default), the first block written is refused; the output is left
+    # unfinished, as after any failed job.
+    with pytest.raises(CastingError, match="the value .* at") as refused:
+        chunkflow.to_chunkflow(x, str(where), dtype="u1", scheduler="sync")
+    _assert_names_a_value_of(refused, data * 0.5)
+    with pytest.warns(chunkflow.IncompleteJobWarning):
+        chunkflow.open(str(where), mode="r")
+    z = chunkflow.to_chunkflow(x, str(where), dtype="u1", casting="unsafe", overwrite=True)
     np.testing.assert_array_equal(z[:], (data * 0.5).astype("u1"))
     with pytest.raises(UsageError, match="casting"):
         chunkflow.to_chunkflow(x, str(tmp_path / "b.zarr"), casting="maybe")
@@ -82,3 +108,11 @@ def test_to_chunkflow_refuses_to_create_where_it_reads(tmp_path: Path) -> None:
         with pytest.raises(OutputIsSourceError, match="delete what the job reads"):
             chunkflow.to_chunkflow(chunkflow.to_dask(z) * 2, where, path=path, overwrite=True)
     np.testing.assert_array_equal(chunkflow.open(str(tmp_path / "g.zarr"), path="img")[:], data)
+
+
+def _assert_names_a_value_of(error: pytest.ExceptionInfo[CastingError], values: np.ndarray) -> None:
+    """The refusal names a value of ``values`` and its position in the array."""
+    found = re.search(r"the value (\S+) at \(([\d, ]*)\)", str(error.value))
+    assert found, str(error.value)
+    position = tuple(int(i) for i in found[2].split(",") if i.strip())
+    assert float(found[1]) == float(values[position])

@@ -46,7 +46,7 @@ from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 from chunkflow.api.unfinished import open_recorded_block_plan
 from chunkflow.config.renames import renamed_parameters
 from chunkflow.errors import ArgumentTypeError, MemoryPlanError
-from chunkflow.graph.casting import check_casting
+from chunkflow.graph.casting import DEFAULT_CASTING, check_casting
 from chunkflow.graph.map.halo import (
     check_boundary,
     check_constant,
@@ -114,7 +114,7 @@ def _prepare_plan(func: Callable[..., Any], sources: Sequence[ArraySource], *,
                   summary_shape: tuple[int, ...] | None,
                   blocks_per_task: int | Sequence[int] | None = None,
                   overwrite: bool = False, resume: bool = False,
-                  casting: str = "same_kind",
+                  casting: str = DEFAULT_CASTING,
                   what: str = "map_chunks") -> tuple[MapPlan, TaskGrid]:
     """Open, check and plan a job; ``what`` names the public function in its errors."""
     arrays = open_sources(sources, storage_options, what)
@@ -167,7 +167,7 @@ def map_chunks(
     resume: bool = False,
     job_name: str | None = None,
     overwrite: bool = False,
-    casting: str = "same_kind",
+    casting: str = DEFAULT_CASTING,
     commit: str | None = None,
     **kwargs: Any,
 ) -> Any:
@@ -252,11 +252,16 @@ def map_chunks(
     overwrite : bool
         Replace an array (or group) at an ``out`` location, or write a source in place
         (``depth=0`` only).
-    casting : {"same_kind", "unsafe", "safe", "equiv", "no"}
-        numpy's rule for casting each block's result to ``dtype`` (or ``out``'s), as a
-        ufunc's ``out=``: a float result into an integer output is refused
-        (:class:`~chunkflow.errors.CastingError`, naming the block and both dtypes)
-        unless ``casting="unsafe"``.
+    casting : {"same_value", "unsafe", "same_kind", "safe", "equiv", "no"}
+        The rule for casting each block's result to ``dtype`` (or ``out``'s), checked
+        in the task on the block it writes. ``"same_value"`` (default): a cast that
+        changes a value (uint16 300 into uint8, 2.5 or NaN into an integer, 2 into bool,
+        1e300 into float32) is refused (:class:`~chunkflow.errors.CastingError`,
+        naming the output, the block and the first value that changes); rounding a
+        float into a narrower float is not a change. ``"unsafe"``: numpy's ``astype``
+        whatever the values. ``"same_kind"``, ``"safe"``, ``"equiv"``, ``"no"``:
+        numpy's dtype rules (``np.can_cast``), without looking at values. See
+        :mod:`chunkflow.graph.casting`.
     commit : str, optional
         With ``out`` in an Icechunk session: commit the session with this message once
         every block is written (one commit). On a cluster the tasks write into forks of

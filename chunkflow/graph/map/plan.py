@@ -17,7 +17,7 @@ import numpy as np
 from chunkflow.core.array import Array
 from chunkflow.engine.pool import serial_io
 from chunkflow.errors import ShapeMismatchError
-from chunkflow.graph.casting import check_cast
+from chunkflow.graph.casting import DEFAULT_CASTING, cast_block
 from chunkflow.graph.map.groups import TaskWindows
 from chunkflow.graph.map.halo import read_window, window_boundary
 from chunkflow.jobs import Job, block_keys
@@ -44,7 +44,7 @@ class MapPlan:
     # Array elements per block and axis when a task runs a group of blocks, else None.
     spans: tuple[int, ...] | None = None
     tracker: Job | None = None  # skips blocks finished before, records new ones
-    casting: str = "same_kind"  # numpy's rule for the cast of a block to dtype
+    casting: str = DEFAULT_CASTING  # the rule for the cast of a block to dtype (graph.casting)
 
     @property
     def window_boundary(self) -> str:
@@ -107,9 +107,9 @@ class MapPlan:
                 f"{index} (array region {[(s.start, s.stop) for s in region]}); expected "
                 f"{expected}" + (" after trimming the halo" if self.trim else "")
             )
-        if result.dtype != self.dtype:
-            check_cast(result.dtype, self.dtype, self.casting, self._where(index, region))
-        result = result.astype(self.dtype, copy=False)
+        if result.dtype != self.dtype:  # checked here, on the one block this task holds
+            result = cast_block(result, self.dtype, self.casting, self._where(index, region),
+                                tuple(s.start for s in region))
         if self.out is None:
             return result
         with serial_io():
@@ -117,9 +117,12 @@ class MapPlan:
         return np.ones((1,) * len(region), dtype=bool)
 
     def _where(self, index: tuple[int, ...], region: tuple[slice, ...]) -> str:
-        where = (block_keys(self.out, region) if self.out is not None
-                 else f"array region {[(s.start, s.stop) for s in region]}")
-        return f"map_chunks: {_name(self.func)} returned block {index} ({where})"
+        if self.out is None:
+            return (f"map_chunks: {_name(self.func)} returned block {index} (array region "
+                    f"{[(s.start, s.stop) for s in region]})")
+        return (f"map_chunks: {_name(self.func)} returned block {index} for array "
+                f"{self.out.path or '/'!r} in {self.out.store.identity} "
+                f"({block_keys(self.out, region)})")
 
     def _summary(self, result: np.ndarray, index: tuple[int, ...]) -> np.ndarray:
         assert self.summary_shape is not None

@@ -3,6 +3,7 @@ written with a halo (issue 26, point 2)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -100,20 +101,41 @@ def test_a_cast_numpy_refuses_is_refused_with_the_block_and_both_dtypes(tmp_path
     data = np.arange(65534, 65534 - 40 * 36, -1).astype("u2").reshape(40, 36)
     src = chunkflow.array(data, chunks=(8, 8), store=str(tmp_path / "a.zarr"))
     half = lambda b: b * 0.5  # noqa: E731 - float64 blocks
-    with pytest.raises(CastingError, match=r"block \(\d, \d\) \(chunk keys? 'c/.*float64.*uint8.*same_kind"):
+    # numpy's dtype rule, asked for: refused before any block runs, naming both dtypes.
+    with pytest.raises(CastingError, match=r"block \(\d, \d\) for array '/' in file://.*b\.zarr "
+                       r"\(chunk keys? 'c/.*float64.*uint8.*same_kind"):
         chunkflow.map_chunks(half, src, out=str(tmp_path / "b.zarr"), dtype="u1",
-                             scheduler="sync")
-    region = r"block \(\d, \d\) \(array region \[\(\d+, \d+\), \(\d+, \d+\)\]\)"
-    with pytest.raises(CastingError, match=region):
-        chunkflow.map_chunks(half, src, dtype="u1").compute(scheduler="sync")
+                             casting="same_kind", scheduler="sync")
     # numpy's ufunc refuses the same output cast.
     with pytest.raises(TypeError):
         np.multiply(data, 0.5, out=np.empty(data.shape, "u1"))
+    # The default looks at the values: the first block's first value does not fit.
+    with pytest.raises(CastingError, match=r"block \(\d, \d\) for array '/' .*b2\.zarr.*"
+                       r"the value \d+\.0 at \(\d+, \d+\) changes when cast to the output's "
+                       r"dtype uint8 \(out of its range 0\.\.255\).*casting='unsafe'") as refused:
+        chunkflow.map_chunks(half, src, out=str(tmp_path / "b2.zarr"), dtype="u1",
+                             scheduler="sync")
+    _assert_names_a_value_of(refused, data * 0.5)
+    region = r"block \(\d, \d\) \(array region \[\(\d+, \d+\), \(\d+, \d+\)\]\)"
+    with pytest.raises(CastingError, match=region):
+        chunkflow.map_chunks(half, src, dtype="u1").compute(scheduler="sync")
     done = chunkflow.map_chunks(half, src, out=str(tmp_path / "c.zarr"), dtype="u1",
                                 casting="unsafe")
     np.testing.assert_array_equal(done[:], (data * 0.5).astype("u1"))
-    # Same kind (int64 to int16) is numpy's to allow, with its wrap-around.
-    wide = chunkflow.map_chunks(lambda b: b.astype("i8") * 3, src, dtype="i2").compute()
+    # int64 into int16 is the same kind: numpy's rule allows it, with its wrap-around;
+    # the default refuses the values that wrap.
+    wide = chunkflow.map_chunks(lambda b: b.astype("i8") * 3, src, dtype="i2",
+                                casting="same_kind").compute()
     np.testing.assert_array_equal(wide, (data.astype("i8") * 3).astype("i2"))
+    with pytest.raises(CastingError, match="int16 \\(out of its range -32768..32767\\)"):
+        chunkflow.map_chunks(lambda b: b.astype("i8") * 3, src, dtype="i2").compute()
     with pytest.raises(UsageError, match="casting='sometimes'"):
         chunkflow.map_chunks(half, src, dtype="u1", casting="sometimes")
+
+
+def _assert_names_a_value_of(error: pytest.ExceptionInfo[CastingError], values: np.ndarray) -> None:
+    """The refusal names a value of ``values`` and its position in the array."""
+    found = re.search(r"the value (\S+) at \(([\d, ]*)\)", str(error.value))
+    assert found, str(error.value)
+    position = tuple(int(i) for i in found[2].split(",") if i.strip())
+    assert float(found[1]) == float(values[position])
