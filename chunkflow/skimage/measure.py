@@ -54,7 +54,7 @@ def _connectivity(connectivity: int | None, ndim: int) -> int:
 
 
 def label(label_image: Any, background: Any = None, return_num: bool = False,
-          connectivity: int | None = None, *, out: Any = None, dtype: Any = "int64",
+          connectivity: int | None = None, *, out: Any = None, dtype: Any = None,
           chunks: tuple[int, ...] | None = None, blocks: Any = None,
           max_memory: int | str | None = None, scheduler: SchedulerLike = None,
           progress: ProgressArg = False, resume: bool = False, job_name: str | None = None,
@@ -65,8 +65,8 @@ def label(label_image: Any, background: Any = None, return_num: bool = False,
     they are neighbours within ``connectivity`` steps along axes (default: the number
     of dimensions, every neighbour) and hold the same value. The labels are numbered
     by their first voxel in C order, as scikit-image numbers them, and written to
-    ``out`` (in memory when ``None``) as ``int64`` (scikit-image's dtype) unless
-    ``dtype`` says otherwise.
+    ``out`` (in memory when ``None``) in scikit-image's dtype (``int64``; ``int32`` for
+    a boolean image) unless ``dtype`` says otherwise.
 
     Parameters
     ----------
@@ -83,7 +83,10 @@ def label(label_image: Any, background: Any = None, return_num: bool = False,
     chunkflow.Array, or (chunkflow.Array, int) with ``return_num``
     """
     source = as_source(label_image, "label")
-    steps = _connectivity(connectivity, image_source(source, storage_options, "label").ndim)
+    array = image_source(source, storage_options, "label")
+    steps = _connectivity(connectivity, array.ndim)
+    if dtype is None:
+        dtype = "int32" if array.dtype == bool else "int64"
     labels, count = segment(value_components, source, MemoryStore() if out is None else out,
                             depth=1, dtype=dtype, chunks=chunks, blocks=blocks,
                             max_memory=max_memory, scheduler=scheduler, progress=progress,

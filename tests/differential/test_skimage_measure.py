@@ -49,6 +49,7 @@ def check_label(data: np.ndarray, chunks: Any, background: Any, connectivity: An
        st.sampled_from([None, None, 1, 2, 3, 0]), cst.schedulers(processes=False))
 @example((np.array([[1, 1, 2, 0], [0, 2, 2, 1], [3, 0, 0, 1]]), (2, 2)), None, None, "sync")
 @example((np.array([[5, 0, 5], [0, 5, 5]]), (1, 1)), 5, None, "sync")
+@example((np.array([False]), (1,)), None, None, "sync")
 # scikit-image numbers a 3-D image with a last axis of 1 in Fortran order.
 @example((np.array([[[0], [0], [1]], [[1], [0], [0]]], "i1"), (1, 1, 1)), None, None, "sync")
 def test_label(labels: tuple[np.ndarray, Any], background: Any, connectivity: Any,
@@ -89,13 +90,22 @@ def test_regionprops_table(labels: tuple[np.ndarray, Any], intensity: bool, sepa
                            seed: int) -> None:
     data, chunks = labels
     data = np.where(data < 0, 0, data)  # scikit-image's negative labels are background
+    # scikit-image's tables run up to the largest label (its bincount near 2**63 corrupts
+    # the heap): labels above 2**24 are compared through their ranks.
+    values = np.unique(data[data != 0])
+    huge = data.size > 0 and int(data.max()) > 2**24
+    oracle_data = np.where(data != 0, np.searchsorted(values, data) + 1, 0) if huge else data
     image = np.random.default_rng(seed).random(data.shape) if intensity else None
     properties = PROPERTIES + (INTENSITY if intensity else [])
     z = chunkflow.create_array(None, data=data, chunks=chunks)
     got = outcome(lambda: measure.regionprops_table(z, image, properties,
                                                     separator=separator))
     expected = outcome(lambda: skimage.measure.regionprops_table(
-        data, image, properties, separator=separator))
+        oracle_data, image, properties, separator=separator))
+    if huge and expected[0] == "value":
+        expected[1]["label"] = values[expected[1]["label"] - 1]
+    if got[0] == "value" and expected[0] == "error" and isinstance(expected[1], MemoryError):
+        return  # scikit-image's tables reach the largest label value; chunkflow's do not
     assert got[0] == expected[0], (got, expected)
     if got[0] == "error":
         assert builtin_classes(got[1]) & builtin_classes(expected[1]), (got, expected)

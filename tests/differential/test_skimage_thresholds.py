@@ -151,6 +151,9 @@ def run_case(case: Case, store: Any = None) -> None:
     if case.method == "threshold_li" and _near_overflow(data):
         return  # numpy's order of partial sums decides whether its mean overflows
     expected = _outcome(lambda: getattr(skimage.filters, case.method)(data, **case.kwargs()))
+    if expected[0] == "error" and isinstance(expected[1], TypeError) and \
+            data.dtype.kind in "iu" and int(data.max()) == np.iinfo(np.int64).max:
+        return  # scikit-image's np.arange(min, max + 1) fails at int64's largest value
     assert got[0] == expected[0], (what, got, expected)
     if got[0] == "error":
         assert _classes(got[1]) & _classes(expected[1]), (what, got, expected)
@@ -183,6 +186,8 @@ def test_histogram_thresholds(case: Case) -> None:
 @example(Case(_spec(np.array([np.nan, -0.0, 0.0]), (1,)), "threshold_li"))
 @example(Case(_spec(np.array([0.0, 3.4028235e38, 3.4028235e38], "f4"), (1,)), "threshold_li"))
 @example(Case(_spec(np.array([0.0, 3.0e38, 1.0], "f4"), (2,)), "threshold_li"))
+@example(Case(_spec(np.array([0.0, 16.0, -65504.0], "f2"), (1,)), "threshold_li"))
+@example(Case(_spec(np.array([16.0, -65504.0], "f2"), (1,)), "threshold_li"))
 def test_li(case: Case) -> None:
     run_case(case)
 

@@ -81,14 +81,16 @@ def _first_non_nan(image: ThresholdInput) -> Any:
 
 
 def _side_sums(block: np.ndarray, threshold: Any) -> np.ndarray:
-    values = block[np.isfinite(block)]
+    # NaN marks what scikit-image dropped (NaN, infinities) before shifting; an
+    # infinity here comes from the shift's own overflow, and scikit-image keeps it.
+    values = block[~np.isnan(block)]
     above = values > threshold
     return np.array([values[above].sum(dtype=np.float64), float(above.sum()),
                      values[~above].sum(dtype=np.float64), float((~above).sum())])
 
 
 def _unique_finite(block: np.ndarray, axis: Any = None, keepdims: bool = False) -> np.ndarray:
-    return np.unique(block[np.isfinite(block)])
+    return np.unique(block[~np.isnan(block)])
 
 
 def _union(parts: Any, axis: Any = None, keepdims: bool = False, *, cap: int) -> np.ndarray:
@@ -197,7 +199,10 @@ def _float_li(image: ThresholdInput, tolerance: Any, initial_guess: Any,
     if count == 0:
         return 0.0  # both infinities and nothing else, as scikit-image
     low = np.asarray(lowest, x.dtype)[()]
-    shifted = x - low
+    with np.errstate(over="ignore"):
+        # In the dtype (float16 overflows as scikit-image's `image -= image_min`); the
+        # values scikit-image dropped first become NaN.
+        shifted = da.where(finite, x - low, np.asarray(np.nan, x.dtype))
     high_shifted = np.asarray(highest, x.dtype)[()] - low
     tolerance = tolerance or _min_gap(shifted, image) / 2
     if initial_guess is None:
