@@ -111,7 +111,7 @@ def _ranks(values: np.ndarray) -> np.ndarray:
 def block_table(values: np.ndarray | None, labels: np.ndarray | None, start: Sequence[int],
                 shape: Sequence[int], groups: Groups, stats: frozenset[str]) -> Table:
     """The partial table of one block starting at ``start`` of an array of ``shape``."""
-    block_shape = (values if values is not None else labels).shape  # type: ignore[union-attr]
+    block_shape = (values if values is not None else labels).shape  # type: ignore[union-attr]  # one of the two is given
     size = math.prod(block_shape)
     keys, taken, slots = _keys_and_slots(labels, groups, size)
     rows = len(keys)

@@ -31,7 +31,12 @@ from typing import Any
 
 import numpy as np
 
-from chunkflow.errors import ArgumentTypeError, InvalidArgumentError, ShapeMismatchError
+from chunkflow.errors import (
+    ArgumentTypeError,
+    InvalidArgumentError,
+    InvalidSelectionError,
+    ShapeMismatchError,
+)
 from chunkflow.graph.filters import open_image
 from chunkflow.graph.label_medians import values_at_ranks
 from chunkflow.graph.label_statistics import Groups, label_table
@@ -222,7 +227,7 @@ def _extremes(job: _Job, names: tuple[str, ...]) -> list[Any]:
             value = table[name][0]
             if "position" in name:
                 if table[name.split("_")[0]][0] != table[name.split("_")[0]][0]:
-                    raise IndexError(f"{job.what}: the extreme value is NaN, which no voxel "
+                    raise InvalidSelectionError(f"{job.what}: the extreme value is NaN, which no voxel "
                                      "equals (scipy raises IndexError too)")
                 results.append(tuple((value // strides) % shape))
             else:
