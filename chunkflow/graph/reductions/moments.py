@@ -30,6 +30,7 @@ from typing import Any
 
 import dask.array as da
 import numpy as np
+from dask.array.utils import validate_axis
 
 __all__ = ["STATISTICS", "accumulator", "moments", "statistic", "sum_dtype"]
 
@@ -131,9 +132,14 @@ def moments(x: da.Array, axis: int | tuple[int, ...] | None, every: int,
     ``every`` is the number of partial results one combine step merges.
     """
     record = _record(x.dtype)
-    return da.reduction(x, partial(_chunk, spread=spread), _combine, combine=_combine,
-                        axis=axis, dtype=record, split_every=every, concatenate=True,
-                        meta=np.empty((), record))
+    axes = tuple(range(x.ndim)) if axis is None else tuple(
+        validate_axis(a, x.ndim) for a in ((axis,) if isinstance(axis, int) else axis))
+    # keepdims=True, the reduced axes dropped after: dask 2025.1 makes a 0-d result's
+    # meta with meta.sum(), which numpy has no loop for on records.
+    kept = da.reduction(x, partial(_chunk, spread=spread), _combine, combine=_combine,
+                        axis=axes, dtype=record, split_every=every, concatenate=True,
+                        keepdims=True, meta=np.empty((0,) * x.ndim, record))
+    return kept[tuple(0 if dim in axes else slice(None) for dim in range(x.ndim))]
 
 
 def statistic(records: da.Array, name: str, dtype: np.dtype[Any], ddof: float = 0) -> da.Array:
