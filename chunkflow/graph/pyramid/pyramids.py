@@ -45,6 +45,7 @@ from chunkflow.core.array import Array
 from chunkflow.core.group import Group
 from chunkflow.errors import PyramidError
 from chunkflow.graph.memory import default_max_memory
+from chunkflow.graph.pyramid.channels import ImageAttributes, channel_entries
 from chunkflow.graph.pyramid.downsample import (
     LABEL_METHODS,
     WINDOW_METHODS,
@@ -52,6 +53,7 @@ from chunkflow.graph.pyramid.downsample import (
     gaussian_radius,
     method_work_factor,
 )
+from chunkflow.graph.pyramid.frame import Frame, PerAxis, image_multiscales, resolve_frame
 from chunkflow.graph.pyramid.geometry import PyramidGeometry, plan_geometry, resolve_factors
 from chunkflow.graph.pyramid.output import PyramidOutput, codec_kwargs, plan_output
 from chunkflow.graph.pyramid.plan import PyramidPlan
@@ -76,7 +78,7 @@ from chunkflow.jobs import (
     recorded_plan,
     source_parts,
 )
-from chunkflow.metadata.ngff import Axis, level_transforms, multiscales_attributes, ngff_version, resolve_axes
+from chunkflow.metadata.ngff import Axis, level_transforms, multiscales_attributes, ngff_version
 from chunkflow.storage import output_location
 from chunkflow.version import __version__
 
@@ -101,17 +103,17 @@ def _run_task(plan: PyramidPlan, number: int, index: tuple[int, ...], waited: li
     return plan.run(number, index)
 
 
-def _finish(plan: PyramidPlan, output: PyramidOutput, image: Group, attributes: dict[str, Any],
-            version: str, done: list[Any]) -> bool:
+def _finish(plan: PyramidPlan, output: PyramidOutput, image: Group,
+            attributes: ImageAttributes, version: str, done: list[Any]) -> bool:
     # The image becomes visible only now, whole; then the resume records go (a crash
     # in between leaves records of finished tasks: a resume skips them all).
-    output.finish(image, attributes, version)
+    output.finish(image, attributes.complete(plan.levels[-1]), version)
     plan.finish()
     return True
 
 
-def _graph(plan: PyramidPlan, output: PyramidOutput, image: Group, attributes: dict[str, Any],
-           version: str, token: str, rounds: bool = False) -> list[Delayed]:
+def _graph(plan: PyramidPlan, output: PyramidOutput, image: Group,
+           attributes: ImageAttributes, version: str, token: str, rounds: bool = False) -> list[Delayed]:
     """The job's graph: one (each stage waits for the blocks of the one before it that
     it reads), or with ``rounds`` one per stage and one for the metadata, to compute in
     turn (a job writing through forks of an Icechunk session, whose tasks see only what
@@ -160,7 +162,9 @@ def pyramid(
     method: str | None = None,
     axes: AxesLike = None,
     units: Mapping[str, str] | None = None,
-    scale: Sequence[float] | None = None,
+    scale: PerAxis = None,
+    translation: PerAxis = None,
+    channels: Sequence[str | Mapping[str, Any]] | None = None,
     chunks: Sequence[int] | None = None,
     zarr_format: int | None = None,
     labels: str | None = None,
@@ -200,8 +204,17 @@ def pyramid(
         ``czyx`` or ``tczyx`` by dimension.
     units : mapping, optional
         Unit per axis name (``{"x": "micrometer", "t": "second"}``).
-    scale : sequence of float, optional
-        The physical size of a level-0 pixel per axis (default 1).
+    scale : sequence of float or mapping, optional
+        The physical size of a level-0 pixel per axis, or by axis name (default 1).
+    translation : sequence of float or mapping, optional
+        Where the level-0 pixel ``(0, ...)`` stands, per axis or by axis name (default 0).
+        With ``labels=``, the axes, units, scale and translation not given are the
+        image's (by axis name; a label image may lack its channel and time axes), so
+        that the labels overlay the image in napari; see
+        :mod:`chunkflow.graph.pyramid.frame`.
+    channels : sequence of str or mapping, optional
+        A name per channel (the channel axis's length), written as the ``omero``
+        metadata viewers name layers by; see :mod:`chunkflow.graph.pyramid.channels`.
     chunks : sequence of int, optional
         Chunk shape of every level (cut to the level's shape). Default: the source's.
     zarr_format : {2, 3}, optional
@@ -250,8 +263,11 @@ def pyramid(
     if labels is not None and method not in LABEL_METHODS:
         raise PyramidError(f"{where}: a label image keeps its labels: method must be one of "
                            f"{', '.join(LABEL_METHODS)}, not {method!r}")
-    resolved_axes = resolve_axes(axes, array.ndim, array.dimension_names, units)
+    frame = resolve_frame(axes, units, scale, translation, array.ndim, array.dimension_names,
+                          image_multiscales(out, storage_options) if labels else None)
+    resolved_axes = frame.axes
     per_axis = resolve_factors(factors, resolved_axes)
+    entries = _channel_entries(channels, resolved_axes, array.shape, labels)
     recorded = _recorded_stages(out, labels, storage_options) if resume else None
     geometry = _geometry(array, per_axis, levels, method, chunks, max_memory, scheduler, recorded)
     nlevels = len(geometry.shapes)
@@ -260,8 +276,7 @@ def pyramid(
     output = plan_output(array, source, out, storage_options, zarr_format, labels, overwrite,
                          resume, level_specs)
     version = ngff_version(output.zarr_format)
-    attributes = _image_attributes(resolved_axes, per_axis, nlevels, scale, method, labels,
-                                   version)
+    attributes = _image_attributes(frame, per_axis, nlevels, method, labels, version, entries)
     image, arrays = output.create()  # last: every check passed
     trackers = _trackers(array, arrays, geometry, method, resume, job_name)
     plan = PyramidPlan(array, arrays, geometry, method, trackers)
@@ -282,15 +297,34 @@ def pyramid(
     return arrays
 
 
-def _image_attributes(axes: Sequence[Axis], factors: Sequence[int], levels: int,
-                      scale: Sequence[float] | None, method: str, name: str | None,
-                      version: str) -> dict[str, Any]:
-    """The image's ``multiscales`` attributes (written once every level is)."""
-    transforms = level_transforms(factors, levels, scale, centered=method in WINDOW_METHODS)
-    return multiscales_attributes(
-        axes, transforms, version=version, name=name, method=method,
+def _image_attributes(frame: Frame, factors: Sequence[int], levels: int, method: str,
+                      name: str | None, version: str,
+                      channels: list[dict[str, Any]] | None) -> ImageAttributes:
+    """The image's ``multiscales`` attributes (written once every level is), each level
+    moved by the level-0 translation."""
+    transforms = [(path, scale, [t + o for t, o in zip(translation, frame.translation)])
+                  for path, scale, translation in level_transforms(
+                      factors, levels, frame.scale, centered=method in WINDOW_METHODS)]
+    attributes = multiscales_attributes(
+        frame.axes, transforms, version=version, name=name, method=method,
         metadata={"method": "chunkflow.pyramid", "version": __version__,
                   "kwargs": {"method": method, "factors": list(factors)}})
+    kinds = [a.type for a in frame.axes]
+    return ImageAttributes(attributes, version, None if channels is None else tuple(channels),
+                           kinds.index("channel") if "channel" in kinds else None)
+
+
+def _channel_entries(channels: Sequence[str | Mapping[str, Any]] | None, axes: Sequence[Axis],
+                     shape: tuple[int, ...], labels: str | None) -> list[dict[str, Any]] | None:
+    """``channels=`` checked against the channel axis (before anything is created)."""
+    if channels is None:
+        return None
+    kinds = [a.type for a in axes]
+    if labels is not None or "channel" not in kinds:
+        where = "a label image" if labels is not None else f"axes {''.join(a.name for a in axes)!r}"
+        raise PyramidError(f"pyramid: channels= names the channels of a channel axis; "
+                           f"{where} has none")
+    return channel_entries(channels, shape[kinds.index("channel")])
 
 
 def _trackers(source: Array, arrays: Sequence[Array], geometry: PyramidGeometry,
