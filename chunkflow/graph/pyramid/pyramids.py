@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -255,8 +256,9 @@ def pyramid(
     refuse_deferred_commit(commit, compute, "pyramid")
     out = output_location(out)  # a zarr-python Store as chunkflow's Store over it
     check_commit(out, commit, "pyramid")
-    array = as_source_array(source, storage_options,
-                            **({} if isinstance(source, Array) else {"cache": False}))
+    # storage_options apply to the URLs given: an open array source takes none.
+    array = (source if isinstance(source, Array)
+             else as_source_array(source, storage_options, cache=False))
     method = method or ("mode" if labels is not None else "mean")
     where = f"pyramid of {array.path or '/'!r}"
     check_method(method, array.dtype, where)
@@ -271,10 +273,13 @@ def pyramid(
     recorded = _recorded_stages(out, labels, storage_options) if resume else None
     geometry = _geometry(array, per_axis, levels, method, chunks, max_memory, scheduler, recorded)
     nlevels = len(geometry.shapes)
-    level_specs = [_level_kwargs(array, shape, chunk, resolved_axes, zarr_format)
-                   for shape, chunk in zip(geometry.shapes, geometry.level_chunks)]
     output = plan_output(array, source, out, storage_options, zarr_format, labels, overwrite,
-                         resume, level_specs)
+                         resume, ())
+    # The levels take the output's format (a label image: the image's, whatever the
+    # source's).
+    output = replace(output, levels=tuple(
+        _level_kwargs(array, shape, chunk, resolved_axes, output.zarr_format)
+        for shape, chunk in zip(geometry.shapes, geometry.level_chunks)))
     version = ngff_version(output.zarr_format)
     attributes = _image_attributes(frame, per_axis, nlevels, method, labels, version, entries)
     image, arrays = output.create()  # last: every check passed
