@@ -14,10 +14,19 @@ integer or bool output a float result is first rounded to the nearest integer
 (``numpy.rint``); scipy's own integer output truncates after each pass instead.
 A dtype the filters cannot write (strings, dates) is refused before anything is created.
 
+Axes: a filter's size is a length in space. On an image whose axes are named (its
+``dimension_names``, xarray's ``_ARRAY_DIMENSIONS``, or the NGFF axes of the OME-Zarr
+image it is a level of; ``--axes czyx`` names them otherwise) a single size leaves the
+channel (``c``) and time (``t``) axes alone: ``--gaussian 2`` on ``czyx`` is sigma
+``0,2,2,2``. A size per axis (``--gaussian 0,1,2,2``, or by name: ``--gaussian z=1,y=2,x=2``,
+the axes not named left alone) is taken as given (see :mod:`chunkflow.graph.filters.axes`).
+
 Examples
 --------
 >>> filter_depth("gaussian", 2.0), filter_depth("median", 5), filter_depth("uniform", 4)
 (8, 2, 2)
+>>> parse_sizes("2"), parse_sizes("0,1.5,2"), parse_sizes("z=1,x=2")
+(2.0, (0.0, 1.5, 2.0), {'z': 1.0, 'x': 2.0})
 >>> import numpy as np
 >>> work_dtype("gaussian", np.dtype("u2")), work_dtype("median", np.dtype("u2"))
 (dtype('float64'), dtype('uint16'))
@@ -47,10 +56,11 @@ from chunkflow.cli.options import (
 from chunkflow.cli.resume import add_resume_option, kept_for_resume, resumed_or_created
 from chunkflow.errors import CastingError, MemoryPlanError, MissingDependencyError, UsageError
 from chunkflow.graph.casting import UNSAFE_HINT, check_cast
+from chunkflow.graph.filters.axes import axis_names, per_axis_sizes
 from chunkflow.graph.map.halo import BOUNDARIES, SCIPY_MODES
 
-__all__ = ["apply_filter", "check_filter_dtypes", "filter_depth", "register", "run_filter",
-           "scipy_ndimage", "work_dtype"]
+__all__ = ["apply_filter", "check_filter_dtypes", "filter_depth", "filter_sizes", "parse_sizes",
+           "register", "run_filter", "scipy_ndimage", "work_dtype"]
 
 #: The kinds of dtype the filters read and write: numbers (bool, integers, floats, complex).
 FILTER_KINDS = "biufc"
@@ -79,26 +89,72 @@ def scipy_ndimage() -> Any:
     return ndimage
 
 
-def apply_filter(window: np.ndarray, *, kind: str, size: float, boundary: str) -> np.ndarray:
-    """Filter one window (block plus halo) with scipy.ndimage."""
+def apply_filter(window: np.ndarray, *, kind: str, size: float | tuple[float, ...],
+                 boundary: str) -> np.ndarray:
+    """Filter one window (block plus halo) with scipy.ndimage (``size``: one for every
+    axis, or one per axis)."""
     ndimage = scipy_ndimage()
     mode = SCIPY_MODES[boundary]
     if kind == "gaussian":
         return ndimage.gaussian_filter(window, sigma=size, mode=mode, truncate=GAUSSIAN_TRUNCATE)
+    sides = tuple(int(s) for s in size) if isinstance(size, tuple) else int(size)
     if kind == "median":
-        return ndimage.median_filter(window, size=int(size), mode=mode)
-    return ndimage.uniform_filter(window, size=int(size), mode=mode)
+        return ndimage.median_filter(window, size=sides, mode=mode)
+    return ndimage.uniform_filter(window, size=sides, mode=mode)
 
 
-def chosen_filter(args: argparse.Namespace) -> tuple[str, float]:
-    """(kind, size) from ``--gaussian``, ``--median`` or ``--uniform``."""
+def parse_sizes(text: str) -> float | tuple[float, ...] | dict[str, float]:
+    """``2`` (the space axes), ``0,2,2`` (one per axis) or ``z=1,y=2,x=2`` (by axis)."""
+    try:
+        if "=" in text:
+            pairs = (part.split("=", 1) for part in text.split(","))
+            return {name.strip(): float(value) for name, value in pairs}
+        values = tuple(float(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a size; expected 2, 0,2,2 or z=1,y=2,x=2") from None
+    return values[0] if len(values) == 1 else values
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, dict):
+        return ",".join(f"{k}={v:g}" for k, v in value.items())
+    if isinstance(value, tuple):
+        return ",".join(f"{v:g}" for v in value)
+    return f"{value:g}"
+
+
+def chosen_filter(args: argparse.Namespace) -> tuple[str, Any]:
+    """(kind, size as typed) from ``--gaussian``, ``--median`` or ``--uniform``."""
     for kind in ("gaussian", "median", "uniform"):
         value = getattr(args, kind)
         if value is not None:
-            if value <= 0:
-                raise UsageError(f"--{kind} must be positive, got {value}")
             return kind, value
     raise UsageError("choose a filter: --gaussian SIGMA, --median SIZE or --uniform SIZE")
+
+
+def filter_sizes(kind: str, value: Any, names: tuple[str | None, ...]) -> tuple[float, ...]:
+    """The size of ``--KIND value`` on each axis (see :mod:`chunkflow.graph.filters.axes`);
+    a bad one is a usage error naming the option."""
+    option = f"--{kind} {_shown(value)}"
+    neutral = 0.0 if kind == "gaussian" else 1.0
+    try:
+        sizes = per_axis_sizes(value, names, neutral=neutral)
+    except ValueError as err:
+        raise UsageError(f"{option}: {err} (name them with --axes)") from err
+    scalar = not isinstance(value, (tuple, dict))
+    if scalar and not float(value) > 0:
+        raise UsageError(f"{option}: must be positive")
+    if any(not np.isfinite(s) or s < neutral for s in sizes):
+        raise UsageError(f"{option}: every {'sigma' if kind == 'gaussian' else 'size'} must be "
+                         f"finite and at least {neutral:g}")
+    if kind != "gaussian" and any(s != int(s) for s in sizes):
+        raise UsageError(f"{option}: sizes are whole numbers")
+    if all(s == neutral for s in sizes):
+        raise UsageError(f"{option} leaves every axis of {list(names)} alone"
+                         + (" (channels and time are left alone unless named)" if scalar
+                            else ""))
+    return sizes
 
 
 def _create_output(args: argparse.Namespace, source: chunkflow.Array) -> chunkflow.Array:
@@ -110,6 +166,11 @@ def _create_at(args: argparse.Namespace, source: chunkflow.Array,
     kwargs: dict[str, Any] = {}
     if source.fill_value is not None and not args.dtype:
         kwargs["fill_value"] = source.fill_value
+    # The axes stay named: Zarr v3 dimension names, xarray's attribute in v2.
+    if source.dimension_names is not None:
+        kwargs["dimension_names"] = source.dimension_names
+    if "_ARRAY_DIMENSIONS" in source.attrs:
+        kwargs["attributes"] = {"_ARRAY_DIMENSIONS": source.attrs["_ARRAY_DIMENSIONS"]}
     if location is None:  # the template --resume compares an unfinished DST with
         return chunkflow.create(source.shape, chunks=source.write_chunks,
                                 dtype=args.dtype or source.dtype, zarr_format=source.zarr_format,
@@ -154,13 +215,16 @@ def check_filter_dtypes(kind: str, source: np.dtype, out: np.dtype, casting: str
 
 def run_filter(args: argparse.Namespace) -> int:
     """Filter ``args.src`` into a new array at ``args.dst``."""
-    kind, size = chosen_filter(args)
+    kind, value = chosen_filter(args)
     scipy_ndimage()  # fail before creating anything
     source = open_array_at(args.src, storage_options(args, args.src), cache=False)
+    names = _names(args, source)
+    sizes = filter_sizes(kind, value, names)
+    size = sizes[0] if len(set(sizes)) == 1 else sizes
     out_dtype = np.dtype(args.dtype or source.dtype)
     check_filter_dtypes(kind, source.dtype, out_dtype, args.casting)
     work = work_dtype(kind, source.dtype)
-    depth = filter_depth(kind, size)
+    depth = tuple(filter_depth(kind, s) for s in sizes)
     start = time.perf_counter()
     with kept_for_resume(args):
         target = _create_output(args, source)
@@ -178,19 +242,34 @@ def run_filter(args: argparse.Namespace) -> int:
                 edge=args.boundary, resume=args.resume,
             )
     seconds = time.perf_counter() - start
-    print(f"{kind} filter ({size:g}, halo {depth}, boundary {args.boundary}) of {args.src} "
+    shown = _shown(size) + (f" on axes {''.join(n or '?' for n in names)}"
+                            if any(names) else "")
+    halo = depth[0] if len(set(depth)) == 1 else depth
+    print(f"{kind} filter ({shown}, halo {halo}, boundary {args.boundary}) of {args.src} "
           f"{source.shape} written to {args.dst} in {seconds:.2f} s")
     return 0
 
 
+def _names(args: argparse.Namespace, source: chunkflow.Array) -> tuple[str | None, ...]:
+    """The axes' names: ``--axes``, else the array's own (see :func:`axis_names`)."""
+    if args.axes is None:
+        return axis_names(source, args.src)
+    names = tuple(args.axes) if "," not in args.axes else tuple(args.axes.split(","))
+    if len(names) != source.ndim or len(set(names)) != len(names):
+        raise UsageError(f"--axes {args.axes}: give {source.ndim} distinct names, one per axis "
+                         f"of SRC {source.shape} (e.g. {'tczyx'[-source.ndim:]})")
+    return names
+
+
 @contextlib.contextmanager
-def naming_filter(kind: str, size: float, depth: int) -> Iterator[None]:
+def naming_filter(kind: str, size: Any, depth: tuple[int, ...]) -> Iterator[None]:
     """A filter too wide for memory is the option's fault: say which option."""
     try:
         yield
     except MemoryPlanError as err:
-        raise UsageError(f"--{kind} {size:g} needs a halo of {depth} per side, too wide to "
-                         f"filter in memory ({err}); choose a smaller --{kind}") from err
+        halo = depth[0] if len(set(depth)) == 1 else depth
+        raise UsageError(f"--{kind} {_shown(size)} needs a halo of {halo} per side, too wide "
+                         f"to filter in memory ({err}); choose a smaller --{kind}") from err
 
 
 @contextlib.contextmanager
@@ -205,8 +284,8 @@ def naming_casting(out: np.dtype) -> Iterator[None]:
         raise CastingError(f"the filtered values do not fit --dtype {out}: {line}") from err
 
 
-def _filter_in(window: np.ndarray, *, kind: str, size: float, work: str, rounded: bool,
-               edge: str) -> np.ndarray:
+def _filter_in(window: np.ndarray, *, kind: str, size: float | tuple[float, ...], work: str,
+               rounded: bool, edge: str) -> np.ndarray:
     """The filter of one window, computed in ``work`` (a float type, or the source's
     for a median); ``rounded``: to the nearest integer, for an integer output."""
     # ``edge``, not ``boundary``: map_chunks keeps ``boundary=`` for itself.
@@ -238,9 +317,18 @@ def register(commands: argparse._SubParsersAction, parents: list[argparse.Argume
     parser.add_argument("src", metavar="SRC", help="the image (folder, .zip or URL)")
     parser.add_argument("dst", metavar="DST", help="where to write the filtered image")
     which = parser.add_mutually_exclusive_group(required=True)
-    which.add_argument("--gaussian", type=float, metavar="SIGMA", help="Gaussian blur")
-    which.add_argument("--median", type=int, metavar="SIZE", help="median over SIZE^ndim")
-    which.add_argument("--uniform", type=int, metavar="SIZE", help="mean over SIZE^ndim")
+    which.add_argument("--gaussian", type=parse_sizes, metavar="SIGMA",
+                       help="Gaussian blur: SIGMA on the space axes (not c or t), or one per "
+                            "axis (0,1,2,2), or by axis (z=1,y=2,x=2)")
+    which.add_argument("--median", type=parse_sizes, metavar="SIZE",
+                       help="median over a box of SIZE per space axis (1 on c and t), or "
+                            "sizes per axis as --gaussian")
+    which.add_argument("--uniform", type=parse_sizes, metavar="SIZE",
+                       help="mean over a box, sizes as --median")
+    parser.add_argument("--axes", default=None, metavar="NAMES",
+                        help="names of SRC's axes, e.g. czyx (default: its dimension names, or "
+                             "the NGFF axes of the image it is a level of); c and t are not "
+                             "filtered unless a size is given for them")
     parser.add_argument("--boundary", choices=BOUNDARIES, default="reflect",
                         help="what lies beyond the image's edge (default: reflect)")
     parser.add_argument("--dtype", type=_dtype_name, default=None,
