@@ -16,6 +16,7 @@ import numpy as np
 
 from chunkflow.config.renames import renamed_parameters
 from chunkflow.errors import InvalidArgumentError
+from chunkflow.graph.reductions.histogram_axes import histogram_along
 from chunkflow.graph.reductions.plan import reduction_input, split_every
 from chunkflow.graph.reductions.tree import tree_reduce
 from chunkflow.graph.scheduler import ProgressArg, deferred_scheduler
@@ -42,8 +43,10 @@ def _block_histogram(block: np.ndarray, bins: Any, range: Any) -> np.ndarray:
 def _finish(counts: np.ndarray, edges: np.ndarray, density: bool) -> tuple[np.ndarray, np.ndarray]:
     counts = counts.astype(np.intp)
     if density:
-        # numpy's formula, on the total counts.
+        # numpy's formula, on the total counts (of each channel: the last axis).
         widths = np.array(np.diff(edges), float)
+        if counts.ndim > 1:
+            return counts / widths / counts.sum(axis=-1, keepdims=True), edges
         return counts / widths / counts.sum(), edges
     return counts, edges
 
@@ -56,6 +59,7 @@ def histogram(
     *,
     density: bool = False,
     weights: None = None,
+    axis: int | tuple[int, ...] | None = None,
     selection: Selection = Ellipsis,
     blocks: BlockChunks = None,
     max_memory: int | str | None = None,
@@ -85,6 +89,12 @@ def histogram(
         Return numpy's probability density instead of counts.
     weights : None
         Not supported (refused when given).
+    axis : int or tuple of int, optional
+        Count over these axes only: one histogram per index of the other axes (per
+        channel, with ``axis`` the spatial axes), each equal to ``numpy.histogram`` of
+        that index's values. Counts have shape ``(*kept, nbins)`` and edges ``(*kept,
+        nbins + 1)``; without ``range`` each index's edges span its own values (see
+        :mod:`chunkflow.graph.reductions.histogram_axes`). ``None``: all values at once.
     selection, blocks, max_memory, scheduler, progress, storage_options
         As :func:`reduce`.
     compute : bool
@@ -107,6 +117,13 @@ def histogram(
     >>> expected = np.histogram(data, bins=7)
     >>> np.array_equal(counts, expected[0]), edges.dtype, np.array_equal(edges, expected[1])
     (True, dtype('float32'), True)
+
+    Per channel of a ``cyx`` image:
+
+    >>> image = np.stack([data.reshape(25, 40), 2 * data.reshape(25, 40)])
+    >>> counts, edges = histogram(chunkflow.array(image, chunks=(1, 8, 8)), 5, axis=(1, 2))
+    >>> counts.shape, np.array_equal(counts[1], np.histogram(image[1], 5)[0])
+    ((2, 5), True)
     """
     if weights is not None:
         raise InvalidArgumentError("histogram: weights= is not supported; pass weights=None "
@@ -121,6 +138,11 @@ def histogram(
         warnings.warn(f"Converting input from {x.dtype} to {np.uint8} for compatibility.",
                       RuntimeWarning, stacklevel=3)
         x = x.astype(np.uint8)
+    if axis is not None:
+        if not compute:
+            return dask.delayed(partial(histogram, x, bins, range, density=density, axis=axis,
+                                        scheduler=deferred_scheduler(scheduler)), pure=True)()
+        return _finish(*histogram_along(x, bins, range, axis, scheduler, progress), density)
     if not compute and range is None and np.ndim(bins) == 0 and x.size:
         # The edges depend on a first pass: both passes run in one task when the result
         # is computed. A partial hides x from dask, which would load it whole.
