@@ -298,3 +298,79 @@ def test_each_method_equals_numpy_downsampling(method: str, data: st.DataObject)
     np.array([["NaT", "NaT", 1, 2, "NaT", 2]], "M8[s]"), (1, 2)), "mode", (1, 3), levels=2))
 def test_pyramid_levels_equal_numpy_downsampling(case: PyramidCase) -> None:
     _check(case)
+
+
+# ----------------------------------------------------------------- time, channels, labels
+
+TIMED = {3: "tyx", 4: "tcyx", 5: "tczyx"}
+
+
+@st.composite
+def timed_cases(draw: st.DrawFn) -> tuple[Any, ...]:
+    """An image with time (and channels), factors as an int or by name, a level-0
+    scale and translation by axis, and a label image of its space axes."""
+    ndim = draw(st.integers(3, 5))
+    axes = TIMED[ndim]
+    data = draw(cst.varied_arrays(cst.dtypes(kinds="iu"), cst.shapes(
+        min_dims=ndim, max_dims=ndim, zero_sides=False, max_side={3: 9, 4: 7, 5: 5}[ndim])))
+    chunks = draw(cst.chunk_shapes(data.shape))
+    factors: Any = draw(st.integers(2, 3) | st.fixed_dictionaries(
+        {}, optional={a: st.integers(1, 3) for a in axes if a in "zyx"}).filter(
+        lambda f: any(v > 1 for v in f.values()) or len(f) < len([a for a in axes if a in "zyx"])))
+    finite = st.floats(-1e3, 1e3, allow_nan=False)
+    scale = {a: draw(st.floats(0.01, 100)) for a in axes}
+    translation = {a: draw(finite) for a in axes}
+    return (data, chunks, axes, factors, scale, translation, draw(st.sampled_from([2, 3])),
+            draw(st.sampled_from(["mean", "nearest"])))
+
+
+def _level_transforms(group: chunkflow.Group) -> list[dict[str, list[float]]]:
+    return [{t["type"]: t[t["type"]] for t in d["coordinateTransformations"]}
+            for d in _multiscale(group)["datasets"]]
+
+
+@budget(8)
+@given(case=timed_cases())
+@example(case=(np.arange(2 * 3 * 4 * 6, dtype="u1").reshape(2, 3, 4, 6), (1, 2, 3, 4), "tcyx",
+               2, {"t": 1.0, "c": 1.0, "y": 0.65, "x": 0.65},
+               {"t": 0.0, "c": 0.0, "y": 10.0, "x": -5.0}, 2, "mean"))
+def test_time_and_channels_are_kept_and_labels_overlay_the_image(case: tuple[Any, ...]) -> None:
+    data, chunks, axes, factors, scale, translation, zarr_format, method = case
+    per_axis = tuple(1 if a in "tc" else (factors if isinstance(factors, int)
+                                          else factors.get(a, 2)) for a in axes)
+    out = chunkflow.MemoryStore()
+    source = chunkflow.array(data, chunks=chunks, zarr_format=zarr_format)
+    levels = chunkflow.pyramid(source, out, axes=axes, factors=factors, method=method,
+                               scale=scale, translation=translation)
+    # Each (t, c) plane is a pyramid of its own: numpy's downsampling of that plane.
+    leading = axes.index("y") - (1 if "z" in axes else 0)
+    space = per_axis[leading:]
+    for index in np.ndindex(*data.shape[:leading]):
+        want = [data[index]]
+        for _ in range(len(levels) - 1):
+            want.append(next_level(want[-1], space, method))
+        for level, expected in zip(levels, want):
+            assert level.shape[:leading] == data.shape[:leading]
+            _same_bits(level[index], expected)
+    # The label image of the space axes sits where the image's levels sit.
+    labels = data[(0,) * leading].astype("u4")
+    chunkflow.pyramid(chunkflow.array(labels, chunks=chunks[leading:]), out, labels="cells",
+                      factors=factors)
+    image = chunkflow.open_group(out, mode="r")
+    cells = chunkflow.open_group(out, mode="r", path="labels/cells")
+    assert [a["name"] for a in _multiscale(cells)["axes"]] == list(axes[leading:])
+    centered = method == "mean"
+    image_transforms, label_transforms = _level_transforms(image), _level_transforms(cells)
+    for k, found in enumerate(image_transforms):
+        for d, a in enumerate(axes):
+            f = per_axis[d]
+            assert math.isclose(found["scale"][d], scale[a] * f**k, rel_tol=1e-12)
+            shift = translation[a] + (scale[a] * (f**k - 1) / 2 if centered else 0.0)
+            assert math.isclose(found["translation"][d], shift, rel_tol=1e-9, abs_tol=1e-9)
+    for k, found in enumerate(label_transforms[:len(image_transforms)]):
+        # Labels use mode, a window method like mean: centred as the image's mean levels.
+        for d, a in enumerate(axes[leading:]):
+            f = per_axis[leading + d]
+            assert math.isclose(found["scale"][d], scale[a] * f**k, rel_tol=1e-12)
+            shift = translation[a] + scale[a] * (f**k - 1) / 2
+            assert math.isclose(found["translation"][d], shift, rel_tol=1e-9, abs_tol=1e-9)
