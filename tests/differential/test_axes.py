@@ -44,7 +44,7 @@ from tests.differential.test_ndimage_filters import MODES, _check
 
 
 @st.composite
-def histogram_cases(draw: st.DrawFn) -> tuple[StoredArraySpec, Any, Any, bool, Any, str]:
+def histogram_cases(draw: st.DrawFn) -> tuple[Any, ...]:
     dtypes = st.one_of(cst.dtypes(kinds="f", byteorder="any"),
                        cst.dtypes(kinds="biuf", byteorder="any"))
     shapes = cst.shapes(min_dims=1, max_dims=4, max_side=7)
@@ -58,8 +58,9 @@ def histogram_cases(draw: st.DrawFn) -> tuple[StoredArraySpec, Any, Any, bool, A
     bins = draw(bin_choices(spec.data))
     if isinstance(bins, str):
         bins = 5  # (estimators are refused with or without axis: test_histograms)
+    # Blocks of one chunk most often: channels split across blocks.
     return (spec, bins, draw(range_choices(spec.data)), draw(st.booleans()), axis,
-            draw(cst.schedulers(processes=False)))
+            draw(cst.schedulers(processes=False)), draw(cst.block_arguments(spec.data.shape)))
 
 
 def _numpy_per_index(data: np.ndarray, bins: Any, bounds: Any, density: bool,
@@ -84,7 +85,7 @@ def _numpy_per_index(data: np.ndarray, bins: Any, bounds: Any, density: bool,
 
 
 def _check_histogram(spec: StoredArraySpec, bins: Any, range: Any, density: bool, axis: Any,
-                     scheduler: str) -> None:
+                     scheduler: str, blocks: Any = None) -> None:
     what = f"histogram of {spec.data.dtype}{spec.data.shape} axis={axis!r} bins={bins!r} " \
            f"range={range!r} density={density}"
     with warnings.catch_warnings():
@@ -94,11 +95,11 @@ def _check_histogram(spec: StoredArraySpec, bins: Any, range: Any, density: bool
         except Exception as error:  # numpy refuses (some channel): so must chunkflow
             with pytest.raises(builtin_classes(error)[0]):
                 chunkflow.histogram(spec.create(), bins, range, density=density, axis=axis,
-                                    scheduler=scheduler)
+                                    scheduler=scheduler, blocks=blocks)
             event(f"both refuse: {type(error).__name__}")
             return
         got = chunkflow.histogram(spec.create(), bins, range, density=density, axis=axis,
-                                  scheduler=scheduler)
+                                  scheduler=scheduler, blocks=blocks)
     event("compared")
     assert_same(got, expected, what)
 
@@ -106,7 +107,7 @@ def _check_histogram(spec: StoredArraySpec, bins: Any, range: Any, density: bool
 @budget(60)
 @given(case=histogram_cases())
 @example(case=(StoredArraySpec(np.arange(2 * 5 * 4, dtype="u2").reshape(2, 5, 4), (1, 2, 3)),
-               4, None, False, (1, 2), "sync"))  # per channel, each its own range
+               4, None, False, (1, 2), "sync", 1))  # per channel, each its own range
 @example(case=(StoredArraySpec(np.array([[1.0, np.nan], [2.0, 3.0]]), (1, 1)), 3, None,
                False, 1, "sync"))  # one channel's range is NaN: numpy refuses
 @example(case=(StoredArraySpec(np.zeros((3, 0), "i2"), (2, 1)), 3, None, True, 1, "sync"))
