@@ -16,6 +16,7 @@ import argparse
 import contextlib
 import time
 from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any
 
 import chunkflow
@@ -125,7 +126,7 @@ def check_options(args: argparse.Namespace, source: chunkflow.Array,
     for option, what, default in (("--scale", "scale", 1.0), ("--translation", "translation", 0.0)):
         value = getattr(args, what)
         if value is not None:
-            _named(option, value, lambda: per_axis_values(what, value, names, {}, default))
+            _named(option, value, partial(per_axis_values, what, value, names, {}, default))
     if args.channels is not None:
         kinds = [a.type for a in frame.axes]
         if args.labels is not None or "channel" not in kinds:

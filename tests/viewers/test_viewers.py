@@ -47,7 +47,8 @@ def written(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, np.nda
     labels = (image[0] // 1000).astype("u4")
     out = tmp_path / "image.ome.zarr"
     source = chunkflow.array(image, chunks=(1, 6, 32, 32), zarr_format=zarr_format)
-    chunkflow.pyramid(source, f"file://{out}", scale=SCALE, translation=TRANSLATION, units=UNITS, channels=CHANNELS)
+    chunkflow.pyramid(source, f"file://{out}", scale=SCALE, translation=TRANSLATION,
+                      units=UNITS, channels=CHANNELS)
     label_source = tmp_path / "labels.zarr"
     chunkflow.array(labels, chunks=(6, 32, 32), store=str(label_source), zarr_format=zarr_format)
     assert main(["pyramid", str(label_source), str(out), "--labels", "cells", "-q"]) == 0

@@ -57,7 +57,8 @@ def channel_entries(channels: Sequence[str | Mapping[str, Any]], count: int
                            f"channels; the channel axis has {count}")
     entries = []
     for index, channel in enumerate(channels):
-        entry = dict(channel) if isinstance(channel, Mapping) else {"label": channel}
+        entry: dict[str, Any] = (dict(channel) if isinstance(channel, Mapping)
+                                 else {"label": channel})
         if not isinstance(entry.get("label"), str) or not entry["label"]:
             raise PyramidError(f"pyramid: channel {index} needs a name (a non-empty string), "
                                f"got {channel!r}")
