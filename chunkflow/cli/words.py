@@ -38,6 +38,7 @@ _SPELLINGS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"\bdtype=(?=['\"\w])", "--dtype "),
         (r"\bchunks=(?=\W|$)", "--chunks"),
         (r"\bshards=(?=\W|$)", "--shards"),
+        (r"\bintensity=(?=\W|$)", "--intensity"),
     )
 )
 # "--resume (--resume)" after the rewrite: say it once.
