@@ -103,3 +103,10 @@ def test_labels_refuse_channels(capsys: pytest.CaptureFixture[str], sources: tup
     code, _, err = run(capsys, "pyramid", sources[1], out, "--labels", "cells", "--channels", "a")
     assert code == 2 and "--channels a: " in err and "a label image has none" in err
     assert not (out / "labels").exists()
+
+
+def test_labels_into_an_array_exit_2(capsys: pytest.CaptureFixture[str],
+                                     sources: tuple[str, str]) -> None:
+    # The image whose axes the labels would inherit is an array: plan_output's refusal.
+    code, _, err = run(capsys, "pyramid", sources[1], sources[0], "--labels", "cells")
+    assert code == 2 and "label images go below an image group" in err, err

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from chunkflow.api.hierarchy import open_group
-from chunkflow.errors import NodeNotFoundError, PyramidError
+from chunkflow.errors import ContainsArrayError, NodeNotFoundError, PyramidError
 from chunkflow.jobs import quiet_open
 from chunkflow.metadata.ngff import (
     Axis,
@@ -64,8 +64,8 @@ def image_multiscales(out: StoreLike, storage_options: Mapping[str, Any] | None
     try:
         with quiet_open():
             group = open_group(out, mode="r", storage_options=dict(storage_options or {}) or None)
-    except (FileNotFoundError, NodeNotFoundError, KeyError):
-        return None
+    except (FileNotFoundError, NodeNotFoundError, KeyError, ContainsArrayError):
+        return None  # nothing to inherit (plan_output says what is wrong there, if anything)
     return read_multiscales(dict(group.attrs))
 
 
