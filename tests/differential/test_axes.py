@@ -231,3 +231,53 @@ def test_scalar_sizes_leave_channels_and_time_alone(case: tuple[Any, ...],
     got = chunkflow.map_chunks(partial(apply_filter, boundary="reflect"), z, depth=depth,
                                boundary="none", kind=kind, size=tuple(sizes))
     np.testing.assert_array_equal(np.asarray(got[...]), expected)
+
+
+# ------------------------------------------------------------ order statistics per channel
+
+ORDER_STATISTICS = ("percentile", "nanpercentile", "quantile", "nanquantile", "median",
+                    "nanmedian")
+
+
+@st.composite
+def order_cases(draw: st.DrawFn) -> tuple[Any, ...]:
+    dtypes = st.one_of(cst.dtypes(kinds="f"), cst.dtypes(kinds="iuf"))
+    shapes = cst.shapes(min_dims=1, max_dims=3, max_side=6)
+    data = draw(st.one_of(cst.arrays(dtypes, shapes), cst.ordinary_arrays(dtypes, shapes)))
+    ndim = data.ndim
+    axis: Any = draw(st.one_of(
+        st.integers(-ndim, ndim - 1),
+        st.lists(st.integers(-ndim, ndim - 1), min_size=1, max_size=ndim,
+                 unique_by=lambda a: a % ndim).map(tuple)))
+    name = draw(st.sampled_from(ORDER_STATISTICS))
+    call: dict[str, Any] = {}
+    if "percentile" in name:
+        call["q"] = draw(st.floats(0, 100) | st.lists(st.floats(0, 100), min_size=1, max_size=3))
+    elif "quantile" in name:
+        call["q"] = draw(st.floats(0, 1) | st.lists(st.floats(0, 1), min_size=1, max_size=3))
+    return (data, draw(cst.chunk_shapes(data.shape)), name, call, axis,
+            draw(cst.schedulers(processes=False)))
+
+
+@budget(25)
+@given(case=order_cases())
+@example(case=(np.array([[1.0, np.nan, 3.0], [4.0, 5.0, 6.0]], "f4"), (1, 2), "nanmedian", {},
+               1, "sync"))
+@example(case=(np.zeros((0, 3), "f4"), (1, 2), "percentile", {"q": [5, 50]}, 1, "sync"))
+def test_order_statistics_per_channel_equal_numpys(case: tuple[Any, ...]) -> None:
+    data, chunks, name, call, axis, scheduler = case
+    z = chunkflow.array(data, chunks=chunks)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        try:
+            expected = getattr(np, name)(data, **call, axis=axis)
+        except Exception as error:  # numpy refuses: so must chunkflow, alike
+            with pytest.raises(builtin_classes(error)[0]):
+                getattr(chunkflow, name)(z, **call, axis=axis, scheduler=scheduler)
+            event(f"both refuse: {type(error).__name__}")
+            return
+        got = getattr(chunkflow, name)(z, **call, axis=axis, scheduler=scheduler)
+    event("compared")
+    got, expected = np.asarray(got), np.asarray(expected)
+    assert got.dtype == expected.dtype and got.shape == expected.shape, (got, expected)
+    np.testing.assert_array_equal(got, expected)

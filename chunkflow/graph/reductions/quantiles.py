@@ -56,6 +56,7 @@ from chunkflow.graph.reductions.order_keys import (
     wanted_ranks,
 )
 from chunkflow.graph.reductions.plan import reduction_input
+from chunkflow.graph.reductions.quantile_axes import along
 from chunkflow.graph.reductions.radix import PassOptions, next_digit_bits, select
 from chunkflow.graph.reductions.tree import tree_reduce
 from chunkflow.graph.scheduler import ProgressArg, compute, deferred_scheduler
@@ -69,6 +70,9 @@ if TYPE_CHECKING:
     from chunkflow.indexing import Selection
 
 __all__ = ["median", "nanmedian", "nanpercentile", "nanquantile", "percentile", "quantile"]
+
+#: ``axis=``: numpy's (the axes reduced; None: all).
+AxisArg = int | tuple[int, ...] | None
 
 @dataclass(frozen=True)
 class _Found:
@@ -121,6 +125,15 @@ def _order_statistics(source: ReductionSource, ranks_of: Any, what: str, skip_na
         if ranks else {}
     values = {r: found[r + below] for r in ranks}
     return _Found(n, nans, values, dtype, source_dtype)
+
+
+def _per_axis(func: Any, source: ReductionSource, axis: Any, compute: bool,
+              kwargs: dict[str, Any]) -> Any:
+    """``func`` of each index of the axes not in ``axis`` (numpy's ``axis=``), see
+    :mod:`chunkflow.graph.reductions.quantile_axes`."""
+    if not compute:
+        return _deferred(partial(along, func, axis=axis), source, kwargs)
+    return along(func, source, axis, **kwargs)
 
 
 def _deferred(run: Any, source: ReductionSource, kwargs: dict[str, Any]) -> Any:
@@ -184,8 +197,9 @@ _PARAMETERS = """
     ----------
     source : chunkflow.Array, path, URL, store, dask array or numpy array
         As :func:`chunkflow.reduce`.
-    {q}axis : None
-        Only ``None`` (all values); per-axis order statistics are refused.
+    {q}axis : int or tuple of int, optional
+        As numpy's: the axes reduced (``None``: all). One exact selection per index of
+        the other axes (per channel), see :mod:`chunkflow.graph.reductions.quantile_axes`.
     method : {{"linear"}}
         numpy's default method, the only one supported (not taken by the medians).
     selection, blocks, max_memory, scheduler, progress, storage_options
@@ -211,9 +225,6 @@ _PARAMETERS = """
 
 
 def _check_call(axis: object, method: str, what: str) -> None:
-    if axis is not None:
-        raise InvalidArgumentError(f"{what}: axis={axis!r} is not supported; only axis=None (all values "
-                                   "of the selection). Select a part with selection= instead")
     if method != "linear":
         raise InvalidArgumentError(f"{what}: method={method!r} is not supported; only numpy's default "
                                    "'linear'")
@@ -228,12 +239,16 @@ def _document(summary: str, q: str, example: str) -> str:
 
 
 @renamed_parameters(chunks="blocks", memory_limit="max_memory")
-def percentile(source: ReductionSource, q: ArrayLike, *, axis: None = None, method: str = "linear",
+def percentile(source: ReductionSource, q: ArrayLike, *, axis: AxisArg = None, method: str = "linear",
                selection: Selection = Ellipsis, blocks: BlockChunks = None,
                max_memory: int | str | None = None, scheduler: SchedulerLike = None,
                progress: ProgressArg = False, compute: bool = True,
                storage_options: Mapping[str, Any] | None = None) -> Any:
     _check_call(axis, method, "percentile")
+    if axis is not None:
+        return _per_axis(percentile, source, axis, compute, dict(q=q, selection=selection,
+                         blocks=blocks, max_memory=max_memory, scheduler=scheduler,
+                         progress=progress, storage_options=storage_options))
     return _quantile(source, q, percent=True, skip_nan=False, what="percentile",
                      selection=selection, blocks=blocks, max_memory=max_memory,
                      scheduler=scheduler, progress=progress, storage_options=storage_options,
@@ -241,12 +256,16 @@ def percentile(source: ReductionSource, q: ArrayLike, *, axis: None = None, meth
 
 
 @renamed_parameters(chunks="blocks", memory_limit="max_memory")
-def nanpercentile(source: ReductionSource, q: ArrayLike, *, axis: None = None, method: str = "linear",
+def nanpercentile(source: ReductionSource, q: ArrayLike, *, axis: AxisArg = None, method: str = "linear",
                   selection: Selection = Ellipsis, blocks: BlockChunks = None,
                   max_memory: int | str | None = None, scheduler: SchedulerLike = None,
                   progress: ProgressArg = False, compute: bool = True,
                   storage_options: Mapping[str, Any] | None = None) -> Any:
     _check_call(axis, method, "nanpercentile")
+    if axis is not None:
+        return _per_axis(nanpercentile, source, axis, compute, dict(q=q, selection=selection,
+                         blocks=blocks, max_memory=max_memory, scheduler=scheduler,
+                         progress=progress, storage_options=storage_options))
     return _quantile(source, q, percent=True, skip_nan=True, what="nanpercentile",
                      selection=selection, blocks=blocks, max_memory=max_memory,
                      scheduler=scheduler, progress=progress, storage_options=storage_options,
@@ -254,12 +273,16 @@ def nanpercentile(source: ReductionSource, q: ArrayLike, *, axis: None = None, m
 
 
 @renamed_parameters(chunks="blocks", memory_limit="max_memory")
-def quantile(source: ReductionSource, q: ArrayLike, *, axis: None = None, method: str = "linear",
+def quantile(source: ReductionSource, q: ArrayLike, *, axis: AxisArg = None, method: str = "linear",
              selection: Selection = Ellipsis, blocks: BlockChunks = None,
              max_memory: int | str | None = None, scheduler: SchedulerLike = None,
              progress: ProgressArg = False, compute: bool = True,
              storage_options: Mapping[str, Any] | None = None) -> Any:
     _check_call(axis, method, "quantile")
+    if axis is not None:
+        return _per_axis(quantile, source, axis, compute, dict(q=q, selection=selection,
+                         blocks=blocks, max_memory=max_memory, scheduler=scheduler,
+                         progress=progress, storage_options=storage_options))
     return _quantile(source, q, percent=False, skip_nan=False, what="quantile",
                      selection=selection, blocks=blocks, max_memory=max_memory,
                      scheduler=scheduler, progress=progress, storage_options=storage_options,
@@ -267,12 +290,16 @@ def quantile(source: ReductionSource, q: ArrayLike, *, axis: None = None, method
 
 
 @renamed_parameters(chunks="blocks", memory_limit="max_memory")
-def nanquantile(source: ReductionSource, q: ArrayLike, *, axis: None = None, method: str = "linear",
+def nanquantile(source: ReductionSource, q: ArrayLike, *, axis: AxisArg = None, method: str = "linear",
                 selection: Selection = Ellipsis, blocks: BlockChunks = None,
                 max_memory: int | str | None = None, scheduler: SchedulerLike = None,
                 progress: ProgressArg = False, compute: bool = True,
                 storage_options: Mapping[str, Any] | None = None) -> Any:
     _check_call(axis, method, "nanquantile")
+    if axis is not None:
+        return _per_axis(nanquantile, source, axis, compute, dict(q=q, selection=selection,
+                         blocks=blocks, max_memory=max_memory, scheduler=scheduler,
+                         progress=progress, storage_options=storage_options))
     return _quantile(source, q, percent=False, skip_nan=True, what="nanquantile",
                      selection=selection, blocks=blocks, max_memory=max_memory,
                      scheduler=scheduler, progress=progress, storage_options=storage_options,
@@ -280,24 +307,32 @@ def nanquantile(source: ReductionSource, q: ArrayLike, *, axis: None = None, met
 
 
 @renamed_parameters(chunks="blocks", memory_limit="max_memory")
-def median(source: ReductionSource, *, axis: None = None, selection: Selection = Ellipsis,
+def median(source: ReductionSource, *, axis: AxisArg = None, selection: Selection = Ellipsis,
            blocks: BlockChunks = None,
            max_memory: int | str | None = None, scheduler: SchedulerLike = None,
            progress: ProgressArg = False, compute: bool = True,
            storage_options: Mapping[str, Any] | None = None) -> Any:
     _check_call(axis, "linear", "median")
+    if axis is not None:
+        return _per_axis(median, source, axis, compute, dict(selection=selection,
+                         blocks=blocks, max_memory=max_memory, scheduler=scheduler,
+                         progress=progress, storage_options=storage_options))
     return _median(source, skip_nan=False, what="median", selection=selection, blocks=blocks,
                    max_memory=max_memory, scheduler=scheduler, progress=progress,
                    storage_options=storage_options, compute=compute)
 
 
 @renamed_parameters(chunks="blocks", memory_limit="max_memory")
-def nanmedian(source: ReductionSource, *, axis: None = None, selection: Selection = Ellipsis,
+def nanmedian(source: ReductionSource, *, axis: AxisArg = None, selection: Selection = Ellipsis,
               blocks: BlockChunks = None,
               max_memory: int | str | None = None, scheduler: SchedulerLike = None,
               progress: ProgressArg = False, compute: bool = True,
               storage_options: Mapping[str, Any] | None = None) -> Any:
     _check_call(axis, "linear", "nanmedian")
+    if axis is not None:
+        return _per_axis(nanmedian, source, axis, compute, dict(selection=selection,
+                         blocks=blocks, max_memory=max_memory, scheduler=scheduler,
+                         progress=progress, storage_options=storage_options))
     return _median(source, skip_nan=True, what="nanmedian", selection=selection, blocks=blocks,
                    max_memory=max_memory, scheduler=scheduler, progress=progress,
                    storage_options=storage_options, compute=compute)
