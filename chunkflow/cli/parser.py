@@ -6,6 +6,7 @@ import argparse
 
 import chunkflow
 from chunkflow.cli import (
+    analysis,
     browse,
     convert,
     demo,
@@ -44,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_common_options(common)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
                                      title="commands")
-    for module in (browse, convert, rechunk, filters, pyramid, label, measure, stats, resume,
-                   verify, demo):
+    for module in (browse, convert, rechunk, filters, analysis, pyramid, label, measure, stats,
+                   resume, verify, demo):
         module.register(commands, [common])
     return parser
