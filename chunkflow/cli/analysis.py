@@ -46,8 +46,9 @@ from chunkflow.cli.resume import add_resume_option, kept_for_resume
 from chunkflow.errors import InvalidArgumentError, UsageError
 from chunkflow.ndimage import binary_fill_holes
 from chunkflow.skimage import filters, morphology
+from chunkflow.storage import make_store
 
-__all__ = ["METHODS", "above", "register", "run_fill_holes", "run_remove_small_holes",
+__all__ = ["METHODS", "above", "location", "register", "run_fill_holes", "run_remove_small_holes",
            "run_remove_small_objects", "run_threshold"]
 
 #: ``--method`` of ``chunkflow threshold``: the scikit-image thresholds of one value.
@@ -93,6 +94,14 @@ def check_connectivity(args: argparse.Namespace, ndim: int) -> None:
 def check_numbers(source: chunkflow.Array, command: str, kinds: str, what: str) -> None:
     if source.dtype.kind not in kinds:
         raise UsageError(f"SRC holds {source.dtype} values; {command} reads {what}")
+
+
+def location(args: argparse.Namespace, where: str | None) -> Any:
+    """Where an output goes: a path as it is, a URL as a store opened with the
+    ``--storage-option`` pairs (the library takes storage options for one location of
+    a job only, and SRC is already open)."""
+    options = storage_options(args, where) if where is not None else None
+    return make_store(where, storage_options=options) if options else where
 
 
 def _job(args: argparse.Namespace) -> dict[str, Any]:
@@ -145,9 +154,9 @@ def run_threshold(args: argparse.Namespace) -> int:
     with kept_for_resume(args):
         value = _threshold_of(args, source)
         with waited_for(args.scheduler), naming_source(args.src), refused_as_usage():
-            chunkflow.map_chunks(above, source, out=args.dst, dtype=bool, threshold=value,
-                                 overwrite=args.overwrite, resume=args.resume,
-                                 storage_options=storage_options(args, args.dst), **_job(args))
+            chunkflow.map_chunks(above, source, out=location(args, args.dst), dtype=bool,
+                                 threshold=value, overwrite=args.overwrite, resume=args.resume,
+                                 **_job(args))
     if args.print:
         print(_number(value))
     else:
@@ -166,9 +175,9 @@ def run_fill_holes(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     with kept_for_resume(args):
         with waited_for(args.scheduler), naming_source(args.src), refused_as_usage():
-            binary_fill_holes(source, structure, out=args.dst, temp=args.work,
-                              overwrite=args.overwrite, resume=args.resume,
-                              storage_options=storage_options(args, args.dst), **_job(args))
+            binary_fill_holes(source, structure, out=location(args, args.dst),
+                              temp=location(args, args.work), overwrite=args.overwrite,
+                              resume=args.resume, **_job(args))
     print(f"holes of {args.src} filled (connectivity {args.connectivity}), written to "
           f"{args.dst} in {time.perf_counter() - start:.2f} s")
     return 0
@@ -197,9 +206,9 @@ def _run_size_filter(args: argparse.Namespace, what: str) -> int:
     start = time.perf_counter()
     with kept_for_resume(args):
         with waited_for(args.scheduler), naming_source(args.src), refused_as_usage():
-            func(source, connectivity=args.connectivity, max_size=limit, out=args.dst,
-                 work=args.work, overwrite=args.overwrite,
-                 storage_options=storage_options(args, args.dst), **_job(args))
+            func(source, connectivity=args.connectivity, max_size=limit,
+                 out=location(args, args.dst), work=location(args, args.work),
+                 overwrite=args.overwrite, **_job(args))
     done = "removed" if what == "objects" else "filled"
     print(f"{what} of at most {limit} voxels {done} in {args.src} (connectivity "
           f"{args.connectivity}), written to {args.dst} in {time.perf_counter() - start:.2f} s")
