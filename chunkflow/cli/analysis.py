@@ -44,8 +44,6 @@ from chunkflow.cli.nodes import naming_source, open_array_at
 from chunkflow.cli.options import add_compute_options, progress_wanted, storage_options
 from chunkflow.cli.resume import add_resume_option, kept_for_resume
 from chunkflow.errors import InvalidArgumentError, UsageError
-from chunkflow.ndimage import binary_fill_holes
-from chunkflow.skimage import filters, morphology
 from chunkflow.storage import make_store
 
 __all__ = ["METHODS", "above", "location", "register", "run_fill_holes", "run_remove_small_holes",
@@ -122,6 +120,8 @@ def refused_as_usage() -> Iterator[None]:
 
 
 def _threshold_of(args: argparse.Namespace, source: chunkflow.Array) -> Any:
+    from chunkflow.skimage import filters  # imported when used: the CLI starts faster
+
     func = getattr(filters, f"threshold_{args.method}")
     kwargs: dict[str, Any] = _job(args)
     if args.nbins is not None:
@@ -167,6 +167,8 @@ def run_threshold(args: argparse.Namespace) -> int:
 
 def run_fill_holes(args: argparse.Namespace) -> int:
     """Fill the holes of ``args.src`` into ``args.dst``, as scipy's binary_fill_holes."""
+    from chunkflow.ndimage import binary_fill_holes
+
     source = open_array_at(args.src, storage_options(args, args.src), cache=False)
     check_numbers(source, "fill-holes", "biuf", "a mask (bool, or numbers: nonzero is True)")
     check_connectivity(args, source.ndim)
@@ -196,6 +198,8 @@ def _size_limit(args: argparse.Namespace) -> int:
 
 
 def _run_size_filter(args: argparse.Namespace, what: str) -> int:
+    from chunkflow.skimage import morphology
+
     source = open_array_at(args.src, storage_options(args, args.src), cache=False)
     check_numbers(source, f"remove-small-{what}", "biu", "a mask (bool) or labels (integers)")
     check_connectivity(args, source.ndim)
@@ -293,7 +297,7 @@ def _register_size_filter(commands: argparse._SubParsersAction,
     objects = what == "objects"
     parser = commands.add_parser(
         f"remove-small-{what}", parents=parents,
-        help=(f"remove small objects (as skimage.morphology.remove_small_objects)" if objects
+        help=("remove small objects (as skimage.morphology.remove_small_objects)" if objects
               else "fill small holes (as skimage.morphology.remove_small_holes)"),
         description=(
             "Remove the objects of at most --max-size voxels from the mask (or labels) at "
