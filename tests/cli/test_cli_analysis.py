@@ -140,18 +140,25 @@ def test_the_steps_on_s3_urls_with_storage_options(s3_server: dict[str, Any],
     np.testing.assert_array_equal(written[...], expected)
 
 
-@pytest.mark.parametrize(("size", "connectivity", "limit"), [
-    (["--max-size", "6"], 1, 6), (["--min-size", "7"], 1, 6), (["--max-size", "3"], 3, 3),
+@pytest.mark.parametrize(("option", "connectivity"), [
+    ("--max-size", 1), ("--min-size", 1), ("--max-size", 3), ("--min-size", 2),
 ])
 def test_remove_small_objects_equals_scikit_image(mask: tuple[Path, np.ndarray],
-                                                  tmp_path: Path, size: list[str],
-                                                  connectivity: int, limit: int) -> None:
+                                                  tmp_path: Path, option: str,
+                                                  connectivity: int) -> None:
     location, data = mask
+    structure = ndimage.generate_binary_structure(3, connectivity)
+    sizes = np.unique(np.bincount(ndimage.label(data, structure)[0].ravel())[1:])
+    n = int(sizes[len(sizes) // 3])  # some objects have exactly n voxels
     out = tmp_path / "kept.zarr"
-    done(command("remove-small-objects", location, out, *size, "--connectivity",
+    done(command("remove-small-objects", location, out, option, n, "--connectivity",
                  connectivity))
+    # --max-size N removes objects of N voxels; --min-size N keeps them.
+    limit = n if option == "--max-size" else n - 1
     expected = morphology.remove_small_objects(data, max_size=limit, connectivity=connectivity)
-    assert (expected != data).any()  # some objects were small
+    off_by_one = morphology.remove_small_objects(data, max_size=2 * n - 1 - limit,
+                                                 connectivity=connectivity)
+    assert (expected != data).any() and (expected != off_by_one).any()
     written = read(out)
     assert written.dtype == bool
     np.testing.assert_array_equal(written, expected)
@@ -279,3 +286,13 @@ def test_a_refusal_in_a_subprocess_is_one_line(mask: tuple[Path, np.ndarray],
     assert result.returncode == 2 and "invalid choice: 'mean'" in result.stderr
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "out.zarr").exists()
+
+
+@pytest.mark.parametrize("name", ["threshold", "fill-holes", "remove-small-objects",
+                                  "remove-small-holes"])
+def test_every_analysis_command_has_help(capsys: pytest.CaptureFixture[str],
+                                         name: str) -> None:
+    code = main([name, "--help"])  # main turns argparse's exit into a code
+    out = capsys.readouterr().out
+    assert code == 0 and f"usage: chunkflow {name}" in out
+    assert "--overwrite" in out and "--scheduler" in out and "--max-memory" in out
