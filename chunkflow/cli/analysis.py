@@ -65,13 +65,17 @@ def above(block: np.ndarray, *, threshold: Any) -> np.ndarray:
 
 
 def _exists(location: str, options: dict[str, Any] | None) -> bool:
-    """Whether anything is at ``location`` (a path or an fsspec URL)."""
+    """Whether anything is at ``location`` (a path or an fsspec URL); ``False`` when a
+    URL cannot be asked (no credentials yet...): the command then says what is wrong."""
     if "://" not in location:
         return os.path.lexists(location)
     import fsspec
 
-    fs, path = fsspec.core.url_to_fs(location, **(options or {}))
-    return bool(fs.exists(path))
+    try:
+        fs, path = fsspec.core.url_to_fs(location, **(options or {}))
+        return bool(fs.exists(path))
+    except Exception:  # noqa: BLE001 - see above: the writer reports the URL's problem
+        return False
 
 
 def check_destination(args: argparse.Namespace) -> None:
