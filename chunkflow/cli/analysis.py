@@ -41,7 +41,12 @@ import chunkflow
 from chunkflow.cli.cleanup import waited_for
 from chunkflow.cli.label import labels_refused
 from chunkflow.cli.nodes import naming_source, open_array_at
-from chunkflow.cli.options import add_compute_options, progress_wanted, storage_options
+from chunkflow.cli.options import (
+    add_compute_options,
+    add_max_memory_option,
+    progress_wanted,
+    storage_options,
+)
 from chunkflow.cli.resume import add_resume_option, kept_for_resume
 from chunkflow.errors import InvalidArgumentError, UsageError
 from chunkflow.storage import make_store
@@ -234,8 +239,7 @@ def run_remove_small_holes(args: argparse.Namespace) -> int:
 
 
 def _writer_options(parser: argparse.ArgumentParser, *, resume: bool = True) -> None:
-    parser.add_argument("--max-memory", default=None, metavar="SIZE",
-                        help="what one task may use, e.g. '512 MiB'")
+    add_max_memory_option(parser)
     parser.add_argument("--overwrite", action="store_true", help="replace an existing DST")
     if resume:
         add_resume_option(parser)
