@@ -30,6 +30,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shutil
+import tempfile
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -51,8 +53,8 @@ from chunkflow.cli.resume import add_resume_option, kept_for_resume
 from chunkflow.errors import InvalidArgumentError, UsageError
 from chunkflow.storage import make_store
 
-__all__ = ["METHODS", "above", "location", "register", "run_fill_holes", "run_remove_small_holes",
-           "run_remove_small_objects", "run_threshold"]
+__all__ = ["METHODS", "above", "intermediate", "location", "register", "run_fill_holes",
+           "run_remove_small_holes", "run_remove_small_objects", "run_threshold"]
 
 #: ``--method`` of ``chunkflow threshold``: the scikit-image thresholds of one value.
 METHODS = ("otsu", "li", "yen", "triangle")
@@ -109,6 +111,34 @@ def location(args: argparse.Namespace, where: str | None) -> Any:
     a job only, and SRC is already open)."""
     options = storage_options(args, where) if where is not None else None
     return make_store(where, storage_options=options) if options else where
+
+
+@contextlib.contextmanager
+def intermediate(args: argparse.Namespace, name: str) -> Iterator[str]:
+    """A new folder for a command's intermediate labels, removed at the end: under
+    ``--work FOLDER`` (made if missing, and then removed too), else in this machine's
+    temporary folder. On disk, not in memory: the labels are as large as the image."""
+    folder = args.work
+    made = folder is not None and not os.path.lexists(folder)
+    if made:
+        os.makedirs(folder)
+    place = tempfile.mkdtemp(prefix=f"chunkflow-{name}-", dir=folder)
+    try:
+        yield place
+    finally:
+        shutil.rmtree(place, ignore_errors=True)
+        if made:
+            with contextlib.suppress(OSError):  # kept if something else appeared in it
+                os.rmdir(folder)
+
+
+def check_work(args: argparse.Namespace) -> None:
+    """``--work``: a folder path, or nothing there yet."""
+    if args.work is not None and "://" in args.work:
+        raise UsageError(f"--work {args.work}: give a folder path (on a cluster, one that "
+                         "every machine sees); URLs are not taken for intermediate labels")
+    if args.work is not None and os.path.lexists(args.work) and not os.path.isdir(args.work):
+        raise UsageError(f"--work {args.work}: not a folder")
 
 
 def _job(args: argparse.Namespace) -> dict[str, Any]:
@@ -181,14 +211,14 @@ def run_fill_holes(args: argparse.Namespace) -> int:
     source = open_array_at(args.src, storage_options(args, args.src), cache=False)
     check_numbers(source, "fill-holes", "biuf", "a mask (bool, or numbers: nonzero is True)")
     check_connectivity(args, source.ndim)
+    check_work(args)
     check_destination(args)
     structure = scipy_ndimage.generate_binary_structure(source.ndim, args.connectivity)
     start = time.perf_counter()
-    with kept_for_resume(args):
+    with kept_for_resume(args), intermediate(args, "fill-holes") as work:
         with waited_for(args.scheduler), naming_source(args.src), refused_as_usage():
-            binary_fill_holes(source, structure, out=location(args, args.dst),
-                              temp=location(args, args.work), overwrite=args.overwrite,
-                              resume=args.resume, **_job(args))
+            binary_fill_holes(source, structure, out=location(args, args.dst), temp=work,
+                              overwrite=args.overwrite, resume=args.resume, **_job(args))
     print(f"holes of {args.src} filled (connectivity {args.connectivity}), written to "
           f"{args.dst} in {time.perf_counter() - start:.2f} s")
     return 0
@@ -213,14 +243,15 @@ def _run_size_filter(args: argparse.Namespace, what: str) -> int:
     check_numbers(source, f"remove-small-{what}", "biu", "a mask (bool) or labels (integers)")
     check_connectivity(args, source.ndim)
     limit = _size_limit(args)
+    check_work(args)
     check_destination(args)
     func = morphology.remove_small_objects if what == "objects" else \
         morphology.remove_small_holes
     start = time.perf_counter()
-    with kept_for_resume(args):
+    with kept_for_resume(args), intermediate(args, f"small-{what}") as work:
         with waited_for(args.scheduler), naming_source(args.src), refused_as_usage():
             func(source, connectivity=args.connectivity, max_size=limit,
-                 out=location(args, args.dst), work=location(args, args.work),
+                 out=location(args, args.dst), work=f"{work}/labels.zarr",
                  overwrite=args.overwrite, **_job(args))
     done = "removed" if what == "objects" else "filled"
     print(f"{what} of at most {limit} voxels {done} in {args.src} (connectivity "
@@ -253,10 +284,11 @@ def _connectivity_option(parser: argparse.ArgumentParser, default: str) -> None:
 
 
 def _work_option(parser: argparse.ArgumentParser, what: str) -> None:
-    parser.add_argument("--work", default=None, metavar="PATH",
-                        help=f"where the intermediate {what} go (default: a temporary folder "
-                             "of this machine, removed at the end; on a cluster of several "
-                             "machines give a shared location)")
+    parser.add_argument("--work", default=None, metavar="FOLDER",
+                        help=f"the folder in which the intermediate {what} (as large as the "
+                             "image) are written, in a new folder removed at the end "
+                             "(default: this machine's temporary folder; on a cluster of "
+                             "several machines, a folder they all see)")
 
 
 def _register_threshold(commands: argparse._SubParsersAction,

@@ -29,9 +29,11 @@ morphology = pytest.importorskip("skimage.morphology")
 ROOT = Path(__file__).resolve().parents[2]  # the tree whose chunkflow is under test
 
 
-def command(*argv: object) -> subprocess.CompletedProcess[str]:
-    """``python -m chunkflow ARGV`` importing this tree."""
+def command(*argv: object, tmpdir: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``python -m chunkflow ARGV`` importing this tree (with ``TMPDIR`` if given)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    if tmpdir is not None:
+        env["TMPDIR"] = str(tmpdir)
     return subprocess.run([sys.executable, "-m", "chunkflow", *map(str, argv)],
                           capture_output=True, text=True, env=env, timeout=300)
 
@@ -111,7 +113,11 @@ def test_fill_holes_equals_scipy(mask: tuple[Path, np.ndarray], tmp_path: Path,
                                  connectivity: int) -> None:
     location, data = mask
     out = f"file://{tmp_path}/new/filled.zarr"  # a file URL, in a folder not made yet
-    printed = done(command("fill-holes", location, out, "--connectivity", connectivity))
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    printed = done(command("fill-holes", location, out, "--connectivity", connectivity,
+                           tmpdir=scratch))
+    assert list(scratch.iterdir()) == []  # the background's labels went there, and went
     assert f"written to {out}" in printed
     structure = ndimage.generate_binary_structure(3, connectivity)
     expected = ndimage.binary_fill_holes(data, structure)
@@ -119,6 +125,7 @@ def test_fill_holes_equals_scipy(mask: tuple[Path, np.ndarray], tmp_path: Path,
     np.testing.assert_array_equal(read(tmp_path / "new" / "filled.zarr"), expected)
 
 
+@pytest.mark.slow
 def test_the_steps_on_s3_urls_with_storage_options(s3_server: dict[str, Any],
                                                    image: tuple[Path, np.ndarray]) -> None:
     """SRC and DST on an S3 server (moto), opened with ``--storage-option`` pairs."""
@@ -164,6 +171,22 @@ def test_remove_small_objects_equals_scikit_image(mask: tuple[Path, np.ndarray],
     np.testing.assert_array_equal(written, expected)
 
 
+def test_work_folder_keeps_what_it_held_and_nothing_more(mask: tuple[Path, np.ndarray],
+                                                          tmp_path: Path) -> None:
+    location, data = mask
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "mine.txt").write_text("kept")
+    done(command("remove-small-objects", location, tmp_path / "kept.zarr", "--max-size", "4",
+                 "--work", work))
+    done(command("fill-holes", location, tmp_path / "filled.zarr", "--work", work))
+    assert [p.name for p in work.iterdir()] == ["mine.txt"]
+    np.testing.assert_array_equal(read(tmp_path / "kept.zarr"),
+                                  morphology.remove_small_objects(data, max_size=4))
+    np.testing.assert_array_equal(read(tmp_path / "filled.zarr"),
+                                  ndimage.binary_fill_holes(data))
+
+
 def test_remove_small_objects_of_labels_keeps_their_values(tmp_path: Path) -> None:
     labels, _ = ndimage.label(speckled_mask((8, 30, 30), seed=4))
     labels = labels.astype("u4")
@@ -181,14 +204,16 @@ def test_remove_small_holes_equals_scikit_image(mask: tuple[Path, np.ndarray], t
                                                 connectivity: int) -> None:
     location, data = mask
     out = tmp_path / "filled.zarr"
-    work = tmp_path / "work.zarr"
+    work = tmp_path / "work"  # made for the run, removed after it
     done(command("remove-small-holes", location, out, "--max-size", "8", "--connectivity",
                  connectivity, "--work", work))
+    assert not work.exists()
     expected = morphology.remove_small_holes(data, max_size=8, connectivity=connectivity)
     assert (expected != data).any()
     np.testing.assert_array_equal(read(out), expected)
 
 
+@pytest.mark.slow
 def test_threshold_resume_finishes_an_unfinished_mask(tmp_path: Path) -> None:
     """A mask job stopped by an unreadable chunk (the job ``threshold`` runs:
     ``map_chunks(above, SRC, threshold=T)``) is finished by ``--resume``."""
@@ -250,6 +275,10 @@ def _unreadable(tmp_path: Path, dtype: str) -> Path:
     (["remove-small-holes", "{bool}", "{out}", "--max-size", "3", "--connectivity", "0"],
      "--connectivity 0"),
     (["remove-small-holes", "{float}", "{out}", "--max-size", "3"], "SRC holds float32"),
+    (["fill-holes", "{bool}", "{out}", "--work", "s3://bucket/work"], "--work s3://"),
+    (["remove-small-objects", "{bool}", "{out}", "--max-size", "3", "--work", "{existing}/zarr.json"],
+     "not a folder"),
+    (["threshold", "{bool}", "{out}", "--max-memory", "lots"], "'lots' is not a size"),
 ])
 def test_refusals_are_usage_errors_before_anything_is_read_or_created(
         capsys: pytest.CaptureFixture[str], tmp_path: Path, argv: list[str],
@@ -263,7 +292,7 @@ def test_refusals_are_usage_errors_before_anything_is_read_or_created(
     code = main([part.format(**names) for part in argv] + ["-q"])
     err = capsys.readouterr().err
     assert code == 2, err
-    assert says in err and err.startswith(f"chunkflow {argv[0]}: error:")
+    assert says in err and err.strip().splitlines()[-1].startswith(f"chunkflow {argv[0]}: error:")
     assert not (tmp_path / "out.zarr").exists()
     assert chunkflow.open_array(str(existing), mode="r").shape == (2, 2)  # left alone
 
