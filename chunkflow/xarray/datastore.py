@@ -18,7 +18,12 @@ from chunkflow.errors import MetadataError
 from chunkflow.graph.read import block_multiples
 from chunkflow.metadata.ngff import read_multiscales
 from chunkflow.storage import make_store
-from chunkflow.xarray.ngff import LevelGeometry, coordinate_variables, level_geometry
+from chunkflow.xarray.ngff import (
+    LevelGeometry,
+    coordinate_variables,
+    level_geometry,
+    listed_members,
+)
 from chunkflow.xarray.opening import (
     caller_level,
     open_node_for_xarray,
@@ -151,7 +156,7 @@ class ChunkflowDataStore(AbstractDataStore):
         multiscales = read_multiscales(self.group.attrs.asdict())
         if multiscales is None:
             return []
-        members = set(self.group.array_keys())
+        members = {name for name, node in listed_members(self.group) if isinstance(node, Array)}
         return [path for path in multiscales.paths if path in members]
 
     def without(self, names: Iterable[str]) -> ChunkflowDataStore:
@@ -230,8 +235,8 @@ class ChunkflowDataStore(AbstractDataStore):
             if self._only is not None:
                 self._arrays = {self._only: group[self._only]}  # type: ignore[dict-item]  # _only names an array
             else:
-                self._arrays = {name: array for name, array in group.arrays()
-                                if name not in self._exclude}
+                self._arrays = {name: array for name, array in listed_members(group)
+                                if isinstance(array, Array) and name not in self._exclude}
         return self._arrays
 
     def unfinished(self) -> dict[str, str]:

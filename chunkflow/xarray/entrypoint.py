@@ -22,6 +22,7 @@ from xarray.backends import BackendEntrypoint, StoreBackendEntrypoint
 from chunkflow.core.group import Group
 from chunkflow.errors import InvalidArgumentError
 from chunkflow.xarray.datastore import ChunkflowDataStore
+from chunkflow.xarray.ngff import listed_members
 
 if TYPE_CHECKING:
     from chunkflow.cache import CacheLike
@@ -158,5 +159,6 @@ def _check_read_mode(mode: str) -> None:
 
 def _walk_groups(group: Group, path: str) -> Iterable[tuple[str, Group]]:
     yield path, group
-    for name, child in group.groups():
-        yield from _walk_groups(child, f"{path.rstrip('/')}/{name}")
+    for name, child in listed_members(group):
+        if isinstance(child, Group):
+            yield from _walk_groups(child, f"{path.rstrip('/')}/{name}")

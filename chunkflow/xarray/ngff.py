@@ -8,6 +8,11 @@ level:
 
 - dimensions named after the axes when its array names none (NGFF 0.4 on Zarr v2
   writes no ``_ARRAY_DIMENSIONS``; ``engine="zarr"`` refuses such arrays);
+- on a store that cannot list folders (an HTTP server), the members its metadata
+  names (:func:`listed_members`): the levels, the ``labels`` group below an image,
+  the label images a ``labels`` group lists; read at their known paths, so an
+  OME-Zarr image served over plain HTTP opens without consolidated metadata, as
+  ome-zarr-py and ngff-zarr open it;
 - where the level is a dataset of its own (a node of ``open_datatree``, or the array
   opened with ``group="0"``), one coordinate per space or time axis,
   ``translation + index * scale``, in float64 as ngff-zarr and ome-zarr-py compute
@@ -38,9 +43,13 @@ from typing import Any
 import numpy as np
 from xarray import Variable
 
+from chunkflow.core.array import Array
+from chunkflow.core.group import Group
+from chunkflow.errors import IncompleteListingError
 from chunkflow.metadata.ngff import Axis, read_multiscales
 
-__all__ = ["LevelGeometry", "coordinate_variables", "level_geometry"]
+__all__ = ["LevelGeometry", "coordinate_variables", "level_geometry", "listed_members",
+           "named_members"]
 
 #: The NGFF axis types whose coordinates are physical positions.
 _PHYSICAL = ("space", "time")
@@ -137,3 +146,46 @@ def coordinate_variables(geometry: LevelGeometry, dims: Sequence[str],
         elif axis.type == "channel" and geometry.channels and len(geometry.channels) == size:
             coords[dim] = Variable((dim,), np.array(geometry.channels, dtype=object))
     return coords
+
+
+def named_members(attributes: Mapping[str, Any]) -> list[str] | None:
+    """The members an OME-Zarr group's metadata names: an image's levels and its
+    ``labels`` group, a ``labels`` group's label images; ``None`` for other groups.
+
+    Examples
+    --------
+    >>> named_members({"ome": {"version": "0.5", "labels": ["cells", "nuclei"]}})
+    ['cells', 'nuclei']
+    >>> named_members({"title": "climate"}) is None
+    True
+    """
+    multiscales = read_multiscales(attributes)
+    if multiscales is not None:
+        return [*multiscales.paths, "labels"]
+    ome = attributes.get("ome")
+    labels = (ome if isinstance(ome, Mapping) and "labels" in ome else attributes).get("labels")
+    if isinstance(labels, list) and all(isinstance(name, str) for name in labels):
+        return list(labels)
+    return None
+
+
+def listed_members(group: Group) -> list[tuple[str, Array | Group]]:
+    """The group's members, listed; on a store that cannot list them (or lists none
+    of those its metadata names), those its OME-Zarr metadata names that exist (other
+    groups raise :class:`~chunkflow.errors.IncompleteListingError` or its
+    :class:`~chunkflow.errors.UnlistableGroupError`, as before).
+
+    Examples
+    --------
+    >>> import chunkflow
+    >>> [name for name, _ in listed_members(chunkflow.group())]
+    []
+    """
+    try:
+        return list(group.members())
+    except IncompleteListingError:
+        named = named_members(group.attrs.asdict())
+        if named is None:
+            raise
+        found = ((name, group.get(name)) for name in named)  # known paths: no listing
+        return sorted((name, node) for name, node in found if node is not None)

@@ -25,7 +25,8 @@ The fallback warning is left out where its advice cannot help
   a zip file, an HTTP(S) URL, virtual references;
 - the group is an OME-Zarr image, label image or ``labels`` group (what
   :func:`chunkflow.pyramid` writes): its metadata names its members, and OME-Zarr
-  readers (ome-zarr-py, napari, ngff-zarr) do not use consolidated metadata.
+  readers (ome-zarr-py, napari, ngff-zarr) do not use consolidated metadata. On a
+  store that cannot list, such a group opens the members its metadata names.
 
 Everywhere else (a writable folder, memory or object store holding a group, such as
 ``to_zarr(..., consolidated=False)`` writes) it warns as the zarr engine does.
@@ -101,11 +102,12 @@ def open_node_for_xarray(store: Store, path: str, consolidated: bool | None,
                            use_consolidated=bool(consolidated), cache=cache)
     except ContainsArrayError:
         return open_array(store, mode="r", path=path or None, cache=cache)
-    if consolidated is None:
+    if consolidated is None and not is_ome_zarr_group(group.attrs.asdict()):
         # Not "successfully read" from a store that cannot list: that raises, saying
-        # how to consolidate (one listing of the group's folder).
+        # how to consolidate (one listing of the group's folder). An OME-Zarr group's
+        # metadata names its members (see chunkflow.xarray.ngff.listed_members).
         check_listable(group.store, group.path, group.zarr_format)
-        if warn and not is_ome_zarr_group(group.attrs.asdict()):
+        if warn:
             warnings.warn(FALLBACK_WARNING, RuntimeWarning, stacklevel=caller_level())
     return group
 

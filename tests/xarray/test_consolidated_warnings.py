@@ -181,17 +181,27 @@ def test_http_urls_do_not_warn(served: tuple[str, Path], zarr_format: int) -> No
     assert no_warning(xr.open_dataset, f"{url}/one.zarr").one.values.tolist() == [0, 1, 2, 3]
 
 
-def test_http_without_listing(tmp_path: Path) -> None:
-    """A server that cannot list folders: a single array opens (no warning); a group
-    without consolidated metadata raises UnlistableGroupError (a dataset without its
-    variables would be wrong), and with it opens without warning."""
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_http_without_listing(tmp_path: Path, zarr_format: int) -> None:
+    """A server that cannot list folders: a single array opens (no warning); an
+    OME-Zarr pyramid opens the members its metadata names, the same tree as from the
+    folder; another group without consolidated metadata raises UnlistableGroupError (a
+    dataset without its variables would be wrong), and with it opens without warning."""
     chunkflow.array(np.arange(4), chunks=(2,), store=tmp_path / "one.zarr")
-    xarray_group(tmp_path / "data.zarr")
+    image = pyramid(tmp_path / "image.zarr", zarr_format)
+    xarray_group(tmp_path / "data.zarr", zarr_format)
     shutil.copytree(tmp_path / "data.zarr", tmp_path / "consolidated.zarr")
     zarr.consolidate_metadata(str(tmp_path / "consolidated.zarr"))
     with serve_ranges(tmp_path) as server:
         assert no_warning(xr.open_dataset, f"{server.url}/one.zarr").one.values.tolist() == [
             0, 1, 2, 3]
+        served = no_warning(xr.open_datatree, f"{server.url}/image.zarr")
+        local = no_warning(xr.open_datatree, image)
+        assert [node.path for node in served.subtree] == [node.path for node in local.subtree]
+        xr.testing.assert_identical(served, local)
+        labels = no_warning(xr.open_dataset, f"{server.url}/image.zarr", group="labels/mask",
+                            drop_variables=["1"])
+        assert labels["0"].dims == ("y", "x")
         with pytest.raises(UnlistableGroupError):
             no_warning(xr.open_dataset, f"{server.url}/data.zarr")
         no_warning(xr.open_dataset, f"{server.url}/consolidated.zarr")
