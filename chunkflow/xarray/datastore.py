@@ -171,6 +171,8 @@ class ChunkflowDataStore(AbstractDataStore):
         store = ChunkflowDataStore(self.group, self.use_zarr_fill_value_as_mask,
                                    attributes=False)
         store._only, store._coordinates = name, True
+        geometry = self.geometry().get(name)  # read once for the image, not per level
+        store._geometry = {name: geometry} if geometry is not None else {}
         return store
 
     def geometry(self) -> dict[str, LevelGeometry]:
@@ -311,4 +313,3 @@ class ChunkflowDataStore(AbstractDataStore):
             close = getattr(node.store, "close", None)
             if close is not None:
                 close()
-
