@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Callable, Iterator, Mapping
+from importlib.util import find_spec
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import dask
@@ -124,8 +125,15 @@ class BlockProgress(Callback):
 
 @contextlib.contextmanager
 def _tqdm_bar() -> Iterator[None]:
-    """A tqdm bar (a widget in Jupyter, text in a terminal) fed by a BlockProgress."""
-    from tqdm.auto import tqdm
+    """A tqdm bar (a widget in Jupyter, text in a terminal) fed by a BlockProgress.
+
+    tqdm.auto picks the widget in Jupyter, which needs ipywidgets: without it tqdm warns
+    ("IProgress not found") on every bar, so the text bar is used instead, quietly.
+    """
+    if find_spec("ipywidgets") is not None:
+        from tqdm.auto import tqdm
+    else:
+        from tqdm.std import tqdm
 
     bar = tqdm(total=0, unit="block", desc="chunkflow", file=sys.stderr)
 
