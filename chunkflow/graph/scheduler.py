@@ -123,6 +123,14 @@ class BlockProgress(Callback):
             self.report(self.done, self.total)
 
 
+def _widgets_available() -> bool:
+    """Whether ipywidgets can be imported (what tqdm's Jupyter bar needs)."""
+    try:
+        return find_spec("ipywidgets") is not None
+    except (ImportError, ValueError):  # ValueError: blocked with sys.modules[name] = None
+        return False
+
+
 @contextlib.contextmanager
 def _tqdm_bar() -> Iterator[None]:
     """A tqdm bar (a widget in Jupyter, text in a terminal) fed by a BlockProgress.
@@ -130,7 +138,7 @@ def _tqdm_bar() -> Iterator[None]:
     tqdm.auto picks the widget in Jupyter, which needs ipywidgets: without it tqdm warns
     ("IProgress not found") on every bar, so the text bar is used instead, quietly.
     """
-    if find_spec("ipywidgets") is not None:
+    if _widgets_available():
         from tqdm.auto import tqdm
     else:
         from tqdm.std import tqdm
