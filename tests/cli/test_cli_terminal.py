@@ -130,7 +130,8 @@ def test_every_command_in_a_terminal_and_ctrl_c_then_the_suggested_resume(
     job = "chunkflow filter big.zarr median.zarr --median 7 --resume --scheduler sync"
     terminal.type(f'{job}; echo "EXIT:$?"')
     terminal.exits += 1
-    terminal.wait_for(lambda s: re.search(r"\d+%\|", s.rsplit(job, 1)[-1]) is not None)
+    terminal.wait_for(lambda s: job in s
+                      and re.search(r"\d+%\|", s.rsplit(job, 1)[-1]) is not None)
     terminal.interrupt()
     screen = terminal.wait_for(lambda s: s.count("EXIT:") - s.count('"EXIT:') >= terminal.exits)
     after = screen.rsplit(job, 1)[-1]
