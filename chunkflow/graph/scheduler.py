@@ -138,12 +138,13 @@ def _tqdm_bar() -> Iterator[None]:
     tqdm.auto picks the widget in Jupyter, which needs ipywidgets: without it tqdm warns
     ("IProgress not found") on every bar, so the text bar is used instead, quietly.
     """
-    if _widgets_available():
-        from tqdm.auto import tqdm
-    else:
-        from tqdm.std import tqdm
+    from tqdm.std import tqdm as text_bar
 
-    bar = tqdm(total=0, unit="block", desc="chunkflow", file=sys.stderr)
+    bar_class: Any = text_bar
+    if _widgets_available():
+        from tqdm.auto import tqdm as bar_class
+
+    bar = bar_class(total=0, unit="block", desc="chunkflow", file=sys.stderr)
 
     def report(done: int, total: int) -> None:
         if bar.total != total:
