@@ -128,13 +128,14 @@ def test_every_command_in_a_terminal_and_ctrl_c_then_the_suggested_resume(
 
     # A long job: Ctrl-C once its progress bar is up.
     job = "chunkflow filter big.zarr median.zarr --median 7 --resume --scheduler sync"
-    terminal.type(f'{job}; echo "EXIT:$?"')
+    typed = f'{job}; echo "EXIT:$?"'
+    terminal.type(typed)
     terminal.exits += 1
-    terminal.wait_for(lambda s: job in s
-                      and re.search(r"\d+%\|", s.rsplit(job, 1)[-1]) is not None)
+    terminal.wait_for(lambda s: typed in s
+                      and re.search(r"\d+%\|", s.rsplit(typed, 1)[-1]) is not None)
     terminal.interrupt()
     screen = terminal.wait_for(lambda s: s.count("EXIT:") - s.count('"EXIT:') >= terminal.exits)
-    after = screen.rsplit(job, 1)[-1]
+    after = screen.rsplit(typed, 1)[-1]
     assert "EXIT:130" in after and "chunkflow filter: interrupted" in after, after
     suggested = re.search(r"to continue where it stopped: (.+)$", after, re.M)
     assert suggested is not None and suggested.group(1).strip() == job, after
