@@ -285,10 +285,10 @@ def _connectivity_option(parser: argparse.ArgumentParser, default: str) -> None:
 
 def _work_option(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument("--work", default=None, metavar="FOLDER",
-                        help=f"the folder in which the intermediate {what} (as large as the "
-                             "image) are written, in a new folder removed at the end "
-                             "(default: this machine's temporary folder; on a cluster of "
-                             "several machines, a folder they all see)")
+                        help=f"where the intermediate {what} (as large as the image) go: a "
+                             "new folder under FOLDER, removed at the end (default: this "
+                             "machine's temporary folder; on a cluster of several machines, "
+                             "a folder they all see)")
 
 
 def _register_threshold(commands: argparse._SubParsersAction,
