@@ -268,7 +268,13 @@ ORDER_STATISTICS = ("percentile", "nanpercentile", "quantile", "nanquantile", "m
 
 @st.composite
 def order_cases(draw: st.DrawFn) -> tuple[Any, ...]:
-    dtypes = st.one_of(cst.dtypes(kinds="f"), cst.dtypes(kinds="iuf"))
+    # float16 left out: numpy's axis= path there is not its own answer per slice
+    # (numpy.nanmedian([[65504]], axis=0) is inf in float16 arithmetic, nanmedian of the
+    # slice 65504; an all-NaN slice makes the whole nanpercentile float16, a float64 per
+    # slice), and chunkflow gives numpy's answer of each slice (found by the long profile).
+    no_half = st.sampled_from([np.dtype(t) for t in ("f4", "f8", ">f8")])
+    dtypes = st.one_of(no_half, cst.dtypes(kinds="iuf").filter(lambda d: d.itemsize != 2
+                                                               or d.kind != "f"))
     shapes = cst.shapes(min_dims=1, max_dims=3, max_side=6)
     data = draw(st.one_of(cst.arrays(dtypes, shapes), cst.ordinary_arrays(dtypes, shapes)))
     ndim = data.ndim
