@@ -39,6 +39,7 @@ from chunkflow.graph.blocks import default_per_block
 from chunkflow.graph.labels.geometry import BlockGrid
 from chunkflow.graph.labels.local import cc3d_connectivity, local_labels
 from chunkflow.graph.labels.parts import BlockInfo, block_pairs, scan_labels
+from chunkflow.graph.labels.provisional import keep, new_run, take
 from chunkflow.graph.labels.structure import block_offsets
 from chunkflow.graph.labels.tree import MergeTree
 from chunkflow.graph.memory import default_max_memory, fitting_multiples
@@ -135,6 +136,9 @@ class LabelJob:
     # cc3d's connectivity for the structure, chosen where the job is planned (None:
     # scipy labels; see chunkflow.graph.labels.local).
     connectivity: int | None = field(default=None, kw_only=True)
+    # Names the labels the first pass keeps for the write pass (None: kept nowhere;
+    # see chunkflow.graph.labels.provisional).
+    run: str | None = field(default=None, kw_only=True)
 
     @cached_property
     def tree(self) -> MergeTree:
@@ -143,7 +147,7 @@ class LabelJob:
     @classmethod
     def create(cls, grid: BlockGrid, structure: np.ndarray, source: Source) -> LabelJob:
         return cls(grid, structure, source, block_offsets(structure),
-                   connectivity=cc3d_connectivity(structure))
+                   connectivity=cc3d_connectivity(structure), run=new_run())
 
     def labels(self, index: tuple[int, ...]) -> tuple[np.ndarray, int]:
         """Block ``index``'s local labels (numbered by first voxel) and their count."""
@@ -153,7 +157,19 @@ class LabelJob:
     def scan(self, index: tuple[int, ...]) -> tuple[Any, BlockInfo]:
         """The first pass over block ``index``: what its pairs need, and its info."""
         labels, count = self.labels(index)
-        return scan_labels(self.grid, index, labels, count)
+        found = scan_labels(self.grid, index, labels, count)
+        keep(self.run, index, labels, count)
+        return found
+
+    def labels_again(self, index: tuple[int, ...], info: BlockInfo) -> np.ndarray:
+        """Block ``index``'s local labels for the write pass: those the first pass
+        kept, or labelled again (and checked against its ``info``)."""
+        kept = take(self.run, index)
+        if kept is not None:
+            return kept
+        labels, count = self.labels(index)
+        self.check_again(index, count, info)
+        return labels
 
     def pairs(self, own: Any, other: Any, offset: tuple[int, ...],
               voxels: list[tuple[int, ...]]) -> np.ndarray:
