@@ -36,7 +36,7 @@ from chunkflow.core.array import Array
 from chunkflow.engine.pool import serial_io
 from chunkflow.errors import MemoryPlanError
 from chunkflow.graph.blocks import default_per_block
-from chunkflow.graph.labels.geometry import BlockGrid
+from chunkflow.graph.labels.geometry import BlockGrid, first_rows
 from chunkflow.graph.labels.local import cc3d_connectivity, local_labels
 from chunkflow.graph.labels.parts import BlockInfo, block_pairs, scan_labels
 from chunkflow.graph.labels.provisional import keep, new_run, take
@@ -157,19 +157,21 @@ class LabelJob:
     def scan(self, index: tuple[int, ...]) -> tuple[Any, BlockInfo]:
         """The first pass over block ``index``: what its pairs need, and its info."""
         labels, count = self.labels(index)
-        found = scan_labels(self.grid, index, labels, count)
-        keep(self.run, index, labels, count)
+        rows, places = first_rows(labels, count)
+        found = scan_labels(self.grid, index, labels, count, (rows, places))
+        keep(self.run, index, labels, rows)
         return found
 
-    def labels_again(self, index: tuple[int, ...], info: BlockInfo) -> np.ndarray:
-        """Block ``index``'s local labels for the write pass: those the first pass
-        kept, or labelled again (and checked against its ``info``)."""
+    def labels_again(self, index: tuple[int, ...],
+                     info: BlockInfo) -> tuple[np.ndarray, np.ndarray]:
+        """Block ``index``'s local labels for the write pass and the first row of each:
+        those the first pass kept, or labelled again (and checked against ``info``)."""
         kept = take(self.run, index)
         if kept is not None:
             return kept
         labels, count = self.labels(index)
         self.check_again(index, count, info)
-        return labels
+        return labels, first_rows(labels, info.count)[0]
 
     def pairs(self, own: Any, other: Any, offset: tuple[int, ...],
               voxels: list[tuple[int, ...]]) -> np.ndarray:

@@ -4,8 +4,9 @@ block is labelled once where it can be.
 The first pass (``scan``) labels every block, keeps its faces and info, and puts the
 labels in the process's decoded-chunk cache (:func:`chunkflow.cache.default_cache`),
 under the cache's budget (``chunkflow.cache.max-bytes``, least recently used evicted
-first), as ``uint16`` when the block has fewer than 65536 labels. The write pass of
-the same block takes them out (and drops them) instead of labelling the block again.
+first), as the labeller gave them (no copy), with the first row of each label
+(:func:`~chunkflow.graph.labels.geometry.first_rows`). The write pass of the same
+block takes them out (and drops them) instead of labelling the block again.
 Where they are not there (evicted, the write runs in another process, the cache is
 disabled or set to 0 bytes), the block is labelled again, as before: the labels are
 the same either way (a block's labels depend on its values only), so the result is
@@ -19,10 +20,10 @@ Examples
 >>> import numpy as np
 >>> from chunkflow.cache import ChunkCache
 >>> cache = ChunkCache(1 << 20)
->>> keep("run", (0, 1), np.array([[0, 1], [2, 2]], np.uint32), 2, cache=cache)
->>> labels = take("run", (0, 1), cache=cache)
->>> labels.tolist(), labels.dtype, take("run", (0, 1), cache=cache) is None
-([[0, 1], [2, 2]], dtype('uint16'), True)
+>>> keep("run", (0, 1), np.array([[0, 1], [2, 2]], np.uint32), np.array([0, 1]), cache=cache)
+>>> labels, rows = take("run", (0, 1), cache=cache)
+>>> labels.tolist(), rows.tolist(), take("run", (0, 1), cache=cache) is None
+([[0, 1], [2, 2]], [0, 1], True)
 """
 
 from __future__ import annotations
@@ -44,38 +45,40 @@ def new_run() -> str:
     return uuid.uuid4().hex
 
 
-def _key(run: str, index: tuple[int, ...]) -> str:
-    return f"{_PREFIX}{run}/{'.'.join(map(str, index))}"
+def _key(run: str, index: tuple[int, ...], part: str = "labels") -> str:
+    return f"{_PREFIX}{run}/{'.'.join(map(str, index))}/{part}"
 
 
 def _cache(cache: ChunkCache | None) -> ChunkCache | None:
     return cache if cache is not None else default_cache()
 
 
-def keep(run: str | None, index: tuple[int, ...], labels: np.ndarray, count: int, *,
+def keep(run: str | None, index: tuple[int, ...], labels: np.ndarray, rows: np.ndarray, *,
          cache: ChunkCache | None = None) -> None:
-    """Keep block ``index``'s ``labels`` (``1..count``) for the write pass (nothing when
-    ``run`` is None or there is no cache)."""
+    """Keep block ``index``'s ``labels`` and the first row of each (``rows``) for the
+    write pass (nothing when ``run`` is None or there is no cache). The cache makes
+    them read-only."""
     found = _cache(cache)
     if run is None or found is None or found.max_bytes == 0:
         return
-    if count < 2**16 and labels.dtype.itemsize > 2:
-        labels = labels.astype(np.uint16)  # half the bytes; take() reads it as fast
+    # The rows first: labels without their rows are never found (see take).
+    found.put(_key(run, index, "rows"), rows)
     found.put(_key(run, index), labels)
 
 
 def take(run: str | None, index: tuple[int, ...], *,
-         cache: ChunkCache | None = None) -> np.ndarray | None:
-    """Block ``index``'s kept labels (read-only), dropped from the cache; None when they
-    are not there."""
+         cache: ChunkCache | None = None) -> tuple[np.ndarray, np.ndarray] | None:
+    """Block ``index``'s kept labels and rows (read-only), dropped from the cache; None
+    when they are not both there."""
     found = _cache(cache)
     if run is None or found is None:
         return None
-    key = _key(run, index)
-    labels = found.get(key)
-    if labels is not None:
-        found.discard(key)
-    return labels
+    keys = [_key(run, index), _key(run, index, "rows")]
+    kept = found.get_many(keys)
+    found.discard_many(keys)
+    if len(kept) < 2:
+        return None
+    return kept[keys[0]], kept[keys[1]]
 
 
 def drop(run: str | None, blocks: Iterable[tuple[int, ...]], *,
@@ -83,4 +86,5 @@ def drop(run: str | None, blocks: Iterable[tuple[int, ...]], *,
     """Forget whatever is left of the run's blocks (those a resumed job skipped)."""
     found = _cache(cache)
     if run is not None and found is not None:
-        found.discard_many([_key(run, index) for index in blocks])
+        found.discard_many([_key(run, index, part) for index in blocks
+                            for part in ("labels", "rows")])
