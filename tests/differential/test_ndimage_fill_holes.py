@@ -66,14 +66,16 @@ def test_fill_holes_equals_scipy(case: tuple[Any, ...]) -> None:
          relabelled=False)
 def test_fill_holes_from_and_to_folders_with_every_default(tmp_path_factory: Any, data: np.ndarray,
                                                            relabelled: bool) -> None:
-    # The path users take: a folder in, a file:// URL out, no tuning argument; with the
-    # chunk cache or without it (then the write pass labels each block again).
+    # The path users take: file:// URLs in and out with storage_options, no tuning
+    # argument; with the chunk cache or without it (then the write pass labels each
+    # block again).
     folder = tmp_path_factory.mktemp("holes")
     chunks = tuple(max(1, n // 3) for n in data.shape)
     chunkflow.array(data, chunks=chunks, store=str(folder / "in.zarr"))
     settings = {"chunkflow.cache.max-bytes": 0} if relabelled else {}
     with chunkflow.config.set(settings):
-        got = ndimage.binary_fill_holes(str(folder / "in.zarr"),
-                                        out=f"file://{folder}/out.zarr")
+        got = ndimage.binary_fill_holes(f"file://{folder}/in.zarr",
+                                        out=f"file://{folder}/new/out.zarr",
+                                        storage_options={"auto_mkdir": True})
     np.testing.assert_array_equal(got[...], scipy_ndimage.binary_fill_holes(data))
     assert got.dtype == bool and got.chunks == chunks

@@ -34,6 +34,7 @@ True
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
@@ -196,11 +197,15 @@ def fill_holes(source: Array, structure: np.ndarray, border: Sequence[int], out:
     """``source`` with the holes of its foreground filled, as a new boolean array at
     ``out`` (a location or store) or written into an existing array; ``structure`` a
     symmetric ``(3,) * ndim`` array, ``border`` its axes with an offset."""
-    src = open_source(source, storage_options, what, check=_any_dtype)
+    # storage_options are the output's where the source is open already.
+    src = open_source(source, None if isinstance(source, Array) else storage_options, what,
+                      check=_any_dtype)
     shape = tuple(int(n) for n in src.shape)
+    # And where the output is a store already (a URL opened with them), none.
+    options = storage_options if isinstance(out, (str, os.PathLike)) else None
     output = plan_output(what, out, shape, tuple(max(1, c) for c in src.chunks), shards=None,
                          dtype=np.dtype(bool), zarr_format=None, overwrite=overwrite,
-                         resume=resume, job_name=None, storage_options=storage_options,
+                         resume=resume, job_name=None, storage_options=options,
                          reads=source_reads(src), fixed=True)
     template = output.template()
     reads = [(src.dtype.itemsize, src.chunks), (template.dtype.itemsize, template.write_chunks)]
