@@ -268,13 +268,7 @@ ORDER_STATISTICS = ("percentile", "nanpercentile", "quantile", "nanquantile", "m
 
 @st.composite
 def order_cases(draw: st.DrawFn) -> tuple[Any, ...]:
-    # float16 left out: numpy's axis= path there is not its own answer per slice
-    # (numpy.nanmedian([[65504]], axis=0) is inf in float16 arithmetic, nanmedian of the
-    # slice 65504; an all-NaN slice makes the whole nanpercentile float16, a float64 per
-    # slice), and chunkflow gives numpy's answer of each slice (found by the long profile).
-    no_half = st.sampled_from([np.dtype(t) for t in ("f4", "f8", ">f8")])
-    dtypes = st.one_of(no_half, cst.dtypes(kinds="iuf").filter(lambda d: d.itemsize != 2
-                                                               or d.kind != "f"))
+    dtypes = st.one_of(cst.dtypes(kinds="f"), cst.dtypes(kinds="iuf"))
     shapes = cst.shapes(min_dims=1, max_dims=3, max_side=6)
     data = draw(st.one_of(cst.arrays(dtypes, shapes), cst.ordinary_arrays(dtypes, shapes)))
     ndim = data.ndim
@@ -297,6 +291,9 @@ def order_cases(draw: st.DrawFn) -> tuple[Any, ...]:
 @example(case=(np.array([[1.0, np.nan, 3.0], [4.0, 5.0, 6.0]], "f4"), (1, 2), "nanmedian", {},
                1, "sync"))
 @example(case=(np.zeros((0, 3), "f4"), (1, 2), "percentile", {"q": [5, 50]}, 1, "sync"))
+@example(case=(np.array([[np.nan, 0.0]], "f4"), (1, 1), "nanpercentile", {"q": [0.0]}, 0,
+               "sync"))  # (numpy's axis= path: float32; its slices: float64)
+@example(case=(np.array([[3.4028235e38]], "f4"), (1, 1), "nanmedian", {}, 0, "sync"))
 def test_order_statistics_per_channel_equal_numpys(case: tuple[Any, ...]) -> None:
     data, chunks, name, call, axis, scheduler = case
     z = chunkflow.array(data, chunks=chunks)
@@ -311,6 +308,47 @@ def test_order_statistics_per_channel_equal_numpys(case: tuple[Any, ...]) -> Non
             return
         got = getattr(chunkflow, name)(z, **call, axis=axis, scheduler=scheduler)
     event("compared")
+    # The oracle: numpy's answer of each slice, laid out as numpy's axis= result. numpy's
+    # own axis= path differs from it in two corners the long profile found (an all-NaN
+    # slice makes nanpercentile's whole result the input's float type; nanmedian's mean
+    # of the middle values overflows near the dtype's largest value): see
+    # test_numpys_axis_path_differs_from_its_slices.
+    per_slice = _per_slice(getattr(np, name), data, call, axis)
     got, expected = np.asarray(got), np.asarray(expected)
-    assert got.dtype == expected.dtype and got.shape == expected.shape, (got, expected)
+    assert got.shape == expected.shape, (got, expected)
+    assert got.dtype == per_slice.dtype, (got, per_slice)
+    np.testing.assert_array_equal(got, per_slice)
+
+
+def _per_slice(func: Any, data: np.ndarray, call: dict[str, Any], axis: Any) -> np.ndarray:
+    listed = axis if isinstance(axis, tuple) else (axis,)
+    reduced = sorted(a % data.ndim for a in listed)
+    kept = [d for d in range(data.ndim) if d not in reduced]
+    results = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for index in np.ndindex(*[data.shape[d] for d in kept]):
+            where: list[Any] = [slice(None)] * data.ndim
+            for d, i in zip(kept, index):
+                where[d] = i
+            results.append(np.asarray(func(data[tuple(where)], **call)))
+    if not results:
+        return np.asarray(func(data, **call, axis=axis))
+    stacked = np.stack(results, axis=-1)
+    return stacked.reshape(stacked.shape[:-1] + tuple(data.shape[d] for d in kept))
+
+
+@pytest.mark.xfail(strict=True, reason="numpy's axis= path is not its per-slice answer here; "
+                   "chunkflow gives the per-slice answer")
+@pytest.mark.parametrize("name, data, call", [
+    ("nanpercentile", np.array([[np.nan, 0.0]], "f4"), {"q": [0.0]}),
+    ("nanmedian", np.array([[3.4028235e38]], "f4"), {}),
+])
+def test_numpys_axis_path_differs_from_its_slices(name: str, data: np.ndarray,
+                                                  call: dict[str, Any]) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        expected = getattr(np, name)(data, **call, axis=0)
+        got = getattr(chunkflow, name)(chunkflow.array(data, chunks=(1, 1)), **call, axis=0)
+    assert np.asarray(got).dtype == expected.dtype
     np.testing.assert_array_equal(got, expected)

@@ -4,7 +4,10 @@
 ``numpy.percentile(x, q, axis=(1, 2, 3))``: one exact radix selection per index of the
 axes kept (per channel), each numpy's answer for that channel, stacked as numpy stacks
 them (``q``'s shape first, then the kept axes). One job per index: meant for channels
-and time points, not for keeping a large axis.
+and time points, not for keeping a large axis. Where numpy's own ``axis=`` path differs
+from its answer per slice (an all-NaN slice makes ``nanpercentile``'s whole result the
+input's float type; ``nanmedian`` overflows near the dtype's largest value), this is
+the answer per slice.
 
 Examples
 --------
