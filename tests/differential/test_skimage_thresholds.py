@@ -1,8 +1,8 @@
 """``chunkflow.skimage.filters``' thresholds against scikit-image's, on random images.
 
-Otsu, Yen, triangle and Multi-Otsu: scikit-image's value, type, dtype and bits (or an
-error of the same builtin class). Li: the same on integer images; on float images
-within the rounding of numpy's float sums (chunkflow's means are exact).
+Otsu, Yen, triangle, Multi-Otsu and Li: scikit-image's value, type, dtype and bits (or
+an error of the same builtin class); Li on floats too (numpy's pairwise sums rebuilt
+from the blocks, :mod:`chunkflow.graph.thresholds.pairwise`).
 """
 
 from __future__ import annotations
@@ -148,8 +148,6 @@ def run_case(case: Case, store: Any = None) -> None:
     if got[0] == "error" and "search of" in str(got[1]):
         assert _search_refused(data, case), (what, got)
         return
-    if case.method == "threshold_li" and _near_overflow(data):
-        return  # numpy's order of partial sums decides whether its mean overflows
     expected = _outcome(lambda: getattr(skimage.filters, case.method)(data, **case.kwargs()))
     if expected[0] == "error" and isinstance(expected[1], TypeError) and \
             data.dtype.kind in "iu" and int(data.max()) == np.iinfo(np.int64).max:
@@ -158,8 +156,7 @@ def run_case(case: Case, store: Any = None) -> None:
     if got[0] == "error":
         assert _classes(got[1]) & _classes(expected[1]), (what, got, expected)
         return
-    exact = not (case.method == "threshold_li" and data.dtype.kind == "f")
-    assert_same_value(got[1], expected[1], what, exact)
+    assert_same_value(got[1], expected[1], what)
 
 
 def _spec(data: np.ndarray, chunks: tuple[int, ...]) -> StoredArraySpec:
@@ -212,3 +209,58 @@ def test_given_histograms(counts: list[int], method: str, centers: bool) -> None
     assert ours[0] == expected[0], (ours, expected)
     if ours[0] == "value":
         assert_same_value(ours[1], expected[1], method)
+
+
+@dataclass(frozen=True)
+class LongLi:
+    """A float image long enough that numpy's pairwise sums split it (more than 128
+    values), read in C-order runs of ``memory // 16 // itemsize`` values."""
+
+    dtype: str
+    shape: tuple[int, ...]
+    chunks: tuple[int, ...]
+    seed: int
+    scale: float
+    specials: int
+    memory: str = "64 KiB"
+    tolerance: float | None = None
+
+    def data(self) -> np.ndarray:
+        rng = np.random.default_rng(self.seed)
+        data = (rng.random(self.shape) ** 3 * self.scale).astype(self.dtype)
+        flat = data.reshape(-1)
+        spots = rng.integers(0, flat.size, self.specials)
+        flat[spots] = rng.choice(np.array([np.nan, np.inf, -np.inf, 0.0], self.dtype),
+                                 self.specials)
+        return data
+
+
+@st.composite
+def long_li(draw: st.DrawFn) -> LongLi:
+    shape = draw(st.sampled_from([(3000,), (129,), (8193,), (40, 97), (7, 33, 45)]))
+    chunks = tuple(draw(st.integers(1, n)) for n in shape)
+    return LongLi(draw(st.sampled_from(["f4", "f4", "f8", "f2", ">f4", ">f2", "<f8"])), shape,
+                  chunks, draw(st.integers(0, 2**32 - 1)),
+                  draw(st.sampled_from([1.0, 1000.0, 3e4, 1e30])),
+                  draw(st.sampled_from([0, 0, 1, 40])),
+                  draw(st.sampled_from(["64 KiB", "64 KiB", "1 MiB"])),
+                  draw(st.sampled_from([None, 1e-3, 0.5])))
+
+
+@budget(8)
+@given(long_li())
+@example(LongLi("f4", (3000,), (7,), 1, 1000.0, 0))
+@example(LongLi(">f2", (8193,), (100,), 2, 3e4, 40, tolerance=0.5))
+@example(LongLi("f8", (7, 33, 45), (3, 5, 45), 3, 1e30, 1, tolerance=1e-3))
+def test_li_on_long_float_images(case: LongLi) -> None:
+    """Li on floats is scikit-image's bit for bit: each mean is numpy's pairwise sum,
+    rebuilt from many C-order runs whose leaves cross the runs' edges (with the
+    default tolerance, the distinct values' gap, when the budget holds them)."""
+    data = case.data()
+    source = chunkflow.array(data, chunks=case.chunks)
+    kwargs = {} if case.tolerance is None else {"tolerance": case.tolerance}
+    memory = case.memory if case.tolerance is not None else "16 MiB"
+    got = _outcome(lambda: filters.threshold_li(source, max_memory=memory, **kwargs))
+    expected = _outcome(lambda: skimage.filters.threshold_li(data, **kwargs))
+    assert got[0] == expected[0] == "value", (case, got, expected)
+    assert_same_value(got[1], expected[1], repr(case))
