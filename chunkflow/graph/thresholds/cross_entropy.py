@@ -262,7 +262,11 @@ def li(image: ThresholdInput, *, tolerance: Any = None, initial_guess: Any = Non
     """Li's threshold of ``image`` (see the module's notes for what is exact)."""
     x = image.x
     if x.dtype.kind == "f":
-        low, high, count = image.run(da.nanmin(x), da.nanmax(x), (~da.isnan(x)).sum())
+        # Not nanmin/nanmax: numpy's fmin and fmax turn a signaling NaN into a NaN
+        # result ([0, sNaN] has no nanmin), where scikit-image drops every NaN first.
+        kept = ~da.isnan(x)
+        low, high, count = image.run(da.where(kept, x, np.inf).min(),
+                                     da.where(kept, x, -np.inf).max(), kept.sum())
         if count == 0:
             return np.nan
         if low == high:  # every value that is not NaN is one value (infinities too)
