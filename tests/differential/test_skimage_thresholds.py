@@ -303,7 +303,7 @@ def long_li(draw: st.DrawFn) -> LongLi:
                   draw(st.sampled_from([None, 1e-3, 0.5])))
 
 
-@budget(4)
+@budget(2)
 @given(long_li())
 @example(LongLi("f4", (3000,), (7,), 1, 1000.0, 0))
 @example(LongLi(">f2", (8193,), (100,), 2, 3e4, 40, tolerance=0.5))
