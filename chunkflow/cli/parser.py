@@ -8,6 +8,7 @@ import chunkflow
 from chunkflow.cli import (
     browse,
     convert,
+    copy,
     demo,
     filters,
     label,
@@ -44,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_common_options(common)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
                                      title="commands")
-    for module in (browse, convert, rechunk, filters, pyramid, label, measure, stats, resume,
+    for module in (browse, copy, convert, rechunk, filters, pyramid, label, measure, stats, resume,
                    verify, demo):
         module.register(commands, [common])
     return parser
