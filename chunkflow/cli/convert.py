@@ -53,7 +53,7 @@ def parse_scale(text: str) -> tuple[float, ...] | dict[str, float]:
         if "=" in text:
             pairs = (part.split("=", 1) for part in text.split(","))
             scale: Any = {name.strip(): float(value) for name, value in pairs}
-            values = list(scale.values())
+            values = tuple(scale.values())
         else:
             scale = values = tuple(float(part) for part in text.split(","))
     except ValueError:

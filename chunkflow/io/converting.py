@@ -284,7 +284,7 @@ def _resumed_level(group: Group, name: str, spec: Mapping[str, Any]) -> Array:
     expected = (tuple(spec["shape"]), tuple(spec["chunks"]), spec.get("shards"), spec["dtype"])
     found = ((level.shape, level.chunks, level.shards, level.dtype)
              if isinstance(level, Array) else "a group")
-    if found != expected:
+    if not isinstance(level, Array) or found != expected:
         raise JobMismatchError(f"convert: resume=True found level {name!r} as {found}, where "
                                f"this convert writes (shape, chunks, shards, dtype) {expected}; "
                                "pass overwrite=True (without resume) to start over")

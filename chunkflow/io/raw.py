@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -63,9 +63,10 @@ class MemmapReader(Reader):
     def _map(self) -> np.memmap:
         mapped = getattr(self._local, "map", None)
         if mapped is None:
+            order: Literal["C", "F"] = "F" if self.order_flag == "F" else "C"
             mapped = self._local.map = np.memmap(self.path, dtype=self.dtype, mode="r",
                                                  offset=self.offset, shape=self.shape,
-                                                 order=self.order_flag)  # type: ignore[arg-type]  # numpy's stubs want a Literal
+                                                 order=order)
         return mapped
 
     def _read(self, region: Region) -> np.ndarray:
