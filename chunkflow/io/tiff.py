@@ -169,6 +169,11 @@ class TiffReader(Reader):
                 min(page.rowsperstrip or page.imagelength, page.imagelength), page.imagewidth)
             info = _file_info(tif, series, native, where)
             self.pyramidal = len(image.levels) > 1
+            # Uncompressed values stored contiguously (tifffile's dataoffset) are mapped,
+            # not decoded: a region reads its rows' bytes only, whatever the strips.
+            self.mapped_at = (part.dataoffset if "://" not in self.path
+                              and part.dataoffset is not None else None)
+            self.byteorder = tif.byteorder
         self.native_axes, self.native_shape = native, self.shape
         blocks = [1] * len(self.shape)
         for i, letter in enumerate(native):
@@ -178,6 +183,8 @@ class TiffReader(Reader):
                 blocks[i] = tile[1]
             elif letter == "c" and i == len(native) - 1:
                 blocks[i] = self.shape[i]  # samples are interleaved in a pixel
+        if self.mapped_at is not None:  # any row can be read on its own
+            blocks = [1] * (len(self.shape) - 1) + [self.shape[-1]]
         self.native_blocks = tuple(blocks)
         order = ngff_order(native)
         self.order = None if order == tuple(range(len(native))) else order
@@ -201,11 +208,25 @@ class TiffReader(Reader):
         return view
 
     def _read(self, region: Region) -> np.ndarray:
+        if self.mapped_at is not None:
+            mapped = getattr(self._local, "map", None)
+            if mapped is None:
+                mapped = self._local.map = map_values(self.path, self.mapped_at,
+                                                      self.native_shape, self.dtype,
+                                                      self.byteorder)
+            return np.asarray(mapped[region], dtype=self.dtype)
         return np.asarray(self._view()[region])
 
     def identity(self) -> dict[str, Any]:
         return {"tiff": _file_identity(self.path, self.storage_options),
                 "series": str((self.series, self.level))}
+
+
+def map_values(path: str, offset: int, shape: tuple[int, ...], dtype: np.dtype,
+               byteorder: str) -> np.memmap:
+    """The contiguous uncompressed values of a TIFF series, mapped read-only."""
+    return np.memmap(path, dtype=dtype.newbyteorder(byteorder), mode="r", offset=offset,
+                     shape=shape)
 
 
 def _file_identity(path: str, storage_options: Mapping[str, Any]) -> str:
@@ -261,6 +282,10 @@ class TiffStackReader(Reader):
                 raise UnsupportedFormatError(
                     f"TIFF {path!r} holds {tuple(series.shape)} {series.dtype}, where the "
                     f"stack's first file holds {self.file_shape} {self.dtype}")
+            if "://" not in path and series.dataoffset is not None:
+                mapped = map_values(path, series.dataoffset, self.file_shape, self.dtype,
+                                    tif.byteorder)
+                return np.asarray(mapped[region], dtype=self.dtype)
             whole = all(r.start == 0 and r.stop == n for r, n in zip(region, self.file_shape))
             if whole:  # the pages at once, decoded by tifffile
                 return np.asarray(series.asarray())
