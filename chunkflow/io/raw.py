@@ -60,17 +60,15 @@ class MemmapReader(Reader):
         self.blocks = tuple(1 if i == slow else n for i, n in enumerate(self.shape))
         self.info = SourceInfo(description=where)
 
-    def _map(self) -> np.memmap:
-        mapped = getattr(self._local, "map", None)
-        if mapped is None:
-            order: Literal["C", "F"] = "F" if self.order_flag == "F" else "C"
-            mapped = self._local.map = np.memmap(self.path, dtype=self.dtype, mode="r",
-                                                 offset=self.offset, shape=self.shape,
-                                                 order=order)
-        return mapped
-
     def _read(self, region: Region) -> np.ndarray:
-        return np.array(self._map()[region])
+        # A map per read: one kept open would count every page read so far in the
+        # process's resident memory.
+        order: Literal["C", "F"] = "F" if self.order_flag == "F" else "C"
+        mapped = np.memmap(self.path, dtype=self.dtype, mode="r", offset=self.offset,
+                           shape=self.shape, order=order)
+        values = np.array(mapped[region])
+        del mapped  # unmapped now
+        return values
 
     def identity(self) -> dict[str, Any]:
         stat = os.stat(self.path)

@@ -209,12 +209,8 @@ class TiffReader(Reader):
 
     def _read(self, region: Region) -> np.ndarray:
         if self.mapped_at is not None:
-            mapped = getattr(self._local, "map", None)
-            if mapped is None:
-                mapped = self._local.map = map_values(self.path, self.mapped_at,
-                                                      self.native_shape, self.dtype,
-                                                      self.byteorder)
-            return np.asarray(mapped[region], dtype=self.dtype)
+            return read_mapped(self.path, self.mapped_at, self.native_shape, self.dtype,
+                               self.byteorder, region)
         return np.asarray(self._view()[region])
 
     def identity(self) -> dict[str, Any]:
@@ -222,11 +218,16 @@ class TiffReader(Reader):
                 "series": str((self.series, self.level))}
 
 
-def map_values(path: str, offset: int, shape: tuple[int, ...], dtype: np.dtype,
-               byteorder: str) -> np.memmap:
-    """The contiguous uncompressed values of a TIFF series, mapped read-only."""
-    return np.memmap(path, dtype=dtype.newbyteorder(byteorder), mode="r", offset=offset,
-                     shape=shape)
+def read_mapped(path: str, offset: int, shape: tuple[int, ...], dtype: np.dtype,
+                byteorder: str, region: Region) -> np.ndarray:
+    """``region`` of the contiguous uncompressed values of a TIFF series, through a map
+    made for this read: a map kept open would count every page read so far in the
+    process's resident memory."""
+    mapped = np.memmap(path, dtype=dtype.newbyteorder(byteorder), mode="r", offset=offset,
+                       shape=shape)
+    values = np.array(mapped[region], dtype=dtype)
+    del mapped  # unmapped here, not when the collector gets to it
+    return values
 
 
 def _file_identity(path: str, storage_options: Mapping[str, Any]) -> str:
@@ -271,11 +272,20 @@ class TiffStackReader(Reader):
 
     def _read(self, region: Region) -> np.ndarray:
         files, rest = region[0], region[1:]
-        return np.stack([self._read_file(path, rest) for path in self.files[files]])
+        shape = tuple(r.stop - r.start for r in region)
+        out = np.empty(shape, self.dtype)
+        for i, path in enumerate(self.files[files]):
+            out[i] = self._read_file(path, rest)
+        return out
 
     def _read_file(self, path: str, region: Region) -> np.ndarray:
         """``region`` of one file, in its own axis order (each read opens the file: a
-        stack may have more files than a process may hold open)."""
+        stack may have more files than a process may hold open). Where values are
+        stored uncompressed and contiguous, where they start is kept (per thread), and
+        later reads map them without parsing the file again."""
+        mapped = self._mapped_files.get(path)
+        if mapped is not None:
+            return read_mapped(path, *mapped, region)
         with _opened(path, self.storage_options) as tif:
             series = tif.series[0]
             if tuple(series.shape) != self.file_shape or np.dtype(series.dtype) != self.dtype:
@@ -283,15 +293,22 @@ class TiffStackReader(Reader):
                     f"TIFF {path!r} holds {tuple(series.shape)} {series.dtype}, where the "
                     f"stack's first file holds {self.file_shape} {self.dtype}")
             if "://" not in path and series.dataoffset is not None:
-                mapped = map_values(path, series.dataoffset, self.file_shape, self.dtype,
-                                    tif.byteorder)
-                return np.asarray(mapped[region], dtype=self.dtype)
+                found = (series.dataoffset, self.file_shape, self.dtype, tif.byteorder)
+                self._mapped_files[path] = found
+                return read_mapped(path, *found, region)
             whole = all(r.start == 0 and r.stop == n for r, n in zip(region, self.file_shape))
             if whole:  # the pages at once, decoded by tifffile
                 return np.asarray(series.asarray())
             import zarr
 
             return np.asarray(zarr.open_array(series.aszarr(), mode="r")[region])
+
+    @property
+    def _mapped_files(self) -> dict[str, tuple[int, tuple[int, ...], np.dtype, str]]:
+        files = getattr(self._local, "mapped_files", None)
+        if files is None:
+            files = self._local.mapped_files = {}
+        return files
 
     def identity(self) -> dict[str, Any]:
         return {"tiff stack": self.axis, **{f"file {i}": _file_identity(f, self.storage_options)
