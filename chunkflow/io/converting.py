@@ -180,6 +180,10 @@ def convert(
     existing = _existing(location, options, overwrite, resume)
     recorded = _recorded_stages(existing) if resume else None
     geometry = _geometry(reader, layout, factors, count, method, max_memory, scheduler, recorded)
+    if len(geometry.shapes) > 1 and geometry.shapes[-2] == geometry.shapes[-1]:
+        raise InvalidArgumentError(f"convert: levels={count} goes past the smallest image "
+                                   f"{geometry.shapes[-1]}: level {count - 2} has that shape "
+                                   "already")
     group, arrays = _create(location, options, existing, overwrite, zarr_format, reader,
                             layout, geometry, names)
     trackers = _trackers(reader, arrays, geometry, method, layout, resume, job_name)
@@ -254,8 +258,10 @@ def _geometry(reader: Reader, layout: Layout, factors: tuple[int, ...], count: i
 def _level_kwargs(reader: Reader, layout: Layout, shape: tuple[int, ...], names: str,
                   zarr_format: int) -> dict[str, Any]:
     chunks, shards = level_layout(layout, shape)
-    kwargs: dict[str, Any] = {"shape": shape, "chunks": chunks, "dtype": reader.dtype,
-                              "fill_value": 0}
+    # Levels in the machine's byte order (Zarr v3 has no other; a v2 copy of a
+    # big-endian file would be slower to read for no gain): the values are the same.
+    kwargs: dict[str, Any] = {"shape": shape, "chunks": chunks,
+                              "dtype": reader.dtype.newbyteorder("="), "fill_value": 0}
     if zarr_format == 3:
         kwargs["shards"] = shards
         kwargs["dimension_names"] = list(names)
