@@ -223,8 +223,8 @@ def read_mapped(path: str, offset: int, shape: tuple[int, ...], dtype: np.dtype,
     """``region`` of the contiguous uncompressed values of a TIFF series, through a map
     made for this read: a map kept open would count every page read so far in the
     process's resident memory."""
-    mapped = np.memmap(path, dtype=dtype.newbyteorder(byteorder), mode="r", offset=offset,
-                       shape=shape)
+    stored = dtype.newbyteorder(">" if byteorder == ">" else "<")
+    mapped = np.memmap(path, dtype=stored, mode="r", offset=offset, shape=shape)
     values = np.array(mapped[region], dtype=dtype)
     del mapped  # unmapped here, not when the collector gets to it
     return values
