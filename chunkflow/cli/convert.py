@@ -23,7 +23,13 @@ import numpy as np
 
 import chunkflow
 from chunkflow.cli.cleanup import removed_on_failure, waited_for
-from chunkflow.cli.options import add_compute_options, parse_shape, progress_wanted, storage_options
+from chunkflow.cli.options import (
+    add_compute_options,
+    add_max_memory_option,
+    parse_shape,
+    progress_wanted,
+    storage_options,
+)
 from chunkflow.cli.pyramid import parse_units as parse_axis_units
 from chunkflow.cli.resume import add_resume_option
 from chunkflow.errors import (
@@ -39,12 +45,11 @@ from chunkflow.metadata.ngff import resolve_axes
 
 __all__ = ["check_options", "parse_scale", "parse_units", "register", "run_convert"]
 
-# The library's keyword names in its messages, as the command's options.
-_OPTIONS = {"chunks=": "--chunks ", "shards=": "--shards ", "scale=": "--scale ",
-            "scale ": "--scale ", "levels=": "--levels ", "channel_names=": "--channel-names ",
-            "zarr_format=": "--zarr-format ", "max_memory=": "--max-memory ", "axes: ": "--axes: ",
-            "dataset=": "--dataset ", "overwrite=True": "--overwrite",
-            "resume=True": "--resume"}
+# The library's keyword names in its messages that chunkflow.cli.words does not
+# rewrite (it rewrites chunks=, shards=, max_memory, overwrite=True, resume=True).
+_OPTIONS = {"scale=": "--scale ", "scale ": "--scale ", "levels=": "--levels ",
+            "channel_names=": "--channel-names ", "zarr_format=": "--zarr-format ",
+            "axes: ": "--axes: ", "dataset=": "--dataset "}
 
 
 def parse_scale(text: str) -> tuple[float, ...] | dict[str, float]:
@@ -197,8 +202,7 @@ def register(commands: argparse._SubParsersAction, parents: list[argparse.Argume
                         help="bytes before the values of a raw file")
     parser.add_argument("--order", choices=("C", "F"), default="C",
                         help="memory order of a raw file")
-    parser.add_argument("--max-memory", default=None, metavar="SIZE",
-                        help="what one task may use, e.g. '512 MiB'")
+    add_max_memory_option(parser)
     parser.add_argument("--overwrite", action="store_true", help="replace an existing OUT")
     add_resume_option(parser)
     add_compute_options(parser)
