@@ -46,10 +46,12 @@ from chunkflow.metadata.ngff import resolve_axes
 __all__ = ["check_options", "parse_scale", "parse_units", "register", "run_convert"]
 
 # The library's keyword names in its messages that chunkflow.cli.words does not
-# rewrite (it rewrites chunks=, shards=, max_memory, overwrite=True, resume=True).
+# rewrite (it rewrites max_memory, overwrite=True, resume=True; chunks= and shards=
+# before a space only).
 _OPTIONS = {"scale=": "--scale ", "scale ": "--scale ", "levels=": "--levels ",
             "channel_names=": "--channel-names ", "zarr_format=": "--zarr-format ",
-            "axes: ": "--axes: ", "dataset=": "--dataset "}
+            "axes: ": "--axes: ", "dataset=": "--dataset ", "chunks=": "--chunks ",
+            "shards=": "--shards "}
 
 
 def parse_scale(text: str) -> tuple[float, ...] | dict[str, float]:

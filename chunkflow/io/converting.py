@@ -45,6 +45,7 @@ from chunkflow.errors import (
     ContainsGroupError,
     InvalidArgumentError,
     JobMismatchError,
+    MemoryPlanError,
     NodeNotFoundError,
 )
 from chunkflow.graph.memory import default_max_memory
@@ -249,10 +250,14 @@ def _geometry(reader: Reader, layout: Layout, factors: tuple[int, ...], count: i
     limit = (default_max_memory(scheduler)[0] if max_memory is None
              else byte_count("convert: max_memory", max_memory))
     radius = tuple(gaussian_radius(f) if method == "gaussian" else 0 for f in factors)
-    return plan_geometry(reader.shape, layout.unit, factors, levels=count, radius=radius,
-                         task_bytes=task_bytes, target=min(limit, TASK_BYTES), limit=limit,
-                         min_tasks=BLOCKS_PER_THREAD * worker_threads(scheduler),
-                         recorded=recorded)
+    try:
+        return plan_geometry(reader.shape, layout.unit, factors, levels=count, radius=radius,
+                             task_bytes=task_bytes, target=min(limit, TASK_BYTES), limit=limit,
+                             min_tasks=BLOCKS_PER_THREAD * worker_threads(scheduler),
+                             recorded=recorded)
+    except MemoryPlanError as err:  # the pyramid's plan, in the words of this function
+        raise MemoryPlanError(str(err).replace("pyramid:", "convert:", 1)
+                              .replace("smaller chunks=", "smaller chunks or shards")) from None
 
 
 def _level_kwargs(reader: Reader, layout: Layout, shape: tuple[int, ...], names: str,
