@@ -31,7 +31,33 @@ import numpy as np
 from chunkflow.errors import InvalidArgumentError
 from chunkflow.io.source import Reader, Region, SourceInfo
 
-__all__ = ["MemmapReader", "npy_reader"]
+__all__ = ["MemmapReader", "mapped_region", "npy_reader"]
+
+
+def mapped_region(path: str, offset: int, shape: tuple[int, ...], stored: np.dtype,
+                  dtype: np.dtype, region: Region, order: str = "C") -> np.ndarray:
+    """``region`` of the values of ``shape`` and ``stored`` dtype at ``offset`` in a
+    file, as ``dtype``, through maps of one slice of the slowest axis at a time.
+
+    A map counts every page it touched in the process's resident memory while it is
+    open, and a region touches whole pages (a few of its columns read whole rows): one
+    slice mapped at a time keeps that near one slice's rows, not the region's.
+    """
+    out = np.empty(tuple(r.stop - r.start for r in region), dtype)
+    if not out.size:
+        return out
+    slow = 0 if order == "C" or len(shape) < 2 else len(shape) - 1
+    rest = shape[1:] if slow == 0 else shape[:-1]
+    step = int(np.prod(rest, dtype=np.int64)) * stored.itemsize
+    flag: Literal["C", "F"] = "F" if order == "F" else "C"
+    inner = region[1:] if slow == 0 else region[:-1]
+    for j, i in enumerate(range(region[slow].start, region[slow].stop)):
+        mapped = np.memmap(path, dtype=stored, mode="r", offset=offset + i * step,
+                           shape=rest, order=flag)
+        target = (j, ...) if slow == 0 else (..., j)
+        out[target] = mapped[inner]
+        del mapped  # unmapped now, not when the collector gets to it
+    return out
 
 
 class MemmapReader(Reader):
@@ -61,14 +87,8 @@ class MemmapReader(Reader):
         self.info = SourceInfo(description=where)
 
     def _read(self, region: Region) -> np.ndarray:
-        # A map per read: one kept open would count every page read so far in the
-        # process's resident memory.
-        order: Literal["C", "F"] = "F" if self.order_flag == "F" else "C"
-        mapped = np.memmap(self.path, dtype=self.dtype, mode="r", offset=self.offset,
-                           shape=self.shape, order=order)
-        values = np.array(mapped[region])
-        del mapped  # unmapped now
-        return values
+        return mapped_region(self.path, self.offset, self.shape, self.dtype, self.dtype,
+                             region, self.order_flag)
 
     def identity(self) -> dict[str, Any]:
         stat = os.stat(self.path)

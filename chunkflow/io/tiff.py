@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from chunkflow.errors import MissingDependencyError, UnsupportedFormatError
+from chunkflow.io.raw import mapped_region
 from chunkflow.io.source import Reader, Region, SourceInfo, ngff_order, unit_name
 
 __all__ = ["TiffReader", "TiffStackReader", "tiff_axes"]
@@ -220,14 +221,10 @@ class TiffReader(Reader):
 
 def read_mapped(path: str, offset: int, shape: tuple[int, ...], dtype: np.dtype,
                 byteorder: str, region: Region) -> np.ndarray:
-    """``region`` of the contiguous uncompressed values of a TIFF series, through a map
-    made for this read: a map kept open would count every page read so far in the
-    process's resident memory."""
+    """``region`` of the contiguous uncompressed values of a TIFF series (mapped a
+    slice at a time, see :func:`~chunkflow.io.raw.mapped_region`)."""
     stored = dtype.newbyteorder(">" if byteorder == ">" else "<")
-    mapped = np.memmap(path, dtype=stored, mode="r", offset=offset, shape=shape)
-    values = np.array(mapped[region], dtype=dtype)
-    del mapped  # unmapped here, not when the collector gets to it
-    return values
+    return mapped_region(path, offset, shape, stored, dtype, region)
 
 
 def _file_identity(path: str, storage_options: Mapping[str, Any]) -> str:
