@@ -31,17 +31,21 @@ import numpy as np
 from chunkflow.errors import InvalidArgumentError
 from chunkflow.io.source import Reader, Region, SourceInfo
 
-__all__ = ["MemmapReader", "mapped_region", "npy_reader"]
+__all__ = ["MAP_BYTES", "MemmapReader", "mapped_region", "npy_reader"]
+
+#: Bytes of the file one map covers (see :func:`mapped_region`).
+MAP_BYTES = 8 * 2**20
 
 
 def mapped_region(path: str, offset: int, shape: tuple[int, ...], stored: np.dtype,
                   dtype: np.dtype, region: Region, order: str = "C") -> np.ndarray:
     """``region`` of the values of ``shape`` and ``stored`` dtype at ``offset`` in a
-    file, as ``dtype``, through maps of one slice of the slowest axis at a time.
+    file, as ``dtype``, through maps of a few MiB of the slowest axis at a time.
 
     A map counts every page it touched in the process's resident memory while it is
-    open, and a region touches whole pages (a few of its columns read whole rows): one
-    slice mapped at a time keeps that near one slice's rows, not the region's.
+    open, and a region touches whole pages (a few of its columns read whole rows): maps
+    of ``MAP_BYTES`` keep that near a few MiB, not the region's rows; more maps cost
+    system calls.
     """
     out = np.empty(tuple(r.stop - r.start for r in region), dtype)
     if not out.size:
@@ -51,11 +55,18 @@ def mapped_region(path: str, offset: int, shape: tuple[int, ...], stored: np.dty
     step = int(np.prod(rest, dtype=np.int64)) * stored.itemsize
     flag: Literal["C", "F"] = "F" if order == "F" else "C"
     inner = region[1:] if slow == 0 else region[:-1]
-    for j, i in enumerate(range(region[slow].start, region[slow].stop)):
-        mapped = np.memmap(path, dtype=stored, mode="r", offset=offset + i * step,
-                           shape=rest, order=flag)
-        target = (j, ...) if slow == 0 else (..., j)
-        out[target] = mapped[inner]
+    group = max(1, MAP_BYTES // max(step, 1))
+    start, stop = region[slow].start, region[slow].stop
+    for first in range(start, stop, group):
+        last = min(first + group, stop)
+        span = (last - first, *rest) if slow == 0 else (*rest, last - first)
+        mapped = np.memmap(path, dtype=stored, mode="r", offset=offset + first * step,
+                           shape=span, order=flag)
+        part = slice(first - start, last - start)
+        if slow == 0:
+            out[part] = mapped[(slice(None), *inner)]
+        else:
+            out[..., part] = mapped[(*inner, slice(None))]
         del mapped  # unmapped now, not when the collector gets to it
     return out
 

@@ -49,3 +49,16 @@ def test_numpy_arrays_and_memmaps(tmp_path) -> None:
     assert isinstance(reader, MemmapReader) and reader.offset == 16  # read from the file
     chunkflow.convert(mapped, tmp_path / "m.zarr", axes="yx")
     check_image(tmp_path / "m.zarr", np.asarray(mapped), "yx", [1.0, 1.0], {}, None)
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_maps_of_a_few_slices_at_a_time(tmp_path, monkeypatch, order) -> None:
+    import chunkflow.io.raw as raw
+
+    values = np.random.default_rng(6).integers(0, 99, (9, 8, 7), dtype="u2")
+    path = tmp_path / "v.raw"
+    path.write_bytes(b"#" * 5 + values.tobytes(order=order))
+    monkeypatch.setattr(raw, "MAP_BYTES", 3 * 8 * 2)  # a few rows (C) or planes (F) per map
+    reader = MemmapReader(path, shape=values.shape, dtype="u2", offset=5, order=order)
+    region = (slice(1, 8), slice(2, 7), slice(0, 6))
+    np.testing.assert_array_equal(reader.read(region), values[region])
