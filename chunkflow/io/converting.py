@@ -63,8 +63,18 @@ from chunkflow.graph.scheduler import compute as run
 from chunkflow.io.layout import Layout, level_layout, plan_layout
 from chunkflow.io.metadata import ImageMetadata, image_attributes, resolve_image
 from chunkflow.io.opening import open_source
-from chunkflow.io.source import Reader
-from chunkflow.jobs import Job, job_identity, job_progress, open_job, quiet_open, recorded_plan
+from chunkflow.io.source import Reader, ZarrReader
+from chunkflow.jobs import (
+    Job,
+    array_location,
+    check_not_source,
+    job_identity,
+    job_progress,
+    location_of,
+    open_job,
+    quiet_open,
+    recorded_plan,
+)
 from chunkflow.metadata.ngff import ngff_version
 from chunkflow.storage import output_location
 
@@ -178,6 +188,10 @@ def convert(
     count = natural_levels(reader.shape, layout.chunks, factors) if levels is None else levels
     location = output_location(out)
     options = dict(storage_options or {}) or None
+    if isinstance(reader, ZarrReader):  # creating the output must not delete the source
+        check_not_source("convert", location_of(location, storage_options),
+                         [(f"its source {reader.info.description}", array_location(reader.array))],
+                         creates=True)
     existing = _existing(location, options, overwrite, resume)
     recorded = _recorded_stages(existing) if resume else None
     geometry = _geometry(reader, layout, factors, count, method, max_memory, scheduler, recorded)
@@ -191,7 +205,7 @@ def convert(
     # The plan reads its source through ``get_basic_selection``, which a reader has.
     plan = PyramidPlan(reader, arrays, geometry, method, trackers)  # type: ignore[arg-type]  # a Reader reads as an Array does
     metadata = image_attributes(image, factors, len(geometry.shapes), method,
-                                  ngff_version(zarr_format))
+                                ngff_version(zarr_format))
     token = tokenize("convert", reader.identity(), [(a.store.identity, a.path) for a in arrays],
                      method, geometry, [(t.token, t.n_done) if t else None for t in trackers])
     job = _graph(plan, group, metadata, token)

@@ -30,3 +30,12 @@ def test_a_chunkflow_v2_array_by_path_with_dimension_names_of_its_own(tmp_path) 
     chunkflow.convert(str(tmp_path / "in.zarr"), tmp_path / "c.zarr", axes="cyx", zarr_format=2)
     check_image(tmp_path / "c.zarr", values, "cyx", [1.0] * 3, {},
                 ["Channel 0", "Channel 1", "Channel 2"])
+
+
+def test_the_output_is_never_the_source(tmp_path) -> None:
+    values = np.arange(64, dtype="u1").reshape(8, 8)
+    chunkflow.array(values, chunks=(4, 4), store=str(tmp_path / "in.zarr"))
+    with pytest.raises(chunkflow.OutputIsSourceError):
+        chunkflow.convert(str(tmp_path / "in.zarr"), tmp_path / "in.zarr", overwrite=True)
+    np.testing.assert_array_equal(chunkflow.open(str(tmp_path / "in.zarr"), mode="r")[...],
+                                  values)
