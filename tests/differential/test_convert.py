@@ -32,7 +32,8 @@ def convert_cases(draw: st.DrawFn) -> dict[str, Any]:
                                   cst.shapes(min_dims=ndim, max_dims=ndim,
                                              max_side={2: 13, 3: 7, 4: 5}[ndim])))
     kinds = ["numpy", "npy", "raw", "hdf5"]
-    if data.dtype.newbyteorder("=").str[1:] in TIFF_KINDS and data.ndim >= 2:
+    # tifffile does not round-trip an empty array (its shape comes back as "YXYX").
+    if data.dtype.newbyteorder("=").str[1:] in TIFF_KINDS and data.size:
         kinds.append("tiff")
     zarr_format = draw(st.sampled_from([2, 3]))
     chunks = draw(cst.chunk_shapes(data.shape))
