@@ -50,6 +50,8 @@ __all__ = ["check_label_dtype", "check_property_names", "intensity_hint", "parse
 
 #: Objects smaller than this on average (in pixels) suggest an image given as LABELS.
 SMALLEST_MEAN_AREA = 4.0
+#: Objects filling less of their bounding box than this (median) suggest one too.
+SMALLEST_MEDIAN_EXTENT = 0.05
 
 
 def parse_properties(text: str) -> list[str]:
@@ -111,20 +113,38 @@ def check_label_dtype(location: str, dtype: np.dtype[Any]) -> None:
 
 
 def intensity_hint(location: str, table: Mapping[str, np.ndarray], pixels: int) -> str | None:
-    """A hint when the table looks like an image was passed as LABELS: no background
-    (label 0) anywhere, or objects of under :data:`SMALLEST_MEAN_AREA` pixels on
-    average (each grey level of an image becomes an 'object')."""
+    """A hint when the table looks like an image was passed as LABELS (each grey level
+    of an image becomes an 'object'): no background (label 0) anywhere, objects of under
+    :data:`SMALLEST_MEAN_AREA` pixels on average, or objects scattered over their boxes
+    (a median extent, area over box area, under :data:`SMALLEST_MEDIAN_EXTENT`)."""
     area = table.get("area")
     if area is None or len(area) == 0:
         return None
     covered = float(np.sum(area))
-    if covered < pixels and covered / len(area) >= SMALLEST_MEAN_AREA:
+    extent = _median_extent(table, area)
+    if covered >= pixels:
+        why = "no pixel is background (label 0)"
+    elif covered / len(area) < SMALLEST_MEAN_AREA:
+        why = f"its {len(area)} objects cover {covered / len(area):.1f} pixels each on average"
+    elif extent is not None and extent < SMALLEST_MEDIAN_EXTENT:
+        why = (f"its {len(area)} objects are scattered: a median object fills "
+               f"{extent:.1%} of its bounding box")
+    else:
         return None
-    why = ("no pixel is background (label 0)" if covered >= pixels else
-           f"its {len(area)} objects cover {covered / len(area):.1f} pixels each on average")
     return (f"LABELS {location!r} looks like an intensity image, not labels: {why}. If it "
             f"is the image, label it first (chunkflow label {location} LABELS.zarr "
             "--threshold VALUE) and pass it as --intensity")
+
+
+def _median_extent(table: Mapping[str, np.ndarray], area: np.ndarray) -> float | None:
+    """The median of area / bounding-box area, when the table has the box."""
+    ndim = sum(1 for name in table if name.startswith("bbox-")) // 2
+    if ndim == 0:
+        return None
+    box = np.ones(len(area))
+    for axis in range(ndim):
+        box *= table[f"bbox-{axis + ndim}"] - table[f"bbox-{axis}"]
+    return float(np.median(area / box))
 
 
 def register(commands: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
