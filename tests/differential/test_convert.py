@@ -32,8 +32,9 @@ def convert_cases(draw: st.DrawFn) -> dict[str, Any]:
                                   cst.shapes(min_dims=ndim, max_dims=ndim,
                                              max_side={2: 13, 3: 7, 4: 5}[ndim])))
     kinds = ["numpy", "npy", "raw", "hdf5"]
-    # tifffile does not round-trip an empty array (its shape comes back as "YXYX").
-    if data.dtype.newbyteorder("=").str[1:] in TIFF_KINDS and data.size:
+    # tifffile may drop axes of length 1 (tests/io/test_tiff.py) and does not round-trip
+    # an empty array (its shape comes back as "YXYX").
+    if data.dtype.newbyteorder("=").str[1:] in TIFF_KINDS and min(data.shape) > 1:
         kinds.append("tiff")
     zarr_format = draw(st.sampled_from([2, 3]))
     chunks = draw(cst.chunk_shapes(data.shape))

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import chunkflow
-from chunkflow.errors import UnsupportedFormatError
+from chunkflow.errors import PyramidError, UnsupportedFormatError
 from chunkflow.io import TiffReader, TiffStackReader, open_source
 from tests.io.conftest import check_image
 
@@ -151,3 +151,16 @@ def test_tiff_on_s3_to_s3_with_storage_options(s3_server, tmp_path) -> None:
     fs.get("chunkflow-test/convert/out.zarr", str(tmp_path / "out.zarr"), recursive=True)
     check_image(tmp_path / "out.zarr", values, "zyx", [1.0, 0.2, 0.2],
                 {"y": "micrometer", "x": "micrometer"}, None)
+
+
+def test_tifffile_may_drop_axes_of_length_one(tmp_path) -> None:
+    # Found by the differential test's long run: a (1, 1, 1) array written by tifffile
+    # reads back as (1, 1) "YX". convert reads what tifffile reads, and refuses axes
+    # that do not fit it, naming them (pass the array itself to keep every axis).
+    values = _values((1, 1, 1))
+    tifffile.imwrite(tmp_path / "one.tif", values, photometric="minisblack", metadata=None)
+    assert open_source(tmp_path / "one.tif").shape == (1, 1)
+    with pytest.raises(PyramidError, match="'zyx'"):
+        chunkflow.convert(tmp_path / "one.tif", tmp_path / "one.zarr", axes="zyx")
+    chunkflow.convert(values, tmp_path / "one.zarr", axes="zyx")
+    check_image(tmp_path / "one.zarr", values, "zyx", [1.0] * 3, {}, None)
