@@ -37,8 +37,7 @@ from chunkflow.io.source import Reader, Region, SourceInfo, ngff_order, unit_nam
 
 __all__ = ["TiffReader", "TiffStackReader", "tiff_axes"]
 
-# tifffile's axis letters as NGFF's names; I (images) and Q (unknown) become z, or t
-# when there is a z already (an ImageJ hyperstack's frames).
+# tifffile's axis letters as NGFF's names (I and Q: see tiff_axes).
 _LETTERS = {"T": "t", "C": "c", "Z": "z", "Y": "y", "X": "x", "S": "c"}
 
 
@@ -58,12 +57,19 @@ def tiff_axes(letters: str, where: str) -> str:
     --------
     >>> tiff_axes("IYX", "f.tif"), tiff_axes("YXS", "f.tif"), tiff_axes("TQYX", "f.tif")
     ('zyx', 'yxc', 'tzyx')
+    >>> tiff_axes("QQYX", "f.tif"), tiff_axes("ZQYX", "f.tif")
+    ('czyx', 'zcyx')
     """
-    names = []
-    for letter in letters.upper():
-        name = _LETTERS.get(letter)
+    known = [_LETTERS.get(letter) for letter in letters.upper()]
+    # Unknown axes (I: images, Q: tifffile's "unknown") take the names NGFF puts last
+    # among those left (z, then c, then t), in their order: nothing is transposed.
+    left = [n for n in "tcz" if n not in known]
+    unknown = sum(1 for letter in letters.upper() if letter in "IQ")
+    guessed = iter(left[len(left) - unknown:] if unknown <= len(left) else [])
+    names: list[str] = []
+    for letter, name in zip(letters.upper(), known):
         if name is None and letter in "IQ":
-            name = "z" if "z" not in names and "Z" not in letters else "t"
+            name = next(guessed, None)
         if name is None or name in names:
             raise UnsupportedFormatError(
                 f"{where}: the TIFF's axes {letters!r} have no NGFF meaning for {letter!r}; "

@@ -70,7 +70,8 @@ def _source(case: dict[str, Any], folder: str) -> tuple[Any, dict[str, Any]]:
     import tifffile
 
     path = os.path.join(folder, "a.tif")
-    tifffile.imwrite(path, data, photometric="minisblack", metadata=None)
+    # tifffile's shaped metadata keeps the shape (a plain TIFF holds pages only).
+    tifffile.imwrite(path, data, photometric="minisblack")
     return path, {"axes": AXES[data.ndim]}
 
 
