@@ -39,6 +39,13 @@ from chunkflow.graph.labels.moments import (
     moment_names,
 )
 from chunkflow.graph.labels.perimeter import code_counts, perimeters
+from chunkflow.graph.labels.rawmoments import (
+    RAW_MOMENT_PROPERTIES,
+    block_moments,
+    merge_moments,
+    moment_columns,
+    raw_moment_names,
+)
 
 __all__ = ["PARTIAL_PROPERTIES", "block_table", "columns", "compact_labels", "empty_like_columns",
            "label_column", "merge_tables", "needed_stats", "partial_names", "slots_of"]
@@ -61,8 +68,10 @@ PARTIAL_PROPERTIES: dict[str, set[str]] = {
     **{name: {"inertia"} for name in MOMENT_PROPERTIES},
     # From counts of border codes (chunkflow.graph.labels.perimeter): 2-D, isotropic.
     "perimeter": {"codes"},
+    # Raw moments about each box's corner (chunkflow.graph.labels.rawmoments).
+    **{name: {"bbox", stat} for name, stat in RAW_MOMENT_PROPERTIES.items()},
 }
-_INTENSITY = {"weighted", "sum", "min", "max", "moments"}
+_INTENSITY = {"weighted", "sum", "min", "max", "moments", "wraw"}
 Table = dict[str, np.ndarray]
 
 
@@ -71,6 +80,7 @@ def partial_names(ndim: int, spacing: np.ndarray | None = None) -> list[str]:
     and this ``spacing``; scikit-image refuses the others there (its crops raise as it
     does)."""
     skip = set(MOMENT_PROPERTIES) - set(moment_names(ndim))
+    skip |= set(RAW_MOMENT_PROPERTIES) - set(raw_moment_names(ndim, spacing))
     if ndim != 2 or (spacing is not None and len(np.unique(spacing)) != 1):
         skip.add("perimeter")
     return [name for name in PARTIAL_PROPERTIES if name not in skip]
@@ -211,6 +221,9 @@ def block_table(labels: np.ndarray, intensity: np.ndarray | None, start: Sequenc
             axis=-1).round().astype(np.int64).reshape(k, labels.ndim)
     if "inertia" in stats:
         table.update(block_sums(flat, labels.shape, chosen, size, start))
+    if "raw" in stats:
+        low = table["bbox_min"] - np.asarray(start, np.int64)
+        table["raw"] = block_moments(flat, labels.shape, chosen, size, low)
     if "codes" in stats:
         assert padded is not None, "the perimeter's codes need the block's halo"
         table["codes"] = code_counts(padded, flat, chosen, size)
@@ -229,6 +242,9 @@ def block_table(labels: np.ndarray, intensity: np.ndarray | None, start: Sequenc
             extreme = np.full(size, fill)
             ufunc.at(extreme, flat, values)
             table[name] = extreme[chosen]
+    if "wraw" in stats:
+        low = table["bbox_min"] - np.asarray(start, np.int64)
+        table["wraw"] = block_moments(flat, labels.shape, chosen, size, low, values)
     if "moments" in stats:
         mean = total / np.maximum(np.bincount(flat, minlength=size), 1)
         table["mean"] = mean[chosen]
@@ -257,6 +273,11 @@ def merge_tables(tables: Sequence[Table]) -> Table:
             merged[name] = ufunc.reduceat(joined[name], starts, axis=0)
     if "s2" in joined:
         merged.update(merge_sums(joined, starts))
+    for name in ("raw", "wraw"):
+        if name in joined:
+            group = np.repeat(np.arange(len(labels)), np.diff(np.append(starts, len(order))))
+            merged[name] = merge_moments(joined[name], joined["bbox_min"], merged["bbox_min"],
+                                         group, starts)
     if "mean" in joined:
         # Chan et al., for any number of parts: the pooled mean, and each part's M2
         # plus its count times its mean's squared distance from the pooled mean.
@@ -323,6 +344,8 @@ def columns(table: Mapping[str, np.ndarray], properties: Sequence[str], ndim: in
             found["perimeter"] = perimeters(table["codes"], spacing)
         elif name in MOMENT_PROPERTIES:
             found.update(inertia_columns(table, [name], ndim, spacing))
+        elif name in RAW_MOMENT_PROPERTIES:
+            found.update(moment_columns(table, [name], ndim, spacing))
     return found
 
 
@@ -336,5 +359,6 @@ def empty_like_columns(properties: Sequence[str], ndim: int) -> Table:
                     "mean": np.zeros(0), "m2": np.zeros(0), "origin": np.zeros((0, ndim), np.int64),
                     "s1": np.zeros((0, ndim), np.int64),
                     "s2": np.zeros((0, ndim * (ndim + 1) // 2), np.int64),
-                    "codes": np.zeros((0, 50), np.int64)}
+                    "codes": np.zeros((0, 50), np.int64), "raw": np.zeros((0, 4**ndim)),
+                    "wraw": np.zeros((0, 4**ndim))}
     return columns(empty, properties, ndim)
