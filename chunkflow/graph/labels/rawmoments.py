@@ -111,7 +111,7 @@ def _transform(moments: np.ndarray, shift: np.ndarray) -> np.ndarray:
                 exponents, 0), 0.0)
         moved = np.moveaxis(cube, axis + 1, -1)
         cube = np.moveaxis(np.einsum("kpi,k...i->k...p", matrix, moved), -1, axis + 1)
-    return cube.reshape(k, -1)
+    return cube.reshape(k, _SIDE ** ndim)
 
 
 def merge_moments(moments: np.ndarray, low: np.ndarray, merged_low: np.ndarray,

@@ -205,16 +205,19 @@ def block_table(labels: np.ndarray, intensity: np.ndarray | None, start: Sequenc
 
     table: Table = {"label": present, "count": per_label()}
     if "bbox" in stats:
-        # Imported here, not at the top: scipy.ndimage takes ~35 ms to import, which
-        # every user of chunkflow.graph (to_dask, map_chunks) would pay.
-        from scipy import ndimage
-
-        boxes = ndimage.find_objects((flat + 1).reshape(labels.shape), max_label=size)
-        picked = [boxes[i] for i in chosen]
-        table["bbox_min"] = np.array([[s.start + o for s, o in zip(box, start)] for box in picked],
-                                     np.int64).reshape(k, labels.ndim)
-        table["bbox_max"] = np.array([[s.stop + o for s, o in zip(box, start)] for box in picked],
-                                     np.int64).reshape(k, labels.ndim)
+        # Per axis, the least and greatest coordinate of each slot's voxels (ufunc.at
+        # is linear in the voxels; scipy's find_objects builds a tuple per label).
+        low = np.empty((k, labels.ndim), np.int64)
+        high = np.empty((k, labels.ndim), np.int64)
+        for axis in range(labels.ndim):
+            along = _axis_values(labels.shape, axis, 0)
+            least = np.full(size, labels.shape[axis], np.int64)
+            np.minimum.at(least, flat, along)
+            most = np.full(size, -1, np.int64)
+            np.maximum.at(most, flat, along)
+            low[:, axis] = least[chosen] + start[axis]
+            high[:, axis] = most[chosen] + 1 + start[axis]
+        table["bbox_min"], table["bbox_max"] = low, high
     if "coords" in stats:
         table["coords"] = np.stack(
             [per_label(_axis_values(labels.shape, a, start[a])) for a in range(labels.ndim)],
