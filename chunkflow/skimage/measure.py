@@ -22,6 +22,7 @@ Examples
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -154,15 +155,18 @@ def regionprops_table(label_image: Any, intensity_image: Any = None,
     del cache  # no effect: chunkflow computes each property once
     source = as_source(label_image, "regionprops_table")
     image = None if intensity_image is None else as_source(intensity_image, "regionprops_table")
+    # storage_options open the inputs given as URLs, and ``out``.
+    reading = storage_options if any(isinstance(a, (str, os.PathLike))
+                                     for a in (source, image)) else None
     if out is not None:
         groups = measure_groups(source, image, properties=[*properties, *functions],
                                 spacing=spacing, group_size=row_group_size, blocks=blocks,
                                 max_memory=max_memory, scheduler=scheduler, progress=progress,
-                                storage_options=storage_options)
+                                storage_options=reading)
         return write_parquet_groups((_separated(group, separator) for group in groups), out,
                                     row_group_size=row_group_size,
                                     storage_options=storage_options)
     table = measure(source, image, properties=[*properties, *functions], spacing=spacing,
                     blocks=blocks, max_memory=max_memory, scheduler=scheduler,
-                    progress=progress, storage_options=storage_options)
+                    progress=progress, storage_options=reading)
     return _separated(table, separator)
