@@ -5,7 +5,9 @@ signatures, on arrays of any size.
   scikit-image numbers them: each block's regions (:mod:`chunkflow.graph.labels.values`)
   made global by :func:`chunkflow.segment`'s merge tree;
 - :func:`regionprops_table`: :func:`chunkflow.measure`'s table (one pass for sizes,
-  boxes, centroids and intensity statistics; crops for the rest).
+  boxes, centroids, intensity statistics, moments and what derives from them,
+  perimeters; crops for the rest), or with ``out=`` a Parquet file written a row
+  group at a time.
 
 Examples
 --------

@@ -3,8 +3,10 @@ and values of ``skimage.measure.regionprops_table``, in one pass over the blocks
 
 Each block task reads one block of labels (and of intensity) and returns a partial
 table per label present (sizes, boxes, sums of coordinates and of their products,
-intensity statistics) (:mod:`chunkflow.graph.labels.tables`); partial tables merge
-exactly in a tree, so no object is ever assembled whole. Properties that need the
+intensity statistics, moments) (:mod:`chunkflow.graph.labels.tables`); partial tables
+merge in a tree, so no object is ever assembled whole (and
+:mod:`chunkflow.graph.labels.groups` merges them a range of labels at a time, so that
+no table is either). Properties that need the
 whole object are computed from crops in a second pass (:mod:`chunkflow.graph.labels.crops`).
 
 Examples
@@ -168,8 +170,13 @@ def measure(
         from counts of border codes read with a halo of 2),
         from exact integer sums of coordinates and their products (see
         :mod:`chunkflow.graph.labels.moments`: the central moments are rounded once,
-        so they may differ from scikit-image's in the last bits). Any other name
-        (``solidity``, ``moments``, ``coords``, ``slice``...) and any callable
+        so they may differ from scikit-image's in the last bits), and ``moments``,
+        ``moments_central``, ``moments_normalized``, ``moments_hu`` and their
+        ``moments_weighted*`` variants (2-D and 3-D; Hu's 2-D with a spacing of 1),
+        from raw moments about each object's box merged across blocks (see
+        :mod:`chunkflow.graph.labels.rawmoments`: float64 sums of non-negative terms,
+        rounded as scikit-image's own sums are, not identically). Any other name
+        (``solidity``, ``coords``, ``slice``...) and any callable
         (``f(region_mask)`` or ``f(region_mask, intensity_crop)``, a column named by
         the function, as skimage's ``extra_properties``) are computed from each
         object's bounding-box crop in a second pass, by scikit-image (which measures
