@@ -178,3 +178,23 @@ def test_regionprops_table_parquet(case: MeasureCase, row_group_size: int, url: 
     assert sizes == [row_group_size] * (rows // row_group_size) + \
         ([rows % row_group_size] if rows % row_group_size else []), (sizes, rows)
     compare(case, table, expected)
+
+
+@budget(2)
+@given(stored_labels(dtypes=cst.dtypes(kinds="iu")))
+def test_regionprops_table_parquet_on_processes(labels: tuple[np.ndarray, Any]) -> None:
+    """The first pass's partial tables written by worker processes, to the default
+    scratch folder, read back by the caller."""
+    data, chunks = labels
+    moments = ["moments"] if data.ndim in (2, 3) else []  # skimage's dimensions
+    case = MeasureCase(np.where(data < 0, 0, data), None, ["label", "area", "bbox", *moments],
+                       chunks=chunks)
+    expected = oracle(case)
+    with tempfile.TemporaryDirectory() as folder, dask.config.set(pool=process_pool()):
+        source = chunkflow.create_array(f"{folder}/l.zarr", data=case.labels, chunks=chunks)
+        measure.regionprops_table(source, properties=case.properties, out=f"{folder}/t.parquet",
+                                  row_group_size=3, scheduler="processes")
+        written = pq.read_table(f"{folder}/t.parquet")
+        table = {name: column.to_numpy() for name, column
+                 in zip(written.column_names, written.columns)}
+    compare(case, table, expected)
