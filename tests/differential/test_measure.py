@@ -472,6 +472,9 @@ _BOX[4:6, 3:5] = 1
 @example(case=_case(np.array([0, 3, 3, 0, 2**40], np.int64), ["label", "bbox", "centroid"], (2,)))
 @example(case=_case(np.arange(16).reshape(2, 2, 2, 2) % 3, ["label", "area", "bbox", "centroid"],
                     (1, 2, 1, 2)))
+# Few labels in a large block: boxes from scipy's find_objects (else from the edges).
+@example(case=_case(np.pad(np.ones((5, 3), np.uint8), ((2, 9), (4, 8))), ["bbox", "BoundingBox"],
+                    (16, 15)))
 def test_one_pass_properties_equal_skimage(case: MeasureCase) -> None:
     check(case)
 
