@@ -319,11 +319,11 @@ def raw_moment_tolerance(case: MeasureCase, key: str, name: str,
     name = current(name)
     found = []
     for row, mask in enumerate(_objects(case.labels)):
-        sums = _object_sums(case, mask, "weighted" in name,
-                            name not in ("moments", "moments_weighted"))
+        raw = name in ("moments", "moments_weighted")
+        sums = _object_sums(case, mask, "weighted" in name, not raw)
         if sums is None:
             found.append(np.inf)
-        elif name.endswith(("moments", "_central")):
+        elif raw or name.endswith("_central"):
             found.append(sums.bound(_powers(key, name)))
         elif not name.endswith("_hu"):
             found.append(sums.normalized_bound(_powers(key, name)))
@@ -434,7 +434,12 @@ def measure_cases(draw: st.DrawFn, *, names: list[str], min_dims: int = 1, max_d
         draw(cst.schedulers(processes=False)))
 
 
-def _case(labels: Any, properties: list[str], chunks: tuple[int, ...], **kwargs: Any) -> MeasureCase:
+def _case(labels: Any, *args: Any, **kwargs: Any) -> MeasureCase:
+    """A case of ``labels``, then (optionally) the intensity, the properties, the
+    chunks."""
+    if len(args) == 3:
+        kwargs["intensity"], args = args[0], args[1:]
+    properties, chunks = args
     labels = np.asarray(labels)
     return MeasureCase(labels, kwargs.pop("intensity", None), properties, chunks=chunks, **kwargs)
 
@@ -523,6 +528,13 @@ def test_moment_properties_equal_skimage(case: MeasureCase) -> None:
     check(case)
 
 
+def _drawn(seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Labels 0-3 and int32 intensities of both signs, ``(2, 5, 6)``, from ``seed``."""
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 4, (2, 5, 6)).astype(np.uint8)
+    return labels, rng.integers(-2**31, 2**31, (2, 5, 6)).astype(np.int32)
+
+
 RAW_MOMENT_NAMES = sorted(RAW_MOMENTS) + sorted(a for a, n in PROPS.items() if n in RAW_MOMENTS)
 _CROSS = np.zeros((7, 8), np.int16)  # one object across blocks, one beside it
 _CROSS[1:6, 3] = 4
@@ -548,6 +560,9 @@ _CROSS[0, 5:8] = 9
 @example(case=_case(np.pad(np.ones((3, 1, 4), np.uint8), 1), ["moments_central",
                                                               "moments_normalized"],
                     (2, 2, 2), blocks=(1, 1, 1), spacing=(1, 3, 0.5)))
+# Found by the long profile: weighted raw moments of int32 intensities of both signs
+# (the tolerance took the normalized moments' bound for them).
+@example(case=_case(*_drawn(11), ["moments_weighted"], (1, 1, 1), spacing=3))
 def test_raw_moment_properties_equal_skimage(case: MeasureCase) -> None:
     """moments, moments_central, moments_normalized, moments_hu and their weighted
     variants, from raw moments merged across blocks."""
