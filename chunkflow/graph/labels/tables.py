@@ -157,11 +157,13 @@ def compact_labels(labels: np.ndarray, what: str = "measure",
     return found.astype(np.uint64), (inverse + offset).reshape(labels.shape)
 
 
-def _axis_values(shape: tuple[int, ...], axis: int, start: int) -> np.ndarray:
+def _axis_values(shape: tuple[int, ...], axis: int, start: int,
+                 dtype: type = np.int64) -> np.ndarray:
     """Each voxel's coordinate along ``axis`` (plus ``start``), in C order, flat."""
     view = [1] * len(shape)
     view[axis] = shape[axis]
-    return np.broadcast_to(np.arange(start, start + shape[axis]).reshape(view), shape).reshape(-1)
+    return np.broadcast_to(np.arange(start, start + shape[axis], dtype=dtype).reshape(view),
+                           shape).reshape(-1)
 
 
 def slots_of(labels: np.ndarray, what: str = "measure") -> tuple[np.ndarray, np.ndarray,
@@ -255,9 +257,12 @@ def block_table(labels: np.ndarray, intensity: np.ndarray | None, start: Sequenc
         table["bbox_min"], table["bbox_max"] = _boxes(flat.reshape(labels.shape), chosen,
                                                       size, start)
     if "coords" in stats:
-        table["coords"] = np.stack(
-            [per_label(_axis_values(labels.shape, a, start[a])) for a in range(labels.ndim)],
-            axis=-1).round().astype(np.int64).reshape(k, labels.ndim)
+        # Sums of the coordinates in the block (float64 weights, as bincount takes
+        # them: exact, being integers below 2**53), then moved by the block's corner.
+        local = np.stack([per_label(_axis_values(labels.shape, a, 0, np.float64))
+                          for a in range(labels.ndim)], axis=-1).reshape(k, labels.ndim)
+        table["coords"] = local.round().astype(np.int64) + \
+            table["count"][:, None] * np.asarray(start, np.int64)
     if "inertia" in stats:
         table.update(block_sums(flat, labels.shape, chosen, size, start))
     if "raw" in stats:
