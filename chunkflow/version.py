@@ -16,7 +16,11 @@ import re
 from importlib import metadata
 from pathlib import Path
 
-__all__ = ["__version__"]
+__all__ = ["DISTRIBUTION", "__version__"]
+
+# The name on the package index: "chunkflow" there is a different project, so ours is
+# published (and installed) as "chunkflow-zarr"; the import name stays "chunkflow".
+DISTRIBUTION = "chunkflow-zarr"
 
 
 def _checkout_version() -> str:
@@ -30,6 +34,6 @@ def _checkout_version() -> str:
 
 
 try:
-    __version__ = metadata.version("chunkflow")
+    __version__ = metadata.version(DISTRIBUTION)
 except metadata.PackageNotFoundError:  # a source checkout, never installed
     __version__ = _checkout_version()

@@ -28,6 +28,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 MAX_NOTEBOOK_BYTES = 1_000_000
+OUTPUT_FOLDER = "chunkflow-demo"  # in .gitignore: what the notebooks and the demo write
 STORIES = ["01_image_filtering.ipynb", "02_per_tile_analysis.ipynb",
            "03_larger_than_memory_reduction.ipynb"]
 
@@ -72,14 +73,31 @@ def run_code_cells(path: Path, run: str) -> None:
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_runs_twice_in_one_folder(path: Path, small_notebook_env: Path) -> None:
     """Top to bottom, then again in the same folder: the second run replaces what the
-    first wrote. Each run writes only in the notebook's own folder (named after it), so
+    first wrote. Each run writes only in the notebook's own folder (named after it)
+    under ``chunkflow-demo/``, the one folder git ignores for the demo and notebooks, so
     notebooks run in one folder never meet either."""
     for run in ("first", "second"):
         run_code_cells(path, run)
         written = sorted(entry.name for entry in small_notebook_env.iterdir())
-        assert written == [path.stem], (
+        assert written == [OUTPUT_FOLDER], (
             f"{path.name}, {run} run: wrote {written} in the folder it ran in; everything "
-            f"it writes belongs in its own folder {path.stem}/")
+            f"it writes belongs in {OUTPUT_FOLDER}/{path.stem}/")
+        inside = sorted(entry.name for entry in (small_notebook_env / OUTPUT_FOLDER).iterdir())
+        assert inside == [path.stem], f"{path.name}, {run} run: wrote {inside}"
+
+
+def test_the_output_folder_is_ignored_by_git() -> None:
+    ignored = (ROOT / ".gitignore").read_text().split()
+    assert f"{OUTPUT_FOLDER}/" in ignored
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_stored_outputs_carry_no_progress_widget_warning(path: Path) -> None:
+    """Without ipywidgets the text bar is used, quietly (tqdm.auto would warn)."""
+    for cell in json.loads(path.read_text())["cells"]:
+        for output in cell.get("outputs", []):
+            text = "".join(output.get("text", ""))
+            assert "IProgress not found" not in text, f"{path.name}: {text[:200]}"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

@@ -86,7 +86,7 @@ def test_every_error_class_lives_in_errors() -> None:
 
 
 def test_version_is_the_installed_one_or_the_checkout_s() -> None:
-    assert chunkflow.__version__ == importlib.metadata.version("chunkflow")
+    assert chunkflow.__version__ == importlib.metadata.version("chunkflow-zarr")
     pyproject = Path(chunkflow.__file__).resolve().parents[1] / "pyproject.toml"
     written = re.search(r'^version\s*=\s*"([^"]+)"', pyproject.read_text(), re.MULTILINE)
     assert written is not None and version._checkout_version() == written.group(1)

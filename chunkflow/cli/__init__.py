@@ -47,6 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"chunkflow {args.command}: error: --storage-option applies to URLs "
               "(s3://, gs://, ...); no location given here is one", file=sys.stderr)
         return 2
+    args.argv = argv  # the command as typed, for the advice after a failure
     return run_guarded(args.command, args.run, args)
 
 

@@ -27,7 +27,13 @@ from scipy import ndimage
 import chunkflow
 from chunkflow.cli.cleanup import waited_for
 from chunkflow.cli.nodes import naming_source, open_array_at
-from chunkflow.cli.options import add_compute_options, parse_shape, progress_wanted, storage_options
+from chunkflow.cli.options import (
+    add_compute_options,
+    add_max_memory_option,
+    parse_shape,
+    progress_wanted,
+    storage_options,
+)
 from chunkflow.cli.resume import add_resume_option, kept_for_resume
 from chunkflow.errors import ContainsArrayError, ContainsGroupError, LabelError, MemoryPlanError, UsageError
 
@@ -93,8 +99,7 @@ def register(commands: argparse._SubParsersAction, parents: list[argparse.Argume
                         help="the labels' integer dtype (default uint32, uint64 if needed)")
     parser.add_argument("--chunks", type=parse_shape, default=None,
                         help="chunk shape of DST (default: the source's)")
-    parser.add_argument("--max-memory", default=None, metavar="SIZE",
-                        help="what one task may use, e.g. '512 MiB'")
+    add_max_memory_option(parser)
     parser.add_argument("--overwrite", action="store_true", help="replace an existing DST")
     add_resume_option(parser)
     add_compute_options(parser)

@@ -23,10 +23,9 @@ label,area
 from __future__ import annotations
 
 import argparse
-import csv
+import sys
 import time
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -35,11 +34,24 @@ import chunkflow
 from chunkflow.cli.cleanup import waited_for
 from chunkflow.cli.label import labels_refused
 from chunkflow.cli.nodes import naming_source, open_array_at
-from chunkflow.cli.options import add_compute_options, progress_wanted, storage_options
-from chunkflow.errors import MissingDependencyError
+from chunkflow.cli.options import (
+    add_compute_options,
+    add_max_memory_option,
+    progress_wanted,
+    storage_options,
+)
+from chunkflow.cli.tables import check_table_output
+from chunkflow.errors import LabelError, UsageError
 from chunkflow.graph.labels.measuring import DEFAULT_PROPERTIES
+from chunkflow.graph.labels.properties import parse_properties as parse_properties_of_measure
 
-__all__ = ["parse_properties", "register", "run_measure", "write_table"]
+__all__ = ["check_label_dtype", "check_property_names", "intensity_hint", "parse_properties",
+           "register", "run_measure"]
+
+#: Objects smaller than this on average (in pixels) suggest an image given as LABELS.
+SMALLEST_MEAN_AREA = 4.0
+#: Objects filling less of their bounding box than this (median) suggest one too.
+SMALLEST_MEDIAN_EXTENT = 0.05
 
 
 def parse_properties(text: str) -> list[str]:
@@ -50,29 +62,17 @@ def parse_properties(text: str) -> list[str]:
     return names
 
 
-def write_table(table: Mapping[str, np.ndarray], output: str) -> None:
-    """``table`` as CSV, or as Parquet when ``output`` ends in ``.parquet`` (pyarrow)."""
-    path = Path(output)
-    if path.suffix.lower() in (".parquet", ".pq"):
-        try:
-            import pyarrow as pa
-            import pyarrow.parquet as pq
-        except ImportError as err:
-            raise MissingDependencyError(
-                f"writing {output!r} as Parquet needs pyarrow (pip install pyarrow); or "
-                "name a .csv file") from err
-        pq.write_table(pa.table({name: pa.array(column) for name, column in table.items()}),
-                       str(path))
-        return
-    with path.open("w", newline="") as file:
-        writer = csv.writer(file)
-        writer.writerow(list(table))
-        writer.writerows(zip(*(column.tolist() for column in table.values())))
-
-
 def run_measure(args: argparse.Namespace) -> int:
-    """Measure the objects of ``args.labels`` into ``args.output``."""
+    """Measure the objects of ``args.labels`` into ``args.output``.
+
+    Everything is checked before the first chunk is read: the table's format and
+    place (:func:`~chunkflow.cli.tables.check_table_output`), the property names, and
+    that LABELS holds integers.
+    """
+    writer = check_table_output(args.output, overwrite=args.overwrite)
+    check_property_names(args.properties, args.intensity is not None)
     labels = open_array_at(args.labels, storage_options(args, args.labels), cache=False)
+    check_label_dtype(args.labels, labels.dtype)
     intensity: Any = None
     if args.intensity is not None:
         intensity = open_array_at(args.intensity, storage_options(args, args.intensity),
@@ -82,12 +82,69 @@ def run_measure(args: argparse.Namespace) -> int:
         table = chunkflow.measure(labels, intensity, properties=args.properties,
                                   max_memory=args.max_memory, scheduler=args.scheduler,
                                   progress=progress_wanted(args))
-    write_table(table, args.output)
+    writer.write(table)
     count = len(next(iter(table.values()))) if table else 0
     seconds = time.perf_counter() - start
     print(f"{count} object{'' if count == 1 else 's'} measured in {seconds:.2f} s, written "
           f"to {args.output}")
+    hint = intensity_hint(args.labels, table, labels.size)
+    if hint:
+        print(f"chunkflow measure: warning: {hint}", file=sys.stderr)
     return 0
+
+
+def check_property_names(names: list[str], has_intensity: bool) -> None:
+    """Refuse a name ``regionprops_table`` does not know (listing the ones it does), or
+    an intensity property without ``--intensity``."""
+    try:
+        parse_properties_of_measure(names, has_intensity)
+    except LabelError as err:
+        message = str(err).removeprefix("measure: ")
+        raise UsageError(f"--properties: {message}") from err
+
+
+def check_label_dtype(location: str, dtype: np.dtype[Any]) -> None:
+    """LABELS must hold integers (or booleans): an image is labelled first."""
+    if dtype.kind not in "iub":
+        raise UsageError(
+            f"LABELS {location!r} holds {dtype} values, not integer labels; is it the image? "
+            f"Label it first (chunkflow label {location} LABELS.zarr --threshold VALUE) and "
+            f"measure the labels, with --intensity {location} for its values")
+
+
+def intensity_hint(location: str, table: Mapping[str, np.ndarray], pixels: int) -> str | None:
+    """A hint when the table looks like an image was passed as LABELS (each grey level
+    of an image becomes an 'object'): no background (label 0) anywhere, objects of under
+    :data:`SMALLEST_MEAN_AREA` pixels on average, or objects scattered over their boxes
+    (a median extent, area over box area, under :data:`SMALLEST_MEDIAN_EXTENT`)."""
+    area = table.get("area")
+    if area is None or len(area) == 0:
+        return None
+    covered = float(np.sum(area))
+    extent = _median_extent(table, area)
+    if covered >= pixels:
+        why = "no pixel is background (label 0)"
+    elif covered / len(area) < SMALLEST_MEAN_AREA:
+        why = f"its {len(area)} objects cover {covered / len(area):.1f} pixels each on average"
+    elif extent is not None and extent < SMALLEST_MEDIAN_EXTENT:
+        why = (f"its {len(area)} objects are scattered: a median object fills "
+               f"{extent:.1%} of its bounding box")
+    else:
+        return None
+    return (f"LABELS {location!r} looks like an intensity image, not labels: {why}. If it "
+            f"is the image, label it first (chunkflow label {location} LABELS.zarr "
+            "--threshold VALUE) and pass it as --intensity")
+
+
+def _median_extent(table: Mapping[str, np.ndarray], area: np.ndarray) -> float | None:
+    """The median of area / bounding-box area, when the table has the box."""
+    ndim = sum(1 for name in table if name.startswith("bbox-")) // 2
+    if ndim == 0:
+        return None
+    box = np.ones(len(area))
+    for axis in range(ndim):
+        box *= table[f"bbox-{axis + ndim}"] - table[f"bbox-{axis}"]
+    return float(np.median(area / box))
 
 
 def register(commands: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
@@ -97,7 +154,8 @@ def register(commands: argparse._SubParsersAction, parents: list[argparse.Argume
         help="table each object's size, position and intensity (regionprops_table's columns)",
         description="Measure every object of the label array LABELS (as "
                     "skimage.measure.regionprops_table, in one pass over its blocks) and "
-                    "write the table to --output: CSV, or Parquet for a .parquet name.",
+                    "write the table to --output (.csv, .tsv, .parquet or .json); an existing "
+                    "file is kept unless --overwrite.",
     )
     parser.add_argument("labels", metavar="LABELS", help="the label array (folder, .zip or URL)")
     parser.add_argument("--intensity", default=None, metavar="IMG",
@@ -107,9 +165,12 @@ def register(commands: argparse._SubParsersAction, parents: list[argparse.Argume
                         help="comma-separated regionprops names (default: "
                              f"{','.join(DEFAULT_PROPERTIES)})")
     parser.add_argument("--output", required=True, metavar="FILE",
-                        help="where the table goes: FILE.csv or FILE.parquet")
-    parser.add_argument("--max-memory", default=None, metavar="SIZE",
-                        help="what one task may use, e.g. '512 MiB'")
+                        help="where the table goes, by extension: .csv, .tsv, .parquet "
+                             "(pyarrow, else fastparquet) or .json (one object per row)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace FILE if it exists (it is replaced only once the new "
+                             "table is whole)")
+    add_max_memory_option(parser)
     add_compute_options(parser)
     parser.set_defaults(run=run_measure)
 

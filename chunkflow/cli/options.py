@@ -8,6 +8,8 @@ Examples
 (('anon', True), ('profile', 'lab'))
 >>> parse_scheduler("tcp://10.0.0.5:8786")
 'tcp://10.0.0.5:8786'
+>>> parse_size("512 MiB"), parse_size("1e6")
+('512 MiB', '1e6')
 """
 
 from __future__ import annotations
@@ -18,9 +20,9 @@ import sys
 from typing import Any
 
 __all__ = [
-    "add_casting_option", "add_common_options", "add_compute_options", "add_scheduler_option",
-    "add_storage_options", "parse_scheduler", "parse_shape",
-    "parse_storage_option", "progress_wanted", "stderr_is_tty", "storage_options",
+    "add_casting_option", "add_common_options", "add_compute_options", "add_max_memory_option",
+    "add_scheduler_option", "add_storage_options", "parse_scheduler", "parse_shape",
+    "parse_size", "parse_storage_option", "progress_wanted", "stderr_is_tty", "storage_options",
 ]
 
 _LOCAL_SCHEDULERS = ("threads", "processes", "sync")
@@ -53,6 +55,27 @@ def parse_storage_option(text: str) -> tuple[str, Any]:
     except ValueError:
         parsed = value
     return key.strip(), parsed
+
+
+def parse_size(text: str) -> str:
+    """A byte size such as ``512 MiB`` or ``1000000``, checked when the options are
+    parsed (so a bad one is a usage error before any work) and passed on as typed."""
+    from chunkflow.config import byte_count
+
+    try:
+        byte_count("--max-memory", text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a size; expected a number of bytes with an optional unit, "
+            "e.g. 512MiB, '2 GiB' or 1000000") from None
+    return text
+
+
+def add_max_memory_option(parser: argparse.ArgumentParser, *, required: bool = False,
+                          help: str = "what one task may use, e.g. '512 MiB'") -> None:
+    """``--max-memory SIZE``, checked as a size while parsing."""
+    parser.add_argument("--max-memory", type=parse_size, default=None, required=required,
+                        metavar="SIZE", help=help)
 
 
 def parse_scheduler(text: str) -> str:

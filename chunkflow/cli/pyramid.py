@@ -19,7 +19,13 @@ from typing import Any
 import chunkflow
 from chunkflow.cli.cleanup import waited_for
 from chunkflow.cli.nodes import naming_source, open_array_at
-from chunkflow.cli.options import add_compute_options, parse_shape, progress_wanted, storage_options
+from chunkflow.cli.options import (
+    add_compute_options,
+    add_max_memory_option,
+    parse_shape,
+    progress_wanted,
+    storage_options,
+)
 from chunkflow.cli.resume import add_resume_option, kept_for_resume
 from chunkflow.errors import ContainsArrayError, ContainsGroupError, MemoryPlanError, PyramidError, UsageError
 from chunkflow.graph.pyramid.downsample import METHODS
@@ -117,8 +123,7 @@ def register(commands: argparse._SubParsersAction, parents: list[argparse.Argume
                         help="2 (NGFF 0.4) or 3 (NGFF 0.5); default: the source's")
     parser.add_argument("--labels", default=None, metavar="NAME",
                         help="write a label image DST/labels/NAME (method mode or nearest)")
-    parser.add_argument("--max-memory", default=None, metavar="SIZE",
-                        help="what one task may use, e.g. '512 MiB'")
+    add_max_memory_option(parser)
     parser.add_argument("--overwrite", action="store_true", help="replace an existing DST")
     add_resume_option(parser)
     add_compute_options(parser)

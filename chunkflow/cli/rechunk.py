@@ -27,6 +27,7 @@ from chunkflow.cli.convert import COMPRESSORS, parse_compressor
 from chunkflow.cli.nodes import naming_source, open_array_at
 from chunkflow.cli.options import (
     add_compute_options,
+    add_max_memory_option,
     add_renamed_option,
     parse_shape,
     progress_wanted,
@@ -122,9 +123,9 @@ def register(commands: argparse._SubParsersAction, parents: list[argparse.Argume
     rechunk.add_argument("--chunks", type=parse_chunks, required=True, metavar="N,N,...",
                          help="chunk shape of DST (-1: a whole axis), or AXIS=SIZE pairs "
                               "for some axes (inner chunks with --shards)")
-    rechunk.add_argument("--max-memory", required=True, metavar="SIZE",
-                         help="what one task may hold, e.g. '256 MiB' (a worker holds "
-                              "that per thread)")
+    add_max_memory_option(
+        rechunk, required=True,
+        help="what one task may hold, e.g. '256 MiB' (a worker holds that per thread)")
     rechunk.add_argument("--temp", metavar="PATH",
                          help="where the intermediate array may go (a folder or URL)")
     rechunk.add_argument("--shards", type=parse_shape, metavar="N,N,...",

@@ -20,10 +20,15 @@ import numpy as np
 
 import chunkflow
 from chunkflow.cli.nodes import naming_source, open_array_at
-from chunkflow.cli.options import add_compute_options, progress_wanted, storage_options
+from chunkflow.cli.options import (
+    add_compute_options,
+    add_max_memory_option,
+    progress_wanted,
+    storage_options,
+)
 from chunkflow.errors import MemoryPlanError, UsageError
 
-__all__ = ["OPS", "register", "run_reduce", "text_histogram"]
+__all__ = ["OPS", "parse_percentile", "register", "run_reduce", "text_histogram"]
 
 OPS = ("mean", "std", "min", "max", "sum", "histogram")
 DEFAULT_OPS = ("mean", "std", "min", "max")
@@ -58,9 +63,21 @@ def _format_value(value: Any) -> str:
     return f"{value.item():.8g}" if value.ndim == 0 else np.array2string(value)
 
 
+def parse_percentile(text: str) -> float:
+    """A percentile between 0 and 100 (``--percentile 99.5``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a percentile from 0 to 100")
+    return value
+
+
 def run_reduce(args: argparse.Namespace) -> int:
     """Print the chosen statistics of the array at ``args.path``."""
-    ops = list(dict.fromkeys(args.op or DEFAULT_OPS))
+    asked_order = args.median or args.percentile
+    ops = list(dict.fromkeys(args.op or ([] if asked_order else DEFAULT_OPS)))
     source = open_array_at(args.path, storage_options(args, args.path), cache=False)
     with naming_source(args.path), _memory_refused():
         _print_reductions(args, source, ops, progress_wanted(args))
@@ -76,11 +93,27 @@ def _print_reductions(args: argparse.Namespace, source: chunkflow.Array, ops: li
         width = max(map(len, plain))
         for op in plain:
             print(f"{op:<{width}}  {_format_value(values[op])}")
+    order = ([("median", None)] if args.median else []) + [
+        (f"percentile {q:g}", q) for q in dict.fromkeys(args.percentile or [])]
+    if order:
+        _print_order_statistics(args, source, order, progress)
     if "histogram" in ops:
         counts, edges = chunkflow.histogram(source, bins=args.bins, max_memory=args.max_memory,
                                             scheduler=args.scheduler, progress=progress)
         print(f"histogram of {args.path} ({int(counts.sum())} values, {args.bins} bins):")
         print(text_histogram(counts, edges))
+
+
+def _print_order_statistics(args: argparse.Namespace, source: chunkflow.Array,
+                            order: list[tuple[str, float | None]], progress: bool) -> None:
+    """The median and percentiles, exact (:func:`chunkflow.percentile`: numpy's
+    ``linear`` method on every value), in one pass for all of them."""
+    qs = [50.0 if q is None else q for _, q in order]
+    values = np.atleast_1d(chunkflow.percentile(
+        source, qs, max_memory=args.max_memory, scheduler=args.scheduler, progress=progress))
+    width = max(len(name) for name, _ in order)
+    for (name, _), value in zip(order, values):
+        print(f"{name:<{width}}  {_format_value(value)}")
 
 
 @contextlib.contextmanager
@@ -106,17 +139,23 @@ def register(commands: argparse._SubParsersAction, parents: list[argparse.Argume
     """Add ``reduce`` to the command parser."""
     parser = commands.add_parser(
         "reduce", parents=parents,
-        help="print mean, std, min, max, sum or a histogram of an array, in bounded memory",
+        help="print mean, std, min, max, sum, median, percentiles or a histogram of an "
+             "array, in bounded memory",
         description="Reduce the array at PATH block by block (it may be larger than "
                     "memory) and print the results; a histogram is drawn as text.",
     )
     parser.add_argument("path", metavar="PATH", help="the array (folder, .zip or URL)")
     parser.add_argument("--op", action="append", choices=OPS, metavar="|".join(OPS),
                         help="what to compute (repeatable; default: mean, std, min, max)")
+    parser.add_argument("--median", action="store_true",
+                        help="the exact median (as numpy.median)")
+    parser.add_argument("--percentile", action="append", type=parse_percentile, metavar="Q",
+                        help="the exact Q-th percentile, 0 to 100 (repeatable; as "
+                             "numpy.percentile's linear method)")
     parser.add_argument("--bins", type=_positive_int, default=20,
                         help="histogram bins (default: 20)")
-    parser.add_argument("--max-memory", default=None, metavar="SIZE",
-                        help="what one task may use, e.g. '512 MiB' (default: a worker's "
-                             "memory less the chunk cache, shared by its threads)")
+    add_max_memory_option(
+        parser, help="what one task may use, e.g. '512 MiB' (default: a worker's memory "
+                     "less the chunk cache, shared by its threads)")
     add_compute_options(parser)
     parser.set_defaults(run=run_reduce)

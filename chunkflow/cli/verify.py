@@ -24,6 +24,7 @@ import argparse
 import chunkflow
 from chunkflow.cli.nodes import open_node_at
 from chunkflow.cli.options import (
+    add_max_memory_option,
     add_storage_options,
     parse_scheduler,
     progress_wanted,
@@ -71,8 +72,8 @@ def register(commands: argparse._SubParsersAction, parents: list[argparse.Argume
         metavar="threads|processes|ADDRESS",
         help="run one dask task per region of chunks there (default: in this process, "
              "with chunkflow's I/O threads)")
-    parser.add_argument("--max-memory", default=None, metavar="SIZE",
-                        help="memory budget of one task with --scheduler (e.g. '512 MiB')")
+    add_max_memory_option(
+        parser, help="memory budget of one task with --scheduler (e.g. '512 MiB')")
     parser.add_argument("--all", action="store_true",
                         help="list every key found wrong or missing (default: the first 10 "
                              "of each kind; at most 1000 are kept)")

@@ -61,7 +61,7 @@ Settings
     ``object_store``: the least client CPU per byte), ``"fsspec"``
     (:class:`~chunkflow.storage.FsspecStore`: s3fs, gcsfs, adlfs, aiohttp), or
     ``"auto"`` (the default): obstore when it is installed (``pip install
-    'chunkflow[obstore]'``) and knows every ``storage_options`` name given, fsspec
+    'chunkflow-zarr[obstore]'``) and knows every ``storage_options`` name given, fsspec
     otherwise (see :func:`chunkflow.storage.obstore_config.object_backend`). Chained
     URLs (``simplecache::s3://...``) always go to fsspec.
 

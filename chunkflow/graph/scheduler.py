@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Callable, Iterator, Mapping
+from importlib.util import find_spec
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import dask
@@ -122,12 +123,28 @@ class BlockProgress(Callback):
             self.report(self.done, self.total)
 
 
+def _widgets_available() -> bool:
+    """Whether ipywidgets can be imported (what tqdm's Jupyter bar needs)."""
+    try:
+        return find_spec("ipywidgets") is not None
+    except (ImportError, ValueError):  # ValueError: blocked with sys.modules[name] = None
+        return False
+
+
 @contextlib.contextmanager
 def _tqdm_bar() -> Iterator[None]:
-    """A tqdm bar (a widget in Jupyter, text in a terminal) fed by a BlockProgress."""
-    from tqdm.auto import tqdm
+    """A tqdm bar (a widget in Jupyter, text in a terminal) fed by a BlockProgress.
 
-    bar = tqdm(total=0, unit="block", desc="chunkflow", file=sys.stderr)
+    tqdm.auto picks the widget in Jupyter, which needs ipywidgets: without it tqdm warns
+    ("IProgress not found") on every bar, so the text bar is used instead, quietly.
+    """
+    from tqdm.std import tqdm as text_bar
+
+    bar_class: Any = text_bar
+    if _widgets_available():
+        from tqdm.auto import tqdm as bar_class
+
+    bar = bar_class(total=0, unit="block", desc="chunkflow", file=sys.stderr)
 
     def report(done: int, total: int) -> None:
         if bar.total != total:

@@ -96,7 +96,8 @@ def _make_store(
                                   over it (read-only for mode ``"r"``)
     a zarr-python ``StorePath``   the same, below the folder it names
     a ``Mapping``                 :class:`MappingStore` over it
-    ``"file://path"``             :class:`LocalStore` (atomic local writes)
+    ``"file://path"``             :class:`LocalStore` (atomic local writes);
+                                  with `storage_options`, :class:`FsspecStore`
     ``s3://``, ``gs://``,         :class:`~chunkflow.storage.obstore_store.ObstoreStore`
     ``az://``, ``http(s)://``     when obstore is installed (the setting
                                   ``chunkflow.io.object-backend``: see
@@ -163,7 +164,10 @@ def _make_store(
         # system cannot append to an archive it did not create in this session).
         _refuse_options(storage_options, f"zip file {local_zip!r}")
         return ZipStore(local_zip, mode="r" if read_only else ("w" if mode == "w" else "a"))
-    if is_url and not (store.startswith("file://") and "::" not in store):
+    # A "file://" URL is a local folder, unless storage_options are given: then fsspec's
+    # local file system with them (auto_mkdir...), as zarr-python and xarray open it.
+    if is_url and not (store.startswith("file://") and "::" not in store
+                       and not storage_options):
         if object_backend(store, storage_options) == "obstore":
             from chunkflow.storage.obstore_store import ObstoreStore  # imports obstore
 

@@ -108,7 +108,7 @@ def object_backend(url: str, storage_options: dict[str, Any] | None = None) -> s
     if choice == "obstore":
         if not installed:
             raise SettingError("chunkflow.io.object-backend is 'obstore', but obstore is not "
-                               "installed: pip install 'chunkflow[obstore]'")
+                               "installed: pip install 'chunkflow-zarr[obstore]'")
         return "obstore"
     if not installed or _needs_botocore(url, storage_options or {}):
         return "fsspec"

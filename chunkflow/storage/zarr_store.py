@@ -128,6 +128,9 @@ class ZarrStoreAdapter(Store):
         if not isinstance(store, ZarrStore):
             raise ArgumentTypeError(f"ZarrStoreAdapter needs a zarr.abc.store.Store, got "
                                     f"{type(store).__name__}")
+        # As zarr-python's make_store_path: a store made but not opened yet (a ZipStore
+        # opens its file here) is opened before the first request.
+        _run(store._ensure_open())
         self.store = store
         #: The folder of ``store`` the keys are below ("": its root).
         self.path = normalize_prefix(path)

@@ -34,6 +34,14 @@ HTTP with 20 ms per request, 512 chunks of 512 KiB with ``chunks={}``: 6.6 s, ag
 0.5 s grouped). xarray then warns, rightly, when asked for chunks that split those
 blocks.
 
+Beyond the zarr engine: a store holding one array (or ``group=`` naming one) opens as
+a dataset of one variable named after the array (:mod:`~chunkflow.xarray.single`);
+OME-Zarr levels take their NGFF axis names and, as datasets of their own
+(``open_datatree`` nodes), coordinates from their NGFF scale and translation
+(:mod:`~chunkflow.xarray.ngff`); the consolidated-metadata warning is left out for
+single arrays, OME-Zarr groups and stores that cannot hold consolidated metadata
+(:mod:`~chunkflow.xarray.opening`).
+
 This package needs xarray; nothing else in chunkflow imports it, so ``import chunkflow``
 works without xarray. Its modules import ``xarray`` absolutely, which finds the xarray
 package, never this one. xarray finds the engine through the ``xarray.backends`` entry
@@ -45,7 +53,10 @@ Modules:
 * :mod:`~chunkflow.xarray.datastore` — one group's variables, attributes and dimensions;
 * :mod:`~chunkflow.xarray.wrapper` — the lazily indexed array (sync and async);
 * :mod:`~chunkflow.xarray.variables` — dimensions, attributes, encoding;
-* :mod:`~chunkflow.xarray.opening` — the group, with or without consolidated metadata;
+* :mod:`~chunkflow.xarray.opening` — the group or array, with or without consolidated
+  metadata, and when the fallback warns;
+* :mod:`~chunkflow.xarray.single` — a single array's variable name, parent image, dims;
+* :mod:`~chunkflow.xarray.ngff` — OME-Zarr levels: axis names, coordinates, members;
 * :mod:`~chunkflow.xarray.unfinished` — unfinished jobs' outputs: the
   :class:`~chunkflow.errors.IncompleteJobWarning` and the ``chunkflow_unfinished``
   attribute on the variables and the dataset.

@@ -1,4 +1,5 @@
-"""One chunkflow group as xarray's data store: variables, attributes, dimensions."""
+"""One chunkflow group (or one array) as xarray's data store: variables, attributes,
+dimensions."""
 
 from __future__ import annotations
 
@@ -17,7 +18,18 @@ from chunkflow.errors import MetadataError
 from chunkflow.graph.read import block_multiples
 from chunkflow.metadata.ngff import read_multiscales
 from chunkflow.storage import make_store
-from chunkflow.xarray.opening import caller_level, open_group_for_xarray
+from chunkflow.xarray.ngff import (
+    LevelGeometry,
+    coordinate_variables,
+    level_geometry,
+    listed_members,
+)
+from chunkflow.xarray.opening import (
+    caller_level,
+    open_node_for_xarray,
+    warns_without_consolidated,
+)
+from chunkflow.xarray.single import default_dims, parent_attributes, variable_name
 from chunkflow.xarray.unfinished import (
     UNFINISHED_ATTRIBUTE,
     unfinished_description,
@@ -71,6 +83,11 @@ class ChunkflowDataStore(AbstractDataStore):
     attributes : bool
         Whether the group's attributes are the dataset's (not for a level's node).
 
+    The arrays that are levels of the group's OME-Zarr image take its NGFF axis names
+    when they name no dimensions (see :mod:`chunkflow.xarray.ngff`). A level's own
+    node (:meth:`level`) and a single array (:meth:`for_array`) also get the level's
+    physical coordinates.
+
     Examples
     --------
     >>> import chunkflow
@@ -81,7 +98,7 @@ class ChunkflowDataStore(AbstractDataStore):
     {'x': 3}
     """
 
-    def __init__(self, group: Group, use_zarr_fill_value_as_mask: bool | None = None,
+    def __init__(self, group: Group | None, use_zarr_fill_value_as_mask: bool | None = None,
                  close_store: bool = False, exclude: Iterable[str] = (),
                  attributes: bool = True) -> None:
         self.group = group
@@ -92,6 +109,32 @@ class ChunkflowDataStore(AbstractDataStore):
         self._arrays: dict[str, Array] | None = None
         self._unfinished: dict[str, str] | None = None
         self._only: str | None = None
+        self._geometry: dict[str, LevelGeometry] | None = None
+        self._coordinates = False  # the NGFF coordinates of the levels among the variables
+        self._single = False  # one array, whose unnamed dimensions get default names
+
+    @classmethod
+    def for_array(cls, array: Array, name: str, parent: tuple[dict[str, Any], str] | None,
+                  use_zarr_fill_value_as_mask: bool | None = None,
+                  close_store: bool = False) -> ChunkflowDataStore:
+        """A data store of the one array ``array`` as the variable ``name`` (see
+        :mod:`chunkflow.xarray.single`); ``parent``: the attributes of the group above
+        it, whose NGFF metadata may name it as a level, and its path there.
+
+        Examples
+        --------
+        >>> import chunkflow
+        >>> z = chunkflow.create_array(None, shape=(2, 3), dtype="u1", zarr_format=2)
+        >>> ChunkflowDataStore.for_array(z, "z", None).get_dimensions()
+        {'dim_0': 2, 'dim_1': 3}
+        """
+        store = cls(None, use_zarr_fill_value_as_mask, close_store=close_store,
+                    attributes=False)
+        store._arrays, store._only, store._single = {name: array}, name, True
+        store._coordinates = True
+        geometry = level_geometry(*parent) if parent is not None else None
+        store._geometry = {name: geometry} if geometry is not None else {}
+        return store
 
     def pyramid_levels(self) -> list[str]:
         """The arrays of this group that are levels of its OME-NGFF ``multiscales``
@@ -108,10 +151,12 @@ class ChunkflowDataStore(AbstractDataStore):
         >>> ChunkflowDataStore(chunkflow.open_group(store)).pyramid_levels()
         ['0', '1']
         """
+        if self.group is None:
+            return []
         multiscales = read_multiscales(self.group.attrs.asdict())
         if multiscales is None:
             return []
-        members = set(self.group.array_keys())
+        members = {name for name, node in listed_members(self.group) if isinstance(node, Array)}
         return [path for path in multiscales.paths if path in members]
 
     def without(self, names: Iterable[str]) -> ChunkflowDataStore:
@@ -125,8 +170,26 @@ class ChunkflowDataStore(AbstractDataStore):
         no attributes (they stay with the group's node)."""
         store = ChunkflowDataStore(self.group, self.use_zarr_fill_value_as_mask,
                                    attributes=False)
-        store._only = name
+        store._only, store._coordinates = name, True
+        geometry = self.geometry().get(name)  # read once for the image, not per level
+        store._geometry = {name: geometry} if geometry is not None else {}
         return store
+
+    def geometry(self) -> dict[str, LevelGeometry]:
+        """The NGFF geometry of the arrays that are levels of the group's image."""
+        if self._geometry is None:
+            attrs = self.group.attrs.asdict() if self.group is not None else {}
+            found = {name: level_geometry(attrs, name) for name in self.pyramid_levels()}
+            self._geometry = {name: g for name, g in found.items() if g is not None}
+        return self._geometry
+
+    def dims_and_attrs(self, name: str, array: Array) -> tuple[tuple[str, ...], dict[str, Any]]:
+        """The variable's dimensions and attributes: the array's names, else its NGFF
+        axes, else (a single array) ``dim_0``...; else refused as the zarr engine does."""
+        geometry = self.geometry().get(name)
+        axes = geometry.names if geometry is not None else None
+        default = default_dims(array.ndim, axes) if self._single else axes
+        return dims_and_attrs(array, default)
 
     @classmethod
     def open(cls, source: Group | StoreLike, *, group: str | None = None, consolidated: bool | None = None,
@@ -141,8 +204,9 @@ class ChunkflowDataStore(AbstractDataStore):
         """
         if isinstance(source, Group):
             node = source[group] if group not in (None, "", "/") else source
-            if not isinstance(node, Group):
-                raise MetadataError(f"{group!r} in {source!r} is an array, expected a group")
+            if isinstance(node, Array):
+                return cls.for_array(node, node.basename, parent_attributes(node, None, None),
+                                     use_zarr_fill_value_as_mask)
             return cls(node, use_zarr_fill_value_as_mask, exclude=exclude)
         if isinstance(source, os.PathLike):
             source = os.fspath(source)
@@ -151,22 +215,30 @@ class ChunkflowDataStore(AbstractDataStore):
         supports_consolidated = getattr(source, "supports_consolidated_metadata", True)
         store = make_store(source, mode="r", storage_options=storage_options)
         try:
-            node = open_group_for_xarray(store, (group or "").strip("/"), consolidated,
-                                         zarr_format, chunk_cache, supports_consolidated)
+            opened = open_node_for_xarray(store, (group or "").strip("/"), consolidated,
+                                          zarr_format, chunk_cache, supports_consolidated,
+                                          warn=warns_without_consolidated(source, store))
+            if isinstance(opened, Array):
+                return cls.for_array(
+                    opened, variable_name(source, opened.path, store.identity),
+                    parent_attributes(opened, source, storage_options),
+                    use_zarr_fill_value_as_mask, close_store=owned)
         except BaseException:
             if owned:
                 store.close()
             raise
-        return cls(node, use_zarr_fill_value_as_mask, close_store=owned, exclude=exclude)
+        return cls(opened, use_zarr_fill_value_as_mask, close_store=owned, exclude=exclude)
 
     def arrays(self) -> dict[str, Array]:
         """The group's arrays by name, opened once (from consolidated metadata if any)."""
         if self._arrays is None:
+            group = self.group
+            assert group is not None  # a single array's data store is made with its array
             if self._only is not None:
-                self._arrays = {self._only: self.group[self._only]}  # type: ignore[dict-item]  # _only names an array
+                self._arrays = {self._only: group[self._only]}  # type: ignore[dict-item]  # _only names an array
             else:
-                self._arrays = {name: array for name, array in self.group.arrays()
-                                if name not in self._exclude}
+                self._arrays = {name: array for name, array in listed_members(group)
+                                if isinstance(array, Array) and name not in self._exclude}
         return self._arrays
 
     def unfinished(self) -> dict[str, str]:
@@ -181,7 +253,7 @@ class ChunkflowDataStore(AbstractDataStore):
 
     def open_store_variable(self, name: str, array: Array) -> Variable:
         """One array as a lazily indexed xarray variable, with its encoding."""
-        dims, attrs = dims_and_attrs(array)
+        dims, attrs = self.dims_and_attrs(name, array)
         if name in self.unfinished():
             attrs[UNFINISHED_ATTRIBUTE] = self.unfinished()[name]
         wrapper = ChunkflowArrayWrapper(array)
@@ -200,12 +272,24 @@ class ChunkflowDataStore(AbstractDataStore):
 
     def get_variables(self) -> Mapping[str, Variable]:
         self.get_dimensions()  # refuse conflicting lengths, naming the array
-        warn_unfinished(self.unfinished(), f"group {self.group.path or '/'!r} in "
-                        f"{self.group.store!r}", caller_level() + 1)
-        return FrozenDict((k, self.open_store_variable(k, a)) for k, a in self.arrays().items())
+        warn_unfinished(self.unfinished(), self._where(), caller_level() + 1)
+        variables = {k: self.open_store_variable(k, a) for k, a in self.arrays().items()}
+        if self._coordinates:
+            for name, geometry in self.geometry().items():
+                if name in variables:
+                    dims = tuple(str(dim) for dim in variables[name].dims)
+                    found = coordinate_variables(geometry, dims, variables[name].shape)
+                    variables.update({k: v for k, v in found.items() if k not in variables})
+        return FrozenDict(variables)
+
+    def _where(self) -> str:
+        if self.group is not None:
+            return f"group {self.group.path or '/'!r} in {self.group.store!r}"
+        array = next(iter(self.arrays().values()))
+        return f"array {array.path or '/'!r} in {array.store!r}"
 
     def get_attrs(self) -> dict[str, Any]:
-        attrs = {} if not self._attributes else {
+        attrs = {} if not self._attributes or self.group is None else {
             k: v for k, v in self.group.attrs.asdict().items() if not k.lower().startswith("_nc")}
         if self.unfinished():
             attrs[UNFINISHED_ATTRIBUTE] = sorted(self.unfinished())
@@ -213,8 +297,8 @@ class ChunkflowDataStore(AbstractDataStore):
 
     def get_dimensions(self) -> dict[str, int]:
         dimensions: dict[str, int] = {}
-        for array in self.arrays().values():
-            dims, _ = dims_and_attrs(array)
+        for name, array in self.arrays().items():
+            dims, _ = self.dims_and_attrs(name, array)
             for dim, size in zip(dims, array.shape):
                 if dimensions.setdefault(dim, size) != size:
                     raise MetadataError(
@@ -225,6 +309,7 @@ class ChunkflowDataStore(AbstractDataStore):
 
     def close(self) -> None:
         if self._close_store:
-            close = getattr(self.group.store, "close", None)
+            node = self.group if self.group is not None else next(iter(self.arrays().values()))
+            close = getattr(node.store, "close", None)
             if close is not None:
                 close()

@@ -22,6 +22,7 @@ from xarray.backends import BackendEntrypoint, StoreBackendEntrypoint
 from chunkflow.core.group import Group
 from chunkflow.errors import InvalidArgumentError
 from chunkflow.xarray.datastore import ChunkflowDataStore
+from chunkflow.xarray.ngff import listed_members
 
 if TYPE_CHECKING:
     from chunkflow.cache import CacheLike
@@ -106,7 +107,10 @@ class ChunkflowBackendEntrypoint(BackendEntrypoint):
         The levels of an OME-NGFF pyramid (arrays named by the group's ``multiscales``)
         are one node each, below the image's group (``"/0"``, ``"/1"``...), each with
         the level's array as its one variable: a level halves some dimensions, so the
-        levels cannot share one dataset. The image's attributes stay with its group.
+        levels cannot share one dataset. The image's attributes stay with its group;
+        each level's node has the level's coordinates from its NGFF ``scale`` and
+        ``translation`` (see :mod:`chunkflow.xarray.ngff`). A single array is the root
+        node's one variable.
         """
         _check_read_mode(mode)
         root = ChunkflowDataStore.open(
@@ -115,6 +119,8 @@ class ChunkflowBackendEntrypoint(BackendEntrypoint):
             use_zarr_fill_value_as_mask=use_zarr_fill_value_as_mask, chunk_cache=chunk_cache,
         )
         try:
+            if root.group is None:  # a single array: the root node's one variable
+                return {"/": StoreBackendEntrypoint().open_dataset(root, **decoders)}
             datasets = {}
             for path, node in _walk_groups(root.group, "/"):
                 store = root if node is root.group else ChunkflowDataStore(
@@ -153,5 +159,6 @@ def _check_read_mode(mode: str) -> None:
 
 def _walk_groups(group: Group, path: str) -> Iterable[tuple[str, Group]]:
     yield path, group
-    for name, child in group.groups():
-        yield from _walk_groups(child, f"{path.rstrip('/')}/{name}")
+    for name, child in listed_members(group):
+        if isinstance(child, Group):
+            yield from _walk_groups(child, f"{path.rstrip('/')}/{name}")

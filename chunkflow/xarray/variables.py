@@ -14,7 +14,12 @@ Fill values, deliberately as xarray's zarr engine:
   trip. ``use_zarr_fill_value_as_mask=False`` therefore does not apply to v2, as with
   ``engine="zarr"`` (whose entrypoint does not pass the option on at all); whether
   ``_FillValue`` masks is ``mask_and_scale``'s decision, as for any variable: pass
-  ``mask_and_scale=False`` to read the stored values unmasked.
+  ``mask_and_scale=False`` to read the stored values unmasked. This holds for the v2
+  arrays xarray writes, those with an ``_ARRAY_DIMENSIONS`` attribute. A v2 array
+  without it was not written by xarray (the zarr engine cannot open it): an OME-Zarr
+  level, an image a tool wrote, whose ``fill_value`` says what unwritten chunks hold
+  and marks no missing value (background 0 in a label image). Its ``fill_value`` is
+  treated as a v3 one.
 - **Zarr v3**: the ``fill_value`` goes to ``encoding["fill_value"]`` and masks only
   through a ``_FillValue`` attribute (decoded from the Base64 form xarray writes for
   floats); ``use_zarr_fill_value_as_mask=True`` makes the ``fill_value`` itself the
@@ -25,6 +30,7 @@ from __future__ import annotations
 
 import base64
 import struct
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -40,9 +46,17 @@ __all__ = ["DIMENSION_KEY", "DimensionNamesError", "codec_encoding", "decode_fil
 DIMENSION_KEY = "_ARRAY_DIMENSIONS"
 
 
-def dims_and_attrs(array: Array) -> tuple[tuple[str, ...], dict[str, Any]]:
+def dims_and_attrs(array: Array, default: Sequence[str] | None = None
+                   ) -> tuple[tuple[str, ...], dict[str, Any]]:
     """The dimension names and the user attributes (xarray's, NCZarr's and an
     unfinished job's mark hidden: see :mod:`chunkflow.xarray.unfinished`).
+
+    An array without a name for every dimension is refused, as by xarray's zarr
+    engine, unless ``default`` gives names: then the names it has are kept and the
+    missing ones taken from ``default`` (all of ``default`` if that would repeat a
+    name). The engine passes a ``default`` for arrays that only it opens: the levels
+    of an OME-Zarr image (its NGFF axis names) and a store holding one array
+    (``dim_0``, ``dim_1``... when it has no NGFF axes either).
 
     Examples
     --------
@@ -51,9 +65,13 @@ def dims_and_attrs(array: Array) -> tuple[tuple[str, ...], dict[str, Any]]:
     >>> z.attrs["units"] = "m"
     >>> dims_and_attrs(z)
     (('y', 'x'), {'units': 'm'})
+    >>> v2 = chunkflow.create_array(None, shape=(2, 3), dtype="u1", zarr_format=2)
+    >>> dims_and_attrs(v2, default=("dim_0", "dim_1"))
+    (('dim_0', 'dim_1'), {})
     """
     attrs = dict(array.attrs)
     attrs.pop(JOB_ATTRIBUTE, None)
+    names: Sequence[Any]
     if array.zarr_format == 3:
         names = array.dimension_names or ()
         where = "dimension_names"
@@ -61,13 +79,17 @@ def dims_and_attrs(array: Array) -> tuple[tuple[str, ...], dict[str, Any]]:
         names = attrs.pop(DIMENSION_KEY, None) or ()
         attrs = {k: v for k, v in attrs.items() if not k.lower().startswith("_nc")}
         where = f"the {DIMENSION_KEY} attribute"
-    if len(names) != array.ndim or any(not isinstance(n, str) for n in names):
-        raise DimensionNamesError(
-            f"array {array.path or '/'!r}: xarray needs a name for each of its {array.ndim} "
-            f"dimensions in {where}, found {list(names)!r} (names are required for xarray "
-            f"to determine variable dimensions)"
-        )
-    return tuple(str(name) for name in names), attrs
+    if len(names) == array.ndim and all(isinstance(n, str) for n in names):
+        return tuple(str(name) for name in names), attrs
+    if default is not None and len(default) == array.ndim:
+        given = list(names) if len(names) == array.ndim else [None] * array.ndim
+        filled = tuple(n if isinstance(n, str) else d for n, d in zip(given, default))
+        return (filled if len(set(filled)) == len(filled) else tuple(default)), attrs
+    raise DimensionNamesError(
+        f"array {array.path or '/'!r}: xarray needs a name for each of its {array.ndim} "
+        f"dimensions in {where}, found {list(names)!r} (names are required for xarray "
+        f"to determine variable dimensions)"
+    )
 
 
 def codec_encoding(array: Array) -> dict[str, Any]:
@@ -151,10 +173,12 @@ def fill_value_entries(array: Array, attrs: dict[str, Any],
     >>> import chunkflow
     >>> z = chunkflow.create_array(None, shape=(2,), dtype="i2", fill_value=-1, zarr_format=2)
     >>> attrs = {}
+    >>> z.attrs[DIMENSION_KEY] = ["x"]  # written by xarray
     >>> fill_value_entries(z, attrs, use_fill_value_as_mask=False), int(attrs["_FillValue"])
     ({}, -1)
     """
-    if array.zarr_format == 2 or use_fill_value_as_mask:
+    written_by_xarray = array.zarr_format == 2 and DIMENSION_KEY in array.attrs
+    if written_by_xarray or use_fill_value_as_mask:
         if array.fill_value is not None:
             attrs["_FillValue"] = array.fill_value
         return {}

@@ -189,7 +189,7 @@ def test_copy_refuses_to_replace_without_overwrite(
     other = str(Path(path).with_name("other.zarr"))
     assert run(capsys, "copy", path, other)[0] == 0
     code, out, err = run(capsys, "copy", path, other)
-    assert code == 1 and "already holds an array; pass --overwrite" in err
+    assert code == 2 and "already holds an array; pass --overwrite" in err
 
 
 @pytest.mark.parametrize("argv, needle", [

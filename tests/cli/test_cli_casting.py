@@ -145,7 +145,7 @@ def test_float16_is_an_output_dtype(tmp_path: Path, small: tuple[Path, np.ndarra
     (["--gaussian", "2", "--dtype", "datetime64[s]"], None, "the filters write numbers"),
     (["--median", "3"], np.full((8, 8), 1 + 1j, "c8"), "does not take complex"),
     (["--gaussian", "2", "--casting", "same_kind"], None,
-     "float64 to the output's dtype uint16 under casting='same_kind'"),
+     "float64 to the output's dtype uint16 under --casting 'same_kind'"),
 ])
 def test_what_the_filters_cannot_write_is_refused_before_anything_is_created(
         tmp_path: Path, small: tuple[Path, np.ndarray], argv: list[str],

@@ -64,7 +64,7 @@ def test_labels_and_options(capsys: pytest.CaptureFixture[str], source: tuple[st
     (["--axes", "zyx"], "3 axes"),
     (["--labels", "cells", "--method", "mean"], "keeps its labels"),
     (["--factors", "two"], "is not a factor"),
-    (["--max-memory", "1 KiB"], "max_memory"),
+    (["--max-memory", "1 KiB"], "more than --max-memory 1.00 kiB; use smaller --chunks"),
 ])
 def test_bad_arguments_exit_2_and_create_nothing(capsys: pytest.CaptureFixture[str],
                                                  source: tuple[str, np.ndarray], tmp_path: Path,

@@ -246,8 +246,10 @@ def test_opens_groups_stores_and_subgroups() -> None:
     for source, group in ((store, "sub"), (root, "/sub"), (sub, None)):
         ds = xr.open_dataset(source, engine=ChunkflowBackendEntrypoint, group=group)
         assert ds.a.values.tolist() == [1, 2, 3, 4]
-    with pytest.raises(MetadataError, match="is an array"):
-        xr.open_dataset(sub, engine=ChunkflowBackendEntrypoint, group="a")
+    # group= naming an array: a dataset of that one variable (engine="zarr" refuses).
+    single = xr.open_dataset(sub, engine=ChunkflowBackendEntrypoint, group="a")
+    assert list(single.data_vars) == ["a"] and single.a.dims == ("t",)
+    assert single.a.values.tolist() == [1, 2, 3, 4]
 
 
 @pytest.mark.parametrize("zarr_format", [2, 3])
@@ -396,8 +398,11 @@ def test_group_under_a_consolidated_root(tmp_path: Path, zarr_format: int) -> No
         ours = xr.open_dataset(path, engine=ChunkflowBackendEntrypoint, group="sub/deep",
                                consolidated=consolidated)
         assert_same(by_zarr, ours)
-    with pytest.raises(MetadataError, match="is an array"):
-        xr.open_dataset(path, engine=ChunkflowBackendEntrypoint, group="sub/deep/temp")
+    # group= naming an array: that variable alone, decoded as in the group's dataset.
+    by_zarr = xr.open_dataset(path, engine="zarr", group="sub/deep", consolidated=True)
+    temp = xr.open_dataset(path, engine=ChunkflowBackendEntrypoint, group="sub/deep/temp")
+    assert list(temp.variables) == ["temp"] and temp.attrs == {}
+    xr.testing.assert_identical(temp.temp, by_zarr.temp.drop_vars(list(by_zarr.temp.coords)))
 
 
 def test_urls_and_zip_files(tmp_path: Path) -> None:

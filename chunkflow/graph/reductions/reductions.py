@@ -135,7 +135,7 @@ def _reduction(x: da.Array, op: str, axis: int | tuple[int, ...] | None, every: 
 @renamed_parameters(chunks="blocks", memory_limit="max_memory", compute_now="compute")
 def reduce(
     source: ReductionSource,
-    ops: Sequence[str] = ("mean", "std"),
+    ops: str | Sequence[str] = ("mean", "std"),
     *,
     selection: Selection = Ellipsis,
     axis: int | tuple[int, ...] | None = None,
@@ -156,8 +156,9 @@ def reduce(
         the process-wide chunk cache (one pass reads each chunk once; caching them would
         hold up to the cache budget for nothing); an open Array reads through its own.
         Values in memory (a numpy array, nested lists) are reduced as they are.
-    ops : sequence of str
-        Any of ``mean``, ``std``, ``var``, ``min``, ``max``, ``sum``.
+    ops : str or sequence of str
+        Any of ``mean``, ``std``, ``var``, ``min``, ``max``, ``sum`` (one name is a list
+        of one: ``reduce(z, "sum")`` gives ``{"sum": ...}``).
     selection : basic selection
         The part of the array to reduce.
     axis, ddof
@@ -182,6 +183,7 @@ def reduce(
     dict
         ``{op: result}``, numpy scalars or arrays (dask arrays if not computed).
     """
+    ops = [ops] if isinstance(ops, str) else list(ops)  # "sum" is not "s", "u", "m"
     x, block_bytes = reduction_input(source, selection, blocks, max_memory, scheduler,
                                      storage_options)
     every = split_every(x, axis, block_bytes)

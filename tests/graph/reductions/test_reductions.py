@@ -84,3 +84,11 @@ def test_lazy_results_have_numpy_s_dtypes() -> None:
     assert {op: v.dtype.type for op, v in lazy.items()} == expected
     computed = dict(zip(lazy, dask.compute(*lazy.values(), scheduler="sync")))
     np.testing.assert_array_equal(computed["var"], np.var(z[...], axis=0))
+
+
+def test_one_reduction_by_name_is_a_list_of_one() -> None:
+    """``reduce(z, "sum")`` is ``reduce(z, ["sum"])``, not the letters s, u, m."""
+    data = np.arange(12.0).reshape(3, 4)
+    z = chunkflow.array(data, chunks=(2, 2))
+    assert chunkflow.reduce(z, "sum", scheduler="sync") == {"sum": data.sum()}
+    assert list(chunkflow.reduce(z, "std", scheduler="sync")) == ["std"]
