@@ -54,6 +54,8 @@ RAW_MOMENT_PROPERTIES: dict[str, str] = {
     "moments_weighted_normalized": "wraw", "moments_weighted_hu": "wraw",
 }
 _HU = ("moments_hu", "moments_weighted_hu")
+# Voxels whose powers are held at once (about 200 bytes each in 3-D).
+_PIECE = 1 << 16
 
 
 def raw_moment_names(ndim: int, spacing: np.ndarray | None) -> list[str]:
@@ -67,6 +69,18 @@ def raw_moment_names(ndim: int, spacing: np.ndarray | None) -> list[str]:
             if name not in _HU or (ndim == 2 and unit)]
 
 
+def _accumulate(found: np.ndarray, rows: np.ndarray, powers: list[list[np.ndarray]],
+                partial: np.ndarray, axis: int, start: int, stride: int) -> None:
+    """Add the bincounts of ``partial`` times each product of ``powers`` of the axes
+    from ``axis`` on to the columns of ``found`` (products shared along the way)."""
+    if axis == len(powers):
+        found[:, start] += np.bincount(rows, weights=partial, minlength=len(found))
+        return
+    for p in range(_SIDE):
+        _accumulate(found, rows, powers, partial * powers[axis][p], axis + 1,
+                    start + p * stride // _SIDE, stride // _SIDE)
+
+
 def block_moments(slots: np.ndarray, shape: tuple[int, ...], chosen: np.ndarray, size: int,
                   low: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
     """Per label (the ``chosen`` slots of the flat ``slots``, ``size`` slots in all)
@@ -76,25 +90,20 @@ def block_moments(slots: np.ndarray, shape: tuple[int, ...], chosen: np.ndarray,
     ndim, k = len(shape), len(chosen)
     row = np.full(size, -1, np.intp)
     row[chosen] = np.arange(k)
-    rows = row[slots]
-    keep = np.flatnonzero(rows >= 0)  # the objects' voxels (background costs nothing)
-    rows = rows[keep]
-    coords = np.unravel_index(keep, shape)
-    # Each voxel's coordinate in its object's box, as float64: exact (a block's size).
-    local = [(coords[a] - low[rows, a]).astype(np.float64) for a in range(ndim)]
-    powers = [[np.ones(len(rows)) if p == 0 else x ** p for p in range(_SIDE)] for x in local]
-    base = np.ones(len(rows)) if weights is None else weights[keep]
-    found = np.empty((k, _SIDE ** ndim))
-
-    def fill(axis: int, partial: np.ndarray, start: int, stride: int) -> None:
-        if axis == ndim:
-            found[:, start] = np.bincount(rows, weights=partial, minlength=k)
-            return
-        for p in range(_SIDE):
-            fill(axis + 1, partial * powers[axis][p], start + p * stride // _SIDE,
-                 stride // _SIDE)
-
-    fill(0, base, 0, _SIDE ** ndim)
+    rows_all = row[slots]
+    voxels = np.flatnonzero(rows_all >= 0)  # the objects' voxels (background costs nothing)
+    found = np.zeros((k, _SIDE ** ndim))
+    # A piece of the voxels at a time: their powers and products are the temporaries.
+    for begin in range(0, len(voxels), _PIECE):
+        keep = voxels[begin:begin + _PIECE]
+        rows = rows_all[keep]
+        coords = np.unravel_index(keep, shape)
+        # Each voxel's coordinate in its object's box, as float64: exact (a block's size).
+        local = [(coords[a] - low[rows, a]).astype(np.float64) for a in range(ndim)]
+        powers = [[np.ones(len(rows)) if p == 0 else x ** p for p in range(_SIDE)]
+                  for x in local]
+        base = np.ones(len(rows)) if weights is None else weights[keep]
+        _accumulate(found, rows, powers, base, 0, 0, _SIDE ** ndim)
     return found
 
 
