@@ -6,6 +6,7 @@ import argparse
 
 import chunkflow
 from chunkflow.cli import (
+    analysis,
     browse,
     convert,
     demo,
@@ -48,8 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_common_options(common)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
                                      title="commands")
-    for module in (browse, convert, rechunk, filters, pyramid, label, measure, stats, resume,
-                   verify, demo):
+    for module in (browse, convert, rechunk, filters, analysis, pyramid, label, measure, stats,
+                   resume, verify, demo):
         module.register(commands, [common])
     for command in command_parsers(parser).values():
         command.epilog = " ".join(filter(None, (command.epilog, EXIT_CODES_TEXT)))
