@@ -64,7 +64,7 @@ def binary_fill_holes(input: Any, structure: Any = None, output: Any = None, ori
 
     ``structure`` has sides of 3 (or 1) and is symmetric about its centre; ``origin``
     is 0 (a shifted structure reaches one way only): others are refused by name.
-    ``temp=`` holds the background's labels (default in memory). As scipy, the result
+    ``temp=`` is taken and not needed (nothing is stored between passes). As scipy, the result
     is boolean; a numpy ``output`` is filled with it.
 
     Examples

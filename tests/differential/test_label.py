@@ -96,8 +96,12 @@ def scipy_label(case: Case) -> tuple[np.ndarray, int]:
 
 
 def labelling(labeller: str) -> Any:
-    """Where jobs label with scipy only ("scipy") or as planned ("auto": cc3d where it
-    may, when installed)."""
+    """Where jobs label with scipy only ("scipy"), as planned ("auto": cc3d where it
+    may, when installed; the write pass takes the labels the first pass kept), or as
+    planned with no chunk cache ("relabelled": the write pass labels each block
+    again)."""
+    if labeller == "relabelled":
+        return chunkflow.config.set({"chunkflow.cache.max-bytes": 0})
     return scipy_only() if labeller == "scipy" else contextlib.nullcontext()
 
 
@@ -163,7 +167,7 @@ def cc3d_cases(draw: st.DrawFn) -> Case:
 @example(case=Case(np.array([[0, 0, 1, 1, 1], [0, 0, 1, 1, 1], [0, 0, 1, 0, 1],
                              [0, 1, 1, 1, 1]], bool), (4, 5), structure=np.ones((3, 3)).tolist(),
                    blocks=(1, 1)))
-@pytest.mark.parametrize("labeller", ["auto", "scipy"])
+@pytest.mark.parametrize("labeller", ["auto", "scipy", "relabelled"])
 def test_label_equals_scipy_on_blocks_cc3d_labels(case: Case, labeller: str) -> None:
     with labelling(labeller):
         check(case)

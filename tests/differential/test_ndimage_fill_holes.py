@@ -56,3 +56,26 @@ def test_fill_holes_equals_scipy(case: tuple[Any, ...]) -> None:
                                     blocks=(1,) * data.ndim)
     assert got.dtype == expected.dtype
     np.testing.assert_array_equal(got[...], expected)
+
+
+@budget(5)
+@given(data=cst.binary_images(shapes=cst.shapes(min_dims=2, max_dims=3, zero_sides=False,
+                                                max_side=24)),
+       relabelled=st.booleans())
+@example(data=np.pad(np.pad(np.zeros((6, 6), bool), 2, constant_values=True), 3),
+         relabelled=False)
+def test_fill_holes_from_and_to_folders_with_every_default(tmp_path_factory: Any, data: np.ndarray,
+                                                           relabelled: bool) -> None:
+    # The path users take: file:// URLs in and out with storage_options, no tuning
+    # argument; with the chunk cache or without it (then the write pass labels each
+    # block again).
+    folder = tmp_path_factory.mktemp("holes")
+    chunks = tuple(max(1, n // 3) for n in data.shape)
+    chunkflow.array(data, chunks=chunks, store=str(folder / "in.zarr"))
+    settings = {"chunkflow.cache.max-bytes": 0} if relabelled else {}
+    with chunkflow.config.set(settings):
+        got = ndimage.binary_fill_holes(f"file://{folder}/in.zarr",
+                                        out=f"file://{folder}/new/out.zarr",
+                                        storage_options={"auto_mkdir": True})
+    np.testing.assert_array_equal(got[...], scipy_ndimage.binary_fill_holes(data))
+    assert got.dtype == bool and got.chunks == chunks

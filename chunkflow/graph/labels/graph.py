@@ -1,7 +1,7 @@
 """The labelling graph: two passes over the blocks around a merge on the faces.
 
-1. ``scan``: each block is labelled alone; its face slabs and its info are kept (the
-   labels are not). Nothing is written.
+1. ``scan``: each block is labelled alone; its face slabs and its info are kept, and
+   its labels, under the chunk cache's budget. Nothing is written.
 2. ``pairs``: each block and the blocks after it (across faces, edges and corners, as
    the structure connects them) give the pairs of parts that touch, sorted by the
    merge-tree node where the two blocks meet.
@@ -15,7 +15,9 @@
    cannot hold them is refused here, before anything is written.
 6. ``labels up`` / ``labels down``: the labels of components that span blocks travel
    from the block of their first voxel to the others, through the merge tree.
-7. ``write``: each block is labelled again, numbered, and written as whole chunks.
+7. ``write``: each block's labels are numbered and written as whole chunks: the labels
+   the first pass kept in the process's chunk cache, or the block labelled again where
+   they are not there (:mod:`chunkflow.graph.labels.provisional`).
 
 Tasks number about 15 per block; no task holds more than one block, the faces of a
 block and its neighbours, or the components crossing one node's halves.
@@ -28,6 +30,7 @@ from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
 
 from chunkflow.graph.labels import tasks
+from chunkflow.graph.labels.provisional import drop
 from chunkflow.graph.labels.ranks import dyadic_cover
 
 if TYPE_CHECKING:
@@ -47,8 +50,10 @@ def create_output(plan: OutputPlan, total: Any) -> OutputHandle:
     return plan.create(int(total))
 
 
-def finish(handle: OutputHandle, total: Any, *written: bool) -> tuple[Any, int]:
-    """Every block is written: the job's records and mark go; the output and count."""
+def finish(handle: OutputHandle, total: Any, job: LabelJob, *written: bool) -> tuple[Any, int]:
+    """Every block is written: the job's records and mark go, and the labels the first
+    pass kept for blocks a resumed job skipped; the output and count."""
+    drop(job.run, job.grid.blocks())
     if handle.tracker is not None:
         handle.tracker.finish(handle.array)
     return handle.array, int(total)
@@ -208,7 +213,7 @@ class _Builder:
                             self.block("info", b), self.finals(b), self.known(b),
                             self.block("offsets", b))
                    for b in self.blocks]
-        return self.add(self.key("done"), finish, created, total, *written)
+        return self.add(self.key("done"), finish, created, total, self.job_key, *written)
 
 
 def build_graph(job: LabelJob, output: OutputPlan, token: str) -> tuple[dict[Key, Any], Key]:

@@ -130,9 +130,11 @@ def job_sources(source: Source, job_name: str | None) -> list[Any]:
 
 def run_label_job(job: LabelJob, output: OutputPlan, token: str, *, compute: bool,
                   scheduler: SchedulerLike, progress: ProgressArg,
-                  commit: str | None = None) -> Any:
-    """Build and run (or return, ``compute=False``) the graph of ``job``."""
-    graph, key = build_graph(job, output, token)
+                  commit: str | None = None,
+                  build: Callable[..., tuple[dict[Any, Any], Any]] = build_graph) -> Any:
+    """Build (with ``build``, default :func:`~chunkflow.graph.labels.graph.build_graph`)
+    and run (or return, ``compute=False``) the graph of ``job``."""
+    graph, key = build(job, output, token)
     delayed = Delayed(key, graph)
     if not compute:
         return delayed

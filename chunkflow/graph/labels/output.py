@@ -125,6 +125,11 @@ class OutputPlan:
     grid: tuple[int, ...] = ()
     sources: Mapping[str, str] = field(default_factory=dict)
     function: Mapping[str, str] = field(default_factory=dict)
+    # The dtype is the caller's (a fill's bool), not one that must hold the labels.
+    fixed: bool = False
+
+    def _dtype(self, count: int) -> np.dtype:
+        return np.dtype(self.dtype) if self.fixed else label_dtype(self.dtype, count, self.what)
 
     def template(self) -> Array:
         """The output in memory (no chunks), with the dtype asked for or uint32."""
@@ -156,10 +161,11 @@ class OutputPlan:
     def create(self, count: int) -> OutputHandle:
         """Create (or open) the output for ``count`` labels, with its job."""
         if self.existing is not None:
-            label_dtype(self.existing.dtype, count, self.what)
+            if not self.fixed:
+                label_dtype(self.existing.dtype, count, self.what)
             array = self.existing
         else:
-            dtype = label_dtype(self.dtype, count, self.what)
+            dtype = self._dtype(count)
             template = create_array(None, dtype=dtype, **self.kwargs)
             attributes = Job.mark(self.spec(template), self.grid) if self.resume else {}
             array = create_array(self.location, dtype=dtype, **self.kwargs,
@@ -181,8 +187,10 @@ def plan_output(what: str, out: Any, shape: tuple[int, ...], chunks: tuple[int, 
                 resume: bool, job_name: str | None,
                 storage_options: Mapping[str, Any] | None,
                 dimension_names: Any = None,
-                reads: Sequence[tuple[str, str]] = ()) -> OutputPlan:
-    """Check ``out`` can take labels of ``shape`` (nothing is created here).
+                reads: Sequence[tuple[str, str]] = (), fixed: bool = False) -> OutputPlan:
+    """Check ``out`` can take labels of ``shape`` (nothing is created here); ``fixed``:
+    ``dtype`` is the output's whatever the count (a fill's ``bool``), any dtype an
+    existing output has is taken.
 
     Raises
     ------
@@ -202,7 +210,7 @@ def plan_output(what: str, out: Any, shape: tuple[int, ...], chunks: tuple[int, 
             else None)
     check_not_source(what, here, reads, depth=(1,) * len(shape),
                      creates=not isinstance(out, Array))
-    if dtype is not None:
+    if dtype is not None and not fixed:
         label_dtype(dtype, 0, what)  # an integer dtype
     if isinstance(out, Array):
         existing: Array | None = out
@@ -222,9 +230,10 @@ def plan_output(what: str, out: Any, shape: tuple[int, ...], chunks: tuple[int, 
                                      f"{existing.shape}; the source has {shape}")
         if existing.read_only:
             raise ReadOnlyError(f"{what}: out {existing.path or '/'!r} is read-only")
-        label_dtype(existing.dtype, 0, what)
+        if not fixed:
+            label_dtype(existing.dtype, 0, what)
         return OutputPlan(what, None, existing, {}, existing.dtype, False, storage_options,
-                          resume, job_name)
+                          resume, job_name, fixed=fixed)
     fmt = zarr_format if zarr_format is not None else (3 if shards is not None else 3)
     kwargs: dict[str, Any] = {"shape": shape, "chunks": chunks, "fill_value": 0,
                               "zarr_format": fmt}
@@ -233,7 +242,7 @@ def plan_output(what: str, out: Any, shape: tuple[int, ...], chunks: tuple[int, 
     if dimension_names is not None and fmt == 3:
         kwargs["dimension_names"] = dimension_names
     plan = OutputPlan(what, _absolute(out), None, kwargs, dtype, overwrite, storage_options,
-                      resume, job_name)
+                      resume, job_name, fixed=fixed)
     plan.template()  # checks every creation argument, creating nothing
     return plan
 

@@ -78,9 +78,10 @@ def level_counts(coords: tuple[np.ndarray, ...], count: int,
     return tuple(counts)
 
 
-def scan_labels(grid: BlockGrid, index: tuple[int, ...], labels: np.ndarray,
-                count: int) -> tuple[Faces, BlockInfo]:
-    """The faces and the info of block ``index``, from its local ``labels`` (1..count)."""
+def scan_labels(grid: BlockGrid, index: tuple[int, ...], labels: np.ndarray, count: int,
+                first: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[Faces, BlockInfo]:
+    """The faces and the info of block ``index``, from its local ``labels`` (1..count);
+    ``first``: their :func:`~chunkflow.graph.labels.geometry.first_rows`, if known."""
     slabs: dict[int, np.ndarray] = {}
     masks = np.zeros(count + 1, np.uint16)
     for axis in range(grid.ndim):
@@ -92,17 +93,19 @@ def scan_labels(grid: BlockGrid, index: tuple[int, ...], labels: np.ndarray,
             touched = np.zeros(count + 1, bool)
             touched[slab.reshape(-1)] = True
             masks[touched] |= face_bit(axis, side)
-    info = block_info(grid, index, labels, count, masks)
+    info = block_info(grid, index, labels, count, masks, first)
     return Faces(slabs, info.exposed, info.keys), info
 
 
 def block_info(grid: BlockGrid, index: tuple[int, ...], labels: np.ndarray, count: int,
-               masks: np.ndarray) -> BlockInfo:
+               masks: np.ndarray,
+               first: tuple[np.ndarray, np.ndarray] | None = None) -> BlockInfo:
     """A block's info from its local ``labels`` (1..count, numbered by first voxel) and
-    each label's face mask (``masks[label]``, 0 for closed parts)."""
+    each label's face mask (``masks[label]``, 0 for closed parts); ``first``: the
+    labels' :func:`~chunkflow.graph.labels.geometry.first_rows`, if known."""
     masks[0] = 0
     exposed = np.flatnonzero(masks).astype(np.int64)
-    rows, places = first_rows(labels, count)
+    rows, places = first if first is not None else first_rows(labels, count)
     keys = grid.keys_of(rows[exposed - 1], places[exposed - 1], index)
     closed = np.ones(count + 1, bool)
     closed[0] = False

@@ -36,9 +36,10 @@ from chunkflow.core.array import Array
 from chunkflow.engine.pool import serial_io
 from chunkflow.errors import MemoryPlanError
 from chunkflow.graph.blocks import default_per_block
-from chunkflow.graph.labels.geometry import BlockGrid
+from chunkflow.graph.labels.geometry import BlockGrid, first_rows
 from chunkflow.graph.labels.local import cc3d_connectivity, local_labels
 from chunkflow.graph.labels.parts import BlockInfo, block_pairs, scan_labels
+from chunkflow.graph.labels.provisional import keep, new_run, take
 from chunkflow.graph.labels.structure import block_offsets
 from chunkflow.graph.labels.tree import MergeTree
 from chunkflow.graph.memory import default_max_memory, fitting_multiples
@@ -135,6 +136,9 @@ class LabelJob:
     # cc3d's connectivity for the structure, chosen where the job is planned (None:
     # scipy labels; see chunkflow.graph.labels.local).
     connectivity: int | None = field(default=None, kw_only=True)
+    # Names the labels the first pass keeps for the write pass (None: kept nowhere;
+    # see chunkflow.graph.labels.provisional).
+    run: str | None = field(default=None, kw_only=True)
 
     @cached_property
     def tree(self) -> MergeTree:
@@ -143,7 +147,7 @@ class LabelJob:
     @classmethod
     def create(cls, grid: BlockGrid, structure: np.ndarray, source: Source) -> LabelJob:
         return cls(grid, structure, source, block_offsets(structure),
-                   connectivity=cc3d_connectivity(structure))
+                   connectivity=cc3d_connectivity(structure), run=new_run())
 
     def labels(self, index: tuple[int, ...]) -> tuple[np.ndarray, int]:
         """Block ``index``'s local labels (numbered by first voxel) and their count."""
@@ -153,7 +157,21 @@ class LabelJob:
     def scan(self, index: tuple[int, ...]) -> tuple[Any, BlockInfo]:
         """The first pass over block ``index``: what its pairs need, and its info."""
         labels, count = self.labels(index)
-        return scan_labels(self.grid, index, labels, count)
+        rows, places = first_rows(labels, count)
+        found = scan_labels(self.grid, index, labels, count, (rows, places))
+        keep(self.run, index, labels, rows)
+        return found
+
+    def labels_again(self, index: tuple[int, ...],
+                     info: BlockInfo) -> tuple[np.ndarray, np.ndarray]:
+        """Block ``index``'s local labels for the write pass and the first row of each:
+        those the first pass kept, or labelled again (and checked against ``info``)."""
+        kept = take(self.run, index)
+        if kept is not None:
+            return kept
+        labels, count = self.labels(index)
+        self.check_again(index, count, info)
+        return labels, first_rows(labels, info.count)[0]
 
     def pairs(self, own: Any, other: Any, offset: tuple[int, ...],
               voxels: list[tuple[int, ...]]) -> np.ndarray:

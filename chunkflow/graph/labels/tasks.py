@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from chunkflow.graph.labels.geometry import first_rows
 from chunkflow.graph.labels.merge import (
     KeyMap,
     NodeState,
@@ -26,6 +25,7 @@ from chunkflow.graph.labels.ranks import (
     add,
     block_hist,
     face_labels,
+    gather,
     label_map,
     owned_exposed,
     row_offsets,
@@ -126,10 +126,8 @@ def block_labels(job: LabelJob, index: tuple[int, ...], info: BlockInfo,
                  finals: KeyMap | None, known: KeyMap | None,
                  rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Block ``index``'s local labels and the map from them to global labels."""
-    labels, count = job.labels(index)
-    job.check_again(index, count, info)
-    first, _ = first_rows(labels, count)
-    owned = np.ones(count, bool)
+    labels, first = job.labels_again(index, info)
+    owned = np.ones(info.count, bool)
     owned[info.exposed - 1] = owned_exposed(info, finals)
     mapping = label_map(first, owned, rows)
     if len(info.exposed):
@@ -145,7 +143,7 @@ def write(job: LabelJob, index: tuple[int, ...], handle: OutputHandle, info: Blo
     """The second pass over one block: label it again, number it, write it."""
     def run() -> bool:
         labels, mapping = block_labels(job, index, info, finals, known, numbering[0])
-        handle.write(job.grid.region(index), mapping.astype(handle.dtype)[labels])
+        handle.write(job.grid.region(index), gather(mapping.astype(handle.dtype), labels))
         return True
 
     return handle.run(index, job.grid.region(index), run)

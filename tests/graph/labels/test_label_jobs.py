@@ -83,13 +83,42 @@ def _lazy(src: str, log: Path) -> Any:
                                                             dtype=bool)
 
 
+def _relabelled() -> Any:
+    """No chunk cache: the first pass keeps no labels, so the write pass reads and
+    labels each block again (as in a worker process that did not scan the block)."""
+    return chunkflow.config.set({"chunkflow.cache.max-bytes": 0})
+
+
+@pytest.mark.parametrize("budget", [None, 0, 3000])
+def test_blocks_are_read_once_where_the_cache_keeps_their_labels(tmp_path: Path,
+                                                                 budget: int | None) -> None:
+    # By default the write pass takes the labels the first pass kept in the chunk
+    # cache; with no cache it labels every block again; with a cache of 3000 bytes
+    # (a block's labels are 320 bytes of uint32, and its rows) some blocks are kept,
+    # others not.
+    src, expected = _source(tmp_path)
+    log = tmp_path / "log"
+    log.mkdir()
+    settings = {} if budget is None else {"chunkflow.cache.max-bytes": budget}
+    with chunkflow.config.set(settings):
+        result, count = _label(_lazy(src, log), str(tmp_path / "out.zarr"), scheduler="sync")
+    np.testing.assert_array_equal(result[...], expected)
+    calls = len(logged_calls(log))
+    if budget is None:
+        assert calls == 24
+    elif budget == 0:
+        assert calls == 48
+    else:
+        assert 24 < calls < 48
+
+
 def test_a_failed_run_resumes_where_it_stopped(tmp_path: Path) -> None:
     src, expected = _source(tmp_path)
     log = tmp_path / "log"
     log.mkdir()
     out = str(tmp_path / "out.zarr")
     (log / "fail-3-2").touch()  # the write pass of block (3, 2) fails
-    with pytest.raises(RuntimeError, match="injected"):
+    with _relabelled(), pytest.raises(RuntimeError, match="injected"):
         _label(_lazy(src, log), out, resume=True, scheduler="sync")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", IncompleteJobWarning)
@@ -98,7 +127,8 @@ def test_a_failed_run_resumes_where_it_stopped(tmp_path: Path) -> None:
     (log / "fail-3-2").unlink()
     for p in (log / "calls").iterdir():
         p.unlink()
-    result, count = _label(_lazy(src, log), out, resume=True, scheduler="sync")
+    with _relabelled():
+        result, count = _label(_lazy(src, log), out, resume=True, scheduler="sync")
     # The first pass reads every block again; the write pass only the blocks not done.
     assert len(logged_calls(log)) == 24 + (24 - status.done)
     np.testing.assert_array_equal(result[...], expected)
@@ -111,7 +141,7 @@ def test_resuming_a_different_job_is_refused_and_writes_nothing(tmp_path: Path) 
     log.mkdir()
     out = str(tmp_path / "out.zarr")
     (log / "fail-5-3").touch()
-    with pytest.raises(RuntimeError, match="injected"):
+    with _relabelled(), pytest.raises(RuntimeError, match="injected"):
         _label(_lazy(src, log), out, resume=True, scheduler="sync")
     before = sorted(LocalStore(out).list_prefix(""))
     with pytest.raises(JobMismatchError, match="label"):
@@ -126,7 +156,7 @@ import numpy as np
 import chunkflow
 from tests.graph.labels.test_label_jobs import _lazy
 args = json.loads(sys.argv[1])
-with dask.config.set(num_workers=2):
+with dask.config.set(num_workers=2), chunkflow.config.set({"chunkflow.cache.max-bytes": 0}):
     chunkflow.label(_lazy(args["src"], args["log"]), args["out"], resume=True,
                     structure=np.ones((3, 3), bool), blocks=(1, 1), scheduler="threads")
 """
@@ -173,7 +203,8 @@ def test_a_killed_run_resumes_bit_identical(tmp_path: Path) -> None:
     (log / "pause").unlink()
     for p in (log / "calls").iterdir():
         p.unlink()
-    result, _ = _label(_lazy(src, log), out, resume=True, scheduler="threads")
+    with _relabelled():
+        result, _ = _label(_lazy(src, log), out, resume=True, scheduler="threads")
     assert len(logged_calls(log)) == 24 + (24 - status.done)
     np.testing.assert_array_equal(result[...], expected)
     whole = str(tmp_path / "whole.zarr")
