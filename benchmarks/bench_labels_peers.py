@@ -27,7 +27,12 @@ interpreter once the libraries are imported):
   time (``area``, ``bbox``, ``centroid``, ``eccentricity``, ``perimeter``):
   ``chunkflow.measure`` from the store, ``regionprops_table`` and ``cc3d.statistics``
   (which computes counts, boxes and centroids together; it has no eccentricity or
-  perimeter) on the labels in memory.
+  perimeter) on the labels in memory;
+- the moment properties (``moments``, ``moments_central``, ``moments_normalized``,
+  ``moments_hu``, ``inertia_tensor_eigvals``), chunkflow against ``regionprops_table``;
+- ``regionprops_table(..., out="t.parquet")`` (label, area, bbox, centroid), chunkflow
+  measuring and writing group by group (default row groups, and row groups of 10^4
+  objects) against skimage's table written whole by pyarrow: time and peak memory.
 
 Each child first labels and measures a tiny image (not timed): chunkflow loads some of
 its modules on first use, as the peers' are loaded by their imports. Every run of a
@@ -60,6 +65,13 @@ LABELLERS = ("chunkflow", "chunkflow-scipy", "cc3d", "scipy")
 FLOORS = ("floor-read", "floor-cc3d-blocks", "floor-write")
 PROPERTIES = ("area", "bbox", "centroid", "eccentricity", "perimeter")
 MEASURERS = ("chunkflow", "skimage", "cc3d")
+#: Moment properties, from chunkflow's first pass (merged raw moments); cc3d has none.
+MOMENT_PROPERTIES = ("moments", "moments_central", "moments_normalized", "moments_hu",
+                     "inertia_tensor_eigvals")
+#: The table written to Parquet: chunkflow group by group (the default row groups of a
+#: million objects, and of 10^4), scikit-image's table whole then pyarrow.
+PARQUET_WRITERS = ("chunkflow", "chunkflow-10k", "skimage")
+PARQUET_PROPERTIES = ["label", "area", "bbox", "centroid"]
 
 
 def _structure(ndim: int) -> np.ndarray:
@@ -177,6 +189,31 @@ def _measure_child(kind: str, labels: str, prop: str) -> dict[str, Any]:
     return {"count": int(present.sum()), "sum": total, "start": start}
 
 
+def _parquet_child(kind: str, labels: str, out: str) -> dict[str, Any]:
+    import pyarrow.parquet as pq
+    import zarr
+
+    import chunkflow
+    from chunkflow.skimage import measure
+
+    if kind.startswith("chunkflow"):
+        z = chunkflow.open_array(labels, mode="r")
+        start = time.perf_counter()
+        groups = {"row_group_size": 10_000} if kind == "chunkflow-10k" else {}
+        measure.regionprops_table(z, properties=PARQUET_PROPERTIES, out=out,
+                                  scheduler="threads", **groups)
+    else:
+        from skimage.measure import regionprops_table
+
+        data = zarr.open_array(labels, mode="r")[...]
+        start = time.perf_counter()
+        table = regionprops_table(data, properties=PARQUET_PROPERTIES)
+        pq.write_table(__import__("pyarrow").table(table), out)
+    written = pq.read_table(out)
+    return {"count": written.num_rows, "sum": float(np.sum(written["area"].to_numpy())),
+            "start": start, "groups": pq.ParquetFile(out).num_row_groups}
+
+
 def _warm_up() -> None:
     """One tiny label and measure, so that the modules chunkflow loads on first use
     are loaded before the clock, as the peers' code is (the first call in a fresh
@@ -213,6 +250,9 @@ def child(what: str, kind: str, *args: str) -> None:
     if what == "label":
         result = _label_child(kind, args[0], args[1])
         shutil.rmtree(args[1], ignore_errors=True)
+    elif what == "parquet":
+        result = _parquet_child(kind, args[0], args[1])
+        Path(args[1]).unlink(missing_ok=True)
     else:
         result = _measure_child(kind, args[0], args[1])
     seconds = time.perf_counter() - result.pop("start")
@@ -307,12 +347,69 @@ def bench_props(folder: Path, shape: tuple[int, ...], chunks: tuple[int, ...],
               f"skimage {_ratio(ours, results['skimage'])}, cc3d {_ratio(ours, results['cc3d'])}")
 
 
+def _stored_labels(folder: Path, shape: tuple[int, ...], chunks: tuple[int, ...]) -> Path:
+    import chunkflow
+
+    name = "x".join(map(str, shape))
+    image = folder / f"image-{name}.zarr"
+    threshold = make_image(image, shape, chunks)
+    labels = folder / f"labels-{name}.zarr"
+    if not labels.exists():
+        z = chunkflow.open_array(str(image), mode="r")
+        chunkflow.label(chunkflow.to_dask(z) > threshold, str(labels))
+    return labels
+
+
+def _agree(runs: list[dict[str, Any]]) -> bool:
+    """Every run found the same objects and column sums (to 9 significant digits:
+    moment sums are large and rounded differently)."""
+    found = {(r["count"], f"{r['sum']:.9g}") for r in runs if not r.get("missing")}
+    return len(found) == 1
+
+
+def bench_moments(folder: Path, shape: tuple[int, ...], chunks: tuple[int, ...],
+                  repeat: int) -> None:
+    labels = _stored_labels(folder, shape, chunks)
+    print(f"moment properties of the labels of {'x'.join(map(str, shape))}, one at a time: "
+          "chunkflow.measure from the store on threads (first pass, merged raw "
+          "moments), regionprops_table in memory (cc3d has none)", flush=True)
+    for prop in MOMENT_PROPERTIES:
+        results = {kind: _runs(repeat, "measure", kind, str(labels), prop)
+                   for kind in MEASURERS[:2]}
+        print(f"  {prop}")
+        for kind, runs in results.items():
+            print(_line(kind, runs), flush=True)
+        runs = [r for kind_runs in results.values() for r in kind_runs]
+        print(f"   same objects and column sums: {_agree(runs)}   chunkflow's time over: "
+              f"skimage {_ratio(results['chunkflow'], results['skimage'])}")
+
+
+def bench_parquet(folder: Path, shape: tuple[int, ...], chunks: tuple[int, ...],
+                  repeat: int) -> None:
+    labels = _stored_labels(folder, shape, chunks)
+    print(f"regionprops_table({', '.join(PARQUET_PROPERTIES)}) of the labels of "
+          f"{'x'.join(map(str, shape))} written to Parquet: chunkflow group by group from "
+          "the store (default row groups; of 10^4 objects), skimage's table in memory "
+          "then pyarrow", flush=True)
+    results = {kind: _runs(repeat, "parquet", kind, str(labels), str(folder / "t.parquet"))
+               for kind in PARQUET_WRITERS}
+    for kind, runs in results.items():
+        print(_line(kind, runs), f"  {runs[0]['count']} rows in {runs[0]['groups']} row groups",
+              flush=True)
+    runs = [r for kind_runs in results.values() for r in kind_runs]
+    print(f"   same rows and areas: {_agree(runs)}   chunkflow's time over skimage: "
+          f"{_ratio(results['chunkflow'], results['skimage'])} (row groups of 10^4: "
+          f"{_ratio(results['chunkflow-10k'], results['skimage'])})")
+
+
 def run(folder: Path, quick: bool, repeat: int) -> None:
     plane = (2048, 2048) if quick else (8192, 8192)
     side = 128 if quick else 512
     bench_label(folder, plane, (512, 512), repeat)
     bench_label(folder, (side,) * 3, (side // 4,) * 3, repeat)
     bench_props(folder, plane, (512, 512), repeat)
+    bench_moments(folder, plane, (512, 512), repeat)
+    bench_parquet(folder, plane, (512, 512), repeat)
 
 
 def main() -> None:

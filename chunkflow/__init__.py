@@ -117,6 +117,7 @@ if TYPE_CHECKING:
     )
     from chunkflow.graph.pyramid import pyramid
     from chunkflow.graph.rechunk import rechunk
+    from chunkflow.io import convert
 
 # The dask graph builders (and chunkflow.reductions, built on them) load dask.array,
 # with pandas, scipy.sparse and xarray when they are installed: about 70 MiB of memory
@@ -124,6 +125,7 @@ if TYPE_CHECKING:
 # reading and writing arrays needs none of it.
 _LAZY = {
     "compute": "chunkflow.graph",
+    "convert": "chunkflow.io",  # TIFF, HDF5, raw and Zarr to sharded OME-Zarr with its pyramid
     "copy": "chunkflow.graph",  # with scheduler= and progress=: a dask job per array
     "copy_all": "chunkflow.graph",
     "histogram": "chunkflow.graph",
@@ -210,6 +212,7 @@ __all__ = [
     "cache_info",
     "compute",
     "consolidate_metadata",
+    "convert",
     "copy",
     "copy_all",
     "copy_store",

@@ -3,7 +3,7 @@
 The chain (README "Layout", DESIGN.md), leftmost first::
 
     errors -> config -> metadata -> grid -> indexing -> codecs -> storage -> cache ->
-    sync -> engine -> jobs -> core -> api -> graph -> ndimage -> testing -> cli
+    sync -> engine -> jobs -> core -> api -> graph -> io -> ndimage -> testing -> cli
 
 ``buffers`` and ``version`` sit beside ``errors``; the xarray engine beside ``graph``.
 The package's own ``__init__`` and the ``chunkflow.reductions`` module, which re-export
@@ -42,6 +42,7 @@ CHAIN = [
     ("core",),
     ("api",),
     ("graph", "xarray_backend", "xarray_engine", "xarray"),
+    ("io",),  # readers of other formats (tifffile, h5py, memmap) and convert, over graph
     ("ndimage", "skimage"),  # scipy.ndimage's and scikit-image's names over graph
     ("testing",),
     ("", "reductions"),  # the public names: the package's __init__ and its reductions

@@ -1,7 +1,8 @@
 """The ``chunkflow`` command line (also ``python -m chunkflow``).
 
-Commands: ``info`` and ``tree`` describe stores; ``copy`` converts, rechunks, shards
-and recompresses; ``rechunk`` rechunks within a memory budget; ``filter`` runs a
+Commands: ``info`` and ``tree`` describe stores; ``convert`` turns TIFF, HDF5, raw and
+.npy files into sharded OME-Zarr images with their pyramids; ``copy`` converts Zarr
+versions, rechunks, shards and recompresses; ``rechunk`` rechunks within a memory budget; ``filter`` runs a
 scipy.ndimage filter with halos; ``pyramid`` writes an OME-Zarr multiscale image;
 ``label`` labels connected components and ``measure`` tables the objects;
 ``reduce`` prints statistics; ``demo`` runs the whole job on a synthetic image. Each

@@ -26,6 +26,7 @@ import argparse
 import sys
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -44,6 +45,7 @@ from chunkflow.cli.tables import check_table_output
 from chunkflow.errors import LabelError, UsageError
 from chunkflow.graph.labels.measuring import DEFAULT_PROPERTIES
 from chunkflow.graph.labels.properties import parse_properties as parse_properties_of_measure
+from chunkflow.skimage.measure import regionprops_table
 
 __all__ = ["check_label_dtype", "check_property_names", "intensity_hint", "parse_properties",
            "register", "run_measure"]
@@ -79,11 +81,18 @@ def run_measure(args: argparse.Namespace) -> int:
                                   cache=False)
     start = time.perf_counter()
     with waited_for(args.scheduler), naming_source(args.labels), labels_refused():
-        table = chunkflow.measure(labels, intensity, properties=args.properties,
-                                  max_memory=args.max_memory, scheduler=args.scheduler,
-                                  progress=progress_wanted(args))
-    writer.write(table)
-    count = len(next(iter(table.values()))) if table else 0
+        if writer.streams:  # Parquet in row groups: the table is never whole in memory
+            writer.write_with(lambda path: regionprops_table(
+                labels, intensity, args.properties, out=str(path), max_memory=args.max_memory,
+                scheduler=args.scheduler, progress=progress_wanted(args)))
+            table = parquet_summary(writer.path)
+        else:
+            table = chunkflow.measure(labels, intensity, properties=args.properties,
+                                      max_memory=args.max_memory, scheduler=args.scheduler,
+                                      progress=progress_wanted(args))
+            writer.write(table)
+    count = int(table["rows"][0]) if "rows" in table else \
+        len(next(iter(table.values()))) if table else 0
     seconds = time.perf_counter() - start
     print(f"{count} object{'' if count == 1 else 's'} measured in {seconds:.2f} s, written "
           f"to {args.output}")
@@ -91,6 +100,31 @@ def run_measure(args: argparse.Namespace) -> int:
     if hint:
         print(f"chunkflow measure: warning: {hint}", file=sys.stderr)
     return 0
+
+
+def summary_columns(names: list[str]) -> list[str]:
+    """The columns :func:`intensity_hint` looks at."""
+    return [name for name in names if name in ("label", "area") or name.startswith("bbox-")]
+
+
+def parquet_summary(path: Path) -> dict[str, np.ndarray]:
+    """The label, area and box columns of a written Parquet table, a row group at a
+    time: the rows of the first group, and the area's total over all of them (what
+    :func:`intensity_hint` needs), never the whole table."""
+    import pyarrow.parquet as pq
+
+    file = pq.ParquetFile(path)
+    columns = summary_columns(file.schema_arrow.names)
+    if file.metadata.num_row_groups == 0:
+        return {name: np.empty(0) for name in columns}
+    first = {name: np.asarray(column)
+             for name, column in file.read_row_group(0, columns=columns).to_pydict().items()}
+    if "area" in first:  # the whole area's sum, group by group, for "no background"
+        total = sum(float(np.sum(file.read_row_group(i, columns=["area"]).column(0)))
+                    for i in range(file.metadata.num_row_groups))
+        first["area_total"] = np.array([total])
+    first["rows"] = np.array([file.metadata.num_rows])
+    return first
 
 
 def check_property_names(names: list[str], has_intensity: bool) -> None:
@@ -120,14 +154,16 @@ def intensity_hint(location: str, table: Mapping[str, np.ndarray], pixels: int) 
     area = table.get("area")
     if area is None or len(area) == 0:
         return None
-    covered = float(np.sum(area))
+    # A streamed table (parquet_summary) has the first rows, the total and the count.
+    count = int(table["rows"][0]) if "rows" in table else len(area)
+    covered = float(table["area_total"][0]) if "area_total" in table else float(np.sum(area))
     extent = _median_extent(table, area)
     if covered >= pixels:
         why = "no pixel is background (label 0)"
-    elif covered / len(area) < SMALLEST_MEAN_AREA:
-        why = f"its {len(area)} objects cover {covered / len(area):.1f} pixels each on average"
+    elif covered / count < SMALLEST_MEAN_AREA:
+        why = f"its {count} objects cover {covered / count:.1f} pixels each on average"
     elif extent is not None and extent < SMALLEST_MEDIAN_EXTENT:
-        why = (f"its {len(area)} objects are scattered: a median object fills "
+        why = (f"its {count} objects are scattered: a median object fills "
                f"{extent:.1%} of its bounding box")
     else:
         return None

@@ -9,6 +9,7 @@ from chunkflow.cli import (
     analysis,
     browse,
     convert,
+    copy,
     demo,
     filters,
     label,
@@ -49,8 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_common_options(common)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
                                      title="commands")
-    for module in (browse, convert, rechunk, filters, analysis, pyramid, label, measure, stats,
-                   resume, verify, demo):
+    for module in (browse, copy, convert, rechunk, filters, analysis, pyramid, label, measure,
+                   stats, resume, verify, demo):
         module.register(commands, [common])
     for command in command_parsers(parser).values():
         command.epilog = " ".join(filter(None, (command.epilog, EXIT_CODES_TEXT)))

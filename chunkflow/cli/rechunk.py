@@ -23,7 +23,7 @@ import numpy as np
 
 import chunkflow
 from chunkflow.cli.cleanup import waited_for
-from chunkflow.cli.convert import COMPRESSORS, parse_compressor
+from chunkflow.cli.copy import COMPRESSORS, parse_compressor
 from chunkflow.cli.nodes import naming_source, open_array_at
 from chunkflow.cli.options import (
     add_compute_options,

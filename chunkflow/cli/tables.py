@@ -66,6 +66,18 @@ class TableWriter:
         with _written_then_renamed(self.path) as partial:
             write(table, partial)
 
+    @property
+    def streams(self) -> bool:
+        """Whether the table can be written group by group as it is measured (Parquet
+        through pyarrow: :func:`chunkflow.skimage.measure.regionprops_table`'s ``out=``)."""
+        return self.format == "parquet" and self.parquet_engine == "pyarrow"
+
+    def write_with(self, fill: Callable[[Path], None]) -> None:
+        """Let ``fill`` write the file at the path it is given; renamed onto ``path`` when
+        it returns, as :meth:`write` does."""
+        with _written_then_renamed(self.path) as partial:
+            fill(partial)
+
     def _write_parquet(self, table: Table, path: Path) -> None:
         if self.parquet_engine == "pyarrow":
             import pyarrow as pa

@@ -41,50 +41,54 @@ DIGIT = 8
 
 
 def sort_keys(values: np.ndarray) -> np.ndarray:
-    """Unsigned keys in numpy's sort order: every NaN last, above ``+inf``."""
-    keys = to_keys(values)
+    """Unsigned keys in numpy's sort order: every NaN last, above ``+inf``, its sign
+    cleared but its payload kept (scipy's median of a NaN is the data's NaN)."""
     if values.dtype.kind == "f":
-        keys[values != values] = np.iinfo(keys.dtype).max
-    return keys
+        values = np.where(values != values, np.abs(values), values)
+    return to_keys(values)
 
 
-def _groups_of(values: np.ndarray, labels: np.ndarray | None,
-               groups: Groups) -> tuple[np.ndarray, np.ndarray | None]:
-    """The block's sort keys and, by label (``"labels"`` groups), their labels: both
-    sorted by label; else the keys of the one group's voxels and ``None``."""
-    keys = sort_keys(values.ravel())
+def _group_keys(values: np.ndarray, labels: np.ndarray | None, groups: Groups,
+                row_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The block's sort keys (uint64) of the wanted groups' voxels and each one's row:
+    the position of its label in ``row_keys`` (``"labels"`` groups), else 0."""
+    keys = sort_keys(values.ravel()).astype(np.uint64)
     if groups.kind == "labels":
         assert labels is not None
-        order = np.argsort(labels.ravel(), kind="stable")
-        return keys[order], labels.ravel()[order]
-    if labels is None or groups.kind == "all":
-        return keys, None
-    flat = labels.ravel()
-    return keys[flat > 0 if groups.kind == "positive" else flat == groups.value], None
+        flat = labels.ravel()
+        order = np.argsort(row_keys, kind="stable")
+        ranked = row_keys[order]
+        at = np.minimum(np.searchsorted(ranked, flat), len(ranked) - 1)
+        hit = ranked[at] == flat
+        return keys[hit], order[at[hit]]
+    if labels is not None and groups.kind != "all":
+        flat = labels.ravel()
+        keys = keys[flat > 0 if groups.kind == "positive" else flat == groups.value]
+    return keys, np.zeros(keys.size, np.int64)
 
 
 def _digit_counts(values: np.ndarray, labels: np.ndarray | None, groups: Groups,
-                  targets: np.ndarray, prefixes: np.ndarray, level: int) -> np.ndarray:
+                  row_keys: np.ndarray, width: int, prefixes: np.ndarray,
+                  level: int) -> np.ndarray:
     """Counts of (target, next digit) for the keys of each target's group matching its
-    prefix: pairs ``target * 256 + digit`` and their counts, as two columns."""
-    keys, by_label = _groups_of(values, labels, groups)
-    bits = 8 * values.dtype.itemsize
-    found = []
-    for target, (key, prefix) in enumerate(zip(targets, prefixes)):
-        if by_label is None:
-            mine = keys
-        else:
-            mine = keys[np.searchsorted(by_label, key, "left"):
-                        np.searchsorted(by_label, key, "right")]
-        mine = mine.astype(np.uint64)
-        if level:
-            mine = mine[(mine >> np.uint64(bits - level)) == prefix]
-        digits = ((mine >> np.uint64(bits - level - DIGIT)) & np.uint64(255)).astype(np.int64)
-        found.append(np.unique(target * 256 + digits, return_counts=True))
-    if not found:
+    prefix: pairs ``target * 256 + digit`` and their counts, as two columns. Target
+    ``row * width + j`` is rank ``j`` of the group of ``row_keys[row]``; every voxel is
+    matched to its targets at once (no loop over the groups)."""
+    if len(row_keys) == 0 or width == 0:
         return np.zeros((0, 2), np.int64)
-    pairs = np.concatenate([f[0] for f in found])
-    counts = np.concatenate([f[1] for f in found])
+    keys, rows = _group_keys(values, labels, groups, row_keys)
+    bits = 8 * values.dtype.itemsize
+    digits = ((keys >> np.uint64(bits - level - DIGIT)) & np.uint64(255)).astype(np.int64)
+    high = keys >> np.uint64(bits - level) if level else None
+    found = []
+    for j in range(width):
+        targets = rows * width + j
+        if high is None:
+            found.append(targets * 256 + digits)
+        else:
+            match = high == prefixes[targets]
+            found.append(targets[match] * 256 + digits[match])
+    pairs, counts = np.unique(np.concatenate(found), return_counts=True)
     return np.stack([pairs, counts], axis=1).astype(np.int64)
 
 
@@ -102,7 +106,8 @@ def values_at_ranks(values: Array, labels: Array | None, groups: Groups, keys: n
     groups) the values at its ``ranks`` (0-based, NaN last, each below the group's
     count), shape ``(len(keys), len(ranks[0]))``."""
     width = len(ranks[0]) if len(ranks) else 0
-    target_rows = np.repeat(np.asarray(keys), width)
+    row_keys = np.asarray(keys)
+    target_rows = np.repeat(row_keys, width)
     remaining = np.asarray(ranks, np.int64).ravel()
     prefixes = np.zeros(len(target_rows), np.uint64)
     base = to_dask(values)
@@ -111,7 +116,7 @@ def values_at_ranks(values: Array, labels: Array | None, groups: Groups, keys: n
                     if labels is not None else [None] * len(blocks))
     bits = 8 * values.dtype.itemsize
     for level in range(0, bits, DIGIT):
-        parts = [dask.delayed(_digit_counts)(v, lab, groups, target_rows, prefixes, level)
+        parts = [dask.delayed(_digit_counts)(v, lab, groups, row_keys, width, prefixes, level)
                  for v, lab in zip(blocks, label_blocks)]
         while len(parts) > 1:
             parts = [dask.delayed(_merge)(*parts[i:i + 8]) for i in range(0, len(parts), 8)]

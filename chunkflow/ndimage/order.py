@@ -171,6 +171,21 @@ def _rank_of(name: str, value: Any, count: int) -> int:
     return rank + count if rank < 0 else rank
 
 
+def _as_a_row(line: np.ndarray, rank_filter: Callable[..., Any], footprint: np.ndarray,
+              origin: int, **call: Any) -> np.ndarray:
+    """scipy's rank filter of a line longer than... shorter than its footprint, run by
+    scipy's N-dimensional code on the line as a 1 x n image.
+
+    scipy 1.17's fast 1-D rank filter (``_rank_filter_1d``, taken for 1-D inputs since
+    scipy 1.15; gh-23293 keeps only some large footprints from it) reads outside the
+    line when the footprint is longer than the line: its results change from call to
+    call (``median_filter(np.array([255, 0], "u1"), 4, mode="mirror")`` gives
+    ``[0, 255]`` or ``[255, 255]``). Its N-dimensional code gives the same value every
+    time, the value of every footprint no longer than the line is the same by both.
+    """
+    return rank_filter(line[None], footprint=footprint[None], origin=(0, origin), **call)[0]
+
+
 def _rank_job(what: str, func: Callable[..., Any], input: Any, value: Any, size: Any,
               footprint: Any, output: Any, mode: Any, cval: float, origin: Any, axes: Any,
               job: dict[str, Any]) -> Any:
@@ -192,6 +207,11 @@ def _rank_job(what: str, func: Callable[..., Any], input: Any, value: Any, size:
         result = min_max(what, extreme, image, resolved, dtype,
                          dict(footprint=box, mode=mode, cval=cval, origin=tuple(full_origin),
                               output=dtype), None)
+    elif image.ndim == 1 and box.shape[0] > image.shape[0]:
+        row = {**{k: v for k, v in call.items() if k not in ("size", "axes", "origin")},
+               "footprint": box, "origin": full_origin[0], "output": dtype, "rank_filter": func}
+        result = line_passes([Pass(0, _as_a_row, row, dtype)], image, dtype=dtype,
+                             job=resolved.job, what=what)
     elif image.ndim == 1:
         result = line_passes([Pass(0, func, {**call, "output": dtype}, dtype)], image,
                              dtype=dtype, job=resolved.job, what=what)

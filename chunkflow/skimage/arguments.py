@@ -26,9 +26,11 @@ from typing import Any
 from chunkflow.core.array import Array
 from chunkflow.errors import InvalidArgumentError
 from chunkflow.graph.labels.labelling import in_memory
-from chunkflow.storage import MemoryStore, Store
+from chunkflow.graph.labels.relabel import image_source
+from chunkflow.storage import MemoryStore, Store, make_store
 
-__all__ = ["JOB_KEYWORDS", "as_source", "job_keywords", "refuse_unsupported", "work_location"]
+__all__ = ["JOB_KEYWORDS", "as_source", "job_keywords", "opened_locations", "refuse_unsupported",
+           "work_location"]
 
 #: The keywords of an image-writing job, as :func:`chunkflow.map_chunks` takes them.
 JOB_KEYWORDS = ("overwrite", "resume", "scheduler", "progress", "max_memory",
@@ -44,6 +46,32 @@ def as_source(source: Any, what: str) -> Any:
         raise InvalidArgumentError(f"{what}: a dask array is not taken here; store it first "
                                    "(chunkflow.to_chunkflow) and pass the array")
     return in_memory(source, what)
+
+
+def _location(place: Any, storage_options: Mapping[str, Any] | None) -> Any:
+    """A path or URL as its store, opened with ``storage_options``; anything else as it is."""
+    if isinstance(place, str) or hasattr(place, "__fspath__"):
+        return make_store(place, storage_options=dict(storage_options or {}) or None)
+    return place
+
+
+def opened_locations(source: Any, out: Any, work: Any,
+                     storage_options: Mapping[str, Any] | None,
+                     what: str) -> tuple[Array, Any, Any]:
+    """The source as an open array and ``out`` and ``work`` as stores, each opened with
+    ``storage_options``, so that the jobs after (a label job into an intermediate
+    array, a map job reading two arrays) need no ``storage_options``: they apply to the
+    caller's locations, never to an intermediate array of this machine.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> array, out, work = opened_locations(np.arange(3), "memory://opened-doc", None, None, "f")
+    >>> array.shape, type(out).__name__, work
+    ((3,), 'FsspecStore', None)
+    """
+    return (image_source(source, storage_options, what), _location(out, storage_options),
+            _location(work, storage_options))
 
 
 def job_keywords(**given: Any) -> dict[str, Any]:

@@ -6,9 +6,9 @@ bounded memory (``max_memory``, ``scheduler``, ``progress`` as chunkflow's reduc
 The histogram is scikit-image's (every integer value its own bin; ``nbins`` equal
 bins between the minimum and maximum of other images), summed exactly from the
 blocks, and the arithmetic on it is scikit-image's, so Otsu, Yen, triangle and
-Multi-Otsu return scikit-image 0.26's value, dtype and bits. Li is exact on integer
-images and equal to within the rounding of numpy's sums on floats
-(:mod:`chunkflow.graph.thresholds.cross_entropy`).
+Multi-Otsu return scikit-image 0.26's value, dtype and bits. Li does too: on integer
+images from the exact histogram, on floats with each step's means rebuilt from the
+blocks as numpy's pairwise sums (:mod:`chunkflow.graph.thresholds.cross_entropy`).
 
 Examples
 --------
@@ -185,10 +185,11 @@ def threshold_li(image: ReductionSource, *, tolerance: float | None = None,
                  progress: ProgressArg = False, storage_options: StorageOptions = None) -> Any:
     """Li's minimum cross entropy threshold, as ``skimage.filters.threshold_li``.
 
-    Integer images give scikit-image's value bit for bit; float images equal it to
-    within the rounding of numpy's float sums (each step's means are exact here).
-    ``initial_guess`` is a number (a function of the whole image is refused); each
-    step is one pass over the image.
+    scikit-image's value bit for bit: on integer images from the exact histogram; on
+    float images each step's means are numpy's own (its pairwise sums, rebuilt from
+    blocks that are C-order runs of the image: two passes per step, one counting,
+    one summing; with numpy's default buffer size). ``initial_guess`` is a number (a
+    function of the whole image is refused).
 
     Examples
     --------

@@ -5,7 +5,9 @@ signatures, on arrays of any size.
   scikit-image numbers them: each block's regions (:mod:`chunkflow.graph.labels.values`)
   made global by :func:`chunkflow.segment`'s merge tree;
 - :func:`regionprops_table`: :func:`chunkflow.measure`'s table (one pass for sizes,
-  boxes, centroids and intensity statistics; crops for the rest).
+  boxes, centroids, intensity statistics, moments and what derives from them,
+  perimeters; crops for the rest), or with ``out=`` a Parquet file written a row
+  group at a time.
 
 Examples
 --------
@@ -22,6 +24,7 @@ Examples
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -29,10 +32,11 @@ import numpy as np
 
 from chunkflow.errors import InvalidArgumentError
 from chunkflow.graph.labels import measure, segment
+from chunkflow.graph.labels.groups import measure_groups
 from chunkflow.graph.labels.relabel import fortran_ranks, image_source, map_values
 from chunkflow.graph.labels.values import value_components
 from chunkflow.skimage.arguments import as_source
-from chunkflow.skimage.tables import ROW_GROUP_SIZE, write_parquet
+from chunkflow.skimage.tables import ROW_GROUP_SIZE, write_parquet_groups
 from chunkflow.storage import MemoryStore
 
 if TYPE_CHECKING:
@@ -128,9 +132,12 @@ def regionprops_table(label_image: Any, intensity_image: Any = None,
     ``cache`` is accepted and has no effect (each property is computed once here);
     ``extra_properties`` are functions of the object's mask (and intensity crop), as
     scikit-image's. With ``out`` (a path or URL of a ``.parquet`` file) the table is
-    written there with pyarrow, ``row_group_size`` rows per row group, and ``out`` is
-    returned (the table is measured whole first: the groups bound what a reader holds,
-    not what this function holds).
+    written there with pyarrow and ``out`` is returned. The table is then measured and
+    written a row group at a time, in label order: each row group holds the objects
+    (``row_group_size`` rows in each, the last one shorter), in label order. This
+    function holds the rows of at most ``row_group_size`` objects being measured and
+    less than a row group of measured rows waiting to be written, whatever the number
+    of objects (see :func:`chunkflow.graph.labels.groups.measure_groups`).
 
     Examples
     --------
@@ -150,11 +157,18 @@ def regionprops_table(label_image: Any, intensity_image: Any = None,
     del cache  # no effect: chunkflow computes each property once
     source = as_source(label_image, "regionprops_table")
     image = None if intensity_image is None else as_source(intensity_image, "regionprops_table")
+    # storage_options open the inputs given as URLs, and ``out``.
+    reading = storage_options if any(isinstance(a, (str, os.PathLike))
+                                     for a in (source, image)) else None
+    if out is not None:
+        groups = measure_groups(source, image, properties=[*properties, *functions],
+                                spacing=spacing, group_size=row_group_size, blocks=blocks,
+                                max_memory=max_memory, scheduler=scheduler, progress=progress,
+                                storage_options=reading)
+        return write_parquet_groups((_separated(group, separator) for group in groups), out,
+                                    row_group_size=row_group_size,
+                                    storage_options=storage_options)
     table = measure(source, image, properties=[*properties, *functions], spacing=spacing,
                     blocks=blocks, max_memory=max_memory, scheduler=scheduler,
-                    progress=progress, storage_options=storage_options)
-    table = _separated(table, separator)
-    if out is None:
-        return table
-    return write_parquet(table, out, row_group_size=row_group_size,
-                         storage_options=storage_options)
+                    progress=progress, storage_options=reading)
+    return _separated(table, separator)

@@ -33,9 +33,9 @@ from scipy import ndimage
 
 from chunkflow.errors import ArgumentTypeError, InvalidArgumentError
 from chunkflow.graph.labels import label, measure
-from chunkflow.graph.labels.relabel import image_source, label_values, map_values
+from chunkflow.graph.labels.relabel import label_values, map_values
 from chunkflow.graph.read import to_dask
-from chunkflow.skimage.arguments import as_source, job_keywords, work_location
+from chunkflow.skimage.arguments import as_source, job_keywords, opened_locations, work_location
 
 if TYPE_CHECKING:
     from chunkflow.core.array import Array
@@ -97,22 +97,24 @@ def remove_small_objects(ar: Any, min_size: Any = _UNSET, connectivity: int = 1,
     dtype) goes to ``out`` (in memory when ``None``).
     """
     limit = _threshold(min_size, "min_size", max_size, "remove_small_objects")
-    source = as_source(ar, "remove_small_objects")
-    array = image_source(source, storage_options, "remove_small_objects")
+    # The caller's locations are opened here, with storage_options: the label job's
+    # intermediate array (a folder of this machine) takes none.
+    source, out, work = opened_locations(as_source(ar, "remove_small_objects"), out, work,
+                                         storage_options, "remove_small_objects")
+    array = source
     _check_dtype(array.dtype)
     job = job_keywords(overwrite=overwrite, scheduler=scheduler, progress=progress,
-                       max_memory=max_memory, blocks=blocks, storage_options=storage_options)
+                       max_memory=max_memory, blocks=blocks)
     if array.dtype == bool:
         with work_location(work, out) as place:
             labels, _ = label(source, place, structure=_structure(array.ndim, connectivity),
                               overwrite=True, scheduler=scheduler, progress=progress,
-                              max_memory=max_memory, storage_options=storage_options)
+                              max_memory=max_memory)
             keep = _kept(labels, limit, job)
             return map_values(labels, keep, np.ones(keep.size, bool), out, dtype=bool,
                               default=False, **job)
     values = label_values(source, max_memory=max_memory, scheduler=scheduler,
-                          progress=progress, storage_options=storage_options,
-                          what="remove_small_objects")
+                          progress=progress, what="remove_small_objects")
     if limit == 0:  # scikit-image's shortcut: a copy, before any check
         return map_values(source, values, values, out, dtype=array.dtype, **job)
     if values.size and values[0] < 0:
@@ -138,20 +140,19 @@ def remove_small_holes(ar: Any, area_threshold: Any = _UNSET, connectivity: int 
     """
     limit = _threshold(area_threshold, "area_threshold", max_size,
                                   "remove_small_holes")
-    source = as_source(ar, "remove_small_holes")
-    array = image_source(source, storage_options, "remove_small_holes")
+    array, out, work = opened_locations(as_source(ar, "remove_small_holes"), out, work,
+                                        storage_options, "remove_small_holes")
     _check_dtype(array.dtype)
     if array.dtype != bool:
         warnings.warn("Any labeled images will be returned as a boolean array. Did you mean to "
                       "use a boolean array?", UserWarning, stacklevel=2)
     job = job_keywords(overwrite=overwrite, scheduler=scheduler, progress=progress,
-                       max_memory=max_memory, blocks=blocks, storage_options=storage_options)
+                       max_memory=max_memory, blocks=blocks)
     background = to_dask(array) == 0
     with work_location(work, out) as place:
         labels, _ = label(background, place, structure=_structure(array.ndim, connectivity),
                           overwrite=True, job_name="remove_small_holes", scheduler=scheduler,
-                          progress=progress, max_memory=max_memory,
-                          storage_options=storage_options)
+                          progress=progress, max_memory=max_memory)
         keep = _kept(labels, limit, job) if limit != 0 else \
             label_values(labels, scheduler=scheduler)
         keep = keep[keep != 0]

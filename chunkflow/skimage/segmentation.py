@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from scipy import ndimage
 
+from chunkflow.core.array import Array
 from chunkflow.errors import ArgumentTypeError, InvalidArgumentError
 from chunkflow.graph.labels import measure
 from chunkflow.graph.labels.relabel import image_source, label_values, map_values
@@ -35,6 +36,7 @@ from chunkflow.skimage import measure as skimage_measure
 from chunkflow.skimage.arguments import (
     as_source,
     job_keywords,
+    opened_locations,
     refuse_unsupported,
     work_location,
 )
@@ -42,7 +44,6 @@ from chunkflow.skimage.maps import ArrayMap
 from chunkflow.storage import MemoryStore
 
 if TYPE_CHECKING:
-    from chunkflow.core.array import Array
     from chunkflow.graph.scheduler import ProgressArg, SchedulerLike
 
 __all__ = ["ArrayMap", "clear_border", "expand_labels", "relabel_sequential"]
@@ -118,9 +119,9 @@ def _cleared(block: np.ndarray, labels: np.ndarray, touching: np.ndarray, bgval:
     return result
 
 
-def _border_background(source: Any, ext: int, storage_options: StorageOptions) -> bool:
+def _border_background(array: Array, ext: int) -> bool:
     """Whether a 0 lies within ``ext`` voxels of the image's edge."""
-    x = to_dask(image_source(source, storage_options, "clear_border"))
+    x = to_dask(array)
     slabs = []
     for axis in range(x.ndim):
         for part in (slice(0, ext), slice(-ext, None)):
@@ -153,26 +154,27 @@ def clear_border(labels: Any, buffer_size: int = 0, bgval: Any = 0, mask: Any = 
     [[0, 0, 0, 0], [0, 1, 0, 0], [0, 0, 0, 0]]
     """
     refuse_unsupported("clear_border", {"mask": mask}, ["mask"])
-    source = as_source(labels, "clear_border")
-    array = image_source(source, storage_options, "clear_border")
+    # The caller's locations are opened here, with storage_options: the label job's
+    # intermediate array (a folder of this machine) takes none.
+    array, out, work = opened_locations(as_source(labels, "clear_border"), out, work,
+                                        storage_options, "clear_border")
     if any(buffer_size >= n for n in array.shape):
         raise InvalidArgumentError("buffer size may not be greater than labels size")
     ext = int(buffer_size) + 1
     job = job_keywords(overwrite=overwrite, scheduler=scheduler, progress=progress,
-                       max_memory=max_memory, blocks=blocks, storage_options=storage_options)
+                       max_memory=max_memory, blocks=blocks)
     run_keys = {k: v for k, v in job.items() if k != "overwrite"}
     with work_location(work, out) as place:
-        components = skimage_measure.label(source, background=0, out=place, overwrite=True,
+        components = skimage_measure.label(array, background=0, out=place, overwrite=True,
                                            **run_keys)
-        table = measure(components, properties=("label", "bbox"),
-                        **{k: v for k, v in run_keys.items() if k != "storage_options"})
+        table = measure(components, properties=("label", "bbox"), **run_keys)
         ndim = array.ndim
         low = np.stack([table[f"bbox-{d}"] for d in range(ndim)], axis=-1)
         high = np.stack([table[f"bbox-{d + ndim}"] for d in range(ndim)], axis=-1)
         near = (low < ext) | (high > np.array(array.shape) - ext)
         touching = np.asarray(table["label"])[near.any(axis=-1)]
-        background_too = _border_background(source, ext, storage_options)
-        return map_chunks(_cleared, source, components, out=MemoryStore() if out is None
+        background_too = _border_background(array, ext)
+        return map_chunks(_cleared, array, components, out=MemoryStore() if out is None
                           else out, dtype=array.dtype, touching=touching,
                           bgval=np.array(bgval, dtype=array.dtype)[()],
                           background_too=background_too, **job)

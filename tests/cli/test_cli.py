@@ -160,9 +160,9 @@ def test_copy_to_v2_without_compression(
 def test_copy_in_many_slabs_with_a_bar(capsys: pytest.CaptureFixture[str],
                                        monkeypatch: pytest.MonkeyPatch,
                                        stored: tuple[str, np.ndarray], tmp_path: Path) -> None:
-    from chunkflow.cli import convert
+    from chunkflow.cli import copy as copy_command
 
-    monkeypatch.setattr(convert, "SLAB_BYTES", 700)  # 7 rows of 50 uint16: 9 slabs
+    monkeypatch.setattr(copy_command, "SLAB_BYTES", 700)  # 7 rows of 50 uint16: 9 slabs
     monkeypatch.setattr(cli_options, "stderr_is_tty", lambda: True)
     code, _, err = run(capsys, "copy", stored[0], tmp_path / "dst.zarr", "--chunks", "7,9")
     assert code == 0 and "9/9" in err and "slab" in err

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import chunkflow
-from chunkflow.cli import convert, main
+from chunkflow.cli import copy as copy_command
+from chunkflow.cli import main
 from chunkflow.jobs import RECORDS_FOLDER
 from chunkflow.storage import LocalStore
 from tests.helpers.jobs import data_keys
@@ -100,7 +101,7 @@ def test_filter_resume_refuses_another_dtype(capsys: pytest.CaptureFixture[str],
 def test_copy_resume_skips_finished_slabs(capsys: pytest.CaptureFixture[str], tmp_path: Path,
                                           checked_source: Path,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(convert, "SLAB_BYTES", 16 * 40 * 2)  # one chunk row per slab
+    monkeypatch.setattr(copy_command, "SLAB_BYTES", 16 * 40 * 2)  # one chunk row per slab
     out = tmp_path / "copy.zarr"
     original = _corrupt(checked_source, "c/2/0")
     argv = ("copy", checked_source, out, "--scheduler", "sync", "--resume")

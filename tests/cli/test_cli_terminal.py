@@ -99,6 +99,7 @@ def test_every_command_in_a_terminal_and_ctrl_c_then_the_suggested_resume(
     chunkflow.array(image, chunks=(128, 128), store=str(tmp_path / "img.zarr"))
     big = np.random.default_rng(0).integers(0, 1000, (4096, 4096)).astype("u2")
     chunkflow.array(big, chunks=(256, 256), store=str(tmp_path / "big.zarr"))
+    np.save(tmp_path / "page.npy", image[:300, :200])
 
     expectations = [
         ("chunkflow info img.zarr", 0, "uint16"),
@@ -115,6 +116,12 @@ def test_every_command_in_a_terminal_and_ctrl_c_then_the_suggested_resume(
          "already exists; pass --overwrite"),
         ("chunkflow measure labels.zarr --output objects.xlsx", 2, ".csv, .tsv"),
         ("chunkflow reduce img.zarr --median --percentile 99", 0, "percentile 99"),
+        ("chunkflow threshold smooth.zarr mask.zarr --method otsu", 0, "otsu threshold"),
+        ("chunkflow fill-holes mask.zarr filled.zarr", 0, "filled"),
+        ("chunkflow remove-small-objects filled.zarr kept.zarr --max-size 20", 0, "removed"),
+        ("chunkflow remove-small-holes kept.zarr clean.zarr --max-size 20", 0, "clean.zarr"),
+        ("chunkflow convert page.npy page.ome.zarr --axes yx --scale 0.5,0.5 --units "
+         "micrometer", 0, "page.ome.zarr"),
         ("chunkflow verify img.zarr", 0, "img.zarr"),
         ("chunkflow status smooth.zarr", 0, "no unfinished job"),
         ("chunkflow rechunk img.zarr x.zarr --chunks 8,8 --max-memory lots", 2,

@@ -1,4 +1,4 @@
-"""Properties that need the whole object (``solidity``, ``moments``, ``coords``,
+"""Properties that need the whole object (``solidity``, ``area_convex``, ``coords``,
 ``feret_diameter_max``, a callable...; 3-D perimeters and the like, which scikit-image
 refuses, so that the refusal is its own), computed by
 ``skimage.measure.regionprops_table`` on each object's bounding-box crop.

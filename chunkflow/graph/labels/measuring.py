@@ -3,8 +3,10 @@ and values of ``skimage.measure.regionprops_table``, in one pass over the blocks
 
 Each block task reads one block of labels (and of intensity) and returns a partial
 table per label present (sizes, boxes, sums of coordinates and of their products,
-intensity statistics) (:mod:`chunkflow.graph.labels.tables`); partial tables merge
-exactly in a tree, so no object is ever assembled whole. Properties that need the
+intensity statistics, moments) (:mod:`chunkflow.graph.labels.tables`); partial tables
+merge in a tree, so no object is ever assembled whole (and
+:mod:`chunkflow.graph.labels.groups` merges them a range of labels at a time, so that
+no table is either). Properties that need the
 whole object are computed from crops in a second pass (:mod:`chunkflow.graph.labels.crops`).
 
 Examples
@@ -26,6 +28,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import dask
@@ -69,7 +72,8 @@ if TYPE_CHECKING:
     from chunkflow.graph.read import ArraySource, BlockChunks
     from chunkflow.graph.scheduler import ProgressArg, SchedulerLike
 
-__all__ = ["DEFAULT_PROPERTIES", "measure"]
+__all__ = ["DEFAULT_PROPERTIES", "MeasurePlan", "finish_table", "measure", "partial_table",
+           "plan_measure"]
 
 #: What :func:`measure` tables by default.
 DEFAULT_PROPERTIES = ("label", "area", "bbox", "centroid")
@@ -81,8 +85,9 @@ FAN_IN = 8
 MEASURE_BLOCK_VOXELS = 1 << 20
 
 
-def _partial(grid: BlockGrid, labels: Source, intensity: Source | None, stats: set[str],
-             index: tuple[int, ...]) -> dict[str, np.ndarray]:
+def partial_table(grid: BlockGrid, labels: Source, intensity: Source | None, stats: set[str],
+                  index: tuple[int, ...]) -> dict[str, np.ndarray]:
+    """The partial table of block ``index`` (with the perimeter's halo if needed)."""
     region = grid.region(index)
     image = intensity.read(region) if intensity is not None else None
     if "codes" not in stats:
@@ -165,8 +170,13 @@ def measure(
         from counts of border codes read with a halo of 2),
         from exact integer sums of coordinates and their products (see
         :mod:`chunkflow.graph.labels.moments`: the central moments are rounded once,
-        so they may differ from scikit-image's in the last bits). Any other name
-        (``solidity``, ``moments``, ``coords``, ``slice``...) and any callable
+        so they may differ from scikit-image's in the last bits), and ``moments``,
+        ``moments_central``, ``moments_normalized``, ``moments_hu`` and their
+        ``moments_weighted*`` variants (2-D and 3-D; Hu's 2-D with a spacing of 1),
+        from raw moments about each object's box merged across blocks (see
+        :mod:`chunkflow.graph.labels.rawmoments`: float64 sums of non-negative terms,
+        rounded as scikit-image's own sums are, not identically). Any other name
+        (``solidity``, ``coords``, ``slice``...) and any callable
         (``f(region_mask)`` or ``f(region_mask, intensity_crop)``, a column named by
         the function, as skimage's ``extra_properties``) are computed from each
         object's bounding-box crop in a second pass, by scikit-image (which measures
@@ -195,6 +205,37 @@ def measure(
         it as is. The ``label`` column is ``int64`` as skimage's, or ``uint64`` when a
         label is 2**63 or more. A ``Delayed`` of it with ``compute=False``.
     """
+    plan = plan_measure(labels, intensity, properties, spacing, blocks, max_memory, scheduler,
+                        storage_options, compute)
+    graph: dict[Any, Any] = {}
+    parts = [_add(graph, (f"chunkflow-measure-{plan.token}", *index), partial_table, plan.grid,
+                  plan.source, plan.image, plan.stats, index) for index in plan.grid.blocks()]
+    root = _tree(graph, f"chunkflow-measuremerge-{plan.token}", parts, _merge)
+    if not compute:
+        return dask.delayed(_table)(Delayed(root, graph), plan.request, plan.source.ndim,
+                                    plan.scale)
+    (table,) = run(Delayed(root, graph), scheduler=scheduler, progress=progress)
+    return finish_table(plan, table, max_memory, scheduler, progress)
+
+
+@dataclass(frozen=True)
+class MeasurePlan:
+    """What :func:`measure` computes and how: the sources, the parsed properties, the
+    statistics blocks keep, and the blocks."""
+
+    source: Source
+    image: Source | None
+    scale: np.ndarray | None
+    request: PropertyRequest
+    stats: set[str]
+    grid: BlockGrid
+    token: str
+
+
+def plan_measure(labels: Any, intensity: Any, properties: Sequence[Any], spacing: Any,
+                 blocks: Any, max_memory: int | str | None, scheduler: SchedulerLike,
+                 storage_options: Mapping[str, Any] | None, compute: bool = True) -> MeasurePlan:
+    """Open and check the sources and properties, and plan the first pass's blocks."""
     source = open_source(labels, storage_options, "measure", check=check_label_dtype)
     image = None if intensity is None else open_intensity(intensity, source, storage_options)
     scale = normalize_spacing(spacing, source.ndim)
@@ -213,31 +254,37 @@ def measure(
         reads.append((image.dtype.itemsize, image.chunks))
     # The blocks as read, each voxel's index among the block's labels, and two float64
     # temporaries (the weights of one bincount); for the second moments, the voxels'
-    # float64 coordinates; for the perimeter, the labels with their halo and a few
-    # byte masks (border, codes).
+    # float64 coordinates; for the raw moments, the objects' voxels' rows, coordinates
+    # and their powers; for the perimeter, the labels with their halo and a few byte
+    # masks (border, codes).
+    ndim = source.ndim
     per_voxel = sum(itemsize for itemsize, _ in reads) + 8 + 16
-    per_voxel += (8 * source.ndim if "inertia" in stats else 0) + \
+    per_voxel += (8 * ndim if "inertia" in stats else 0) + \
+        (8 * (6 * ndim + 4) if stats & {"raw", "wraw"} else 0) + \
         (source.dtype.itemsize + 6 if "codes" in stats else 0)
     block = plan_blocks(_template(source), per_voxel, reads, blocks, max_memory, scheduler,
                         what="measure", voxels=MEASURE_BLOCK_VOXELS)
     grid = BlockGrid(source.shape, tuple(max(1, b) for b in block))
     token = tokenize("measure", _identity(source), _identity(image), sorted(stats), grid)
-    graph: dict[Any, Any] = {}
-    parts = [_add(graph, (f"chunkflow-measure-{token}", *index), _partial, grid, source, image,
-                  stats, index) for index in grid.blocks()]
-    root = _tree(graph, f"chunkflow-measuremerge-{token}", parts, _merge)
-    if not compute:
-        return dask.delayed(_table)(Delayed(root, graph), request, source.ndim, scale)
-    (table,) = run(Delayed(root, graph), scheduler=scheduler, progress=progress)
-    found = _columns(table, partial, source.ndim, scale)
+    return MeasurePlan(source, image, scale, request, stats, grid, token)
+
+
+def finish_table(plan: MeasurePlan, table: dict[str, np.ndarray],
+                 max_memory: int | str | None, scheduler: SchedulerLike,
+                 progress: ProgressArg) -> dict[str, np.ndarray]:
+    """The ordered columns of the merged first-pass ``table`` (of all the objects or
+    of some), with the crop pass's columns measured for its objects."""
+    request, source, image = plan.request, plan.source, plan.image
+    whole, functions = request.whole, request.functions
+    found = _columns(table, request.partial, source.ndim, plan.scale)
     crops: dict[str, np.ndarray] = {}
     if (whole or functions) and not len(table["label"]):
         crops = empty_crop_columns(source.ndim, None if image is None else image.dtype,
-                                   whole, functions, scale)
+                                   whole, functions, plan.scale)
     elif whole or functions:
         limit = (default_max_memory(scheduler)[0] if max_memory is None
                  else byte_count("measure: max_memory", max_memory))
-        job = CropJob(grid, source, image, tuple(whole), tuple(functions), scale)
+        job = CropJob(plan.grid, source, image, tuple(whole), tuple(functions), plan.scale)
         crops = _crop_pass(job, table, limit, scheduler, progress)
     return _ordered(request, found, crops)
 

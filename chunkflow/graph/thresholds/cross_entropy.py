@@ -10,11 +10,14 @@ log mf)`` on the means of the values below and above ``t``.
   global histogram (:mod:`~chunkflow.graph.thresholds.histograms`) makes every step
   scikit-image's, bit for bit (the first mean is exact while the image's sum is below
   2**53).
-- Floats: each step is one pass over the array summing the values on each side in
-  float64, so each mean is the exact mean rounded to the image's dtype; numpy's own
-  float32 sums round differently, so the threshold equals scikit-image's to within
-  that rounding, not bit for bit (a sum beyond the range of numpy's accumulator is
-  infinite, as numpy's; near that limit the order of its partial sums decides). The
+- Floats: scikit-image takes each mean with ``numpy.mean`` of the values on one side,
+  in C order: a pairwise sum in the image's dtype (float32 for float16, through
+  numpy's buffers of 8192 values for float16 and a byte order not the machine's)
+  divided by the count. Each step here is two passes over the image in blocks that
+  are C-order runs: one counts the values on each side in each block, the next sums
+  each block's part of numpy's tree with numpy itself and hands over the shared
+  leaves (:mod:`~chunkflow.graph.thresholds.pairwise`), so each mean, and the
+  threshold, is scikit-image's bit for bit (with numpy's default buffer size). The
   default tolerance (half the smallest gap between distinct values) gathers the
   distinct values in a tree: an image with more distinct values than a task's budget
   holds is refused; pass ``tolerance=``.
@@ -42,12 +45,19 @@ import numpy as np
 
 from chunkflow.errors import ArgumentTypeError, InvalidArgumentError, MemoryPlanError
 from chunkflow.graph.memory import task_max_memory
-from chunkflow.graph.reductions.tree import tree_reduce
 from chunkflow.graph.thresholds.histograms import (
     ThresholdInput,
     extrema,
     image_histogram,
     open_image,
+)
+from chunkflow.graph.thresholds.pairwise import (
+    LEAF,
+    assemble,
+    block_parts,
+    buffered,
+    c_order_blocks,
+    numpy_mean,
 )
 
 __all__ = ["li", "open_image"]
@@ -80,13 +90,55 @@ def _first_non_nan(image: ThresholdInput) -> Any:
     return np.asarray(min(firsts, key=lambda f: f[0])[1], x.dtype)[()]
 
 
-def _side_sums(block: np.ndarray, threshold: Any) -> np.ndarray:
+def _sides(block: np.ndarray, threshold: Any) -> tuple[np.ndarray, ...]:
+    """The block's values (C order) that scikit-image kept: all of them (``threshold``
+    None), or those above ``threshold`` and the others."""
     # NaN marks what scikit-image dropped (NaN, infinities) before shifting; an
     # infinity here comes from the shift's own overflow, and scikit-image keeps it.
-    values = block[~np.isnan(block)]
+    values = block.ravel()
+    values = values[~np.isnan(values)]
+    if threshold is None:
+        return (values,)
     above = values > threshold
-    return np.array([values[above].sum(dtype=np.float64), float(above.sum()),
-                     values[~above].sum(dtype=np.float64), float((~above).sum())])
+    return values[above], values[~above]
+
+
+def _side_counts(block: np.ndarray, threshold: Any) -> np.ndarray:
+    return np.array([side.size for side in _sides(block, threshold)], dtype=np.int64)
+
+
+def _side_parts(block: np.ndarray, threshold: Any, starts: tuple[int, ...],
+                totals: tuple[int, ...], cast: bool) -> list[Any]:
+    return [block_parts(side, start, total, cast)
+            for side, start, total in zip(_sides(block, threshold), starts, totals)]
+
+
+def _run_values(image: ThresholdInput) -> int:
+    """Values in a C-order run: a task holds about 16 times its bytes (the run, its
+    NaN mask, the two sides and their casts), at most 2**24 (runs are tasks)."""
+    per_task = task_max_memory(image.max_memory, image.scheduler)
+    return max(LEAF, min(2**24, per_task // (16 * image.x.dtype.itemsize)))
+
+
+def _numpy_means(image: ThresholdInput, runs: da.Array, threshold: Any) -> list[Any]:
+    """numpy's means, bit for bit, of the values above ``threshold`` and of the others
+    (of all values when ``threshold`` is None), as scikit-image takes them from the
+    whole image: a pass counts each block's values on each side, a second hands over
+    its parts of numpy's pairwise sums (:mod:`~chunkflow.graph.thresholds.pairwise`)."""
+    dtype, cast = image.x.dtype, buffered(image.x.dtype)
+    blocks = list(runs.to_delayed().ravel())  # C order: the blocks are C-order runs
+    counts = np.array(image.run(*[dask.delayed(_side_counts)(b, threshold) for b in blocks]))
+    totals = counts.sum(axis=0)
+    starts = np.cumsum(counts, axis=0) - counts
+    parts = image.run(*[dask.delayed(_side_parts)(
+        b, threshold, tuple(int(s) for s in starts[i]), tuple(int(t) for t in totals), cast)
+        for i, b in enumerate(blocks)])
+    means = []
+    for side, total in enumerate(int(t) for t in totals):
+        with np.errstate(over="ignore", invalid="ignore"):
+            summed = assemble([p[side] for p in parts], total, dtype, cast)
+        means.append(numpy_mean(summed, total, dtype))
+    return means
 
 
 def _unique_finite(block: np.ndarray, axis: Any = None, keepdims: bool = False) -> np.ndarray:
@@ -171,25 +223,6 @@ def _integer_li(image: ThresholdInput, low: Any, tolerance: Any, initial_guess: 
     return t_next + low
 
 
-def _float_means(image: ThresholdInput, shifted: da.Array, threshold: Any) -> tuple[Any, Any]:
-    lazy = tree_reduce(shifted, partial(_side_sums, threshold=threshold), dtype=np.float64,
-                       every=image.every)
-    (sums,) = image.run(lazy)
-    return _mean(sums[0], sums[1], shifted.dtype), _mean(sums[2], sums[3], shifted.dtype)
-
-
-def _mean(total: float, count: float, dtype: np.dtype) -> Any:
-    """numpy's mean from an exact-ish float64 sum: numpy sums float16 in float32 and
-    other floats in their dtype, so a sum beyond that dtype's range is infinite (the
-    order of numpy's partial sums decides the cases near the limit)."""
-    accumulator = np.dtype(np.float32) if dtype == np.float16 else dtype
-    if abs(total) > float(np.finfo(accumulator).max):
-        total = float(np.copysign(np.inf, total))
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        return dtype.type(accumulator.type(total) / accumulator.type(count)) if count else \
-            dtype.type(np.nan)
-
-
 def _float_li(image: ThresholdInput, tolerance: Any, initial_guess: Any,
               callback: Callback) -> Any:
     x = image.x
@@ -205,10 +238,9 @@ def _float_li(image: ThresholdInput, tolerance: Any, initial_guess: Any,
         shifted = da.where(finite, x - low, np.asarray(np.nan, x.dtype))
     high_shifted = np.asarray(highest, x.dtype)[()] - low
     tolerance = tolerance or _min_gap(shifted, image) / 2
+    runs = c_order_blocks(shifted, _run_values(image))
     if initial_guess is None:
-        (total,) = image.run(tree_reduce(shifted, partial(_side_sums, threshold=-np.inf),
-                                         dtype=np.float64, every=image.every))
-        t_next = _mean(total[0], total[1], x.dtype)
+        (t_next,) = _numpy_means(image, runs, None)
     else:
         t_next = _start(initial_guess, low, high_shifted, x.dtype)
     t_curr = -2 * tolerance
@@ -216,7 +248,7 @@ def _float_li(image: ThresholdInput, tolerance: Any, initial_guess: Any,
         callback(t_next + low)
     while abs(t_next - t_curr) > tolerance:
         t_curr = t_next
-        mean_fore, mean_back = _float_means(image, shifted, t_curr)
+        mean_fore, mean_back = _numpy_means(image, runs, t_curr)
         if mean_back == 0.0:
             break
         t_next = (mean_back - mean_fore) / (np.log(mean_back) - np.log(mean_fore))
@@ -230,7 +262,11 @@ def li(image: ThresholdInput, *, tolerance: Any = None, initial_guess: Any = Non
     """Li's threshold of ``image`` (see the module's notes for what is exact)."""
     x = image.x
     if x.dtype.kind == "f":
-        low, high, count = image.run(da.nanmin(x), da.nanmax(x), (~da.isnan(x)).sum())
+        # Not nanmin/nanmax: numpy's fmin and fmax turn a signaling NaN into a NaN
+        # result ([0, sNaN] has no nanmin), where scikit-image drops every NaN first.
+        kept = ~da.isnan(x)
+        low, high, count = image.run(da.where(kept, x, np.inf).min(),
+                                     da.where(kept, x, -np.inf).max(), kept.sum())
         if count == 0:
             return np.nan
         if low == high:  # every value that is not NaN is one value (infinities too)
