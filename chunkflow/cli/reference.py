@@ -22,6 +22,7 @@ from pathlib import Path
 
 from chunkflow.cli.errors import EXIT_CODES
 from chunkflow.cli.parser import EXIT_CODES_TEXT, build_parser, command_parsers
+from chunkflow.errors import InvalidArgumentError
 
 __all__ = ["END", "START", "markdown_reference", "replace_reference"]
 
@@ -49,7 +50,7 @@ def replace_reference(readme: str, reference: str) -> str:
     head, start, rest = readme.partition(START)
     _, end, tail = rest.partition(END)
     if not start or not end:
-        raise ValueError(f"the README has no {START!r} ... {END!r} section")
+        raise InvalidArgumentError(f"the README has no {START!r} ... {END!r} section")
     return f"{head}{START}\n{reference}{END}{tail}"
 
 

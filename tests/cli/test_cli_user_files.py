@@ -54,7 +54,7 @@ def test_filter_overwrite_replaces_its_own_output(tmp_path: Path, small: Path) -
     out = tmp_path / "out.zarr"
     assert command("filter", small, out, "--uniform", "3").returncode == 0
     again = command("filter", small, out, "--uniform", "3")
-    assert again.returncode == 1 and "pass --overwrite" in again.stderr
+    assert again.returncode == 2 and "pass --overwrite" in again.stderr
     done = command("filter", small, out, "--gaussian", "1", "--overwrite")
     assert done.returncode == 0, done.stderr
     ndimage = pytest.importorskip("scipy.ndimage")

@@ -181,6 +181,14 @@ def _pyramid(s3: S3) -> None:
     _same(image["1"][...], DATA.reshape(4, 2, 6, 2).mean(axis=(1, 3)))
 
 
+def _convert(s3: S3) -> None:
+    out = s3.url()
+    levels = chunkflow.convert(s3.source, out, storage_options=s3.options, scheduler="threads")
+    image = chunkflow.open_group(out, mode="r", storage_options=s3.options)
+    assert len(levels) >= 1
+    _same(image["0"][...])
+
+
 def _label(s3: S3) -> None:
     from scipy import ndimage
 
@@ -274,6 +282,7 @@ CALLS: dict[str, Callable[[S3], None]] = {
     "map_chunks": _map_chunks,
     "rechunk": _rechunk,
     "pyramid": _pyramid,
+    "convert": _convert,
     "label": _label,
     "measure": _measure,
     "segment": _segment,
