@@ -193,6 +193,7 @@ def test_messages_have_one_prefix_and_name_options_as_typed(
     image, labels, _, _ = labelled
     cases = [
         ("measure", labels, "--properties", "nope", "--output", tmp_path / "t.csv"),
+        ("measure", labels, "--output", tmp_path / "t.csv", "--max-memory", "1KiB"),
         ("rechunk", image, tmp_path / "r.zarr", "--chunks", "70,1", "--max-memory", "2KiB"),
         ("reduce", image, "--max-memory", "1KiB"),
         ("pyramid", image, tmp_path / "p.zarr", "--max-memory", "1KiB"),

@@ -245,13 +245,19 @@ def plan_blocks(template: Array, per_voxel: int, chunks: Sequence[tuple[int, Seq
         fit = fitting_multiples(multiples, unit, shape, lambda b: need(b) <= limit)
         advice = (f"blocks={fit} (blocks of {tuple(k * u for k, u in zip(fit, unit))}) would fit"
                   if fit is not None else
-                  f"not even one chunk {unit} per block fits: give the output smaller chunks "
-                  "or raise max_memory")
+                  f"not even one chunk {unit} per block fits: {_smaller_chunks(what)} or raise "
+                  "max_memory")
         raise MemoryPlanError(
             f"{what}: each block task would need about {format_bytes(need(block))} (blocks of "
             f"{block}), more than max_memory {format_bytes(limit)}"
             f"{f' ({note})' if note else ''}; {advice}")
     return tuple(k * u for k, u in zip(multiples, unit))
+
+
+def _smaller_chunks(what: str) -> str:
+    # measure has no output array: its blocks are made of the labels' chunks.
+    return ("store the labels in smaller chunks" if what in ("measure", "regionprops_table")
+            else "give the output smaller chunks")
 
 
 def neighbour_mapping(job: LabelJob) -> Mapping[tuple[int, ...], list[tuple[int, ...]]]:
