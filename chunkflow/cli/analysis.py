@@ -211,14 +211,15 @@ def run_fill_holes(args: argparse.Namespace) -> int:
     source = open_array_at(args.src, storage_options(args, args.src), cache=False)
     check_numbers(source, "fill-holes", "biuf", "a mask (bool, or numbers: nonzero is True)")
     check_connectivity(args, source.ndim)
-    check_work(args)
     check_destination(args)
     structure = scipy_ndimage.generate_binary_structure(source.ndim, args.connectivity)
     start = time.perf_counter()
-    with kept_for_resume(args), intermediate(args, "fill-holes") as work:
-        with waited_for(args.scheduler), naming_source(args.src), refused_as_usage():
-            binary_fill_holes(source, structure, out=location(args, args.dst), temp=work,
-                              overwrite=args.overwrite, resume=args.resume, **_job(args))
+    # No intermediate: binary_fill_holes keeps no labels (a table of the background's
+    # parts, then one write pass).
+    with kept_for_resume(args), waited_for(args.scheduler), naming_source(args.src), \
+            refused_as_usage():
+        binary_fill_holes(source, structure, out=location(args, args.dst),
+                          overwrite=args.overwrite, resume=args.resume, **_job(args))
     print(f"holes of {args.src} filled (connectivity {args.connectivity}), written to "
           f"{args.dst} in {time.perf_counter() - start:.2f} s")
     return 0
@@ -327,7 +328,6 @@ def _register_fill_holes(commands: argparse._SubParsersAction,
     parser.add_argument("src", metavar="SRC", help="the mask (folder, .zip or URL)")
     parser.add_argument("dst", metavar="DST", help="where to write the filled mask")
     _connectivity_option(parser, "background neighbours")
-    _work_option(parser, "labels of the background")
     _writer_options(parser)
     parser.set_defaults(run=run_fill_holes)
 

@@ -179,7 +179,7 @@ def test_work_folder_keeps_what_it_held_and_nothing_more(mask: tuple[Path, np.nd
     (work / "mine.txt").write_text("kept")
     done(command("remove-small-objects", location, tmp_path / "kept.zarr", "--max-size", "4",
                  "--work", work))
-    done(command("fill-holes", location, tmp_path / "filled.zarr", "--work", work))
+    done(command("fill-holes", location, tmp_path / "filled.zarr"))  # stores no labels
     assert [p.name for p in work.iterdir()] == ["mine.txt"]
     np.testing.assert_array_equal(read(tmp_path / "kept.zarr"),
                                   morphology.remove_small_objects(data, max_size=4))
@@ -275,7 +275,8 @@ def _unreadable(tmp_path: Path, dtype: str) -> Path:
     (["remove-small-holes", "{bool}", "{out}", "--max-size", "3", "--connectivity", "0"],
      "--connectivity 0"),
     (["remove-small-holes", "{float}", "{out}", "--max-size", "3"], "SRC holds float32"),
-    (["fill-holes", "{bool}", "{out}", "--work", "s3://bucket/work"], "--work s3://"),
+    (["remove-small-holes", "{bool}", "{out}", "--max-size", "3", "--work", "s3://bucket/work"],
+     "--work s3://"),
     (["remove-small-objects", "{bool}", "{out}", "--max-size", "3", "--work", "{existing}/zarr.json"],
      "not a folder"),
     (["threshold", "{bool}", "{out}", "--max-memory", "lots"], "'lots' is not a size"),
