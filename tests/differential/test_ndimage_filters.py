@@ -140,7 +140,11 @@ def _scipy(name: str, data: np.ndarray, params: dict[str, Any], **modes: Any) ->
         warnings.simplefilter("ignore")
         try:
             if _longer_than_the_line(name, data, params):
-                row = {k: v for k, v in params.items() if k not in ("size", "axes", "origin")}
+                # scipy's own call first: its refusals (a non-finite cval for an integer
+                # image...) are the answer; only its values there are unreliable.
+                getattr(scipy_ndimage, name)(data, **params, **modes)
+                row = {k: v for k, v in params.items()
+                       if k not in ("size", "footprint", "axes", "origin")}
                 footprint = params.get("footprint")
                 footprint = np.ones(int(np.ravel(params["size"])[0]), bool) \
                     if footprint is None else np.asarray(footprint)
@@ -149,8 +153,8 @@ def _scipy(name: str, data: np.ndarray, params: dict[str, Any], **modes: Any) ->
                                                     footprint=footprint[None],
                                                     origin=(0, origin))[0]
             return getattr(scipy_ndimage, name)(data, **params, **modes)
-        except (TypeError, ValueError, RuntimeError) as error:
-            return error
+        except (TypeError, ValueError, RuntimeError, OverflowError) as error:
+            return error  # OverflowError: a non-finite cval for an integer or bool image
 
 
 def _check(name: str, data: np.ndarray, chunks: tuple[int, ...], params: dict[str, Any],
@@ -208,6 +212,10 @@ def cases(draw: st.DrawFn) -> tuple[Any, ...]:
 @example((np.array([3.0]), (1,), "median_filter", {"size": 3}, "mirror", 0.0, "sync"))
 @example((np.arange(5.0), (2,), "percentile_filter", {"percentile": 30, "size": 9,
                                                       "origin": 1}, "wrap", 0.0, "sync"))
+@example((np.array([False]), (1,), "percentile_filter",
+          {"footprint": np.ones(4, bool), "percentile": 25.0}, "constant", np.inf, "sync"))
+@example((np.array([False]), (1,), "percentile_filter",  # both refuse a non-finite cval
+          {"footprint": np.ones(4, bool), "percentile": 25.0}, "constant", np.nan, "sync"))
 def test_filter_equals_scipy(case: tuple[Any, ...]) -> None:
     data, chunks, name, params, mode, cval, scheduler = case
     _check(name, data, chunks, params, mode, cval, scheduler)
