@@ -47,11 +47,11 @@ def labels_refused() -> Iterator[None]:
     try:
         yield
     except MemoryPlanError as err:
-        raise UsageError(str(err).replace("max_memory", "--max-memory")) from err
+        raise UsageError(str(err)) from err  # in CLI words at run_guarded
     except LabelError as err:
         raise UsageError(str(err)) from err
     except (ContainsArrayError, ContainsGroupError) as err:
-        raise UsageError(str(err).replace("pass overwrite=True", "pass --overwrite")) from err
+        raise UsageError(str(err)) from err  # in CLI words at run_guarded
 
 
 def run_label(args: argparse.Namespace) -> int:

@@ -152,7 +152,7 @@ def options_named() -> Iterator[None]:
     except (PyramidError, MemoryPlanError) as err:
         raise UsageError(str(err)) from err
     except (ContainsArrayError, ContainsGroupError) as err:
-        raise UsageError(str(err).replace("pass overwrite=True", "pass --overwrite")) from err
+        raise UsageError(str(err)) from err  # in CLI words at run_guarded
 
 
 def run_pyramid(args: argparse.Namespace) -> int:

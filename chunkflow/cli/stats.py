@@ -122,7 +122,7 @@ def _memory_refused() -> Iterator[None]:
     try:
         yield
     except MemoryPlanError as err:
-        raise UsageError(str(err).replace("max_memory", "--max-memory")) from err
+        raise UsageError(str(err)) from err  # in CLI words at run_guarded
 
 
 def _positive_int(text: str) -> int:
