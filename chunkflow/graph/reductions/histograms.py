@@ -17,8 +17,14 @@ import numpy as np
 from chunkflow.config.renames import renamed_parameters
 from chunkflow.errors import InvalidArgumentError
 from chunkflow.graph.reductions.histogram_axes import histogram_along
-from chunkflow.graph.reductions.plan import reduction_input, split_every
+from chunkflow.graph.reductions.plan import reduction_input, split_every, split_every_of
 from chunkflow.graph.reductions.tree import tree_reduce
+from chunkflow.graph.reductions.value_counts import (
+    counts_by_value,
+    histogram_of_values,
+    value_counts,
+    value_range,
+)
 from chunkflow.graph.scheduler import ProgressArg, deferred_scheduler
 from chunkflow.graph.scheduler import compute as run
 
@@ -38,6 +44,18 @@ def _block_histogram(block: np.ndarray, bins: Any, range: Any) -> np.ndarray:
     # the value, the bins, the range and the dtype, so the blocks' counts add up to
     # numpy's counts over the whole array.
     return np.histogram(block, bins=bins, range=range)[0].astype(np.int64)
+
+
+def _from_values(per_value: np.ndarray, dtype: np.dtype[Any], bins: Any, range: Any,
+                 density: bool) -> tuple[np.ndarray, np.ndarray]:
+    """numpy's counts and edges from the counts of each value (1- and 2-byte integers)."""
+    if range is None and np.ndim(bins) == 0:
+        # numpy's a.min() and a.max(), in the array's dtype: the first and last value
+        # that occurs.
+        range = value_range(per_value, dtype)
+    edges = np.histogram_bin_edges(np.empty(0, dtype), bins=bins, range=range)
+    block_bins = edges if np.ndim(bins) else bins
+    return _finish(histogram_of_values(per_value, dtype, block_bins, range), edges, density)
 
 
 def _finish(counts: np.ndarray, edges: np.ndarray, density: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -143,6 +161,18 @@ def histogram(
             return dask.delayed(partial(histogram, x, bins, range, density=density, axis=axis,
                                         scheduler=deferred_scheduler(scheduler)), pure=True)()
         return _finish(*histogram_along(x, bins, range, axis, scheduler, progress), density)
+    if counts_by_value(x.dtype) and x.size:
+        # One pass: the counts of each value give the range and numpy's counts.
+        # numpy's refusals of bad bins or ranges come first, before any pass.
+        np.histogram_bin_edges(np.empty(0, x.dtype), bins=bins,
+                               range=range if range is not None or np.ndim(bins) else (0, 1))
+        per_value = tree_reduce(x, value_counts,
+                                every=split_every_of(block_bytes, 8 << (8 * x.dtype.itemsize)))
+        finish = partial(_from_values, dtype=x.dtype, bins=bins, range=range, density=density)
+        if not compute:
+            return dask.delayed(finish, pure=True)(per_value)
+        (per_value,) = run(per_value, scheduler=scheduler, progress=progress)
+        return finish(per_value)
     if not compute and range is None and np.ndim(bins) == 0 and x.size:
         # The edges depend on a first pass: both passes run in one task when the result
         # is computed. A partial hides x from dask, which would load it whole.

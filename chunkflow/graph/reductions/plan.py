@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "REDUCTION_BLOCK_BYTES", "ReductionSource", "reduction_block_bytes", "reduction_input",
-    "split_every", "task_bytes_per_block_byte",
+    "split_every", "split_every_of", "task_bytes_per_block_byte",
 ]
 
 #: What the reductions read: an array to open (:data:`~chunkflow.graph.read.ArraySource`),
@@ -106,6 +106,16 @@ def split_every(x: da.Array, axis: int | tuple[int, ...] | None, block_bytes: in
     kept = [n for a, n in enumerate(x.chunksize) if a not in reduced]
     one_partial = 3 * 8 * builtins.max(1, int(np.prod(kept)))
     return int(np.clip(4 * block_bytes // one_partial, 4, 64))
+
+
+def split_every_of(block_bytes: int, partial_bytes: int) -> int:
+    """How many partial results of ``partial_bytes`` each one combine step takes: as
+    many as about four blocks' memory holds (between 2 and 64).
+
+    >>> split_every_of(4 * 2**20, 2**19), split_every_of(4 * 2**20, 2**11)
+    (32, 64)
+    """
+    return int(np.clip(4 * block_bytes // builtins.max(1, partial_bytes), 2, 64))
 
 
 def reduction_input(source: ReductionSource, selection: Selection = Ellipsis, blocks: BlockChunks = None,
