@@ -18,7 +18,7 @@ from chunkflow.config.renames import renamed_parameters
 from chunkflow.errors import InvalidArgumentError
 from chunkflow.graph.reductions.histogram_axes import histogram_along
 from chunkflow.graph.reductions.plan import reduction_input, split_every, split_every_of
-from chunkflow.graph.reductions.tree import tree_reduce
+from chunkflow.graph.reductions.tree import gather_tree, tree_reduce
 from chunkflow.graph.reductions.value_counts import (
     counts_by_value,
     histogram_of_values,
@@ -44,6 +44,22 @@ def _block_histogram(block: np.ndarray, bins: Any, range: Any) -> np.ndarray:
     # the value, the bins, the range and the dtype, so the blocks' counts add up to
     # numpy's counts over the whole array.
     return np.histogram(block, bins=bins, range=range)[0].astype(np.int64)
+
+
+def _block_extremes(block: np.ndarray) -> np.ndarray:
+    """The block's minimum and maximum (none for an empty block), as numpy's min and max."""
+    if not block.size:
+        return np.empty(0, block.dtype.newbyteorder("="))
+    return np.array([np.min(block), np.max(block)], block.dtype.newbyteorder("="))
+
+
+def _extremes(x: Any, scheduler: SchedulerLike, progress: ProgressArg) -> tuple[Any, Any]:
+    """``x.min()`` and ``x.max()`` in one pass: one task a block reads it and finds both."""
+    pairs = gather_tree(x, _block_extremes, x.dtype.newbyteorder("="),
+                        every=split_every_of(int(np.prod(x.chunksize)) * x.dtype.itemsize, 16))
+    (pairs,) = run(pairs, scheduler=scheduler, progress=progress)
+    pairs = pairs.reshape(-1, 2)
+    return np.min(pairs[:, 0]), np.max(pairs[:, 1])
 
 
 def _from_values(per_value: np.ndarray, dtype: np.dtype[Any], bins: Any, range: Any,
@@ -179,7 +195,7 @@ def histogram(
         return dask.delayed(partial(histogram, x, bins, density=density,
                                     scheduler=deferred_scheduler(scheduler)), pure=True)()
     if range is None and np.ndim(bins) == 0 and x.size:
-        low, high = run(x.min(), x.max(), scheduler=scheduler, progress=progress)
+        low, high = _extremes(x, scheduler, progress)
         # numpy takes a.min() and a.max() in the array's dtype: so do we (the edges'
         # dtype follows from them).
         lowest, highest = np.asarray(low, x.dtype)[()], np.asarray(high, x.dtype)[()]
