@@ -11,8 +11,10 @@ core) and on a ``LocalCluster`` of two worker processes with one thread each (wh
 more is mapped and faulted in afresh). Runs alternate between the two, ``--repeat``
 times after one unmeasured run of each (imports, codecs and caches on the workers).
 It prints, per job, the median time with its range, the tasks run (counted by a dask
-callback on threads and by distributed's task stream on the cluster), the work per
-task, and the ratio cluster / threads (goal: 1.3 or less). dask + zarr-python's
+callback on threads and by distributed's task stream on the cluster), the CPU time
+(this process's on threads; the workers', the scheduler's and this client's on the
+cluster: a figure a loaded machine disturbs less than the wall time), the CPU per task
+on the cluster, and the ratios cluster / threads (goal: 1.3 or less). dask + zarr-python's
 equivalent of the job, where one exists, runs the same way as a peer.
 
 The jobs (``--quick`` in brackets):
@@ -117,8 +119,8 @@ def _dask_job(job: str, data: dict[str, Path], out: Path, scheduler: Any) -> boo
 # -------------------------------------------------------------- the harness
 
 
-def _counted_threads(run: Callable[[], Any]) -> tuple[float, int]:
-    """(seconds, tasks) of ``run()`` on dask's threads in this process."""
+def _counted_threads(run: Callable[[], Any]) -> tuple[float, int, float]:
+    """(seconds, tasks, CPU seconds) of ``run()`` on dask's threads in this process."""
     from dask.callbacks import Callback
 
     done = [0]
@@ -127,22 +129,34 @@ def _counted_threads(run: Callable[[], Any]) -> tuple[float, int]:
         def _posttask(self, *args: Any) -> None:
             done[0] += 1
 
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     with _Count():
         ran = run()
-    seconds = time.perf_counter() - start
-    return (seconds if ran is not False else float("nan")), done[0]
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+    if ran is False:
+        return float("nan"), 0, float("nan")
+    return seconds, done[0], cpu
 
 
-def _counted_cluster(run: Callable[[], Any], client: Any) -> tuple[float, int]:
-    """(seconds, tasks) of ``run()`` on ``client``'s cluster (distributed's task stream)."""
+def _counted_cluster(run: Callable[[], Any], client: Any) -> tuple[float, int, float]:
+    """(seconds, tasks, CPU seconds) of ``run()`` on ``client``'s cluster (tasks from
+    distributed's task stream; CPU of the workers, the scheduler and this client)."""
     from distributed import get_task_stream
 
+    def cpu_now() -> float:
+        workers = client.run(time.process_time)
+        return sum(workers.values()) + client.run_on_scheduler(time.process_time) + \
+            time.process_time()
+
+    cpu = cpu_now()
     start = time.perf_counter()
     with get_task_stream(client) as stream:
         ran = run()
     seconds = time.perf_counter() - start
-    return (seconds if ran is not False else float("nan")), len(stream.data)
+    cpu = cpu_now() - cpu
+    if ran is False:
+        return float("nan"), 0, float("nan")
+    return seconds, len(stream.data), cpu
 
 
 def _median(values: list[float]) -> str:
@@ -171,7 +185,7 @@ def bench(folder: Path, quick: bool, repeat: int, jobs: list[str]) -> None:
 
 def _bench_job(job: str, data: dict[str, Path], folder: Path, client: Any, repeat: int) -> None:
     out = folder / f"out-{job}.zarr"
-    figures: dict[tuple[str, str], list[tuple[float, int]]] = {}
+    figures: dict[tuple[str, str], list[tuple[float, int, float]]] = {}
     kinds = {"chunkflow": _chunkflow_job, "dask+zarr": _dask_job}
     for lap in range(repeat + 1):
         for kind, runner in kinds.items():
@@ -184,17 +198,20 @@ def _bench_job(job: str, data: dict[str, Path], folder: Path, client: Any, repea
                     figures.setdefault((kind, where), []).append(measured)
     print(f"{job}:", flush=True)
     for kind in kinds:
-        threads = [s for s, _ in figures[(kind, "threads")]]
-        cluster = [s for s, _ in figures[(kind, "cluster")]]
+        threads = [s for s, _, _ in figures[(kind, "threads")]]
+        cluster = [s for s, _, _ in figures[(kind, "cluster")]]
         if any(np.isnan(threads)):
             print(f"   {kind:10s} (no equivalent)")
             continue
+        cpu_t = statistics.median(c for _, _, c in figures[(kind, "threads")])
+        cpu_c = statistics.median(c for _, _, c in figures[(kind, "cluster")])
         tasks_t, tasks_c = figures[(kind, "threads")][0][1], figures[(kind, "cluster")][0][1]
-        per_task = 1e3 * statistics.median(cluster) * 2 / max(tasks_c, 1)  # 2 workers
-        print(f"   {kind:10s} threads {_median(threads)} s {tasks_t:6d} tasks | cluster "
-              f"{_median(cluster)} s {tasks_c:6d} tasks, {per_task:6.1f} ms a task | "
-              f"cluster/threads {statistics.median(cluster) / statistics.median(threads):4.2f}",
-              flush=True)
+        per_task = 1e3 * cpu_c / max(tasks_c, 1)
+        print(f"   {kind:10s} threads {_median(threads)} s {tasks_t:6d} tasks CPU {cpu_t:6.2f} s"
+              f" | cluster {_median(cluster)} s {tasks_c:6d} tasks CPU {cpu_c:6.2f} s "
+              f"({per_task:5.1f} ms a task) | cluster/threads: time "
+              f"{statistics.median(cluster) / statistics.median(threads):4.2f} CPU "
+              f"{cpu_c / cpu_t:4.2f}", flush=True)
 
 
 def main() -> None:
