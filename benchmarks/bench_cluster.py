@@ -13,7 +13,8 @@ times after one unmeasured run of each (imports, codecs and caches on the worker
 It prints, per job, the median time with its range, the tasks run (counted by a dask
 callback on threads and by distributed's task stream on the cluster), the CPU time
 (this process's on threads; the workers', the scheduler's and this client's on the
-cluster: a figure a loaded machine disturbs less than the wall time), the CPU per task
+cluster, less what the idle cluster spends in as long: a figure a loaded machine
+disturbs less than the wall time), the CPU per task
 on the cluster, and the ratios cluster / threads (goal: 1.3 or less). dask + zarr-python's
 equivalent of the job, where one exists, runs the same way as a peer.
 
@@ -143,20 +144,34 @@ def _counted_cluster(run: Callable[[], Any], client: Any) -> tuple[float, int, f
     distributed's task stream; CPU of the workers, the scheduler and this client)."""
     from distributed import get_task_stream
 
-    def cpu_now() -> float:
-        workers = client.run(time.process_time)
-        return sum(workers.values()) + client.run_on_scheduler(time.process_time) + \
-            time.process_time()
-
-    cpu = cpu_now()
+    cpu = _cluster_cpu(client)
     start = time.perf_counter()
     with get_task_stream(client) as stream:
         ran = run()
     seconds = time.perf_counter() - start
-    cpu = cpu_now() - cpu
+    # Less what the cluster spends idle meanwhile (heartbeats, the workers' profilers):
+    # a loaded machine stretches the wall time, and that CPU with it.
+    cpu = _cluster_cpu(client) - cpu - IDLE[0] * seconds
     if ran is False:
         return float("nan"), 0, float("nan")
     return seconds, len(stream.data), cpu
+
+
+#: CPU seconds a second the idle cluster spends (measured once, in :func:`bench`).
+IDLE = [0.0]
+
+
+def _cluster_cpu(client: Any) -> float:
+    """CPU seconds so far of the workers, the scheduler and this process."""
+    workers = client.run(time.process_time)
+    return sum(workers.values()) + client.run_on_scheduler(time.process_time) + \
+        time.process_time()
+
+
+def _idle_rate(client: Any, seconds: float = 3.0) -> float:
+    before = _cluster_cpu(client)
+    time.sleep(seconds)
+    return (_cluster_cpu(client) - before) / seconds
 
 
 def _median(values: list[float]) -> str:
@@ -178,6 +193,9 @@ def bench(folder: Path, quick: bool, repeat: int, jobs: list[str]) -> None:
           f"threads_per_worker=1)", flush=True)
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
                       silence_logs=logging.CRITICAL) as cluster, Client(cluster) as client:
+        IDLE[0] = _idle_rate(client)
+        print(f"the idle cluster: {IDLE[0]:.3f} CPU seconds a second (taken off its CPU "
+              "figures)", flush=True)
         for job in jobs:
             _bench_job(job, data, folder, client, repeat)
     print(f"load {open('/proc/loadavg').read().split()[:3]}", flush=True)
