@@ -23,6 +23,9 @@ The jobs (``--quick`` in brackets):
 ``histogram``  ``chunkflow.histogram(path, bins=256)`` of 16384^2 (8192^2) uint16 in
                1024^2 (512^2) chunks: 256 chunks, a min/max pass then the counts;
                peer: ``x.min(), x.max()`` then ``da.histogram``
+``histogram_f4`` the same of the array as float32 (``to_dask(path).astype("f4")``):
+               numpy's float binning and a min/max pass; peer: the same of
+               ``da.from_zarr(...).astype("f4")``
 ``moments``    ``chunkflow.reduce(path, ("mean", "std"))`` of the same array; peer:
                ``dask.compute(x.mean(), x.std())``
 ``gaussian``   ``map_chunks(gaussian_filter, depth=8)`` of 8192^2 (4096^2) uint16 to a new
@@ -46,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-JOBS = ("histogram", "moments", "gaussian", "label", "pyramid")
+JOBS = ("histogram", "histogram_f4", "moments", "gaussian", "label", "pyramid")
 
 
 def _make(path: Path, side: int, chunk: int, dtype: str = "u2") -> None:
@@ -83,6 +86,9 @@ def _chunkflow_job(job: str, data: dict[str, Path], out: Path, scheduler: Any) -
     shutil.rmtree(out, ignore_errors=True)
     if job == "histogram":
         chunkflow.histogram(str(data["big"]), bins=256, scheduler=scheduler)
+    elif job == "histogram_f4":
+        x = chunkflow.to_dask(str(data["big"])).astype("f4")
+        chunkflow.histogram(x, bins=256, scheduler=scheduler)
     elif job == "moments":
         chunkflow.reduce(str(data["big"]), ("mean", "std"), scheduler=scheduler)
     elif job == "gaussian":
@@ -101,8 +107,10 @@ def _dask_job(job: str, data: dict[str, Path], out: Path, scheduler: Any) -> boo
     import zarr
 
     shutil.rmtree(out, ignore_errors=True)
-    if job in ("histogram", "moments"):
+    if job in ("histogram", "histogram_f4", "moments"):
         x = da.from_zarr(zarr.open_array(str(data["big"]), mode="r"))
+        if job == "histogram_f4":
+            x = x.astype("f4")
         if job == "moments":
             dask.compute(x.mean(), x.std(), scheduler=scheduler)
         else:
