@@ -1,7 +1,9 @@
 """histogram: numpy's counts and bin edges over an array larger than memory.
 
 Each block is counted by numpy against numpy's own edges, so the counts add up to
-``numpy.histogram``'s over the whole array.
+``numpy.histogram``'s over the whole array. Integers of one or two bytes (and booleans)
+are counted per value instead, in one pass whatever the range, and numpy bins the values
+that occur (:mod:`~chunkflow.graph.reductions.value_counts`).
 """
 
 from __future__ import annotations
@@ -108,7 +110,8 @@ def histogram(
     data, float64 for integers), and each block is counted against them by numpy, so the
     counts equal ``numpy.histogram(source[...], bins, range)``'s. Without ``range`` (and
     with ``bins`` a number), a first pass finds the exact minimum and maximum in the
-    array's dtype, as numpy does.
+    array's dtype, as numpy does; integers of one or two bytes need no such pass (one
+    pass counts each value, which gives both).
 
     Parameters
     ----------
@@ -133,8 +136,9 @@ def histogram(
         As :func:`reduce`.
     compute : bool
         ``False`` returns a ``dask.delayed`` object that computes to ``(counts,
-        edges)``. When ``range`` must be found first (no ``range``, a number of bins),
-        its two passes run inside that one task (see :func:`deferred_scheduler`).
+        edges)``. When ``range`` must be found first (no ``range``, a number of bins,
+        data wider than two bytes), its two passes run inside that one task (see
+        :func:`deferred_scheduler`); otherwise it is a graph of one task per block.
 
     Returns
     -------
