@@ -296,18 +296,22 @@ def _fmt(times: list[float]) -> str:
             f"[{min(times):.3f}-{max(times):.3f}]")
 
 
-def report(title: str, results: dict[str, Timing]) -> None:
-    """One line per case: time, requests, CPU of client and server, and the ratio to
-    the first case. Client and server share the machine's cores, so no run can beat
-    (client + server CPU) / cores: the floor shown."""
+def report(title: str, results: dict[str, Timing], base: str | None = None) -> None:
+    """One line per case: time, requests, CPU of client and server, and the speed
+    relative to the ``base`` case (default: the first; ``1.10x`` is 10% faster). Client
+    and server share the machine's cores, so no run can beat (client + server CPU) /
+    cores: the floor shown."""
     print(f"  {title}")
-    base = statistics.median(results[next(iter(results))][0])
+    if not results:
+        return
+    base = base if base in results else next(iter(results))
+    reference = statistics.median(results[base][0])
     cores = os.cpu_count() or 1
     for name, (times, requests, (client, server)) in results.items():
-        ratio = statistics.median(times) / base
+        speed = reference / statistics.median(times)
         print(f"    {name:<26} {_fmt(times):>28} {requests:6d} requests   "
               f"cpu {client:5.2f} + server {server:5.2f} s (floor {(client + server) / cores:5.2f} s)"
-              f"   chunkflow is {ratio:5.2f}x as fast")
+              f"   {speed:5.2f}x {base}'s speed")
 
 
 def attempt(results: dict[str, Any], name: str, func: Callable[[], Any]) -> None:
@@ -321,11 +325,25 @@ def attempt(results: dict[str, Any], name: str, func: Callable[[], Any]) -> None
 # ------------------------------------------------------------------ workloads
 
 def full_read(target: Target, image: np.ndarray, repeat: int) -> None:
+    """The full read by each reader, tensorstore first (the ratios are to it), then
+    the floor it is measured against (:func:`read_floor`)."""
     import chunkflow
     z = target.chunkflow("full.zarr", cache=False)
     np.testing.assert_array_equal(z[:], image)
     results: dict[str, Any] = {}
     served = target.served
+
+    def ts_case() -> Any:
+        tarray = target.tensorstore("full.zarr")
+        np.testing.assert_array_equal(tarray.read().result(), image)
+        return timed(lambda: tarray.read().result(), repeat, served)
+
+    def zarr_case() -> Any:
+        zarray = target.zarr("full.zarr")
+        np.testing.assert_array_equal(zarray[:], image)
+        return timed(lambda: zarray[:], repeat, served)
+
+    attempt(results, "tensorstore", ts_case)
     attempt(results, "chunkflow z[:]", lambda: timed(lambda: z[:], repeat, served))
     # The default path: a handle opened with no arguments (the process-wide cache),
     # opened anew each run so that nothing is served from the previous run's copies.
@@ -335,21 +353,71 @@ def full_read(target: Target, image: np.ndarray, repeat: int) -> None:
     np.testing.assert_array_equal(x.compute(), image)
     attempt(results, f"chunkflow to_dask {x.numblocks}",
             lambda: timed(x.compute, repeat, served))
-
-    def zarr_case() -> Any:
-        zarray = target.zarr("full.zarr")
-        np.testing.assert_array_equal(zarray[:], image)
-        return timed(lambda: zarray[:], repeat, served)
-
-    def ts_case() -> Any:
-        tarray = target.tensorstore("full.zarr")
-        np.testing.assert_array_equal(tarray.read().result(), image)
-        return timed(lambda: tarray.read().result(), repeat, served)
-
     attempt(results, "zarr-python 3 z[:]", zarr_case)
-    attempt(results, "tensorstore", ts_case)
     report(f"full read, {image.shape} uint16 in 512^2 chunks ({image.nbytes / 2**20:.0f} MiB)",
-           results)
+           results, base="tensorstore")
+    read_floor(target, z, image, repeat, results)
+
+
+def read_floor(target: Target, z: Any, image: np.ndarray, repeat: int,
+               results: dict[str, Timing]) -> None:
+    """What no reader of this array can beat on this machine, measured in parts:
+
+    - fetch alone: every chunk's GET, chunkflow's in-flight window at once (its
+      store's stream, no decoding): the requests' wall time (latency / concurrency,
+      and the server's own limits: moto is one Python process) and their CPU;
+    - decode alone: the same chunks read from memory (``z[:]``, and
+      ``to_dask(z).compute()``, which adds dask's final concatenation of the blocks),
+      client CPU.
+
+    The floor of a full read is then ``max(fetch wall, (fetch client CPU + decode
+    CPU + server CPU) / cores)``: client and server share the cores. Each reader's
+    time is printed as a multiple of it (tensorstore's floor uses its own measured
+    CPU in place of chunkflow's fetch + decode).
+    """
+    import chunkflow
+    from chunkflow.engine.pool import inflight_window, io_lanes, map_sharing
+    served = target.served
+    keys = [f"c/{i}/{j}" for i in range(image.shape[0] // 512)
+            for j in range(image.shape[1] // 512)]
+    lanes = io_lanes(len(keys))
+    window = inflight_window(512 * 512 * image.itemsize, lanes)
+
+    def fetch() -> None:
+        with z.store.stream_many(keys, window=window, lanes=lanes) as stream:
+            def drain(_: object) -> None:
+                for _key, value, _version in stream.take():
+                    assert value is not None
+            map_sharing(drain, range(lanes))
+
+    memory = chunkflow.create_array(None, shape=image.shape, chunks=(512, 512), dtype="u2",
+                                    cache=False)
+    memory[:] = image
+    parts: dict[str, Timing] = {}
+    parts[f"fetch alone ({window} in flight)"] = timed(fetch, repeat, served)
+    parts["decode alone, z[:]"] = timed(lambda: memory[:], repeat, served)
+    remote = chunkflow.to_dask(z)  # the same blocks as the remote read's
+    x = chunkflow.to_dask(memory, blocks=tuple(sizes[0] // 512 for sizes in remote.chunks))
+    assert x.chunks == remote.chunks
+    parts["decode alone, to_dask"] = timed(x.compute, repeat, served)
+    print("  floor, in parts")
+    for name, (times, requests, (client, server)) in parts.items():
+        print(f"    {name:<32} {_fmt(times):>28} {requests:6d} requests   "
+              f"cpu {client:5.2f} + server {server:5.2f} s")
+    cores = os.cpu_count() or 1
+    fetch_times, _, (fetch_cpu, server_cpu) = parts[f"fetch alone ({window} in flight)"]
+    fetch_wall = statistics.median(fetch_times)
+    decode = {"z": parts["decode alone, z[:]"][2][0],
+              "dask": parts["decode alone, to_dask"][2][0]}
+    floors = {name: max(fetch_wall, (fetch_cpu + cpu + server_cpu) / cores)
+              for name, cpu in decode.items()}
+    for name, (times, _, (client, server)) in results.items():
+        if name == "tensorstore":
+            floor = max(fetch_wall, (client + server) / cores)
+        else:
+            floor = floors["dask" if "to_dask" in name else "z"]
+        print(f"    {name:<32} {statistics.median(times):7.3f} s = "
+              f"{statistics.median(times) / floor:4.2f}x its floor {floor:5.3f} s")
 
 
 def xarray_read(target: Target, image: np.ndarray, repeat: int) -> None:
