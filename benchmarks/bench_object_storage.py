@@ -352,7 +352,7 @@ def full_read(target: Target, image: np.ndarray, repeat: int) -> None:
         shared = chunkflow.cache.default_cache()
         if shared is not None:
             shared.clear()
-        return target.chunkflow("full.zarr")[:]  # type: ignore[no-any-return]
+        return target.chunkflow("full.zarr")[:]
 
     attempt(results, "chunkflow, default handle", lambda: timed(default_handle, repeat, served))
     x = chunkflow.to_dask(z)

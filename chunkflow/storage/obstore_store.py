@@ -83,9 +83,11 @@ def _range_refused(err: BaseException) -> bool:
     """Whether a ranged GET failed for its range alone: a server that serves no ranges
     (obstore's ``NotSupportedError``), or ``416 Range Not Satisfiable`` (an empty
     value, S3's ``InvalidRange``), which obstore raises as a ``GenericError``."""
+    # The status as reqwest names it ("... status code: 416 Range Not Satisfiable: ..."),
+    # not a bare "416", which a port or a duration in the message may hold.
     text = str(err)
-    return (isinstance(err, NotSupportedError) or "416" in text.partition("\n")[0]
-            or "InvalidRange" in text)
+    return (isinstance(err, NotSupportedError) or "416 Range Not Satisfiable" in text
+            or "<Code>InvalidRange</Code>" in text)
 
 
 class ObstoreStore(Store):

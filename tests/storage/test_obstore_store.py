@@ -264,3 +264,18 @@ def test_a_server_that_serves_no_ranges_gets_plain_gets(http_folder: Any) -> Non
         got = {key: value for key, value, _ in stream.take()}
     assert got == {**values, "c/missing": None}
     assert proxy.requests["GET"] == len(values) + 1
+
+
+def test_only_a_range_status_is_a_refused_range() -> None:
+    # A failed GET is read again with a plain GET only when its range was refused;
+    # any other failure (a 500 at a port or after a time holding "416") is raised.
+    from obstore.exceptions import GenericError, NotSupportedError
+
+    from chunkflow.storage.obstore_store import _range_refused
+
+    prefix = "Generic S3 error: Error performing GET http://127.0.0.1:41634/b/k in 416ms - "
+    assert not _range_refused(GenericError(prefix + "Server returned non-2xx status code: "
+                                           "500 Internal Server Error: <Code>InternalError"))
+    assert _range_refused(GenericError(prefix + "Server returned non-2xx status code: "
+                                       "416 Range Not Satisfiable: <Code>InvalidRange</Code>"))
+    assert _range_refused(NotSupportedError("Range request not supported by k"))
