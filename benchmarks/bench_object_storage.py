@@ -20,8 +20,12 @@ server share the machine's cores, so no reader can be faster than their summed C
 time over the cores: the floor printed beside each case.
 
 - a full read of a uint16 array in 512^2 chunks (256 MiB; ``--quick``: 32 MiB), by
-  chunkflow as ``z[:]`` and as ``to_dask(z).compute()`` with default blocks, by
-  zarr-python 3 as ``z[:]`` and by tensorstore;
+  tensorstore (the speeds are relative to it), by chunkflow as ``z[:]``, through a
+  default handle and as ``to_dask(z).compute()`` with default blocks, and by
+  zarr-python 3 as ``z[:]``, the readers taking turns run by run; with the floor of
+  the read measured in the same turns: the requests alone (chunkflow's window, no
+  decoding) and the decoding alone (the same array in memory), floor = max(the
+  requests' wall time, (client + server CPU) / cores);
 - the same array as an xarray dataset (Zarr v2, consolidated), loaded with
   ``xr.open_dataset(url, engine=..., chunks=...)`` by chunkflow's engine and by
   xarray's zarr engine, with ``chunks={}`` and ``chunks="auto"``;
@@ -324,27 +328,45 @@ def attempt(results: dict[str, Any], name: str, func: Callable[[], Any]) -> None
 
 # ------------------------------------------------------------------ workloads
 
+def interleaved(cases: dict[str, Callable[[], object]], repeat: int,
+                served: Served) -> dict[str, Timing]:
+    """:func:`timed` of every case, the cases taking turns run by run (ABCABC...), so
+    that the load swings of a shared machine weigh on every case alike."""
+    runs: dict[str, list[Timing]] = {name: [] for name in cases}
+    for _ in range(repeat):
+        for name, func in cases.items():
+            runs[name].append(timed(func, 1, served))
+    return {name: ([one[0][0] for one in got], got[-1][1],
+                   (statistics.median(one[2][0] for one in got),
+                    statistics.median(one[2][1] for one in got)))
+            for name, got in runs.items()}
+
+
 def full_read(target: Target, image: np.ndarray, repeat: int) -> None:
-    """The full read by each reader, tensorstore first (the ratios are to it), then
-    the floor it is measured against (:func:`read_floor`)."""
+    """The full read by each reader, tensorstore first (the ratios are to it), and the
+    parts of its floor (:func:`floor_parts`), all taking turns run by run."""
     import chunkflow
     z = target.chunkflow("full.zarr", cache=False)
     np.testing.assert_array_equal(z[:], image)
-    results: dict[str, Any] = {}
-    served = target.served
+    cases: dict[str, Callable[[], object]] = {}
 
-    def ts_case() -> Any:
+    def prepare(name: str, make: Callable[[], Callable[[], object]]) -> None:
+        """Check the reader's values once; report (not raise) what it cannot do."""
+        try:
+            cases[name] = make()
+        except Exception as err:  # a peer that cannot read this store is reported, not fatal
+            print(f"    {name}: not measured ({type(err).__name__}: {str(err)[:160]})")
+
+    def ts_case() -> Callable[[], object]:
         tarray = target.tensorstore("full.zarr")
         np.testing.assert_array_equal(tarray.read().result(), image)
-        return timed(lambda: tarray.read().result(), repeat, served)
+        return lambda: tarray.read().result()
 
-    def zarr_case() -> Any:
+    def zarr_case() -> Callable[[], object]:
         zarray = target.zarr("full.zarr")
         np.testing.assert_array_equal(zarray[:], image)
-        return timed(lambda: zarray[:], repeat, served)
+        return lambda: zarray[:]
 
-    attempt(results, "tensorstore", ts_case)
-    attempt(results, "chunkflow z[:]", lambda: timed(lambda: z[:], repeat, served))
     # The default path: a handle opened with no arguments (the process-wide cache),
     # opened anew each run, the cache emptied first: from the third run on, it would
     # serve the chunks it admitted (their versions proven with a request each).
@@ -354,36 +376,34 @@ def full_read(target: Target, image: np.ndarray, repeat: int) -> None:
             shared.clear()
         return target.chunkflow("full.zarr")[:]
 
-    attempt(results, "chunkflow, default handle", lambda: timed(default_handle, repeat, served))
     x = chunkflow.to_dask(z)
     np.testing.assert_array_equal(x.compute(), image)
-    attempt(results, f"chunkflow to_dask {x.numblocks}",
-            lambda: timed(x.compute, repeat, served))
-    attempt(results, "zarr-python 3 z[:]", zarr_case)
+    prepare("tensorstore", ts_case)
+    prepare("chunkflow z[:]", lambda: lambda: z[:])
+    prepare("chunkflow, default handle", lambda: default_handle)
+    prepare(f"chunkflow to_dask {x.numblocks}", lambda: x.compute)
+    prepare("zarr-python 3 z[:]", zarr_case)
+    readers = list(cases)
+    parts = floor_parts(z, image, x)
+    results = interleaved({**cases, **parts}, repeat, target.served)
     report(f"full read, {image.shape} uint16 in 512^2 chunks ({image.nbytes / 2**20:.0f} MiB)",
-           results, base="tensorstore")
-    read_floor(target, z, image, repeat, results)
+           {name: results[name] for name in readers}, base="tensorstore")
+    report_floor({name: results[name] for name in readers},
+                 {name: results[name] for name in parts})
 
 
-def read_floor(target: Target, z: Any, image: np.ndarray, repeat: int,
-               results: dict[str, Timing]) -> None:
+def floor_parts(z: Any, image: np.ndarray, remote: Any) -> dict[str, Callable[[], object]]:
     """What no reader of this array can beat on this machine, measured in parts:
 
-    - fetch alone: every chunk's GET, chunkflow's in-flight window at once (its
+    - ``fetch alone``: every chunk's GET, chunkflow's in-flight window at once (its
       store's stream, no decoding): the requests' wall time (latency / concurrency,
       and the server's own limits: moto is one Python process) and their CPU;
-    - decode alone: the same chunks read from memory (``z[:]``, and
-      ``to_dask(z).compute()``, which adds dask's final concatenation of the blocks),
-      client CPU.
-
-    The floor of a full read is then ``max(fetch wall, (fetch client CPU + decode
-    CPU + server CPU) / cores)``: client and server share the cores. Each reader's
-    time is printed as a multiple of it (tensorstore's floor uses its own measured
-    CPU in place of chunkflow's fetch + decode).
+    - ``decode alone``: the same chunks read from memory (``z[:]``, and
+      ``to_dask(z).compute()`` with the blocks of ``remote``, which adds dask's final
+      concatenation of the blocks), client CPU.
     """
     import chunkflow
     from chunkflow.engine.pool import inflight_window, io_lanes, map_sharing
-    served = target.served
     keys = [f"c/{i}/{j}" for i in range(image.shape[0] // 512)
             for j in range(image.shape[1] // 512)]
     lanes = io_lanes(len(keys))
@@ -399,19 +419,24 @@ def read_floor(target: Target, z: Any, image: np.ndarray, repeat: int,
     memory = chunkflow.create_array(None, shape=image.shape, chunks=(512, 512), dtype="u2",
                                     cache=False)
     memory[:] = image
-    parts: dict[str, Timing] = {}
-    parts[f"fetch alone ({window} in flight)"] = timed(fetch, repeat, served)
-    parts["decode alone, z[:]"] = timed(lambda: memory[:], repeat, served)
-    remote = chunkflow.to_dask(z)  # the same blocks as the remote read's
     x = chunkflow.to_dask(memory, blocks=tuple(sizes[0] // 512 for sizes in remote.chunks))
     assert x.chunks == remote.chunks
-    parts["decode alone, to_dask"] = timed(x.compute, repeat, served)
+    return {f"fetch alone ({window} in flight)": fetch,
+            "decode alone, z[:]": lambda: memory[:], "decode alone, to_dask": x.compute}
+
+
+def report_floor(results: dict[str, Timing], parts: dict[str, Timing]) -> None:
+    """The parts of the floor (:func:`floor_parts`), and each reader's time as a
+    multiple of its floor: ``max(fetch wall, (fetch client CPU + decode CPU + server
+    CPU) / cores)``, as client and server share the cores (tensorstore's floor uses its
+    own measured CPU in place of chunkflow's fetch + decode)."""
     print("  floor, in parts")
     for name, (times, requests, (client, server)) in parts.items():
         print(f"    {name:<32} {_fmt(times):>28} {requests:6d} requests   "
               f"cpu {client:5.2f} + server {server:5.2f} s")
     cores = os.cpu_count() or 1
-    fetch_times, _, (fetch_cpu, server_cpu) = parts[f"fetch alone ({window} in flight)"]
+    fetch_times, _, (fetch_cpu, server_cpu) = next(
+        timing for name, timing in parts.items() if name.startswith("fetch alone"))
     fetch_wall = statistics.median(fetch_times)
     decode = {"z": parts["decode alone, z[:]"][2][0],
               "dask": parts["decode alone, to_dask"][2][0]}
