@@ -99,6 +99,11 @@ class BatchKeyStream(KeyStream):
             self._closed = True
 
 
+#: What a request of an :class:`AsyncKeyStream` gives its consumer: the key, the
+#: fetch's ``(value, version)``, and the error it raised (or ``None``).
+_Arrival = tuple[str, "tuple[bytes | memoryview | None, Any]", "Exception | None"]
+
+
 class AsyncKeyStream(KeyStream):
     """A stream whose requests are coroutines run on an event loop in another thread
     (fsspec's, for its asynchronous file systems), at most ``window`` at a time.
@@ -221,11 +226,6 @@ class AsyncKeyStream(KeyStream):
     def _cancel(self) -> None:
         for task in list(self._tasks):
             task.cancel()
-
-
-#: What a request of an :class:`AsyncKeyStream` gives its consumer: the key, the
-#: fetch's ``(value, version)``, and the error it raised (or ``None``).
-_Arrival = tuple[str, "tuple[bytes | memoryview | None, Any]", "Exception | None"]
 
 
 class PutStream:
