@@ -16,6 +16,7 @@ from chunkflow.errors import ExternalLinkError, KeyIsDirectoryError, KeyNotFound
 from chunkflow.storage.base import Store, Version
 from chunkflow.storage.keys import normalize_prefix, slice_bounds
 from chunkflow.storage.ranges import ByteRangeReader, FileRangeReader
+from chunkflow.storage.replaced import hold, release
 
 __all__ = ["LocalStore"]
 
@@ -349,13 +350,13 @@ class LocalStore(Store):
                 while view:
                     view = view[os.write(fd, view) :]
                 if _STAT_AFTER_REPLACE_BY_FD:
+                    _replace(tmp, path)
                     # The descriptor still names the file we wrote, even if another
                     # writer replaces it right after: its version, never theirs.
-                    os.replace(tmp, path)
                     return file_version(os.fstat(fd))
             finally:
                 os.close(fd)
-            os.replace(tmp, path)
+            _replace(tmp, path)
             return None  # Windows: a stat now could see a later writer's file
         except BaseException:
             try:
@@ -483,6 +484,17 @@ class LocalStore(Store):
                 if name.endswith(TMP_SUFFIX):
                     removed += _remove_if_stale(os.path.join(path, name), cutoff)
         return removed
+
+
+def _replace(tmp: str, path: str) -> None:
+    """``os.replace(tmp, path)``, the old file at ``path`` freed in the background
+    (see :mod:`chunkflow.storage.replaced`: freeing it inside the rename blocks the
+    writer, and every writer of the folder, on the device)."""
+    old = hold(path)
+    try:
+        os.replace(tmp, path)
+    finally:
+        release(old)
 
 
 def _remove_if_stale(path: str, cutoff: float) -> bool:

@@ -1,0 +1,163 @@
+"""Freeing the files that local writes replace, off the writers' path.
+
+:class:`~chunkflow.storage.local.LocalStore` writes a chunk to a temporary file and
+renames it over the old one. The rename drops the old file's last link, and on Linux
+the kernel frees it inside that very ``rename`` call, with the folder's lock held: it
+drops the file's cached pages and gives its blocks back, and on a file system mounted
+with online discard (ext4 ``-o discard``, usual on cloud VMs) waits for the device to
+acknowledge a discard request. Writers of one folder (the chunks of one row) then queue
+behind each other, and each waits for the device with its core idle. Measured on 2
+cores (ext4 with discard, 64 chunks of 1.1 MB replaced by 2 threads): the renames
+spent 30 ms on the CPU and 44 ms blocked, and creating the temporary files another
+36 ms blocked behind them.
+
+Holding the old file open across the rename (:func:`hold`, an ``O_PATH`` descriptor:
+it reads nothing and has no side effect, even on a FIFO or a device) leaves it alive
+after its name is gone; :func:`release` hands the descriptor to one daemon thread per
+process, whose ``close`` frees the file while the writers go on encoding. The files
+are gone from the folder at once (only their space comes back a little later), and
+readers see exactly what they saw before: the old file or the new one.
+
+At most :data:`MAX_PENDING` files wait; past that a writer frees its own (it pays
+what it would have paid before). :func:`drain` waits until every released file is
+freed. Where ``O_PATH`` does not exist (Windows, macOS) nothing is held and the
+rename frees the file as before.
+
+Examples
+--------
+>>> import os, tempfile
+>>> folder = tempfile.mkdtemp()
+>>> path = os.path.join(folder, "k")
+>>> with open(path, "wb") as f:
+...     _ = f.write(b"old")
+>>> old = hold(path)
+>>> with open(path + ".tmp", "wb") as f:
+...     _ = f.write(b"new")
+>>> os.replace(path + ".tmp", path)
+>>> release(old)
+>>> drain()
+>>> os.listdir(folder), open(path, "rb").read()
+(['k'], b'new')
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import threading
+
+__all__ = ["MAX_PENDING", "drain", "hold", "pending", "release"]
+
+#: Replaced files at most waiting to be freed (each holds its blocks and cached pages
+#: until then); past this a writer frees its own.
+MAX_PENDING = 256
+
+# O_PATH: a descriptor that only pins the file (no read permission needed, no open
+# side effects); O_NOFOLLOW: a link at the target is itself what the rename replaces.
+_HOLD_FLAGS = (getattr(os, "O_PATH", 0) | getattr(os, "O_NOFOLLOW", 0)
+               | getattr(os, "O_CLOEXEC", 0)) if hasattr(os, "O_PATH") else 0
+
+
+def hold(path: str) -> int | None:
+    """A descriptor pinning the file at ``path`` (``None``: nothing there, or this
+    platform cannot pin files). Pass it to :func:`release` once ``path`` is replaced."""
+    if not _HOLD_FLAGS:
+        return None
+    try:
+        return os.open(path, _HOLD_FLAGS)
+    except OSError:  # no such file (a new key) or anything else: the rename frees it
+        return None
+
+
+class _Releaser:
+    """One daemon thread closing the descriptors it is handed, in order."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._work = threading.Condition(self._lock)
+        self._idle = threading.Condition(self._lock)
+        self._fds: collections.deque[int] = collections.deque()
+        self._closing: int | None = None  # taken off the queue, not yet closed
+        self._thread: threading.Thread | None = None
+
+    def release(self, fd: int) -> None:
+        with self._lock:
+            if len(self._fds) < MAX_PENDING:
+                self._fds.append(fd)
+                if self._thread is None:
+                    self._thread = threading.Thread(target=self._run, daemon=True,
+                                                    name="chunkflow-release")
+                    self._thread.start()
+                self._work.notify()
+                return
+        _close(fd)  # the backlog is full: this writer frees its own file
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                while not self._fds:
+                    self._work.wait()
+                fd = self._closing = self._fds.popleft()
+            _close(fd)
+            with self._lock:
+                self._closing = None
+                if not self._fds:
+                    self._idle.notify_all()
+
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._fds) + (self._closing is not None)
+
+    def drain(self) -> None:
+        with self._lock:
+            while self._fds or self._closing is not None:
+                self._idle.wait()
+
+    def held(self) -> list[int]:
+        """Every descriptor not yet closed (read in a forked child, single-threaded)."""
+        return [*self._fds, *([] if self._closing is None else [self._closing])]
+
+
+def _close(fd: int) -> None:
+    try:
+        os.close(fd)
+    except OSError:  # closing frees the file; an error here (EIO) changes nothing
+        pass
+
+
+_releaser = _Releaser()
+
+
+def release(fd: int | None) -> None:
+    """Free the file pinned by ``fd`` (from :func:`hold`) in the background."""
+    if fd is not None:
+        _releaser.release(fd)
+
+
+def pending() -> int:
+    """Released files not yet freed.
+
+    Examples
+    --------
+    >>> drain(); pending()
+    0
+    """
+    return _releaser.pending()
+
+
+def drain() -> None:
+    """Wait until every released file is freed (their space is back)."""
+    _releaser.drain()
+
+
+def _after_fork_in_child() -> None:
+    # The child inherits copies of the held descriptors but not the thread that would
+    # close them: close them now (the parent's own copies are unaffected).
+    global _releaser
+    held, _releaser = _releaser.held(), _Releaser()
+    for fd in held:
+        _close(fd)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
