@@ -18,10 +18,12 @@ process, whose ``close`` frees the file while the writers go on encoding. The fi
 are gone from the folder at once (only their space comes back a little later), and
 readers see exactly what they saw before: the old file or the new one.
 
-At most :data:`MAX_PENDING` files wait; past that a writer frees its own (it pays
-what it would have paid before). :func:`drain` waits until every released file is
-freed. Where ``O_PATH`` does not exist (Windows, macOS) nothing is held and the
-rename frees the file as before.
+At most :data:`MAX_PENDING` files (and :data:`MAX_PENDING_BYTES`) wait; past that a
+writer frees its own (it pays what it would have paid before). :func:`drain` waits
+until every released file is freed. Files are pinned only on the local-disk file
+systems that free them inside the rename (:func:`pins_replaced`: ext2/3/4, XFS, Btrfs,
+F2FS): on NFS an open file that is replaced turns into a visible ``.nfsXXXX`` file until
+closed, and on Windows and macOS (no ``O_PATH``) nothing is pinned.
 
 Examples
 --------
@@ -30,11 +32,11 @@ Examples
 >>> path = os.path.join(folder, "k")
 >>> with open(path, "wb") as f:
 ...     _ = f.write(b"old")
->>> old = hold(path)
+>>> old = hold(path) if pins_replaced(folder) else None
 >>> with open(path + ".tmp", "wb") as f:
 ...     _ = f.write(b"new")
 >>> os.replace(path + ".tmp", path)
->>> release(old)
+>>> release(old, 3)
 >>> drain()
 >>> os.listdir(folder), open(path, "rb").read()
 (['k'], b'new')
@@ -43,19 +45,75 @@ Examples
 from __future__ import annotations
 
 import collections
+import functools
 import os
+import re
 import threading
 
-__all__ = ["MAX_PENDING", "drain", "hold", "pending", "release"]
+__all__ = ["MAX_PENDING", "MAX_PENDING_BYTES", "PINNED_TYPES", "drain", "hold", "mount_type",
+           "pending", "pins_replaced", "release"]
 
 #: Replaced files at most waiting to be freed (each holds its blocks and cached pages
 #: until then); past this a writer frees its own.
 MAX_PENDING = 256
+#: Bytes at most waiting to be freed (as the writers estimate them: the size of the
+#: value that replaced each file).
+MAX_PENDING_BYTES = 256 * 1024 * 1024
+
+#: File systems on a local disk that free a replaced file inside the rename.
+PINNED_TYPES = frozenset({"ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs"})
 
 # O_PATH: a descriptor that only pins the file (no read permission needed, no open
 # side effects); O_NOFOLLOW: a link at the target is itself what the rename replaces.
 _HOLD_FLAGS = (getattr(os, "O_PATH", 0) | getattr(os, "O_NOFOLLOW", 0)
                | getattr(os, "O_CLOEXEC", 0)) if hasattr(os, "O_PATH") else 0
+
+
+@functools.lru_cache(maxsize=256)
+def pins_replaced(folder: str) -> bool:
+    """Whether writes below ``folder`` (an absolute, resolved path) should pin the files
+    they replace: the platform has ``O_PATH`` and ``folder`` lies on a file system of
+    :data:`PINNED_TYPES` (the one mounted last on the longest mount point above it).
+
+    Examples
+    --------
+    >>> pins_replaced("/proc"), pins_replaced("/dev/shm")  # procfs, tmpfs (or no O_PATH)
+    (False, False)
+    """
+    if not _HOLD_FLAGS:
+        return False
+    try:
+        with open("/proc/self/mounts", encoding="utf-8", errors="replace") as file:
+            lines = file.read().splitlines()
+    except OSError:
+        return False
+    return mount_type(folder, lines) in PINNED_TYPES
+
+
+def mount_type(folder: str, mounts: list[str]) -> str:
+    """The type of the file system ``folder`` lies on, from the lines of
+    ``/proc/self/mounts`` (``""`` if none holds it).
+
+    Examples
+    --------
+    >>> mounts = ["/dev/vda / ext4 rw 0 0", "tmpfs /dev/shm tmpfs rw 0 0",
+    ...           "server:/x /mnt/my\\\\040data nfs4 rw 0 0"]
+    >>> mount_type("/home/me", mounts), mount_type("/dev/shm/a", mounts)
+    ('ext4', 'tmpfs')
+    >>> mount_type("/mnt/my data/z.zarr", mounts), mount_type("/mnt/my", mounts)
+    ('nfs4', 'ext4')
+    """
+    point, kind = "", ""
+    for line in mounts:
+        fields = line.split()
+        if len(fields) < 3:
+            continue
+        # Spaces, tabs, newlines and backslashes in mount points are octal escapes.
+        mounted = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[1])
+        inside = folder == mounted or folder.startswith(mounted.rstrip("/") + "/")
+        if inside and len(mounted) >= len(point):  # a later mount on the same point wins
+            point, kind = mounted, fields[2]
+    return kind
 
 
 def hold(path: str) -> int | None:
@@ -76,14 +134,16 @@ class _Releaser:
         self._lock = threading.Lock()
         self._work = threading.Condition(self._lock)
         self._idle = threading.Condition(self._lock)
-        self._fds: collections.deque[int] = collections.deque()
+        self._fds: collections.deque[tuple[int, int]] = collections.deque()  # (fd, bytes)
+        self._bytes = 0
         self._closing: int | None = None  # taken off the queue, not yet closed
         self._thread: threading.Thread | None = None
 
-    def release(self, fd: int) -> None:
+    def release(self, fd: int, nbytes: int) -> None:
         with self._lock:
-            if len(self._fds) < MAX_PENDING:
-                self._fds.append(fd)
+            if len(self._fds) < MAX_PENDING and self._bytes + nbytes <= MAX_PENDING_BYTES:
+                self._fds.append((fd, nbytes))
+                self._bytes += nbytes
                 if self._thread is None:
                     self._thread = threading.Thread(target=self._run, daemon=True,
                                                     name="chunkflow-release")
@@ -97,10 +157,12 @@ class _Releaser:
             with self._lock:
                 while not self._fds:
                     self._work.wait()
-                fd = self._closing = self._fds.popleft()
+                fd, nbytes = self._fds.popleft()
+                self._closing = fd
             _close(fd)
             with self._lock:
                 self._closing = None
+                self._bytes -= nbytes
                 if not self._fds:
                     self._idle.notify_all()
 
@@ -115,7 +177,7 @@ class _Releaser:
 
     def held(self) -> list[int]:
         """Every descriptor not yet closed (read in a forked child, single-threaded)."""
-        return [*self._fds, *([] if self._closing is None else [self._closing])]
+        return [fd for fd, _ in self._fds] + ([] if self._closing is None else [self._closing])
 
 
 def _close(fd: int) -> None:
@@ -128,10 +190,11 @@ def _close(fd: int) -> None:
 _releaser = _Releaser()
 
 
-def release(fd: int | None) -> None:
-    """Free the file pinned by ``fd`` (from :func:`hold`) in the background."""
+def release(fd: int | None, nbytes: int) -> None:
+    """Free the file pinned by ``fd`` (from :func:`hold`) in the background; ``nbytes``
+    estimates its size (the value that replaced it)."""
     if fd is not None:
-        _releaser.release(fd)
+        _releaser.release(fd, nbytes)
 
 
 def pending() -> int:

@@ -96,9 +96,36 @@ def test_a_full_backlog_frees_inline(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert fd is not None
     replaced.drain()
     monkeypatch.setattr(replaced, "MAX_PENDING", 0)
-    replaced.release(fd)
+    replaced.release(fd, 1)
     with pytest.raises(OSError):  # closed by the caller's own thread, already
         os.fstat(fd)
+
+
+@linux_only
+def test_a_full_byte_budget_frees_inline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "k").write_bytes(b"x")
+    fd = replaced.hold(str(tmp_path / "k"))
+    assert fd is not None
+    replaced.drain()
+    monkeypatch.setattr(replaced, "MAX_PENDING_BYTES", 10)
+    replaced.release(fd, 11)
+    with pytest.raises(OSError):
+        os.fstat(fd)
+
+
+@pytest.mark.skipif(not os.path.isdir("/dev/shm"), reason="needs a tmpfs at /dev/shm")
+def test_files_on_tmpfs_are_not_pinned(monkeypatch: pytest.MonkeyPatch) -> None:
+    # tmpfs frees a file without the disk: nothing to gain, an open per write to lose.
+    import tempfile
+
+    calls: list[str] = []
+    monkeypatch.setattr("chunkflow.storage.local.hold", calls.append)
+    with tempfile.TemporaryDirectory(dir="/dev/shm") as folder:
+        store = LocalStore(folder)
+        store["k"] = b"one"
+        store["k"] = b"two"
+        assert store["k"] == b"two"
+    assert calls == []
 
 
 @linux_only
@@ -108,7 +135,7 @@ def test_a_forked_child_closes_its_copies_of_held_files(tmp_path: Path,
     (tmp_path / "k").write_bytes(b"x")
     fds = [replaced.hold(str(tmp_path / "k")) for _ in range(3)]
     waiting = replaced._Releaser()
-    waiting._fds.extend(fd for fd in fds if fd is not None)
+    waiting._fds.extend((fd, 1) for fd in fds if fd is not None)
     monkeypatch.setattr(replaced, "_releaser", waiting)
     replaced._after_fork_in_child()
     assert replaced._releaser is not waiting and replaced.pending() == 0
