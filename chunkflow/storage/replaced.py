@@ -53,9 +53,10 @@ import threading
 __all__ = ["MAX_PENDING", "MAX_PENDING_BYTES", "PINNED_TYPES", "drain", "hold", "mount_type",
            "pending", "pins_replaced", "release"]
 
-#: Replaced files at most waiting to be freed (each holds its blocks and cached pages
-#: until then); past this a writer frees its own.
-MAX_PENDING = 256
+#: Replaced files at most waiting to be freed (each holds a descriptor, its blocks and
+#: its cached pages until then; a process near its limit of open files (often 1024)
+#: must not run out because of them); past this a writer frees its own.
+MAX_PENDING = 64
 #: Bytes at most waiting to be freed (as the writers estimate them: the size of the
 #: value that replaced each file).
 MAX_PENDING_BYTES = 256 * 1024 * 1024
