@@ -209,8 +209,8 @@ class FloorCase:
     - ``write_in_place``: ``encode``, then open the chunk's file with ``O_TRUNC`` and write
       it (what zarrs and tensorstore do; a crash can leave a torn chunk);
     - ``write_atomic``: ``encode``, then write a temporary file and rename it over the
-      chunk's file, holding the old file open across the rename and closing it on a
-      background thread (so the rename does not free it under the folder's lock and wait
+      chunk's file, holding the old file open across the rename and closing it on
+      background threads (so the rename does not free it under the folder's lock and wait
       for the disk's discard; see ``chunkflow.storage.replaced``): chunkflow's contract
       (a reader or a crash sees the old chunk or the new one) at its lowest cost;
     - ``write_atomic_naive``: the same without holding the old file (the rename frees it);
@@ -235,7 +235,8 @@ class FloorCase:
         self.pool = ThreadPoolExecutor(self.threads)
         self.local = threading.local()
         self.closing: queue.Queue[int] = queue.Queue()
-        threading.Thread(target=self._closer, daemon=True).start()
+        for _ in range(4):  # freeing waits on the disk: a few threads keep up with the writers
+            threading.Thread(target=self._closer, daemon=True).start()
         self.count = itertools.count()
         for i in range(shape[0] // chunks[0]):
             (path / str(i)).mkdir(parents=True, exist_ok=True)
