@@ -16,7 +16,8 @@ encoded or decoded with numcodecs and written or read with plain file calls on a
 threads as chunkflow's I/O pool, stage by stage (encode alone; written in place; written
 to a temporary file renamed over the target, chunkflow's crash-safety contract, which is
 the floor of the write row). Prints each time as the median [range] of ``--repeat`` runs
-(full reads and writes interleaved between the libraries and the floor stages),
+(full reads and writes interleaved between the libraries and the floor stages, in an
+order that turns round by one each run),
 chunkflow's ratio to each peer and to the floor, chunkflow's cost per small chunk, and
 the load average before and after (the machine may be shared). ``--full-only`` runs
 the full writes and reads alone.
@@ -355,20 +356,23 @@ def run(folder: Path, repeat: int, quick: bool = False, full_only: bool = False)
         replaced.drain()
         floor.settle()
 
-    # Interleaved, one run of each in turn: noise on a shared machine hits all alike.
-    for _ in range(repeat):
-        for name, handle in handles.items():
+    writes = [(results[name]["full write"], partial(handle.write, big))
+              for name, handle in handles.items()]
+    writes += [(floor_times[stage], func) for stage, func in write_stages.items()]
+    reads = [(results[name]["full read"], handle.read, getattr(handle, "prepare", None))
+             for name, handle in handles.items()]
+    reads += [(floor_times[stage], func, None) for stage, func in read_stages.items()]
+    # Interleaved, one run of each in turn, starting one later each round: noise on a
+    # shared machine (and the disk still busy with the writes) hits all alike.
+    for round_ in range(repeat):
+        for times, func in writes[round_ % len(writes):] + writes[:round_ % len(writes)]:
             settle()
-            results[name]["full write"] += timings(1, partial(handle.write, big))
-        for stage, func in write_stages.items():
-            settle()
-            floor_times[stage] += timings(1, func)
-        for name, handle in handles.items():
-            settle()
-            getattr(handle, "prepare", lambda: None)()
-            results[name]["full read"] += timings(1, handle.read)
-        for stage, func in read_stages.items():
-            floor_times[stage] += timings(1, func)
+            times += timings(1, func)
+        settle()
+        for times, func, prepare in reads[round_ % len(reads):] + reads[:round_ % len(reads)]:
+            if prepare is not None:
+                prepare()
+            times += timings(1, func)
     in_a_row = rewrites_in_a_row(handles, big, repeat)
     assert np.array_equal(floor.read(), big), "floor: full read differs"
     for name, handle in handles.items():
