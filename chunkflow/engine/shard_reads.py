@@ -69,6 +69,10 @@ class KnownIndex(NamedTuple):
 
 _T = TypeVar("_T")
 
+#: Places inner chunks of a group ``(flat, projection)`` from their stored bytes (by
+#: flat; ``None``: not stored) and the shard's version.
+_Place = Callable[[Sequence[tuple[int, Any]], dict[int, Any], Any], None]
+
 
 @dataclass(frozen=True)
 class ShardPart:
@@ -146,11 +150,16 @@ class ShardReader:
                 for part in group:
                     self._read_part(part, out, cache, keep, ticket)
 
+            # Threads pay off for parts with enough to decode: a part of a few small
+            # inner chunks costs less than handing it to another thread (and the
+            # two threads then fight over the GIL for their Python work).
+            parallel = io.parallel and all(
+                len(part.flats) * self.inner_nbytes >= PARALLEL_MIN_CHUNK_BYTES for part in parts)
             if len(parts) > 2 * io_threads():
                 # Many shards: one per task, to whichever I/O thread is free.
-                map_groups(read, parts, parallel=io.parallel, batch=1)
+                map_groups(read, parts, parallel=parallel, batch=1)
             else:  # a few (a window): the caller's thread takes its share
-                map_sharing(read, parts, parallel=io.parallel)
+                map_sharing(read, parts, parallel=parallel)
         return rest
 
     def _part(self, proj: ChunkProjection) -> ShardPart:
@@ -176,26 +185,41 @@ class ShardReader:
                    keep: ChunkCache | None, ticket: int) -> None:
         hits = self._cached(part, cache) if cache is not None else {}
         missing = [flat for flat in part.flats.tolist() if flat not in hits]
-        found: dict[int, bytes | memoryview | None] = {}
-        version = None
-        if missing:
-            found, version = self._fetch(part, missing, cache, ticket)
-        # One shard's inner chunks in parallel (several shards already are, one per
-        # thread: map_sharing runs inline in a worker thread).
-        parallel = self._parallel and len(missing) > 1
         proj = part.projection
         if part.box:
             target = np.empty(part.box, self.stage.dtype)
         else:
             target = out[proj.out_selection] if proj.out_selection else out[...]  # a view
         skip = self._first_whole_reads(part, cache, missing)
-        def place(group: Sequence[tuple[int, Any]]) -> None:
+        # One shard's inner chunks in parallel (several shards already are, one per
+        # thread: map_sharing runs inline in a worker thread).
+        parallel = self._parallel and len(missing) > 1
+
+        def place(group: Sequence[tuple[int, Any]], found: dict[int, bytes | memoryview | None],
+                  version: Any) -> None:
             for flat, inner in group:
                 self._place(part, flat, inner, target, hits, found,
                             None if flat in skip else keep, version, ticket)
 
-        map_sharing(place, part.inner, parallel=parallel)
+        # A few inner chunks of a shard on a store that is not latency-bound: each
+        # thread reads the bytes it decodes, so reads overlap decodes (instead of all
+        # the reads coming first, in one thread). Else one batched read, then decodes.
+        overlap = not self.io.store.latency_bound and len(missing) * 2 <= self.stage.count
+        if missing:
+            found, version = self._fetch(part, missing, cache, ticket,
+                                         place if overlap else None, parallel)
+            if found is None:
+                return self._copy_box(part, target, out)
+        else:
+            found, version = {}, None
+        map_sharing(lambda group: place(group, found, version), part.inner, parallel=parallel)
+        self._copy_box(part, target, out)
+
+    def _copy_box(self, part: ShardPart, target: np.ndarray, out: np.ndarray) -> None:
+        """For points and index arrays: what the selection reads of the box of inner
+        chunks ``target``, into ``out``."""
         if part.box:
+            proj = part.projection
             selection = shifted_selection(proj.chunk_selection, part.origin, self.stage.shape)
             out[proj.out_selection] = target[selection]
 
@@ -284,9 +308,15 @@ class ShardReader:
                 if entry.chunk.shape == inner and entry.chunk.dtype == dtype}
 
     def _fetch(self, part: ShardPart, flats: list[int], cache: ChunkCache | None,
-               ticket: int) -> tuple[dict[int, bytes | memoryview | None], Any]:
+               ticket: int, place: _Place | None = None, parallel: bool = False,
+               ) -> tuple[dict[int, bytes | memoryview | None] | None, Any]:
         """The stored bytes of inner chunks ``flats`` (``None``: not stored) and the
-        shard's version, all from one snapshot of the shard."""
+        shard's version, all from one snapshot of the shard.
+
+        With ``place``, the inner chunks of ``part`` are read and placed by groups,
+        one group per thread (``parallel``), each reading the bytes it places: then
+        ``None`` is returned for the bytes, once all are placed.
+        """
         store, key = self.io.store, part.key
         # The version of the shard whose index the cache holds: object stores then
         # read the chunks straight away and prove the version afterwards (one round
@@ -296,6 +326,10 @@ class ShardReader:
         for attempt in range(_ATTEMPTS):
             try:
                 with store.open_ranges(key, expect=expect if attempt == 0 else None) as reader:
+                    if place is not None:
+                        self._fetch_and_place(reader, part, flats, cache, ticket, index,
+                                              place, parallel)
+                        return None, reader.version
                     found = self._fetch_from(reader, part, flats, cache, ticket, index)
                     return found, reader.version
             except KeyError:
@@ -308,6 +342,34 @@ class ShardReader:
             return {}, None
         data, version = versioned
         return self._slices(part.key, memoryview(data), flats), version
+
+    def _fetch_and_place(self, reader: Any, part: ShardPart, flats: list[int],
+                         cache: ChunkCache | None, ticket: int, index: Any,
+                         place: _Place, parallel: bool) -> None:
+        """Read and place the inner chunks of ``part`` by groups (see :meth:`_fetch`);
+        what a group placed before a change of the shard is placed again by the next
+        attempt."""
+        offsets, lengths, fresh = self._index(reader, part, index)
+        version = reader.version
+        wanted = set(flats)
+        reads = 0
+
+        def fetch_and_place(group: Sequence[tuple[int, ChunkProjection]]) -> None:
+            nonlocal reads
+            mine = [flat for flat, _ in group if flat in wanted]
+            stored = [flat for flat in mine if offsets[flat] != MISSING]
+            found: dict[int, bytes | memoryview | None] = dict.fromkeys(mine)
+            if stored:
+                ranges = [(int(offsets[f]), int(offsets[f] + lengths[f])) for f in stored]
+                found.update(zip(stored, reader.read(ranges)))
+                reads += 1
+            place(group, found, version)
+
+        map_sharing(fetch_and_place, part.inner, parallel=parallel)
+        if not reads:
+            reader.verify()  # the index was read unverified (see _fetch_from)
+        if fresh and version is not None:
+            self._remember_index(part, offsets, lengths, version, cache, ticket)
 
     def _cached_index(self, part: ShardPart, cache: ChunkCache | None) -> Any:
         """The known index of the shard, with the shard version it came from: the
