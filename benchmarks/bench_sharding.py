@@ -326,7 +326,8 @@ def volume_floor(touched: list[list[tuple[Path, int, int]]], inner: int,
 
     from numcodecs.blosc import decompress
 
-    fds = {file: os.open(file, os.O_RDONLY) for parts in touched for file, _, _ in parts}
+    files = {file for parts in touched for file, _, _ in parts}
+    fds = {file: os.open(file, os.O_RDONLY) for file in files}
     buffers = [np.empty((inner,) * 3, "u2") for _ in range(threads)]
 
     def work(items: list[tuple[Path, int, int]], slot: int) -> None:

@@ -260,10 +260,13 @@ class ShardReader:
             chunk = self._decode(part.key, flat, lambda: stage.inner.decode(data))
             target[where] = chunk[inner.chunk_selection]
         else:
-            # Decoded into this thread's reused buffer, then the part selected is copied.
+            # Decoded into this thread's reused buffer, then the part selected is copied;
+            # of blosc, only the blocks holding that part are decoded.
             chunk = scratch_buffer(stage.inner_shape, stage.dtype, slot="inner chunk")
-            self._decode(part.key, flat, lambda: stage.inner.decode_into(data, chunk))
-            target[where] = chunk[inner.chunk_selection]
+            selection = inner.chunk_selection
+            self._decode(part.key, flat,
+                         lambda: stage.inner.decode_region_into(data, chunk, selection))
+            target[where] = chunk[selection]
 
     def _region(self, flat: int, origin: Sequence[int]) -> tuple[slice, ...]:
         """Where inner chunk ``flat`` lies in a box starting at ``origin``."""
