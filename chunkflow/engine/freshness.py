@@ -76,11 +76,17 @@ def serve_hits(
         policy = io.options.resolve_recheck()
     threshold = recheck_threshold(policy, io.opened_at)
     dtype, shape = io.pipeline.dtype, io.grid.chunks
-    if len(found) == len(locations) and _all_usable(found, threshold, shape, dtype):
+    if len(found) == len(locations):
         # The usual hit (a window read again): nothing to recheck, nothing left to read.
         for proj, loc in zip(projections, locations):
-            out[proj.out_selection] = found[loc].chunk[proj.chunk_selection]
-        return ()
+            entry = found[loc]
+            chunk = entry.chunk
+            if entry.checked < threshold or chunk.shape != shape or (
+                    chunk.dtype is not dtype and chunk.dtype != dtype):
+                break  # the general way below (copying again what was copied is harmless)
+            out[proj.out_selection] = chunk[proj.chunk_selection]
+        else:
+            return ()
     due = [(key, loc) for key, loc in keyed if loc in found and found[loc].checked < threshold]
     if due:
         recheck(io, cache, found, due)
@@ -98,17 +104,6 @@ def serve_hits(
         else:
             out[proj.out_selection] = chunk[proj.chunk_selection]
     return misses
-
-
-def _all_usable(found: dict[str, CachedChunk], threshold: float,
-                shape: tuple[int, ...], dtype: np.dtype) -> bool:
-    """Whether every entry of ``found`` may be served as it is: proven current after
-    ``threshold``, and of the array's chunk shape and dtype."""
-    for entry in found.values():
-        chunk = entry.chunk
-        if entry.checked < threshold or chunk.shape != shape or chunk.dtype != dtype:
-            return False
-    return True
 
 
 def _keys_of(io: ChunkSpace,

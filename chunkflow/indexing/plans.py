@@ -97,6 +97,27 @@ class BasicPlans:
                                         list[ChunkProjection]]] = {}
         self._lock = threading.Lock()
 
+    def kept(self, selection: Selection,
+             grid: RegularChunkGrid) -> tuple[BasicIndexer, list[ChunkProjection]] | None:
+        """The kept plan of ``selection`` on ``grid``, if there is one (nothing is
+        planned here: the fast path of a window read again).
+
+        Examples
+        --------
+        >>> grid = RegularChunkGrid((100,), (10,))
+        >>> plans = BasicPlans()
+        >>> plans.kept(slice(5, 15), grid) is None
+        True
+        >>> _ = plans.get(slice(5, 15), grid)
+        >>> len(plans.kept(slice(5, 15), grid)[1])
+        2
+        """
+        key = selection_key(selection)
+        kept = None if key is None else self._plans.get(key)
+        if kept is None or kept[0] is not grid:
+            return None
+        return kept[1], kept[2]
+
     def get(self, selection: Selection,
             grid: RegularChunkGrid) -> tuple[BasicIndexer, list[ChunkProjection]]:
         """The indexer of ``selection`` on ``grid`` and its projections (a list that
