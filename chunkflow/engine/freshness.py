@@ -79,9 +79,9 @@ def serve_hits(
     if len(found) == len(locations):
         # The usual hit (a window read again): nothing to recheck, nothing left to read.
         for proj, loc in zip(projections, locations):
-            entry = found[loc]
-            chunk = entry.chunk
-            if entry.checked < threshold or chunk.shape != shape or (
+            hit = found[loc]
+            chunk = hit.chunk
+            if hit.checked < threshold or chunk.shape != shape or (
                     chunk.dtype is not dtype and chunk.dtype != dtype):
                 break  # the general way below (copying again what was copied is harmless)
             out[proj.out_selection] = chunk[proj.chunk_selection]
