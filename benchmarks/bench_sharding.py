@@ -365,8 +365,8 @@ def volume(folder: Path, repeat: int, quick: bool) -> None:
     libraries = _volume_libraries(folder, side, shard, inner)
     ours = folder / "vol-chunkflow.zarr"
     default = "chunkflow default"
-    times: dict[str, dict[str, list[float]]] = {name: {"write": [], "read": [], "windows": []}
-                                                for name in libraries}
+    times: dict[str, dict[str, list[float]]] = {
+        name: {"write": [], "read": [], "windows": [], "windows cpu": []} for name in libraries}
     times[default] = {"windows": []}
     floors: dict[int, list[float]] = {1: [], 2: []}
     touched = None
@@ -379,10 +379,11 @@ def volume(folder: Path, repeat: int, quick: bool) -> None:
             start = time.perf_counter()
             got = read(everything)
             times[name]["read"].append(time.perf_counter() - start)
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             for window in chosen:
                 read(window)
             times[name]["windows"].append(time.perf_counter() - start)
+            times[name]["windows cpu"].append(time.process_time() - cpu)
             if name == "chunkflow":  # the same files, through a handle with no options
                 chunkflow.cache.get_cache().clear()
                 handle = chunkflow.open_array(str(ours), mode="r")
@@ -410,6 +411,13 @@ def volume(folder: Path, repeat: int, quick: bool) -> None:
         ratios = [f"{statistics.median(times[n][case]) / base:.2f}x {n}"
                   for n in libraries if n != "chunkflow"]
         print(line + " | " + ", ".join(ratios))
+    # CPU seconds of the process (all its threads) for the windows: the work each
+    # library does, which the load of a busy machine changes far less than wall time.
+    cpu_base = statistics.median(times["chunkflow"]["windows cpu"])
+    print("  windows, CPU time " + " ".join(
+        f"{name} {statistics.median(times[name]['windows cpu']):.3f}" for name in libraries)
+        + " | " + ", ".join(f"{statistics.median(times[n]['windows cpu']) / cpu_base:.2f}x {n}"
+                            for n in libraries if n != "chunkflow"))
     base = statistics.median(times["chunkflow"]["windows"])
     mean_chunks = sum(len(parts) for parts in (touched or [])) / count
     values = times[default]["windows"]
