@@ -39,6 +39,12 @@ def _cases(draw: st.DrawFn) -> tuple[np.ndarray, dict, tuple[slice, ...]]:
 @example((np.arange(30 * 40 * 20, dtype="<u2").reshape(30, 40, 20),
           {"cname": "lz4", "clevel": 5, "shuffle": "shuffle", "typesize": 2, "blocksize": 256},
           (slice(29, 30), slice(0, 40), slice(0, 20))))  # the last, short block alone
+@example((np.arange(1 << 18, dtype="<u2") // 3,
+          {"cname": "lz4", "clevel": 5, "shuffle": "shuffle", "typesize": 2, "blocksize": 0},
+          (slice(131071, 131074),)))  # one item in the first block (of 256 KiB), two in the next
+@example((np.arange(1 << 18, dtype="<u2") // 3,
+          {"cname": "lz4", "clevel": 5, "shuffle": "shuffle", "typesize": 2, "blocksize": 0},
+          (slice(131070, 131073),)))  # two items in the first block, one in the next
 def test_a_region_decodes_to_numpy_values(case: tuple[np.ndarray, dict, tuple[slice, ...]]) -> None:
     data, codec, selection = case
     pipeline = v3_pipeline(data.dtype, data.shape, [

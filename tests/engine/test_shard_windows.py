@@ -11,11 +11,16 @@ import pytest
 
 import chunkflow
 from chunkflow.cache import ChunkCache
+from chunkflow.codecs.blosc_blocks import blocks_frame
 from chunkflow.engine.pool import PARALLEL_MIN_CHUNK_BYTES
 
 INNER = (64, 64, 32)  # 256 KiB of uint16: decoded in the I/O pool
 SHARD = (128, 128, 64)
 SHAPE = (200, 256, 128)  # edge shards cut short along the first axis
+# Blocks of 16 KiB: a window reading part of an inner chunk decodes only its blocks.
+BLOSC_BLOCKS = {"name": "blosc", "configuration": {"cname": "lz4", "clevel": 5,
+                                                   "shuffle": "shuffle", "typesize": 2,
+                                                   "blocksize": 16384}}
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +31,7 @@ def volume(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, np.ndarray]:
     data[:64, :64, :32] = 0  # an inner chunk of the fill value: not stored
     path = str(tmp_path_factory.mktemp("vol") / "v.zarr")
     z = chunkflow.create_array(path, shape=SHAPE, chunks=INNER, shards=SHARD, dtype="u2",
-                               fill_value=0, cache=False)
+                               fill_value=0, cache=False, compressors=BLOSC_BLOCKS)
     z[...] = data
     return path, data
 
@@ -42,13 +47,27 @@ def _windows(count: int) -> list[tuple[slice, ...]]:
 
 
 @pytest.mark.parametrize("cache", ["off", "default", "private"])
-def test_windows_equal_numpy(volume: tuple[str, np.ndarray], cache: str) -> None:
+def test_windows_equal_numpy(volume: tuple[str, np.ndarray], cache: str,
+                             monkeypatch: pytest.MonkeyPatch) -> None:
+    from chunkflow.codecs import pipeline_v3
+
+    cut = []
+
+    def counted(*args: object) -> object:
+        found = blocks_frame(*args)  # type: ignore[arg-type]  # passed through
+        cut.append(found is not None)
+        return found
+
+    monkeypatch.setattr(pipeline_v3, "blocks_frame", counted)
     path, data = volume
     option = {"off": False, "default": None, "private": ChunkCache(1 << 26)}[cache]
     z = chunkflow.open_array(path, mode="r", cache=option)
     for _ in range(2):  # the second time from the cache, where there is one
         for window in _windows(12):
             np.testing.assert_array_equal(z[window], data[window], err_msg=str(window))
+    # Without a cache, inner chunks read in part are decoded by their blocks; a
+    # cache keeps whole inner chunks.
+    assert any(cut) if cache == "off" else not any(cut)
 
 
 def test_a_window_of_missing_inner_chunks_is_the_fill_value(volume: tuple[str, np.ndarray]) -> None:
