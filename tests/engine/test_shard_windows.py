@@ -90,3 +90,11 @@ def test_a_replaced_shard_is_read_afresh(tmp_path: Path) -> None:
     second = np.arange(np.prod(SHARD), dtype="u2").reshape(SHARD)
     z[...] = second
     np.testing.assert_array_equal(reader[window], second[window])
+
+
+def test_windows_through_a_url_with_storage_options(volume: tuple[str, np.ndarray]) -> None:
+    path, data = volume
+    z = chunkflow.open_array(f"file://{path}", mode="r", storage_options={"auto_mkdir": True})
+    for window in _windows(6):
+        np.testing.assert_array_equal(z[window], data[window], err_msg=str(window))
+    assert not z._io.store.latency_bound  # an fsspec store: read by the overlapped path
