@@ -40,6 +40,7 @@ from __future__ import annotations
 import hashlib
 import math
 import threading
+import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -97,7 +98,9 @@ class Pattern:
         """What the chunk at ``coords`` holds, as a key shared by equal chunks (given the
         chunk shape, which is the same for every chunk of a store)."""
         if self.name == "ramp":
-            linear = int(np.ravel_multi_index(coords, grid_shape)) if coords else 0
+            linear = 0
+            for index, count in zip(coords, grid_shape):  # C order, without numpy's call
+                linear = linear * count + index
             return (linear % self.period,)
         return coords  # dots: reduced to the origin modulo the spacing by the store
 
@@ -158,6 +161,9 @@ class SyntheticStore(Store):
         self.zarr_format = zarr_format
         self.compressor = compressor
         self._encoded: dict[tuple[int, ...], bytes] = {}
+        #: Chunk keys listed (or sized by a listing) in this process: what a real
+        #: store's listing would have returned.
+        self.keys_listed = 0
         self._lock = threading.Lock()
         self._documents, self._encoding, self._scratch = self._describe()
 
@@ -240,10 +246,29 @@ class SyntheticStore(Store):
     def _list_prefix(self, prefix: str) -> Iterator[str]:
         start = prefix + "/" if prefix else ""
         yield from (key for key in self._documents if key.startswith(start))
+        if prefix and (self.zarr_format == 2 or prefix.split("/")[0] != "c"):
+            return  # chunk keys are c/i/j (v3) or i.j (v2, no folders): none below it
         for coords in self.grid.all_chunk_coords():  # lazily: 10^6 keys cost only if asked
             key = self._encoding.encode(coords)
             if key.startswith(start):
+                self.keys_listed += 1
                 yield key
+
+    def _getsize_prefix(self, prefix: str) -> int:
+        # What a listing with sizes gives (a folder walk, an object-store listing): one
+        # entry per key, here without making the keys (counted in ``keys_listed``).
+        if prefix:  # a part of the array: key by key
+            return sum(self._getsize(key) for key in self._list_prefix(prefix))
+        total = sum(map(len, self._documents.values()))
+        sizes: dict[tuple[int, ...], int] = {}
+        for coords in self.grid.all_chunk_coords():
+            content = self._content(coords)
+            size = sizes.get(content)
+            if size is None:
+                size = sizes[content] = len(self._get(self._encoding.encode(coords)))
+            total += size
+        self.keys_listed += self.nchunks
+        return total
 
     def _set(self, key: str, value: bytes | memoryview) -> None:
         raise ReadOnlyError(f"cannot write key {key!r}: {self!r} is read-only")
@@ -252,7 +277,19 @@ class SyntheticStore(Store):
         raise ReadOnlyError(f"cannot delete key {key!r}: {self!r} is read-only")
 
 
+# One store per parameters in each process: a worker unpickles the store with every
+# task, and should neither describe the array nor encode the contents again each time.
+_STORES: weakref.WeakValueDictionary[tuple[Any, ...], SyntheticStore] = weakref.WeakValueDictionary()
+_STORES_LOCK = threading.Lock()
+
+
 def _rebuild(shape: tuple[int, ...], chunks: tuple[int, ...], dtype: str, pattern: Pattern,
              zarr_format: int, compressor: Any) -> SyntheticStore:
-    return SyntheticStore(shape, chunks, dtype, pattern=pattern, zarr_format=zarr_format,
-                          compressor=compressor)
+    parameters = (shape, chunks, dtype, pattern, zarr_format, repr(compressor))
+    with _STORES_LOCK:
+        store = _STORES.get(parameters)
+        if store is None:
+            store = _STORES[parameters] = SyntheticStore(
+                shape, chunks, dtype, pattern=pattern, zarr_format=zarr_format,
+                compressor=compressor)
+    return store

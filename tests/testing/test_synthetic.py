@@ -77,6 +77,9 @@ def test_the_store_refuses_writes_and_unknown_keys() -> None:
     assert sorted(store) == ["c/0", "c/1", "zarr.json"]
     with pytest.raises(InvalidArgumentError, match="pattern"):
         SyntheticStore((4,), (2,), pattern="noise")
+    big = SyntheticStore((100, 70), (16, 16), "u2")
+    assert big.getsize_prefix("") == sum(len(big[k]) for k in big)
+    assert big.getsize_prefix("c/1") == sum(len(big[k]) for k in big if k.startswith("c/1/"))
     clone = pickle.loads(pickle.dumps(store))
     assert clone == store and clone["c/1"] == store["c/1"]
 
