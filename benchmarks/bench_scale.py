@@ -21,8 +21,11 @@ same generator) record:
 - ``build``: seconds to build the lazy graph, and the Python memory it allocated
   (tracemalloc peak, a second build);
 - ``run``: seconds from ``client.compute`` to the result; ``wall`` = build + run;
-- ``tasks``: tasks the scheduler ran (its task stream), and ``overhead``: thread
-  seconds not spent computing, per task, ``(threads x run - busy) / tasks``;
+- ``tasks``: tasks the scheduler ran (its task stream); ``sched. cpu ms``: the
+  scheduler process's CPU time during the run, less what it uses idle (measured first,
+  5 s), per task; ``idle ms``: thread seconds not spent computing, per task,
+  ``(threads x run - busy) / tasks`` (waiting on the scheduler, and on the last tasks);
+  ``worker cpu s``: the workers' CPU time (the work, with their own overhead);
 - ``client`` and ``scheduler`` memory: peak RSS above the baseline before the job
   (sampled every 20 ms), and ``workers`` peak RSS.
 
@@ -56,7 +59,7 @@ from benchmarks import scale_cases  # noqa: E402
 OPS = ("map", "reduce", "histogram", "label", "pyramid")
 
 # Peers that cannot run at the smallest size within --peer-limit, and why (measured on
-# this machine, threads, load ~13: see benchmarks/README_scale.md). --all-peers runs them.
+# this machine, threads, load ~13). --all-peers runs them.
 PEER_SKIPS = {
     "label": ("dask-image's label grows ~quadratically with objects: 6.3 s at 16 chunks "
               "(1,849 objects), 47 s at 64 chunks (7,396); 10^3 chunks (1.1e5 objects) "
@@ -111,8 +114,19 @@ def _cpu(procs: dict[str, Any]) -> dict[str, float]:
     return seconds
 
 
+def idle_rate(pids: dict[str, int], seconds: float = 5.0) -> float:
+    """The scheduler's CPU seconds per second with nothing to do (heartbeats, its
+    monitors), subtracted from a job's scheduler CPU before dividing by its tasks."""
+    import psutil
+
+    procs = {"scheduler": psutil.Process(pids["scheduler"])}
+    before = _cpu(procs)["scheduler"]
+    time.sleep(seconds)
+    return (_cpu(procs)["scheduler"] - before) / seconds
+
+
 def measure(kind: str, op: str, nchunks: int, client: Any, pids: dict[str, int],
-            traced: bool) -> dict[str, Any]:
+            traced: bool, idle: float = 0.0) -> dict[str, Any]:
     from distributed import get_task_stream
 
     builder = scale_cases.chunkflow_case if kind == "chunkflow" else scale_cases.dask_case
@@ -154,7 +168,8 @@ def measure(kind: str, op: str, nchunks: int, client: Any, pids: dict[str, int],
         "wall_s": build + run, "tasks": tasks, "busy_s": busy,
         "overhead_ms_per_task": 1e3 * (threads * run - busy) / tasks,
         "scheduler_cpu_s": used["scheduler"],
-        "scheduler_ms_per_task": 1e3 * used["scheduler"] / tasks,
+        "scheduler_ms_per_task": 1e3 * max(used["scheduler"] - idle * run, 0.0) / tasks,
+        "scheduler_idle_cpu_per_s": idle,
         "workers_cpu_s": sum(v for k, v in used.items() if k.startswith("worker")),
         "client_run_cpu_s": used["client"],
         "build_traced_mib": None if traced_peak is None else traced_peak / mib,
@@ -217,7 +232,9 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
         pids.update({f"worker{i}": pid for i, pid in enumerate(client.run(os.getpid).values())})
         for op in ops:  # once, unmeasured: imports and codecs on the workers
             measure("chunkflow", op, 10**3, client, pids, traced=False)
-        print(f"load before: {os.getloadavg()}", flush=True)
+        idle = idle_rate(pids)
+        print(f"load before: {os.getloadavg()}; scheduler idle CPU {1e3 * idle:.1f} ms/s",
+              flush=True)
         print(HEADER, flush=True)
         for nchunks in sizes:
             for op in ops:
@@ -235,7 +252,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                                               f"before), over --peer-limit {args.peer_limit:.0f} s")
                     else:
                         figures.update(measure(kind, op, nchunks, client, pids,
-                                               traced=not args.no_tracemalloc))
+                                               traced=not args.no_tracemalloc, idle=idle))
                     figures.update(op=op, library=kind, load=os.getloadavg()[0])
                     results.append(figures)
                     print(_line(kind, op, figures), flush=True)
@@ -254,20 +271,30 @@ def plot(results: list[dict[str, Any]], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    ops = list(dict.fromkeys(r["op"] for r in results))
-    metrics = (("wall_s", "wall time (s)"), ("build_s", "graph build (s)"),
-               ("client_rss_mib", "client peak RSS (MiB)"),
-               ("scheduler_rss_mib", "scheduler peak RSS (MiB)"))
-    fig, axes = plt.subplots(len(metrics), len(ops), figsize=(3.2 * len(ops), 2.6 * len(metrics)),
+    measured = [r for r in results if "skipped" not in r]
+    ops = list(dict.fromkeys(r["op"] for r in measured))
+    # Times and counts on log-log axes; memory above the baseline before each job on a
+    # symlog axis (chunkflow's is often 0 MiB, which a log axis cannot show).
+    metrics = (("wall_s", "wall time (s)", "log"), ("workers_cpu_s", "workers' CPU (s)", "log"),
+               ("build_s", "graph build (s)", "log"), ("tasks", "tasks", "log"),
+               ("client_mib", "client RSS +MiB", "symlog"),
+               ("scheduler_mib", "scheduler RSS +MiB", "symlog"))
+    fig, axes = plt.subplots(len(metrics), len(ops), figsize=(3.2 * len(ops), 2.3 * len(metrics)),
                              squeeze=False, sharex=True)
     for col, op in enumerate(ops):
-        for row, (metric, label) in enumerate(metrics):
+        for row, (metric, label, scale) in enumerate(metrics):
             ax = axes[row][col]
             for kind, style in (("chunkflow", "o-"), ("dask+zarr", "s--")):
-                points = [(r["chunks"], r[metric]) for r in results
-                          if r["op"] == op and r["library"] == kind and r.get(metric)]
+                points = [(r["chunks"], max(r[metric], 0.0)) for r in measured
+                          if r["op"] == op and r["library"] == kind]
                 if points:
-                    ax.loglog(*zip(*points), style, label=kind)
+                    ax.plot(*zip(*points), style, label=kind)
+            ax.set_xscale("log")
+            if scale == "symlog":
+                ax.set_yscale("symlog", linthresh=1.0)
+                ax.set_ylim(bottom=-0.5)
+            else:
+                ax.set_yscale("log")
             ax.grid(True, which="both", alpha=0.3)
             if row == 0:
                 ax.set_title(op)
@@ -276,9 +303,9 @@ def plot(results: list[dict[str, Any]], path: Path) -> None:
             if row == len(metrics) - 1:
                 ax.set_xlabel("chunks")
     axes[0][0].legend(fontsize="small")
-    fig.suptitle("chunkflow vs dask + zarr-python on a 2-worker cluster (synthetic chunks)")
+    fig.suptitle("chunkflow vs dask + zarr-python, 2-worker cluster, synthetic 32^2 uint16 chunks")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=100)
 
 
 def main() -> None:
@@ -293,9 +320,14 @@ def main() -> None:
                         help="skip a peer expected to take longer (seconds)")
     parser.add_argument("--no-tracemalloc", action="store_true",
                         help="skip the second, traced build")
+    parser.add_argument("--replot", action="store_true",
+                        help="only draw the plot of the results in --json")
     parser.add_argument("--json", type=Path, default=HERE / "scale.json")
     parser.add_argument("--plot", type=Path, default=HERE / "scale.png")
     args = parser.parse_args()
+    if args.replot:
+        plot(json.loads(args.json.read_text())["results"], args.plot)
+        return
     # A kill closes the cluster (its scheduler and workers are processes of their own).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     results = run(args)
