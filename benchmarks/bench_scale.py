@@ -292,7 +292,7 @@ def plot(results: list[dict[str, Any]], path: Path) -> None:
             ax.set_xscale("log")
             if scale == "symlog":
                 ax.set_yscale("symlog", linthresh=1.0)
-                ax.set_ylim(bottom=-0.5)
+                ax.set_ylim(-0.5, max(10.0, ax.get_ylim()[1]))
             else:
                 ax.set_yscale("log")
             ax.grid(True, which="both", alpha=0.3)
