@@ -20,8 +20,12 @@ server share the machine's cores, so no reader can be faster than their summed C
 time over the cores: the floor printed beside each case.
 
 - a full read of a uint16 array in 512^2 chunks (256 MiB; ``--quick``: 32 MiB), by
-  chunkflow as ``z[:]`` and as ``to_dask(z).compute()`` with default blocks, by
-  zarr-python 3 as ``z[:]`` and by tensorstore;
+  tensorstore (the speeds are relative to it), by chunkflow as ``z[:]``, through a
+  default handle and as ``to_dask(z).compute()`` with default blocks, and by
+  zarr-python 3 as ``z[:]``, the readers taking turns run by run; with the floor of
+  the read measured in the same turns: the requests alone (chunkflow's window, no
+  decoding) and the decoding alone (the same array in memory), floor = max(the
+  requests' wall time, (client + server CPU) / cores);
 - the same array as an xarray dataset (Zarr v2, consolidated), loaded with
   ``xr.open_dataset(url, engine=..., chunks=...)`` by chunkflow's engine and by
   xarray's zarr engine, with ``chunks={}`` and ``chunks="auto"``;
@@ -296,18 +300,22 @@ def _fmt(times: list[float]) -> str:
             f"[{min(times):.3f}-{max(times):.3f}]")
 
 
-def report(title: str, results: dict[str, Timing]) -> None:
-    """One line per case: time, requests, CPU of client and server, and the ratio to
-    the first case. Client and server share the machine's cores, so no run can beat
-    (client + server CPU) / cores: the floor shown."""
+def report(title: str, results: dict[str, Timing], base: str | None = None) -> None:
+    """One line per case: time, requests, CPU of client and server, and the speed
+    relative to the ``base`` case (default: the first; ``1.10x`` is 10% faster). Client
+    and server share the machine's cores, so no run can beat (client + server CPU) /
+    cores: the floor shown."""
     print(f"  {title}")
-    base = statistics.median(results[next(iter(results))][0])
+    if not results:
+        return
+    base = base if base in results else next(iter(results))
+    reference = statistics.median(results[base][0])
     cores = os.cpu_count() or 1
     for name, (times, requests, (client, server)) in results.items():
-        ratio = statistics.median(times) / base
+        speed = reference / statistics.median(times)
         print(f"    {name:<26} {_fmt(times):>28} {requests:6d} requests   "
               f"cpu {client:5.2f} + server {server:5.2f} s (floor {(client + server) / cores:5.2f} s)"
-              f"   chunkflow is {ratio:5.2f}x as fast")
+              f"   {speed:5.2f}x {base}'s speed")
 
 
 def attempt(results: dict[str, Any], name: str, func: Callable[[], Any]) -> None:
@@ -320,36 +328,127 @@ def attempt(results: dict[str, Any], name: str, func: Callable[[], Any]) -> None
 
 # ------------------------------------------------------------------ workloads
 
+def interleaved(cases: dict[str, Callable[[], object]], repeat: int,
+                served: Served) -> dict[str, Timing]:
+    """:func:`timed` of every case, the cases taking turns run by run (ABCABC...), so
+    that the load swings of a shared machine weigh on every case alike."""
+    runs: dict[str, list[Timing]] = {name: [] for name in cases}
+    for _ in range(repeat):
+        for name, func in cases.items():
+            runs[name].append(timed(func, 1, served))
+    return {name: ([one[0][0] for one in got], got[-1][1],
+                   (statistics.median(one[2][0] for one in got),
+                    statistics.median(one[2][1] for one in got)))
+            for name, got in runs.items()}
+
+
 def full_read(target: Target, image: np.ndarray, repeat: int) -> None:
+    """The full read by each reader, tensorstore first (the ratios are to it), and the
+    parts of its floor (:func:`floor_parts`), all taking turns run by run."""
     import chunkflow
     z = target.chunkflow("full.zarr", cache=False)
     np.testing.assert_array_equal(z[:], image)
-    results: dict[str, Any] = {}
-    served = target.served
-    attempt(results, "chunkflow z[:]", lambda: timed(lambda: z[:], repeat, served))
-    # The default path: a handle opened with no arguments (the process-wide cache),
-    # opened anew each run so that nothing is served from the previous run's copies.
-    attempt(results, "chunkflow, default handle",
-            lambda: timed(lambda: target.chunkflow("full.zarr")[:], repeat, served))
-    x = chunkflow.to_dask(z)
-    np.testing.assert_array_equal(x.compute(), image)
-    attempt(results, f"chunkflow to_dask {x.numblocks}",
-            lambda: timed(x.compute, repeat, served))
+    cases: dict[str, Callable[[], object]] = {}
 
-    def zarr_case() -> Any:
-        zarray = target.zarr("full.zarr")
-        np.testing.assert_array_equal(zarray[:], image)
-        return timed(lambda: zarray[:], repeat, served)
+    def prepare(name: str, make: Callable[[], Callable[[], object]]) -> None:
+        """Check the reader's values once; report (not raise) what it cannot do."""
+        try:
+            cases[name] = make()
+        except Exception as err:  # a peer that cannot read this store is reported, not fatal
+            print(f"    {name}: not measured ({type(err).__name__}: {str(err)[:160]})")
 
-    def ts_case() -> Any:
+    def ts_case() -> Callable[[], object]:
         tarray = target.tensorstore("full.zarr")
         np.testing.assert_array_equal(tarray.read().result(), image)
-        return timed(lambda: tarray.read().result(), repeat, served)
+        return lambda: tarray.read().result()
 
-    attempt(results, "zarr-python 3 z[:]", zarr_case)
-    attempt(results, "tensorstore", ts_case)
+    def zarr_case() -> Callable[[], object]:
+        zarray = target.zarr("full.zarr")
+        np.testing.assert_array_equal(zarray[:], image)
+        return lambda: zarray[:]
+
+    # The default path: a handle opened with no arguments (the process-wide cache),
+    # opened anew each run, the cache emptied first: from the third run on, it would
+    # serve the chunks it admitted (their versions proven with a request each).
+    def default_handle() -> np.ndarray:
+        shared = chunkflow.cache.default_cache()
+        if shared is not None:
+            shared.clear()
+        return target.chunkflow("full.zarr")[:]
+
+    x = chunkflow.to_dask(z)
+    np.testing.assert_array_equal(x.compute(), image)
+    prepare("tensorstore", ts_case)
+    prepare("chunkflow z[:]", lambda: lambda: z[:])
+    prepare("chunkflow, default handle", lambda: default_handle)
+    prepare(f"chunkflow to_dask {x.numblocks}", lambda: x.compute)
+    prepare("zarr-python 3 z[:]", zarr_case)
+    readers = list(cases)
+    parts = floor_parts(z, image, x)
+    results = interleaved({**cases, **parts}, repeat, target.served)
     report(f"full read, {image.shape} uint16 in 512^2 chunks ({image.nbytes / 2**20:.0f} MiB)",
-           results)
+           {name: results[name] for name in readers}, base="tensorstore")
+    report_floor({name: results[name] for name in readers},
+                 {name: results[name] for name in parts})
+
+
+def floor_parts(z: Any, image: np.ndarray, remote: Any) -> dict[str, Callable[[], object]]:
+    """What no reader of this array can beat on this machine, measured in parts:
+
+    - ``fetch alone``: every chunk's GET, chunkflow's in-flight window at once (its
+      store's stream, no decoding): the requests' wall time (latency / concurrency,
+      and the server's own limits: moto is one Python process) and their CPU;
+    - ``decode alone``: the same chunks read from memory (``z[:]``, and
+      ``to_dask(z).compute()`` with the blocks of ``remote``, which adds dask's final
+      concatenation of the blocks), client CPU.
+    """
+    import chunkflow
+    from chunkflow.engine.pool import inflight_window, io_lanes, map_sharing
+    keys = [f"c/{i}/{j}" for i in range(image.shape[0] // 512)
+            for j in range(image.shape[1] // 512)]
+    lanes = io_lanes(len(keys))
+    window = inflight_window(512 * 512 * image.itemsize, lanes)
+
+    def fetch() -> None:
+        with z.store.stream_many(keys, window=window, lanes=lanes) as stream:
+            def drain(_: object) -> None:
+                for _key, value, _version in stream.take():
+                    assert value is not None
+            map_sharing(drain, range(lanes))
+
+    memory = chunkflow.create_array(None, shape=image.shape, chunks=(512, 512), dtype="u2",
+                                    cache=False)
+    memory[:] = image
+    x = chunkflow.to_dask(memory, blocks=tuple(sizes[0] // 512 for sizes in remote.chunks))
+    assert x.chunks == remote.chunks
+    return {f"fetch alone ({window} in flight)": fetch,
+            "decode alone, z[:]": lambda: memory[:], "decode alone, to_dask": x.compute}
+
+
+def report_floor(results: dict[str, Timing], parts: dict[str, Timing]) -> None:
+    """The parts of the floor (:func:`floor_parts`), and each reader's time as a
+    multiple of its floor: ``max(fetch wall, (fetch client CPU + decode CPU + server
+    CPU) / cores)``, as client and server share the cores (tensorstore's floor uses its
+    own measured CPU in place of chunkflow's fetch + decode)."""
+    print("  floor, in parts")
+    for name, (times, requests, (client, server)) in parts.items():
+        print(f"    {name:<32} {_fmt(times):>28} {requests:6d} requests   "
+              f"cpu {client:5.2f} + server {server:5.2f} s")
+    cores = os.cpu_count() or 1
+    fetch_times, _, (fetch_cpu, server_cpu) = next(
+        timing for name, timing in parts.items() if name.startswith("fetch alone"))
+    fetch_wall = statistics.median(fetch_times)
+    decode = {"z": parts["decode alone, z[:]"][2][0],
+              "dask": parts["decode alone, to_dask"][2][0]}
+    floors = {name: max(fetch_wall, (fetch_cpu + cpu + server_cpu) / cores)
+              for name, cpu in decode.items()}
+    for name, (times, _, (client, server)) in results.items():
+        if name == "tensorstore":
+            floor = max(fetch_wall, (client + server) / cores)
+        else:
+            floor = floors["dask" if "to_dask" in name else "z"]
+        print(f"    {name:<32} {statistics.median(times):7.3f} s = "
+              f"{statistics.median(times) / floor:4.2f}x its floor {floor:5.3f} s")
 
 
 def xarray_read(target: Target, image: np.ndarray, repeat: int) -> None:

@@ -287,10 +287,73 @@ def _volume_libraries(folder: Path, side: int, shard: int,
     return found
 
 
+def _volume_chunks(path: Path, shard: int, inner: int,
+                   chosen: list[tuple[slice, ...]]) -> list[list[tuple[Path, int, int]]]:
+    """Per window, ``(shard file, offset, length)`` of each inner chunk it touches
+    (from the shards' indexes, read beforehand)."""
+    import itertools
+
+    stage = chunkflow.open_array(str(path), mode="r", cache=False)._io.shards.stage
+    per_side = shard // inner
+    indexes: dict[tuple[int, ...], tuple[Path, np.ndarray, np.ndarray]] = {}
+    touched = []
+    for window in chosen:
+        parts = []
+        ranges = [range(s.start // inner, (s.stop - 1) // inner + 1) for s in window]
+        for coords in itertools.product(*ranges):
+            key = tuple(c // per_side for c in coords)
+            if key not in indexes:
+                file = path.joinpath("c", *map(str, key))
+                data = file.read_bytes()
+                start, stop = stage.index_range(len(data))
+                indexes[key] = (file, *stage.parse_index(data[start:stop], len(data)))
+            file, offsets, lengths = indexes[key]
+            flat = int(np.ravel_multi_index(tuple(c % per_side for c in coords),
+                                            (per_side,) * len(coords)))
+            parts.append((file, int(offsets[flat]), int(lengths[flat])))
+        touched.append(parts)
+    return touched
+
+
+def volume_floor(touched: list[list[tuple[Path, int, int]]], inner: int,
+                 threads: int) -> float:
+    """Seconds for all windows: each window's inner chunks read (``os.pread`` from the
+    shard files, opened once) and decoded (numcodecs blosc, into reused buffers) on
+    ``threads`` threads, each reading what it decodes. No copy into a result, no
+    indexing: what any library must at least do without a cache."""
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
+    from numcodecs.blosc import decompress
+
+    files = {file for parts in touched for file, _, _ in parts}
+    fds = {file: os.open(file, os.O_RDONLY) for file in files}
+    buffers = [np.empty((inner,) * 3, "u2") for _ in range(threads)]
+
+    def work(items: list[tuple[Path, int, int]], slot: int) -> None:
+        for file, offset, length in items:
+            decompress(os.pread(fds[file], length, offset), buffers[slot])
+
+    try:
+        with ThreadPoolExecutor(threads) as pool:
+            start = time.perf_counter()
+            for parts in touched:
+                futures = [pool.submit(work, parts[i::threads], i) for i in range(1, threads)]
+                work(parts[0::threads], 0)
+                for future in futures:
+                    future.result()
+            return time.perf_counter() - start
+    finally:
+        for fd in fds.values():
+            os.close(fd)
+
+
 def volume(folder: Path, repeat: int, quick: bool) -> None:
     """The issue's 3-D case: 512^3 uint16 in 256^3 shards of 64^3 inner chunks, blosc
     lz4: full write, full read, and 200 random 64^3 windows (unaligned: most touch 8
-    inner chunks), each library on its own copy, no decoded-chunk cache anywhere."""
+    inner chunks), each library on its own copy, no decoded-chunk cache anywhere;
+    then chunkflow's windows with its default settings (its decoded-chunk cache on,
+    emptied before each run: what a user's first pass costs), and the floor."""
     side, shard, inner, count = (256, 128, 32, 50) if quick else (512, 256, 64, 200)
     z = np.arange(side, dtype="f4")
     data = (1000 + 300 * np.sin(z[:, None, None] / 37) * np.cos(z[None, :, None] / 53)
@@ -300,8 +363,13 @@ def volume(folder: Path, repeat: int, quick: bool) -> None:
     corners = rng.integers(0, side - inner, (count, 3))
     chosen = [tuple(slice(int(c), int(c) + inner) for c in corner) for corner in corners]
     libraries = _volume_libraries(folder, side, shard, inner)
-    times: dict[str, dict[str, list[float]]] = {name: {"write": [], "read": [], "windows": []}
-                                                for name in libraries}
+    ours = folder / "vol-chunkflow.zarr"
+    default = "chunkflow default"
+    times: dict[str, dict[str, list[float]]] = {
+        name: {"write": [], "read": [], "windows": [], "windows cpu": []} for name in libraries}
+    times[default] = {"windows": []}
+    floors: dict[int, list[float]] = {1: [], 2: []}
+    touched = None
     everything = (slice(None),) * 3
     for _ in range(repeat):  # interleaved: noise hits every library alike
         for name, (_, read, write) in libraries.items():
@@ -311,10 +379,21 @@ def volume(folder: Path, repeat: int, quick: bool) -> None:
             start = time.perf_counter()
             got = read(everything)
             times[name]["read"].append(time.perf_counter() - start)
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             for window in chosen:
                 read(window)
             times[name]["windows"].append(time.perf_counter() - start)
+            times[name]["windows cpu"].append(time.process_time() - cpu)
+            if name == "chunkflow":  # the same files, through a handle with no options
+                chunkflow.cache.get_cache().clear()
+                handle = chunkflow.open_array(str(ours), mode="r")
+                start = time.perf_counter()
+                for window in chosen:
+                    handle[window]
+                times[default]["windows"].append(time.perf_counter() - start)
+        touched = touched or _volume_chunks(ours, shard, inner, chosen)
+        for threads in floors:
+            floors[threads].append(volume_floor(touched, inner, threads))
     for name, (_, read, _) in libraries.items():
         assert np.array_equal(np.asarray(read(everything)), data), f"{name}: full read differs"
         assert np.array_equal(np.asarray(read(chosen[0])), data[chosen[0]]), f"{name}: window"
@@ -323,15 +402,39 @@ def volume(folder: Path, repeat: int, quick: bool) -> None:
           f"seconds, median [range] of {repeat}; ratios: the peer's time / chunkflow's")
     for case, label in (("write", "full write"), ("read", "full read"),
                         ("windows", f"{count} random {inner}^3 windows")):
-        ours = statistics.median(times["chunkflow"][case])
+        base = statistics.median(times["chunkflow"][case])
         line = f"  {label:<26}"
         for name in libraries:
             values = times[name][case]
             line += (f" {name} {statistics.median(values):.3f} "
                      f"[{min(values):.3f}-{max(values):.3f}]")
-        ratios = [f"{statistics.median(times[n][case]) / ours:.2f}x {n}"
+        ratios = [f"{statistics.median(times[n][case]) / base:.2f}x {n}"
                   for n in libraries if n != "chunkflow"]
         print(line + " | " + ", ".join(ratios))
+    # CPU seconds of the process (all its threads) for the windows: the work each
+    # library does, which the load of a busy machine changes far less than wall time.
+    cpu_base = statistics.median(times["chunkflow"]["windows cpu"])
+    print("  windows, CPU time " + " ".join(
+        f"{name} {statistics.median(times[name]['windows cpu']):.3f}" for name in libraries)
+        + " | " + ", ".join(f"{statistics.median(times[n]['windows cpu']) / cpu_base:.2f}x {n}"
+                            for n in libraries if n != "chunkflow"))
+    base = statistics.median(times["chunkflow"]["windows"])
+    mean_chunks = sum(len(parts) for parts in (touched or [])) / count
+    values = times[default]["windows"]
+    line = (f"  windows, {default} (cache emptied first) {statistics.median(values):.3f} "
+            f"[{min(values):.3f}-{max(values):.3f}]")
+    peer = statistics.median(times["tensorstore"]["windows"]) if "tensorstore" in times else None
+    if peer is not None:
+        line += f" | tensorstore {peer / statistics.median(values):.2f}x its time"
+    print(line)
+    for threads, values in floors.items():
+        floor = statistics.median(values)
+        line = (f"  floor: pread + blosc decode of the {mean_chunks:.1f} inner chunks a window "
+                f"touches, {threads} thread{'s' if threads > 1 else ''}: {floor:.3f} "
+                f"[{min(values):.3f}-{max(values):.3f}]; chunkflow {base / floor:.2f}x")
+        if peer is not None:
+            line += f", tensorstore {peer / floor:.2f}x"
+        print(line + " the floor")
 
 
 def main() -> None:
@@ -339,7 +442,16 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="2048^2 in 1024^2 shards")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--windows", type=int, default=50)
+    parser.add_argument("--volume-only", action="store_true",
+                        help="only the 3-D case (512^3 in 256^3 shards of 64^3 chunks)")
     args = parser.parse_args()
+    if args.volume_only:
+        folder = Path(tempfile.mkdtemp(prefix="chunkflow-bench-sharding-"))
+        try:
+            volume(folder, args.repeat, args.quick)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        return
     side, shard, inner = (2048, 1024, 256) if args.quick else (8192, 4096, 256)
     folder = Path(tempfile.mkdtemp(prefix="chunkflow-bench-sharding-"))
     try:

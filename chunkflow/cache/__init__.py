@@ -40,6 +40,7 @@ they change: a cached copy of a chunk written that recently is always read again
 from __future__ import annotations
 
 import operator
+import sys
 import threading
 from typing import Any, NamedTuple, TypeAlias
 
@@ -66,6 +67,7 @@ __all__ = [
     "default_cache",
     "discard_everywhere",
     "get_cache",
+    "read_settings",
     "recheck_setting",
     "store_cache",
 ]
@@ -85,6 +87,9 @@ class _Resolved(NamedTuple):
     values: tuple[Any, ...]
     budget: int  # the fast tier's budget they gave
     auto: bool  # the budget is "auto": it also follows the process's dask worker
+    # distributed was not imported then: no worker could have set an "auto" budget
+    # (auto_cache_bytes gives the same until it is).
+    without_distributed: bool
     tiers: object  # the cache's layers then (a resize or clear builds new ones)
     cache: ChunkCache
     enabled: bool
@@ -125,9 +130,12 @@ def _settings() -> _Resolved:
         and tuple(node) == known.keys
         and all(map(operator.is_, node.values(), known.values))
         and known.cache._tiers is known.tiers
-        and (not known.auto or auto_cache_bytes() == known.budget)
+        and (not known.auto
+             or (known.without_distributed and "distributed" not in sys.modules)
+             or auto_cache_bytes() == known.budget)
     ):
         return known
+    without_distributed = "distributed" not in sys.modules  # before the budget is read
     max_bytes = _setting("chunkflow.cache.max-bytes")
     compressed = _setting("chunkflow.cache.compressed-bytes")
     with _cache_lock:
@@ -140,7 +148,8 @@ def _settings() -> _Resolved:
         cache = _cache
     auto = is_auto(dask.config.get("chunkflow.cache.max-bytes", default=None))
     _resolved = _Resolved(
-        tuple(node or ()), tuple((node or {}).values()), max_bytes, auto, cache._tiers,
+        tuple(node or ()), tuple((node or {}).values()), max_bytes, auto,
+        without_distributed, cache._tiers,
         cache, _setting("chunkflow.cache.enabled"),
         _setting("chunkflow.cache.recheck-cached-data"))
     return _resolved
@@ -176,6 +185,20 @@ def default_cache() -> ChunkCache | None:
     """
     settings = _settings()
     return settings.cache if settings.enabled else None
+
+
+def read_settings() -> tuple[ChunkCache | None, bool | str | float]:
+    """:func:`default_cache` and :func:`recheck_setting` at once (a read needs both,
+    and each costs a check of the settings).
+
+    Examples
+    --------
+    >>> cache, policy = read_settings()
+    >>> cache is default_cache(), policy == recheck_setting()
+    (True, True)
+    """
+    settings = _settings()
+    return (settings.cache if settings.enabled else None), settings.recheck
 
 
 def store_cache(store: object) -> ChunkCache | None:

@@ -35,10 +35,12 @@ from chunkflow.codecs.array_stages import (
     TransposeStage,
     has_endianness,
 )
+from chunkflow.codecs.blosc_blocks import blocks_frame, region_bytes
 from chunkflow.codecs.bounded import limit_for
 from chunkflow.codecs.registry import V3Codec, codec_from_json
 from chunkflow.codecs.sharding import ShardingCodec, ShardingStage
 from chunkflow.codecs.stages import (
+    BloscStage,
     BufferLike,
     BytesStage,
     as_u8,
@@ -176,6 +178,10 @@ class V3Pipeline:
         self._inverse = None if self._perm is None else tuple(int(i) for i in np.argsort(self._perm))
         self._outer = self._b2b_reversed[:-1]
         self._inner: BytesStage | None = self._b2b[0] if self._b2b else None
+        # Blosc over the chunk's bytes as they are (no transpose, no other codec):
+        # a region can be decoded by blocks (decode_region_into).
+        self._blosc_blocks = bool(self._fast and self._perm is None and len(self._b2b) == 1
+                                  and isinstance(self._inner, BloscStage))
         if self._fast:
             stored = self._a2b.stored_dtype
             self._stored_dtype = stored
@@ -279,6 +285,36 @@ class V3Pipeline:
             np.copyto(out, scratch if self._perm is None else scratch.transpose(self._inverse))
             return
         np.copyto(out, self._decode_array(data))
+
+    def decode_region_into(self, data: BufferLike, out: np.ndarray,
+                           selection: tuple[Any, ...]) -> None:
+        """Decode into ``out`` (as :meth:`decode_into`) at least the elements that
+        ``selection`` reads: with blosc over the chunk's bytes in C order, only the
+        blosc blocks holding them are decoded (see :mod:`chunkflow.codecs.blosc_blocks`),
+        and the rest of ``out`` is left as it was. Anything else decodes it whole.
+
+        Examples
+        --------
+        >>> p = v3_pipeline("<u2", (256, 256), [{"name": "bytes", "configuration": {"endian":
+        ...     "little"}}, {"name": "blosc", "configuration": {"cname": "lz4", "clevel": 5,
+        ...     "shuffle": "shuffle", "typesize": 2, "blocksize": 16384}}])
+        >>> data = p.encode(np.arange(256 * 256, dtype="<u2").reshape(256, 256))
+        >>> out = np.zeros((256, 256), "<u2")
+        >>> p.decode_region_into(data, out, (slice(200, 202), slice(0, 256)))
+        >>> int(out[200, 3]), int(out[0, 3])  # the blocks of row 0 were not decoded
+        (51203, 0)
+        """
+        if self._blosc_blocks and out.dtype == self._stored_dtype and out.flags.c_contiguous \
+                and out.flags.writeable and out.shape == self.chunk_shape:
+            region = region_bytes(selection, self.chunk_shape, out.dtype.itemsize)
+            cut = None
+            if region is not None and isinstance(data, bytes | bytearray | memoryview):
+                cut = blocks_frame(data, *region)
+            if cut is not None and self._inner is not None:
+                frame, start, stop = cut
+                self._inner.decode_into(frame, out.reshape(-1).view(np.uint8)[start:stop])
+                return
+        self.decode_into(data, out)
 
     @property
     def stored_as_is(self) -> bool:

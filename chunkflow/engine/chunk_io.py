@@ -205,13 +205,13 @@ class ChunkIO(ChunkSpace):
 
         ``fresh`` bypasses the cache (a locked read-modify-write must see the store).
         """
-        cache = None if fresh else self.options.resolve_cache(self.store)
+        cache, policy = (None, False) if fresh else self.options.resolve_read(self.store)
         keep: _Keep | None = None
         if self.shards is not None:
             projections = self.shards.read(projections, out, cache)
             cache = None  # what is left are whole shards, read without the cache
         if cache is not None:
-            projections = serve_hits(self, cache, projections, out)
+            projections = serve_hits(self, cache, projections, out, policy)
             if not projections:
                 return
             # Counted as read wholly even when not kept: the next whole read caches.

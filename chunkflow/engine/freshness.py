@@ -27,6 +27,7 @@ import numpy as np
 
 from chunkflow.cache import CachedChunk, ChunkCache
 from chunkflow.indexing import ChunkProjection
+from chunkflow.indexing.plans import KeptProjections
 
 if TYPE_CHECKING:
     from chunkflow.engine.chunk_space import ChunkSpace
@@ -56,25 +57,41 @@ def recheck_threshold(policy: bool | str | float, opened_at: float) -> float:
 
 
 def serve_hits(
-    io: ChunkSpace, cache: ChunkCache, projections: Sequence[ChunkProjection], out: np.ndarray
+    io: ChunkSpace, cache: ChunkCache, projections: Sequence[ChunkProjection], out: np.ndarray,
+    policy: bool | str | float | None = None,
 ) -> Sequence[ChunkProjection]:
     """Copy the usable cached chunks into ``out``; return the projections left to read.
 
+    ``policy`` is the handle's recheck policy, if the caller has it at hand.
+
     A hit costs one cache lookup (one lock for all the chunks), a comparison of when
-    the entry was last proven current with the policy's threshold, and the copy.
+    the entry was last proven current with the policy's threshold, and the copy. The
+    chunks' keys of a kept plan (a window read again) are derived once.
     """
-    keys = io.keys
-    keyed = [keys(proj.chunk_coords) for proj in projections]
-    found = cache.lookup([loc for _, loc in keyed])
+    keyed, locations = _keys_of(io, projections)
+    found = cache.lookup(locations)
     if not found:
         return projections
-    threshold = recheck_threshold(io.options.resolve_recheck(), io.opened_at)
+    if policy is None:
+        policy = io.options.resolve_recheck()
+    threshold = recheck_threshold(policy, io.opened_at)
+    dtype, shape = io.pipeline.dtype, io.grid.chunks
+    if len(found) == len(locations):
+        # The usual hit (a window read again): nothing to recheck, nothing left to read.
+        for proj, loc in zip(projections, locations):
+            hit = found[loc]
+            chunk = hit.chunk
+            if hit.checked < threshold or chunk.shape != shape or (
+                    chunk.dtype is not dtype and chunk.dtype != dtype):
+                break  # the general way below (copying again what was copied is harmless)
+            out[proj.out_selection] = chunk[proj.chunk_selection]
+        else:
+            return ()
     due = [(key, loc) for key, loc in keyed if loc in found and found[loc].checked < threshold]
     if due:
         recheck(io, cache, found, due)
-    dtype, shape = io.pipeline.dtype, io.grid.chunks
     misses = []
-    for proj, (_, loc) in zip(projections, keyed):
+    for proj, loc in zip(projections, locations):
         entry = found.get(loc)
         if entry is None:
             misses.append(proj)
@@ -87,6 +104,21 @@ def serve_hits(
         else:
             out[proj.out_selection] = chunk[proj.chunk_selection]
     return misses
+
+
+def _keys_of(io: ChunkSpace,
+             projections: Sequence[ChunkProjection]) -> tuple[list[tuple[str, str]], list[str]]:
+    """The ``(store key, location)`` of each projection's chunk, and the locations:
+    remembered with a kept plan's projections (for this chunk space only)."""
+    derived = getattr(projections, "derived", None)
+    if derived is not None and derived[0] is io:
+        return derived[1], derived[2]
+    keys = io.keys
+    keyed = [keys(proj.chunk_coords) for proj in projections]
+    locations = [loc for _, loc in keyed]
+    if isinstance(projections, KeptProjections):
+        projections.derived = (io, keyed, locations)
+    return keyed, locations
 
 
 def recheck(

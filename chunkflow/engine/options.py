@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from chunkflow import config
-from chunkflow.cache import ChunkCache, default_cache, recheck_setting, store_cache
+from chunkflow.cache import ChunkCache, default_cache, read_settings, recheck_setting, store_cache
 from chunkflow.errors import ArgumentTypeError
 from chunkflow.sync import Synchronizer, as_synchronizer
 
@@ -87,6 +87,20 @@ class ArrayOptions:
             raise ArgumentTypeError(f"cache must be None, True, False or a ChunkCache, got {self.cache!r}")
         own = store_cache(store)
         return own if own is not None else default_cache()
+
+    def resolve_read(self, store: object = None) -> tuple[ChunkCache | None, bool | str | float]:
+        """:meth:`resolve_cache` and :meth:`resolve_recheck` at once: what a read asks,
+        with one look at the settings.
+
+        Examples
+        --------
+        >>> ArrayOptions(cache=False, recheck_cached_data=True).resolve_read()
+        (None, True)
+        """
+        if self.cache is None and self.recheck_cached_data is None \
+                and getattr(store, "chunk_cache_bytes", None) is None:
+            return read_settings()  # the default handle: the process-wide cache
+        return self.resolve_cache(store), self.resolve_recheck()
 
     def with_read_only(self, read_only: bool) -> ArrayOptions:
         """A copy with ``read_only`` replaced."""

@@ -29,20 +29,20 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from chunkflow.buffers import scratch_buffer
 from chunkflow.cache import ChunkCache
 from chunkflow.cache.families import child_key
-from chunkflow.codecs.sharding import MISSING, ShardingStage
+from chunkflow.codecs.sharding import ShardingStage
 from chunkflow.engine.freshness import recheck, recheck_threshold
 from chunkflow.engine.pool import PARALLEL_MIN_CHUNK_BYTES, io_threads, map_groups, map_sharing
+from chunkflow.engine.shard_fetch import KnownIndex, ShardFetching, ShardPart
 from chunkflow.engine.shard_geometry import shifted_selection, touched_inner_chunks, unit_step_parts
-from chunkflow.errors import ChunkDecodeError, StoreValueChangedError
+from chunkflow.errors import ChunkDecodeError
 from chunkflow.grid import RegularChunkGrid
 from chunkflow.indexing import BasicIndexer, ChunkProjection
 
@@ -52,44 +52,6 @@ if TYPE_CHECKING:
 __all__ = ["ShardPart", "ShardReader", "shifted_selection", "touched_inner_chunks",
            "unit_step_parts"]  # the last three from shard_geometry
 
-#: Attempts at reading one snapshot of a shard that keeps changing before fetching
-#: it whole (one request, atomic in every store).
-_ATTEMPTS = 3
-#: Shard indexes remembered per array handle without a cache (see ShardReader._index).
-_MAX_INDEXES = 1024
-
-
-class KnownIndex(NamedTuple):
-    """A shard's index as ``(offsets, lengths)`` rows, and the shard version it was read
-    from (the shape of a cache entry, for a handle that keeps indexes without a cache)."""
-
-    chunk: np.ndarray
-    version: Any
-
-
-_T = TypeVar("_T")
-
-
-@dataclass(frozen=True)
-class ShardPart:
-    """What one projection needs from one shard.
-
-    ``inner`` pairs each touched inner chunk (its number) with where it goes. For
-    selections of slices and integers these are the selection's projections onto the
-    inner chunks, and each inner chunk lands straight in the output. Otherwise (points,
-    index arrays) the inner chunks are placed whole in a box of ``box`` elements at
-    ``origin``, which the selection then reads.
-    """
-
-    projection: ChunkProjection
-    key: str
-    location: str
-    flats: np.ndarray
-    inner: tuple[tuple[int, ChunkProjection], ...]
-    origin: tuple[int, ...] = ()
-    box: tuple[int, ...] = ()
-
-
 def _is_basic(projection: ChunkProjection) -> bool:
     """Whether the projection selects by slices and integers into a view of the output."""
     return bool(projection.chunk_selection) and all(
@@ -97,7 +59,7 @@ def _is_basic(projection: ChunkProjection) -> bool:
     ) and all(isinstance(entry, slice) for entry in projection.out_selection)
 
 
-class ShardReader:
+class ShardReader(ShardFetching):
     """Reads of part of the shards of one array (see the module docstring).
 
     Parameters
@@ -146,11 +108,16 @@ class ShardReader:
                 for part in group:
                     self._read_part(part, out, cache, keep, ticket)
 
+            # Threads pay off for parts with enough to decode: a part of a few small
+            # inner chunks costs less than handing it to another thread (and the
+            # two threads then fight over the GIL for their Python work).
+            parallel = io.parallel and all(
+                len(part.flats) * self.inner_nbytes >= PARALLEL_MIN_CHUNK_BYTES for part in parts)
             if len(parts) > 2 * io_threads():
                 # Many shards: one per task, to whichever I/O thread is free.
-                map_groups(read, parts, parallel=io.parallel, batch=1)
+                map_groups(read, parts, parallel=parallel, batch=1)
             else:  # a few (a window): the caller's thread takes its share
-                map_sharing(read, parts, parallel=io.parallel)
+                map_sharing(read, parts, parallel=parallel)
         return rest
 
     def _part(self, proj: ChunkProjection) -> ShardPart:
@@ -176,26 +143,41 @@ class ShardReader:
                    keep: ChunkCache | None, ticket: int) -> None:
         hits = self._cached(part, cache) if cache is not None else {}
         missing = [flat for flat in part.flats.tolist() if flat not in hits]
-        found: dict[int, bytes | memoryview | None] = {}
-        version = None
-        if missing:
-            found, version = self._fetch(part, missing, cache, ticket)
-        # One shard's inner chunks in parallel (several shards already are, one per
-        # thread: map_sharing runs inline in a worker thread).
-        parallel = self._parallel and len(missing) > 1
         proj = part.projection
         if part.box:
             target = np.empty(part.box, self.stage.dtype)
         else:
             target = out[proj.out_selection] if proj.out_selection else out[...]  # a view
         skip = self._first_whole_reads(part, cache, missing)
-        def place(group: Sequence[tuple[int, Any]]) -> None:
+        # One shard's inner chunks in parallel (several shards already are, one per
+        # thread: map_sharing runs inline in a worker thread).
+        parallel = self._parallel and len(missing) > 1
+
+        def place(group: Sequence[tuple[int, Any]], found: dict[int, bytes | memoryview | None],
+                  version: Any) -> None:
             for flat, inner in group:
                 self._place(part, flat, inner, target, hits, found,
                             None if flat in skip else keep, version, ticket)
 
-        map_sharing(place, part.inner, parallel=parallel)
+        # A few inner chunks of a shard on a store that is not latency-bound: each
+        # thread reads the bytes it decodes, so reads overlap decodes (instead of all
+        # the reads coming first, in one thread). Else one batched read, then decodes.
+        overlap = not self.io.store.latency_bound and len(missing) * 2 <= self.stage.count
+        if missing:
+            found, version = self._fetch(part, missing, cache, ticket,
+                                         place if overlap else None, parallel)
+            if found is None:
+                return self._copy_box(part, target, out)
+        else:
+            found, version = {}, None
+        map_sharing(lambda group: place(group, found, version), part.inner, parallel=parallel)
+        self._copy_box(part, target, out)
+
+    def _copy_box(self, part: ShardPart, target: np.ndarray, out: np.ndarray) -> None:
+        """For points and index arrays: what the selection reads of the box of inner
+        chunks ``target``, into ``out``."""
         if part.box:
+            proj = part.projection
             selection = shifted_selection(proj.chunk_selection, part.origin, self.stage.shape)
             out[proj.out_selection] = target[selection]
 
@@ -236,10 +218,13 @@ class ShardReader:
             chunk = self._decode(part.key, flat, lambda: stage.inner.decode(data))
             target[where] = chunk[inner.chunk_selection]
         else:
-            # Decoded into this thread's reused buffer, then the part selected is copied.
+            # Decoded into this thread's reused buffer, then the part selected is copied;
+            # of blosc, only the blocks holding that part are decoded.
             chunk = scratch_buffer(stage.inner_shape, stage.dtype, slot="inner chunk")
-            self._decode(part.key, flat, lambda: stage.inner.decode_into(data, chunk))
-            target[where] = chunk[inner.chunk_selection]
+            selection = inner.chunk_selection
+            self._decode(part.key, flat,
+                         lambda: stage.inner.decode_region_into(data, chunk, selection))
+            target[where] = chunk[selection]
 
     def _region(self, flat: int, origin: Sequence[int]) -> tuple[slice, ...]:
         """Where inner chunk ``flat`` lies in a box starting at ``origin``."""
@@ -254,16 +239,6 @@ class ShardReader:
             raise ChunkDecodeError(
                 f"array {self.io.path or '/'!r}: inner chunk {where} of shard {key!r} "
                 f"could not be decoded: {err}"
-            ) from err
-
-    def _parsed_index(self, key: str, read: Callable[[], _T]) -> _T:
-        """``read()``'s ``(offsets, lengths)``, a corrupt index named by array and shard."""
-        try:
-            return read()
-        except Exception as err:
-            raise ChunkDecodeError(
-                f"array {self.io.path or '/'!r}: the index of shard {key!r} could not be "
-                f"decoded: {err}"
             ) from err
 
     def _cached(self, part: ShardPart, cache: ChunkCache) -> dict[int, np.ndarray]:
@@ -283,113 +258,3 @@ class ShardReader:
         return {names[name]: entry.chunk for name, entry in found.items()
                 if entry.chunk.shape == inner and entry.chunk.dtype == dtype}
 
-    def _fetch(self, part: ShardPart, flats: list[int], cache: ChunkCache | None,
-               ticket: int) -> tuple[dict[int, bytes | memoryview | None], Any]:
-        """The stored bytes of inner chunks ``flats`` (``None``: not stored) and the
-        shard's version, all from one snapshot of the shard."""
-        store, key = self.io.store, part.key
-        # The version of the shard whose index the cache holds: object stores then
-        # read the chunks straight away and prove the version afterwards (one round
-        # trip less); if the shard changed, the next attempt opens it afresh.
-        index = self._cached_index(part, cache)
-        expect = None if index is None else index.version
-        for attempt in range(_ATTEMPTS):
-            try:
-                with store.open_ranges(key, expect=expect if attempt == 0 else None) as reader:
-                    found = self._fetch_from(reader, part, flats, cache, ticket, index)
-                    return found, reader.version
-            except KeyError:
-                return {}, None
-            except StoreValueChangedError:
-                continue  # the shard was replaced between two reads: start over
-        # It keeps changing: one whole fetch is a snapshot in every store.
-        versioned = store.get_many_versioned([key]).get(key)
-        if versioned is None:
-            return {}, None
-        data, version = versioned
-        return self._slices(part.key, memoryview(data), flats), version
-
-    def _cached_index(self, part: ShardPart, cache: ChunkCache | None) -> Any:
-        """The known index of the shard, with the shard version it came from: the
-        cache's entry if it holds one that fits this array, or, for a handle without a
-        cache, the one this handle remembers; else ``None``."""
-        if cache is None:
-            return self._indexes.get(part.key)
-        name = child_key(part.location, "index")
-        entry = cache.lookup([name]).get(name)
-        if entry is None or entry.version is None or \
-                entry.chunk.shape != (self.stage.count, 2):
-            return None
-        return entry
-
-    def _fetch_from(self, reader: Any, part: ShardPart, flats: list[int],
-                    cache: ChunkCache | None, ticket: int,
-                    index: Any) -> dict[int, bytes | memoryview | None]:
-        size = reader.size
-        if len(flats) * 2 > self.stage.count:
-            # Most of the shard: one request for all of it.
-            [whole] = reader.read([(0, size)])
-            return self._slices(part.key, memoryview(whole), flats)
-        offsets, lengths, read = self._index(reader, part, index)
-        stored = [flat for flat in flats if offsets[flat] != MISSING]
-        ranges = [(int(offsets[f]), int(offsets[f] + lengths[f])) for f in stored]
-        # An index just read was not yet proven to be of the opened shard (one request
-        # less on object stores), nor was the shard opened as an expected version:
-        # reading the chunks proves both, or verify() does.
-        datas = reader.read(ranges) if ranges else []
-        if not ranges:
-            reader.verify()
-        if read and reader.version is not None:
-            # Every range of this snapshot was read without a change: the index is
-            # the one of this version of the shard.
-            self._remember_index(part, offsets, lengths, reader.version, cache, ticket)
-        found: dict[int, bytes | memoryview | None] = dict.fromkeys(flats)
-        found.update(zip(stored, datas))
-        return found
-
-    def _index(self, reader: Any, part: ShardPart,
-               index: Any) -> tuple[np.ndarray, np.ndarray, bool]:
-        """The shard's ``(offsets, lengths)``, and whether they were read now: from the
-        cached ``index`` entry when it is the index of this very version of the shard
-        (one request less per read on object stores), else read (unverified: see
-        _fetch_from) and checked."""
-        if index is not None and index.version == reader.version:
-            return index.chunk[:, 0], index.chunk[:, 1], False
-        start, stop = self._parsed_index(part.key, lambda: self.stage.index_range(reader.size))
-        [encoded] = reader.read([(start, stop)], verify=False)
-        try:
-            offsets, lengths = self._parsed_index(
-                part.key, lambda: self.stage.parse_index(encoded, reader.size))
-        except ChunkDecodeError:
-            reader.verify()  # bytes of a replaced shard: StoreValueChangedError, read again
-            raise
-        return offsets, lengths, True
-
-    def _remember_index(self, part: ShardPart, offsets: np.ndarray, lengths: np.ndarray,
-                        version: Any, cache: ChunkCache | None, ticket: int) -> None:
-        """Keep a shard's index, read and proven of shard ``version``: in the cache (as
-        a child of the shard) or, without a cache, in this handle (the same version is
-        the same bytes)."""
-        stacked = np.stack([offsets, lengths], axis=1)
-        if cache is not None:
-            cache.put(child_key(part.location, "index"), stacked, version, ticket=ticket,
-                      parent=part.location)
-            return
-        if len(self._indexes) >= _MAX_INDEXES:
-            self._indexes.clear()
-        stacked.flags.writeable = False
-        self._indexes[part.key] = KnownIndex(stacked, version)
-
-    def _slices(self, key: str, whole: memoryview,
-                flats: list[int]) -> dict[int, bytes | memoryview | None]:
-        """The inner chunks ``flats`` cut out of the whole shard ``whole`` (at ``key``)."""
-        size = len(whole)
-
-        def index() -> tuple[np.ndarray, np.ndarray]:
-            start, stop = self.stage.index_range(size)
-            return self.stage.parse_index(whole[start:stop], size)
-
-        offsets, lengths = self._parsed_index(key, index)
-        return {flat: None if offsets[flat] == MISSING
-                else whole[int(offsets[flat]):int(offsets[flat] + lengths[flat])]
-                for flat in flats}

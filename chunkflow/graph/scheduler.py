@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BlockProgress", "SchedulerLike", "active_client", "compute", "deferred_scheduler",
-    "local_threads",
+    "local_scheduler", "local_threads",
     "scheduler_choice", "tasks_per_process", "worker_threads",
 ]
 
@@ -323,6 +323,19 @@ def deferred_scheduler(scheduler: SchedulerLike) -> str:
     if isinstance(scheduler, str) and scheduler in _LOCAL_SCHEDULERS:
         return _LOCAL_SCHEDULERS[scheduler]
     return "threads"
+
+
+def local_scheduler(scheduler: SchedulerLike = None) -> bool:
+    """Whether ``scheduler`` runs tasks in this machine's dask schedulers (threads,
+    processes, sync) rather than on a distributed cluster (a client, an address, the
+    active client by default).
+
+    Examples
+    --------
+    >>> local_scheduler("threads"), local_scheduler("tcp://127.0.0.1:8786")
+    (True, False)
+    """
+    return scheduler_choice(scheduler)[1] is None
 
 
 def local_threads(scheduler: SchedulerLike = None) -> bool:

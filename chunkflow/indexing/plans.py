@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import numbers
 import threading
+from collections.abc import Iterable
 
 from chunkflow.grid import RegularChunkGrid
 from chunkflow.indexing.predicates import Selection
 from chunkflow.indexing.selections import BasicIndexer, ChunkProjection
 
-__all__ = ["BasicPlans", "selection_key"]
+__all__ = ["BasicPlans", "KeptProjections", "selection_key"]
 
 #: Plans kept per handle, and the most chunks a kept plan may cover (a large read
 #: costs far more than its plan, and its projections would take memory).
@@ -38,17 +39,44 @@ def selection_key(selection: Selection) -> tuple[object, ...] | None:
     entries = selection if isinstance(selection, tuple) else (selection,)
     key: list[object] = []
     for entry in entries:
+        kind = type(entry)
         if isinstance(entry, slice):
             parts = (entry.start, entry.stop, entry.step)
-            if not all(p is None or isinstance(p, numbers.Integral) for p in parts):
-                return None
+            # Exact types first: an isinstance check against numbers.Integral (an ABC)
+            # costs as much as the rest of a cached read's planning.
+            for part in parts:
+                if part is not None and type(part) is not int \
+                        and not isinstance(part, numbers.Integral):
+                    return None
             key.append(parts)
-        elif entry is Ellipsis or (isinstance(entry, numbers.Integral)
-                                   and not isinstance(entry, bool)):
+        elif kind is int or entry is Ellipsis or (
+                isinstance(entry, numbers.Integral) and kind is not bool):
             key.append(entry)
         else:
             return None
     return tuple(key)
+
+
+class KeptProjections(list[ChunkProjection]):
+    """The projections of a kept plan, with a slot where the layer that reads them
+    keeps what it derives from them once (the chunks' store and cache keys), so that
+    reading the same window again derives nothing.
+
+    ``derived`` is ``None`` until set; whoever sets it stores its own identity with it
+    and checks it before use (another handle's keys are not this one's).
+
+    Examples
+    --------
+    >>> kept = KeptProjections([])
+    >>> kept.derived is None
+    True
+    """
+
+    __slots__ = ("derived",)
+
+    def __init__(self, projections: Iterable[ChunkProjection]) -> None:
+        super().__init__(projections)
+        self.derived: object = None
 
 
 class BasicPlans:
@@ -69,6 +97,27 @@ class BasicPlans:
                                         list[ChunkProjection]]] = {}
         self._lock = threading.Lock()
 
+    def kept(self, selection: Selection,
+             grid: RegularChunkGrid) -> tuple[BasicIndexer, list[ChunkProjection]] | None:
+        """The kept plan of ``selection`` on ``grid``, if there is one (nothing is
+        planned here: the fast path of a window read again).
+
+        Examples
+        --------
+        >>> grid = RegularChunkGrid((100,), (10,))
+        >>> plans = BasicPlans()
+        >>> plans.kept(slice(5, 15), grid) is None
+        True
+        >>> _ = plans.get(slice(5, 15), grid)
+        >>> len(plans.kept(slice(5, 15), grid)[1])
+        2
+        """
+        key = selection_key(selection)
+        kept = None if key is None else self._plans.get(key)
+        if kept is None or kept[0] is not grid:
+            return None
+        return kept[1], kept[2]
+
     def get(self, selection: Selection,
             grid: RegularChunkGrid) -> tuple[BasicIndexer, list[ChunkProjection]]:
         """The indexer of ``selection`` on ``grid`` and its projections (a list that
@@ -79,8 +128,9 @@ class BasicPlans:
             if kept is not None and kept[0] is grid:  # a resize makes a new grid
                 return kept[1], kept[2]
         indexer = BasicIndexer(selection, grid)
-        projections = list(indexer)
+        projections: list[ChunkProjection] = list(indexer)
         if key is not None and len(projections) <= MAX_PLAN_CHUNKS:
+            projections = KeptProjections(projections)
             with self._lock:
                 self._plans.pop(key, None)
                 self._plans[key] = (grid, indexer, projections)

@@ -16,6 +16,7 @@ from chunkflow.errors import ExternalLinkError, KeyIsDirectoryError, KeyNotFound
 from chunkflow.storage.base import Store, Version
 from chunkflow.storage.keys import normalize_prefix, slice_bounds
 from chunkflow.storage.ranges import ByteRangeReader, FileRangeReader
+from chunkflow.storage.replaced import hold, pins_replaced, release
 
 __all__ = ["LocalStore"]
 
@@ -346,16 +347,17 @@ class LocalStore(Store):
         try:
             try:
                 view = memoryview(value)
+                nbytes = view.nbytes
                 while view:
                     view = view[os.write(fd, view) :]
                 if _STAT_AFTER_REPLACE_BY_FD:
+                    self._replace(tmp, path, nbytes)
                     # The descriptor still names the file we wrote, even if another
                     # writer replaces it right after: its version, never theirs.
-                    os.replace(tmp, path)
                     return file_version(os.fstat(fd))
             finally:
                 os.close(fd)
-            os.replace(tmp, path)
+            self._replace(tmp, path, nbytes)
             return None  # Windows: a stat now could see a later writer's file
         except BaseException:
             try:
@@ -363,6 +365,16 @@ class LocalStore(Store):
             except OSError:
                 pass
             raise
+
+    def _replace(self, tmp: str, path: str, nbytes: int) -> None:
+        """``os.replace(tmp, path)``; on local disks, the old file at ``path`` is freed in
+        the background (see :mod:`chunkflow.storage.replaced`: freed inside the rename,
+        it blocks this writer and every writer of the folder, on the device)."""
+        old = hold(path) if pins_replaced(self._real_root) else None
+        try:
+            os.replace(tmp, path)
+        finally:
+            release(old, nbytes)
 
     @_missing_to_key_error
     def _delete(self, key: str) -> None:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import fsspec.asyn
 import obstore
-from obstore.exceptions import UnknownConfigurationKeyError
+from obstore.exceptions import NotSupportedError, UnknownConfigurationKeyError
 from obstore.store import from_url
 
 from chunkflow import config
@@ -49,6 +49,9 @@ if TYPE_CHECKING:
 __all__ = ["ObstoreRangeReader", "ObstoreStore", "etag_version"]
 
 T = TypeVar("T")
+#: The end of a ranged GET that reads a whole value (see ObstoreStore._fetch_unversioned):
+#: past the end of any object (S3's largest is 5 TiB), within a signed 64-bit integer.
+_PAST_ANY_END = 2**62
 # storage_options that only obstore takes (left out for fsspec's HTTP listings).
 _OBSTORE_ONLY = ("config", "client_options", "retry_config", "credential_provider")
 
@@ -74,6 +77,17 @@ def etag_version(meta: dict[str, Any]) -> tuple[Any, ...] | None:
 
 def _is_missing(err: BaseException) -> bool:
     return isinstance(err, FileNotFoundError)
+
+
+def _range_refused(err: BaseException) -> bool:
+    """Whether a ranged GET failed for its range alone: a server that serves no ranges
+    (obstore's ``NotSupportedError``), or ``416 Range Not Satisfiable`` (an empty
+    value, S3's ``InvalidRange``), which obstore raises as a ``GenericError``."""
+    # The status as reqwest names it ("... status code: 416 Range Not Satisfiable: ..."),
+    # not a bare "416", which a port or a duration in the message may hold.
+    text = str(err)
+    return (isinstance(err, NotSupportedError) or "416 Range Not Satisfiable" in text
+            or "<Code>InvalidRange</Code>" in text)
 
 
 class ObstoreStore(Store):
@@ -119,6 +133,9 @@ class ObstoreStore(Store):
         self.latency_bound = True
         self._loop = fsspec.asyn.get_loop()
         self._over_http = type(self.store).__name__ == "HTTPStore"
+        #: Whole values are read with one ranged GET (see _fetch_unversioned) until
+        #: the server refuses ranges.
+        self._ranged_whole_gets = True
 
     @property
     def identity(self) -> str:
@@ -164,41 +181,67 @@ class ObstoreStore(Store):
 
     # ------------------------------------------------------------ reading
 
-    async def _fetch(self, key: str) -> tuple[bytes | None, Version | None]:
-        """One key's value (``None``: missing) and the version of those bytes."""
+    async def _fetch(self, key: str) -> tuple[memoryview | None, Version | None]:
+        """One key's value (``None``: missing) and the version of those bytes: a GET,
+        whose answer names its ETag. The value is a view of obstore's buffer, not a
+        copy (the bytes of a 512 KiB chunk are copied once, by the decoder)."""
         try:
             result = await obstore.get_async(self.store, key)
-            data = bytes(await result.bytes_async())
+            data = memoryview(await result.bytes_async())
         except Exception as err:
             if _is_missing(err):
                 return None, None
             raise_request_error(err, self, "read", [key])
         return data, etag_version({**result.meta, "size": len(data)})
 
+    async def _fetch_unversioned(self, key: str) -> tuple[memoryview | None, None]:
+        """One key's value (``None``: missing), with no version: one request, and one
+        round trip to obstore's runtime instead of two (a GET of the range from 0 to
+        far past any end, which servers answer with the whole value; ``get_async``
+        answers first with the headers and then, asked again, with the bytes).
+
+        Measured over HTTP, 512 values of 270 KiB, 64 in flight: 0.12 s of client CPU
+        instead of 0.15 s (0.17 s with a copy of the bytes). A server that refuses
+        ranges (``python -m http.server``: ``NotSupportedError``), or an empty value
+        (``416``: no byte 0 to start from), is read again with a plain GET; the first
+        refusal makes this store read whole values with plain GETs from then on.
+        """
+        if self._ranged_whole_gets:
+            try:
+                return memoryview(await obstore.get_range_async(
+                    self.store, key, start=0, length=_PAST_ANY_END)), None
+            except Exception as err:
+                if _is_missing(err):
+                    return None, None
+                if not _range_refused(err):
+                    raise_request_error(err, self, "read", [key])
+                if isinstance(err, NotSupportedError):
+                    self._ranged_whole_gets = False
+        data, _ = await self._fetch(key)
+        return data, None
+
     def _get(self, key: str) -> bytes:
-        data, _ = self._run(self._fetch, key)
+        data, _ = self._run(self._fetch_unversioned, key)
         if data is None:
             raise KeyNotFoundError(key)
-        return data
+        return bytes(data)
 
     def _get_many_versioned(self, keys: list[str]) -> dict[str, tuple[bytes, Version | None]]:
         found = self._bounded(self._fetch, keys)
-        return {key: (data, version) for key, (data, version) in zip(keys, found)
+        return {key: (bytes(data), version) for key, (data, version) in zip(keys, found)
                 if data is not None}
 
     def _get_many(self, keys: list[str]) -> dict[str, bytes]:
-        return {key: data for key, (data, _) in self._get_many_versioned(keys).items()}
+        found = self._bounded(self._fetch_unversioned, keys)
+        return {key: bytes(data) for key, (data, _) in zip(keys, found) if data is not None}
 
     def stream_many(self, keys: Iterable[str], *, window: int, lanes: int = 1,
                     versioned: bool = False) -> KeyStream:
         """``window`` GETs in flight on fsspec's event loop, each value handed out as it
-        arrives, with its version (which a GET brings along) when ``versioned``."""
+        arrives (a view of obstore's buffer), with its version (which a GET brings
+        along) when ``versioned``."""
         fetch = self._fetch if versioned else self._fetch_unversioned
         return AsyncKeyStream(self._loop, fetch, [normalize_key(k) for k in keys], window)
-
-    async def _fetch_unversioned(self, key: str) -> tuple[bytes | None, None]:
-        data, _ = await self._fetch(key)
-        return data, None
 
     async def _head(self, key: str) -> dict[str, Any] | None:
         try:

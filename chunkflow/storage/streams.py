@@ -21,6 +21,7 @@ sent) only when a consumer asks for its next value.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import queue
 import threading
 from collections.abc import Callable, Coroutine, Iterator, Sequence
@@ -32,7 +33,7 @@ __all__ = ["AsyncKeyStream", "AsyncPutStream", "BatchKeyStream", "BatchPutStream
 
 #: ``(key, value, version)``: ``value`` is ``None`` for a missing key, ``version``
 #: ``None`` when the store cannot tell (see :data:`chunkflow.storage.base.Version`).
-StreamItem = tuple[str, "bytes | None", Any]
+StreamItem = tuple[str, "bytes | memoryview | None", Any]
 
 
 class KeyStream:
@@ -98,6 +99,11 @@ class BatchKeyStream(KeyStream):
             self._closed = True
 
 
+#: What a request of an :class:`AsyncKeyStream` gives its consumer: the key, the
+#: fetch's ``(value, version)``, and the error it raised (or ``None``).
+_Arrival = tuple[str, "tuple[bytes | memoryview | None, Any]", "Exception | None"]
+
+
 class AsyncKeyStream(KeyStream):
     """A stream whose requests are coroutines run on an event loop in another thread
     (fsspec's, for its asynchronous file systems), at most ``window`` at a time.
@@ -105,6 +111,14 @@ class AsyncKeyStream(KeyStream):
     ``fetch(key)`` is a coroutine that returns the value (``None`` if missing) and its
     version; an exception it raises reaches the consumer that takes that key, which
     then raises it (the stream is closed on leaving the ``with`` block).
+
+    The event loop sends the requests itself: it sends more each time one arrives, as
+    many as consumers have freed slots since, and a consumer wakes it (a write to the
+    loop's socket, and the loop's thread taking the GIL) only when half the window or
+    more lies idle. Waking the loop for every value consumed, and wrapping each
+    request in a thread-safe future, cost about 80 microseconds of interpreter time a
+    request over the loop and the consuming threads (measured on 2 cores, 512 GETs of
+    270 KiB over HTTP: 40 ms of the loop's time a read).
 
     Examples
     --------
@@ -124,7 +138,7 @@ class AsyncKeyStream(KeyStream):
     def __init__(
         self,
         loop: asyncio.AbstractEventLoop,
-        fetch: Callable[[str], Coroutine[Any, Any, tuple[bytes | None, Any]]],
+        fetch: Callable[[str], Coroutine[Any, Any, tuple[bytes | memoryview | None, Any]]],
         keys: Sequence[str],
         window: int,
     ) -> None:
@@ -132,28 +146,53 @@ class AsyncKeyStream(KeyStream):
         self._fetch = fetch
         self._keys = list(keys)
         self._next = 0
-        self._remaining = len(self._keys)
-        self._arrived: queue.SimpleQueue[tuple[str, Future[Any]] | None] = queue.SimpleQueue()
-        self._pending: set[Future[Any]] = set()
+        self._remaining = len(self._keys)  # values no consumer has claimed yet
+        self._window = max(1, window)
+        self._free = self._window  # slots neither in flight nor held by consumers
+        self._in_flight = 0
+        self._woken = True  # a top-up is scheduled on the loop (the first, below)
+        self._arrived: queue.SimpleQueue[_Arrival | None] = queue.SimpleQueue()
+        self._tasks: set[asyncio.Task[None]] = set()
         self._lock = threading.Lock()
         self._closed = False
-        for _ in range(max(1, window)):
-            self._send_next()
+        loop.call_soon_threadsafe(self._top_up)
 
-    def _send_next(self) -> None:
+    def _top_up(self) -> None:
+        """On the loop: send a request for every free slot."""
         with self._lock:
-            if self._closed or self._next >= len(self._keys):
+            self._woken = False
+            if self._closed:
                 return
-            key = self._keys[self._next]
-            self._next += 1
-            future = asyncio.run_coroutine_threadsafe(self._fetch(key), self._loop)
-            self._pending.add(future)
-        future.add_done_callback(lambda done: self._arrive(key, done))
+            count = min(self._free, len(self._keys) - self._next)
+            keys = self._keys[self._next:self._next + count]
+            self._next += count
+            self._free -= count
+            self._in_flight += count
+        for key in keys:
+            task = self._loop.create_task(self._request(key))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
 
-    def _arrive(self, key: str, future: Future[Any]) -> None:
+    async def _request(self, key: str) -> None:
+        try:
+            arrival: _Arrival = (key, await self._fetch(key), None)
+        except Exception as err:  # noqa: BLE001 - raised by the consumer that takes it
+            arrival = (key, (None, None), err)
         with self._lock:
-            self._pending.discard(future)
-        self._arrived.put((key, future))
+            self._in_flight -= 1
+        self._arrived.put(arrival)
+        self._top_up()  # slots consumers freed since the last top-up
+
+    def _release(self) -> None:
+        """A consumer is done with a value: its slot is free; wake the loop to fill it
+        if few requests remain in flight (else the next arrival fills it)."""
+        with self._lock:
+            self._free += 1
+            if (self._woken or self._closed or self._next >= len(self._keys)
+                    or self._in_flight > self._window // 2):
+                return
+            self._woken = True
+        self._loop.call_soon_threadsafe(self._top_up)
 
     def _claim(self) -> bool:
         with self._lock:
@@ -168,21 +207,25 @@ class AsyncKeyStream(KeyStream):
             if arrival is None or self._closed:
                 self._arrived.put(None)  # closed: pass the wake-up on to the next waiter
                 return
-            key, future = arrival
-            value, version = future.result()  # raises the request's error
+            key, (value, version), error = arrival
+            if error is not None:
+                raise error
             yield key, value, version
-            self._send_next()  # the consumer is done with the last value: a free slot
+            self._release()  # the consumer is done with the last value: a free slot
 
     def close(self) -> None:
         with self._lock:
             if self._closed:
                 return
             self._closed = True
-            pending, self._pending = list(self._pending), set()
             self._remaining = 0
-        for future in pending:
-            future.cancel()
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nothing runs
+            self._loop.call_soon_threadsafe(self._cancel)
         self._arrived.put(None)  # wakes the consumers waiting for an arrival, in turn
+
+    def _cancel(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
 
 
 class PutStream:

@@ -318,6 +318,8 @@ def long_li(draw: st.DrawFn) -> LongLi:
 @example(LongLi("f4", (3000,), (1639,), 0, 1.0, 0, "256 KiB", tolerance=1e-3))
 @example(LongLi(">f2", (8193,), (100,), 2, 3e4, 40, tolerance=0.5))
 @example(LongLi("f8", (7, 33, 45), (3, 5, 45), 3, 1e30, 1, tolerance=1e-3))
+# float16 overflows to inf everywhere: no finite value, both refuse (ValueError)
+@example(LongLi("f2", (3000,), (1,), 0, 1e30, 40))
 def test_li_on_long_float_images(case: LongLi) -> None:
     """Li on floats is scikit-image's bit for bit: each mean is numpy's pairwise sum,
     rebuilt from many C-order runs whose leaves cross the runs' edges (with the
@@ -328,5 +330,8 @@ def test_li_on_long_float_images(case: LongLi) -> None:
     memory = case.memory if case.tolerance is not None else "16 MiB"
     got = _outcome(lambda: filters.threshold_li(source, max_memory=memory, **kwargs))
     expected = _outcome(lambda: skimage.filters.threshold_li(data, **kwargs))
-    assert got[0] == expected[0] == "value", (case, got, expected)
+    assert got[0] == expected[0], (case, got, expected)
+    if got[0] == "error":  # e.g. no finite value: both refuse with the same builtin class
+        assert _classes(got[1]) & _classes(expected[1]), (case, got, expected)
+        return
     assert_same_value(got[1], expected[1], repr(case))

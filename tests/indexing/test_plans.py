@@ -47,3 +47,24 @@ def test_a_handle_reads_right_after_a_resize() -> None:
     np.testing.assert_array_equal(z[4:12, 30:], expected[4:12, 30:])
     z.resize((20, 20))
     np.testing.assert_array_equal(z[4:12, 10:], data[4:12, 10:20])
+
+
+def test_selection_keys_of_exact_and_abstract_integers_agree() -> None:
+    # The fast exact-type checks must key numpy integers and Python ints alike, and
+    # refuse what planning afresh must see (floats, arrays, booleans as entries).
+    from chunkflow.indexing.plans import selection_key
+
+    assert selection_key((slice(np.int64(2), 8), np.int32(3))) == selection_key((slice(2, 8), 3))
+    assert selection_key((slice(2.0, 8),)) is None
+    assert selection_key((True,)) is None and selection_key((np.array([1]),)) is None
+    assert selection_key(...) == (Ellipsis,)
+
+
+def test_kept_projections_carry_a_derived_slot_fresh_plans_do_not() -> None:
+    from chunkflow.indexing.plans import KeptProjections
+
+    grid = RegularChunkGrid((100, 100), (10, 10))
+    plans = BasicPlans()
+    kept = plans.get((slice(5, 15), slice(0, 10)), grid)[1]
+    assert isinstance(kept, KeptProjections) and kept.derived is None
+    assert type(plans.get((np.array(3),), grid)[1]) is list  # not a key: planned afresh

@@ -192,9 +192,9 @@ def test_requests_in_flight_follow_the_budget(s3_server: dict[str, Any],
     store = ObstoreStore(_url(), s3_server)
     items = {f"c/{i}": bytes([i]) * 100 for i in range(40)}
     puts = _InFlight(obstore.put_async)
-    gets = _InFlight(obstore.get_async)
+    gets = _InFlight(obstore.get_range_async)  # whole values: one ranged GET each
     monkeypatch.setattr(obstore, "put_async", puts)
-    monkeypatch.setattr(obstore, "get_async", gets)
+    monkeypatch.setattr(obstore, "get_range_async", gets)
     with config.set({"chunkflow.io.inflight-requests": 6}):
         store.set_many(items)
         assert store.get_many(list(items)) == items
@@ -222,3 +222,60 @@ def test_listings_over_plain_http(http_folder: Any) -> None:
     opened = chunkflow.open_group(store, mode="r")
     assert sorted(opened.array_keys()) == ["a", "b"] and opened["b"][:].tolist() == [2] * 4
     assert "PROPFIND" not in proxy.requests
+
+
+@pytest.mark.s3
+def test_whole_values_come_in_one_ranged_get(s3_server: dict[str, Any]) -> None:
+    # Unversioned reads ask for bytes 0 to far past the end: one GET each, the value
+    # exact; an empty value (416: no byte 0) is read again with a plain GET.
+    from chunkflow.testing import FaultProxy
+
+    url = _url()
+    items = {"c/0": bytes(range(256)) * 3, "c/1": b"x", "empty": b""}
+    ObstoreStore(url, s3_server).set_many(items)
+    with FaultProxy(s3_server["endpoint_url"]) as proxy:
+        store = ObstoreStore(url, {**s3_server, "endpoint_url": proxy.url})
+        with store.stream_many([*items, "missing"], window=4) as stream:
+            got = {key: value for key, value, _ in stream.take()}
+        assert got == {**items, "missing": None}
+        assert all(type(got[key]) is memoryview for key in items)  # views, no copies
+        assert proxy.requests["GET"] == len(items) + 2  # + the empty value's plain GET
+        proxy.reset()
+        assert store.get_many(["c/0", "c/1"]) == {"c/0": items["c/0"], "c/1": b"x"}
+        assert store["empty"] == b"" and type(store["c/1"]) is bytes
+        assert dict(proxy.requests) == {"GET": 5}
+    assert store._ranged_whole_gets  # a 416 is the value's, not the server's refusal
+
+
+def test_a_server_that_serves_no_ranges_gets_plain_gets(http_folder: Any) -> None:
+    # Python's http.server answers a ranged GET with the whole file (200): obstore
+    # refuses that answer, the value is fetched again with a plain GET, and the store
+    # sends only plain GETs from then on.
+    proxy, folder = http_folder
+    values = {f"c/{i}": bytes([i]) * (1000 + i) for i in range(6)}
+    for key, value in values.items():
+        (folder / key).parent.mkdir(parents=True, exist_ok=True)
+        (folder / key).write_bytes(value)
+    store = ObstoreStore(proxy.url, read_only=True)
+    assert store["c/0"] == values["c/0"]
+    assert proxy.requests["GET"] == 2 and not store._ranged_whole_gets
+    proxy.reset()
+    with store.stream_many([*values, "c/missing"], window=3) as stream:
+        got = {key: value for key, value, _ in stream.take()}
+    assert got == {**values, "c/missing": None}
+    assert proxy.requests["GET"] == len(values) + 1
+
+
+def test_only_a_range_status_is_a_refused_range() -> None:
+    # A failed GET is read again with a plain GET only when its range was refused;
+    # any other failure (a 500 at a port or after a time holding "416") is raised.
+    from obstore.exceptions import GenericError, NotSupportedError
+
+    from chunkflow.storage.obstore_store import _range_refused
+
+    prefix = "Generic S3 error: Error performing GET http://127.0.0.1:41634/b/k in 416ms - "
+    assert not _range_refused(GenericError(prefix + "Server returned non-2xx status code: "
+                                           "500 Internal Server Error: <Code>InternalError"))
+    assert _range_refused(GenericError(prefix + "Server returned non-2xx status code: "
+                                       "416 Range Not Satisfiable: <Code>InvalidRange</Code>"))
+    assert _range_refused(NotSupportedError("Range request not supported by k"))

@@ -101,6 +101,32 @@ def test_requests_in_flight_never_exceed_the_window(loop: asyncio.AbstractEventL
     assert max(held) <= 5  # ...and never exceeded, counting values not yet consumed
 
 
+def test_a_freed_slot_is_filled_when_the_next_value_arrives(
+        loop: asyncio.AbstractEventLoop) -> None:
+    # The consumer frees a slot while most of the window is in flight: it does not
+    # wake the loop (which costs a socket write and a GIL hand-over a value); the loop
+    # sends the next request when the next value arrives.
+    fetch = _Fetches(delay=0.5, slow={"c/0": 0.0, "c/1": 0.0})
+    with AsyncKeyStream(loop, fetch, KEYS, window=8) as stream:
+        values = stream.take()
+        next(values)
+        next(values)  # frees the first value's slot, 6 requests still out
+        wait_until(lambda: fetch.calls == 9, "the freed slot filled at the next arrival")
+        assert fetch.most <= 8
+
+
+def test_a_consumer_wakes_the_loop_when_the_window_runs_low(
+        loop: asyncio.AbstractEventLoop) -> None:
+    # Window 1: once the value has arrived, none is in flight; freeing its slot must
+    # send the next request at once (no arrival is coming to do it).
+    fetch = _Fetches(delay=0.0)
+    # The stream closes first on the way out, waking a consumer that is stuck.
+    with ThreadPoolExecutor(1) as pool, AsyncKeyStream(loop, fetch, KEYS, window=1) as stream:
+        taken = pool.submit(lambda: [key for key, _, _ in stream.take()])
+        wait_until(taken.done, "every value taken")  # not a consumer waiting forever
+    assert sorted(taken.result()) == sorted(KEYS) and fetch.most == 1
+
+
 def test_values_come_in_arrival_order_not_key_order(loop: asyncio.AbstractEventLoop) -> None:
     fetch = _Fetches(slow={"c/0": 0.3})
     with AsyncKeyStream(loop, fetch, KEYS[:8], window=8) as stream:

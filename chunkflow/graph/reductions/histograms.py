@@ -1,7 +1,9 @@
 """histogram: numpy's counts and bin edges over an array larger than memory.
 
 Each block is counted by numpy against numpy's own edges, so the counts add up to
-``numpy.histogram``'s over the whole array.
+``numpy.histogram``'s over the whole array. Integers of one or two bytes (and booleans)
+are counted per value instead, in one pass whatever the range, and numpy bins the values
+that occur (:mod:`~chunkflow.graph.reductions.value_counts`).
 """
 
 from __future__ import annotations
@@ -17,8 +19,14 @@ import numpy as np
 from chunkflow.config.renames import renamed_parameters
 from chunkflow.errors import InvalidArgumentError
 from chunkflow.graph.reductions.histogram_axes import histogram_along
-from chunkflow.graph.reductions.plan import reduction_input, split_every
-from chunkflow.graph.reductions.tree import tree_reduce
+from chunkflow.graph.reductions.plan import reduction_input, split_every, split_every_of
+from chunkflow.graph.reductions.tree import gather_tree, tree_reduce
+from chunkflow.graph.reductions.value_counts import (
+    counts_by_value,
+    histogram_of_values,
+    value_counts,
+    value_range,
+)
 from chunkflow.graph.scheduler import ProgressArg, deferred_scheduler
 from chunkflow.graph.scheduler import compute as run
 
@@ -38,6 +46,34 @@ def _block_histogram(block: np.ndarray, bins: Any, range: Any) -> np.ndarray:
     # the value, the bins, the range and the dtype, so the blocks' counts add up to
     # numpy's counts over the whole array.
     return np.histogram(block, bins=bins, range=range)[0].astype(np.int64)
+
+
+def _block_extremes(block: np.ndarray) -> np.ndarray:
+    """The block's minimum and maximum (none for an empty block), as numpy's min and max."""
+    if not block.size:
+        return np.empty(0, block.dtype.newbyteorder("="))
+    return np.array([np.min(block), np.max(block)], block.dtype.newbyteorder("="))
+
+
+def _extremes(x: Any, scheduler: SchedulerLike, progress: ProgressArg) -> tuple[Any, Any]:
+    """``x.min()`` and ``x.max()`` in one pass: one task a block reads it and finds both."""
+    pairs = gather_tree(x, _block_extremes, x.dtype.newbyteorder("="),
+                        every=split_every_of(int(np.prod(x.chunksize)) * x.dtype.itemsize, 16))
+    (pairs,) = run(pairs, scheduler=scheduler, progress=progress)
+    pairs = pairs.reshape(-1, 2)
+    return np.min(pairs[:, 0]), np.max(pairs[:, 1])
+
+
+def _from_values(per_value: np.ndarray, dtype: np.dtype[Any], bins: Any, range: Any,
+                 density: bool) -> tuple[np.ndarray, np.ndarray]:
+    """numpy's counts and edges from the counts of each value (1- and 2-byte integers)."""
+    if range is None and np.ndim(bins) == 0:
+        # numpy's a.min() and a.max(), in the array's dtype: the first and last value
+        # that occurs.
+        range = value_range(per_value, dtype)
+    edges = np.histogram_bin_edges(np.empty(0, dtype), bins=bins, range=range)
+    block_bins = edges if np.ndim(bins) else bins
+    return _finish(histogram_of_values(per_value, dtype, block_bins, range), edges, density)
 
 
 def _finish(counts: np.ndarray, edges: np.ndarray, density: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -74,7 +110,8 @@ def histogram(
     data, float64 for integers), and each block is counted against them by numpy, so the
     counts equal ``numpy.histogram(source[...], bins, range)``'s. Without ``range`` (and
     with ``bins`` a number), a first pass finds the exact minimum and maximum in the
-    array's dtype, as numpy does.
+    array's dtype, as numpy does; integers of one or two bytes need no such pass (one
+    pass counts each value, which gives both).
 
     Parameters
     ----------
@@ -99,8 +136,9 @@ def histogram(
         As :func:`reduce`.
     compute : bool
         ``False`` returns a ``dask.delayed`` object that computes to ``(counts,
-        edges)``. When ``range`` must be found first (no ``range``, a number of bins),
-        its two passes run inside that one task (see :func:`deferred_scheduler`).
+        edges)``. When ``range`` must be found first (no ``range``, a number of bins,
+        data wider than two bytes), its two passes run inside that one task (see
+        :func:`deferred_scheduler`); otherwise it is a graph of one task per block.
 
     Returns
     -------
@@ -143,13 +181,25 @@ def histogram(
             return dask.delayed(partial(histogram, x, bins, range, density=density, axis=axis,
                                         scheduler=deferred_scheduler(scheduler)), pure=True)()
         return _finish(*histogram_along(x, bins, range, axis, scheduler, progress), density)
+    if counts_by_value(x.dtype) and x.size:
+        # One pass: the counts of each value give the range and numpy's counts.
+        # numpy's refusals of bad bins or ranges come first, before any pass.
+        np.histogram_bin_edges(np.empty(0, x.dtype), bins=bins,
+                               range=range if range is not None or np.ndim(bins) else (0, 1))
+        per_value = tree_reduce(x, value_counts,
+                                every=split_every_of(block_bytes, 8 << (8 * x.dtype.itemsize)))
+        finish = partial(_from_values, dtype=x.dtype, bins=bins, range=range, density=density)
+        if not compute:
+            return dask.delayed(finish, pure=True)(per_value)
+        (per_value,) = run(per_value, scheduler=scheduler, progress=progress)
+        return finish(per_value)
     if not compute and range is None and np.ndim(bins) == 0 and x.size:
         # The edges depend on a first pass: both passes run in one task when the result
         # is computed. A partial hides x from dask, which would load it whole.
         return dask.delayed(partial(histogram, x, bins, density=density,
                                     scheduler=deferred_scheduler(scheduler)), pure=True)()
     if range is None and np.ndim(bins) == 0 and x.size:
-        low, high = run(x.min(), x.max(), scheduler=scheduler, progress=progress)
+        low, high = _extremes(x, scheduler, progress)
         # numpy takes a.min() and a.max() in the array's dtype: so do we (the edges'
         # dtype follows from them).
         lowest, highest = np.asarray(low, x.dtype)[()], np.asarray(high, x.dtype)[()]

@@ -128,3 +128,21 @@ def test_compute_false_returns_a_lazy_result_that_computes_to_numpy_s() -> None:
     x = chunkflow.to_dask(z, blocks=(1, 1))
     assert_same_histogram(chunkflow.histogram(x, bins=4, compute=False).compute(),
                           np.histogram(data, bins=4))
+
+
+@pytest.mark.parametrize("dtype", ["u1", "i1", "<u2", ">i2"])
+def test_one_and_two_byte_integers_count_each_value_in_one_pass(dtype: str) -> None:
+    import dask
+
+    data = np.random.default_rng(5).integers(-300, 300, size=(60, 50)).astype(dtype)
+    z = chunkflow.array(data, chunks=(8, 8))
+    for kwargs in ({"bins": 9}, {"bins": 7, "range": (-3.5, 250.25)}, {"bins": [-40, 0, 0.5, 99]},
+                   {"bins": 5, "density": True}):
+        lazy = chunkflow.histogram(z, compute=False, blocks=(2, 2), **kwargs)
+        assert_same_histogram(dask.compute(lazy, scheduler="sync")[0], np.histogram(data, **kwargs))
+        assert_same_histogram(chunkflow.histogram(z, **kwargs), np.histogram(data, **kwargs))
+    # One task per block reads and counts (no pass for the range first), and a tree
+    # of a few combines: nothing per chunk.
+    x = chunkflow.to_dask(z, blocks=(2, 2))
+    graph = dask.optimize(chunkflow.histogram(x, bins=9, compute=False))[0].__dask_graph__()
+    assert len(graph) <= x.npartitions + 8, len(graph)

@@ -6,6 +6,7 @@ The differential suite (tests/differential/test_reductions.py) draws the rest.
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import dask
 import dask.array as da
@@ -92,3 +93,40 @@ def test_one_reduction_by_name_is_a_list_of_one() -> None:
     z = chunkflow.array(data, chunks=(2, 2))
     assert chunkflow.reduce(z, "sum", scheduler="sync") == {"sum": data.sum()}
     assert list(chunkflow.reduce(z, "std", scheduler="sync")) == ["std"]
+
+
+@pytest.mark.parametrize("shape", [(32769,), (300, 301), (17, 64, 65), (1024, 2048)])
+@pytest.mark.parametrize("dtype", ["u2", "f4", ">f8"])
+def test_squared_deviations_in_leaves_are_numpy_s_sum_bit_for_bit(shape: tuple[int, ...],
+                                                                    dtype: str) -> None:
+    from chunkflow.graph.reductions.moments import LEAF, _chunk
+
+    block = (np.random.default_rng(6).normal(size=shape) * 1000).astype(dtype)
+    assert block.size > LEAF  # summed in leaves
+    axes = tuple(range(block.ndim))
+    record = _chunk(block, axes, True, spread=True)
+    # numpy's sum of the whole array of squared deviations (what a block's record held
+    # before it was summed in leaves).
+    total = np.sum(block, axis=axes, dtype="f8", keepdims=True)
+    whole = np.sum(np.subtract(block, total / block.size, dtype="f8") ** 2, axis=axes,
+                   keepdims=True)
+    np.testing.assert_array_equal(record["m2"].view("u8"), whole.view("u8"))
+
+
+def test_blocks_on_a_cluster_are_larger_and_one_per_thread_of_all_workers(
+        cluster_client: Any) -> None:
+    from chunkflow.graph.reductions.plan import (
+        CLUSTER_BLOCK_BYTES,
+        REDUCTION_BLOCK_BYTES,
+        reduction_block_bytes,
+        reduction_input,
+    )
+
+    assert reduction_block_bytes(2, scheduler="threads") == REDUCTION_BLOCK_BYTES
+    assert reduction_block_bytes(2, scheduler=cluster_client) == CLUSTER_BLOCK_BYTES
+    # A budget the user gives still bounds the block.
+    assert reduction_block_bytes(2, "36 MiB", scheduler=cluster_client) == 2 * 2**20
+    z = chunkflow.zeros((4096, 4096), chunks=(256, 256), dtype="u2")  # 32 MiB
+    threads = sum(cluster_client.nthreads().values())
+    x, _ = reduction_input(z, scheduler=cluster_client)
+    assert x.npartitions >= 2 * threads, (x.chunks, threads)
