@@ -14,13 +14,14 @@ interpreter once the libraries are imported):
 - label, 8192^2 8-connected and 512^3 26-connected (``--quick``: 2048^2, 128^3), of
   the field thresholded and stored once as a bool array (512^2 and 128^3 chunks; not
   timed): ``chunkflow`` (``chunkflow.label(mask_path, out_path)``, store to store,
-  every default: threads, blocks, codec; cc3d per block where installed),
+  every default: threads, blocks, codec; cc3d per 3-D block where installed),
   ``chunkflow-scipy`` (the same, scipy per block), ``cc3d``
   (``cc3d.connected_components(mask)``) and ``scipy`` (``ndimage.label(mask)``), the
   mask read into memory before the clock for the last two; and chunkflow's floor, its
   parts measured alone: ``floor-read`` (the mask read whole from the store),
-  ``floor-cc3d-blocks`` (cc3d on each block chunkflow plans, in memory, one after the
-  other: cc3d holds the GIL, so threads cannot overlap these) and ``floor-write``
+  ``floor-label-blocks`` (each block chunkflow plans labelled, in memory, by the
+  labeller chunkflow picks, on as many threads as the machine has: scipy in 2-D, which
+  releases the GIL; cc3d in 3-D, which holds it, so its blocks do not overlap) and ``floor-write``
   (cc3d's labels written as a new uint32 array, the default codec). The ratio to the
   floor is chunkflow's time over the sum of the three;
 - regionprops on the 2-D labels (stored once by chunkflow.label), one property at a
@@ -46,6 +47,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import shutil
 import statistics
 import sys
@@ -62,7 +64,7 @@ from bench_graph import _median, _peak_rss, run_child  # noqa: E402
 from bench_labels import _resident, make_image  # noqa: E402
 
 LABELLERS = ("chunkflow", "chunkflow-scipy", "cc3d", "scipy")
-FLOORS = ("floor-read", "floor-cc3d-blocks", "floor-write")
+FLOORS = ("floor-read", "floor-label-blocks", "floor-write")
 PROPERTIES = ("area", "bbox", "centroid", "eccentricity", "perimeter")
 MEASURERS = ("chunkflow", "skimage", "cc3d")
 #: Moment properties, from chunkflow's first pass (merged raw moments); cc3d has none.
@@ -92,8 +94,8 @@ def _planned_blocks(z: Any) -> list[tuple[slice, ...]]:
 
 def _floor_child(kind: str, mask: str, out: str) -> dict[str, Any]:
     """One part of chunkflow.label's work alone: ``read`` (the mask, whole, from the
-    store), ``cc3d-blocks`` (cc3d on each planned block, in memory, one after the other,
-    as chunkflow calls it) or ``write`` (cc3d's labels, in memory, written as a new
+    store), ``label-blocks`` (each planned block labelled in memory as chunkflow labels
+    it, on every thread) or ``write`` (cc3d's labels, in memory, written as a new
     uint32 array with chunkflow's default codec, the source's chunks)."""
     import cc3d
 
@@ -107,11 +109,15 @@ def _floor_child(kind: str, mask: str, out: str) -> dict[str, Any]:
         data = z[...]
         return {"count": int(data.sum()), "start": start}
     data = z[...]
-    if kind == "cc3d-blocks":
+    if kind == "label-blocks":
+        from concurrent.futures import ThreadPoolExecutor
+
         connectivity = cc3d_connectivity(structure)
         blocks = _planned_blocks(z)
         start = time.perf_counter()
-        count = sum(local_labels(data[block], structure, connectivity)[1] for block in blocks)
+        with ThreadPoolExecutor(os.cpu_count()) as pool:
+            count = sum(pool.map(lambda block: local_labels(data[block], structure,
+                                                            connectivity)[1], blocks))
         return {"count": count, "start": start, "blocks": len(blocks)}
     labels, count = cc3d.connected_components(data, connectivity=8 if z.ndim == 2 else 26,
                                               return_N=True, out_dtype=np.uint32)
@@ -319,7 +325,7 @@ def bench_label(folder: Path, shape: tuple[int, ...], chunks: tuple[int, ...],
     mine = statistics.median(r["seconds"] for r in ours)
     print("   chunkflow's time over: " + ", ".join(
         f"{kind} {_ratio(ours, results[kind])}" for kind in LABELLERS[1:])
-        + f", the floor (read + cc3d per block + write, {floor:.3f} s) {mine / floor:.2f}x")
+        + f", the floor (read + label blocks + write, {floor:.3f} s) {mine / floor:.2f}x")
 
 
 def bench_props(folder: Path, shape: tuple[int, ...], chunks: tuple[int, ...],

@@ -10,9 +10,12 @@ provisional labels in the order of those labels, which its first pass gives in r
 Where it is used (:func:`cc3d_connectivity`), and why only there:
 
 - 3-D faces, faces and edges, or all 26 neighbours: cc3d's 6, 18 and 26;
-- 2-D faces or all 8 neighbours: the image as one slice of 3-D, with 6 or 26. cc3d's
+- not in 2-D: scipy labels 2-D blocks, as fast as cc3d there on one thread (8192^2,
+  8-connected: 0.26 s vs 0.30 s for cc3d given the image as one slice of 3-D) and,
+  unlike cc3d, without holding the GIL, so the blocks of a job are labelled on every
+  thread at once (the whole label job 0.43 s vs 0.50 s with cc3d, 2 threads). cc3d's
   own 2-D 8-connected path (4.1.1) numbers components out of raster order and writes
-  labels into background pixels, so it is not used;
+  labels into background pixels, so it is not used either;
 - blocks with at most one axis shorter than 4 (as 3-D): on lines and thin slabs cc3d's
   estimate of its provisional labels can fall short and it raises; a block it refuses
   anyway is labelled by scipy.
@@ -26,8 +29,8 @@ Examples
 >>> from scipy import ndimage
 >>> cc3d_connectivity(ndimage.generate_binary_structure(3, 2), available=True)
 18
->>> cc3d_connectivity(np.ones((3, 3), bool), available=True)
-26
+>>> cc3d_connectivity(np.ones((3, 3), bool), available=True) is None  # scipy in 2-D
+True
 >>> cc3d_connectivity(np.ones((3,), bool), available=True) is None
 True
 >>> image = np.random.default_rng(0).random((6, 7)) > 0.5
@@ -84,15 +87,13 @@ def cc3d_connectivity(structure: np.ndarray, available: bool | None = None) -> i
     is not in force)."""
     if available is None:
         available = cc3d_available() and not _FORCE_SCIPY[-1]
-    if not available or structure.ndim not in (2, 3):
+    if not available or structure.ndim != 3:  # 2-D: scipy (see the module's notes)
         return None
     from scipy import ndimage
 
-    for rank, (two, three) in enumerate(((6, 6), (26, 18), (None, 26)), start=1):
-        if rank > structure.ndim:
-            break
-        if np.array_equal(structure, ndimage.generate_binary_structure(structure.ndim, rank)):
-            return two if structure.ndim == 2 else three
+    for rank, connectivity in enumerate((6, 18, 26), start=1):
+        if np.array_equal(structure, ndimage.generate_binary_structure(3, rank)):
+            return connectivity
     return None
 
 
