@@ -25,6 +25,11 @@ Runs, one after another, each in its own process:
                chunk, inner chunk by inner chunk, round trip, standalone and through
                dask (zarr-python 3 with and without zarrs, tensorstore; the numcodecs
                and disk floors); ``pip install ".[bench]"`` for the peers
+``cluster``    the same jobs on threads and on a 2-worker ``LocalCluster``: time, tasks,
+               CPU and their ratios (dask + zarr-python)
+``scale``      10^3 to 10^6 synthetic chunks on a 2-worker cluster: build, run, tasks,
+               scheduler CPU per task, client and scheduler memory (dask + zarr-python);
+               one run per size, curves in ``benchmarks/README.md``
 =============  =====================================================================
 
 ``--quick`` uses small sizes and one repeat (under a minute or two on 2 cores);
@@ -61,7 +66,11 @@ BENCHMARKS = {
     "pyramid": "bench_pyramid.py",
     "labels": "bench_labels.py",
     "zarrs": "bench_zarrs.py",
+    "cluster": "bench_cluster.py",
+    "scale": "bench_scale.py",
 }
+# Benchmarks that run each case once (their figures are curves over sizes, not medians).
+ONE_RUN = {"scale"}
 
 
 def machine() -> str:
@@ -85,7 +94,7 @@ def run(name: str, quick: bool, repeat: int | None) -> tuple[str, float]:
     command = [sys.executable, str(HERE / BENCHMARKS[name])]
     if quick:
         command.append("--quick")
-    if repeat is not None or quick:
+    if (repeat is not None or quick) and name not in ONE_RUN:
         command += ["--repeat", str(repeat or 1)]
     start = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT,
