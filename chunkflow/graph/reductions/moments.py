@@ -118,18 +118,25 @@ def _squared_deviations(flat: np.ndarray, mean: np.ndarray) -> Any:
     True
     """
     scratch = np.empty(min(flat.size, LEAF), np.float64)
+    return _pairwise(flat, mean, scratch, 0, flat.size)
 
-    def pairwise(start: int, n: int) -> Any:
-        if n <= LEAF:
-            leaf = scratch[:n]
-            np.subtract(flat[start:start + n], mean, out=leaf, dtype=np.float64)
-            np.multiply(leaf, leaf, out=leaf)
-            return np.add.reduce(leaf)
-        half = n // 2
-        half -= half % 8
-        return pairwise(start, half) + pairwise(start + half, n - half)
 
-    return pairwise(0, flat.size)
+def _pairwise(flat: np.ndarray, mean: np.ndarray, scratch: np.ndarray, start: int,
+              n: int) -> Any:
+    """The squared deviations of ``flat[start:start + n]`` summed as numpy splits them.
+
+    A module function, not a closure: a nested function that calls itself is a
+    reference cycle, which kept each block's scratch buffer alive until the garbage
+    collector ran (a 32 MiB reduction under a 4 MiB budget peaked at 64 MiB)."""
+    if n <= LEAF:
+        leaf = scratch[:n]
+        np.subtract(flat[start:start + n], mean, out=leaf, dtype=np.float64)
+        np.multiply(leaf, leaf, out=leaf)
+        return np.add.reduce(leaf)
+    half = n // 2
+    half -= half % 8
+    return (_pairwise(flat, mean, scratch, start, half)
+            + _pairwise(flat, mean, scratch, start + half, n - half))
 
 
 def _merge(parts: np.ndarray, axis: tuple[int, ...]) -> np.ndarray:
