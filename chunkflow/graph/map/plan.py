@@ -18,6 +18,7 @@ from chunkflow.core.array import Array
 from chunkflow.engine.pool import serial_io
 from chunkflow.errors import ShapeMismatchError
 from chunkflow.graph.casting import DEFAULT_CASTING, cast_block
+from chunkflow.graph.heap import roomy_heap
 from chunkflow.graph.map.groups import TaskWindows
 from chunkflow.graph.map.halo import read_window, window_boundary
 from chunkflow.jobs import Job, block_keys
@@ -74,6 +75,12 @@ class MapPlan:
 
     def run(self, index: tuple[int, ...], region: tuple[slice, ...]) -> np.ndarray:
         """One task: its block, or (with ``spans``) each block of its group in turn."""
+        # The function's temporaries (a filter's float64 copies of the window) reuse
+        # heap memory in workers that would map and fault them in anew (roomy_heap).
+        with roomy_heap():
+            return self._run(index, region)
+
+    def _run(self, index: tuple[int, ...], region: tuple[slice, ...]) -> np.ndarray:
         if self.spans is None:
             windows, halo = self.windows(region)
             return self.block(index, region, windows, halo)

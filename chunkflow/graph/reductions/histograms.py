@@ -18,7 +18,7 @@ import numpy as np
 
 from chunkflow.config.renames import renamed_parameters
 from chunkflow.errors import InvalidArgumentError
-from chunkflow.graph.reductions.heap import roomy_heap
+from chunkflow.graph.heap import roomy_heap
 from chunkflow.graph.reductions.histogram_axes import histogram_along
 from chunkflow.graph.reductions.plan import reduction_input, split_every, split_every_of
 from chunkflow.graph.reductions.tree import gather_tree, tree_reduce
