@@ -97,10 +97,9 @@ def cc3d_connectivity(structure: np.ndarray, available: bool | None = None) -> i
     return None
 
 
-def _as_volume(shape: tuple[int, ...]) -> tuple[int, ...] | None:
-    """The 3-D shape cc3d labels a block of ``shape`` as, or None where it may not."""
-    volume = (1, *shape) if len(shape) == 2 else shape
-    return volume if sum(n < 4 for n in volume) <= 1 else None
+def _cc3d_may_label(shape: tuple[int, ...]) -> bool:
+    """Whether cc3d may label a 3-D block of ``shape`` (at most one axis shorter than 4)."""
+    return len(shape) == 3 and sum(n < 4 for n in shape) <= 1
 
 
 def local_labels(data: np.ndarray, structure: np.ndarray,
@@ -108,18 +107,17 @@ def local_labels(data: np.ndarray, structure: np.ndarray,
     """``scipy.ndimage.label(data, structure)``: by cc3d with ``connectivity`` (from
     :func:`cc3d_connectivity`) where it may, by scipy otherwise."""
     module = _cc3d() if connectivity is not None else None
-    volume = _as_volume(data.shape)
-    if module is not None and volume is not None:
+    if module is not None and _cc3d_may_label(data.shape):
         foreground = np.ascontiguousarray(data if data.dtype == bool else data != 0)
         out = np.uint32 if foreground.size < 2**32 else np.uint64
         try:
             labels, count = module.connected_components(
-                foreground.reshape(volume), connectivity=connectivity, return_N=True,
+                foreground, connectivity=connectivity, return_N=True,
                 out_dtype=out)
         except RuntimeError:  # its label estimate fell short: scipy labels the block
             pass
         else:
-            return labels.reshape(data.shape), int(count)
+            return labels, int(count)
     # Imported here, not at the top: scipy.ndimage takes ~35 ms to import, which
     # every user of chunkflow.graph (to_dask, map_chunks) would pay.
     from scipy import ndimage
