@@ -401,7 +401,10 @@ class ChunkCache:
         self.discard_prefix(location(identity, path) + "/" if path else identity + "/")
 
     def clear(self) -> None:
-        """Forget every chunk (the counters stay; see :meth:`reset_stats`)."""
+        """Forget every chunk, and which chunks were read wholly once: the cache is
+        as it was made (the counters stay; see :meth:`reset_stats`)."""
+        if self._whole is not None:
+            self._whole.clear()
         with self._lock:
             self._epoch += 1
             self._floor = self._epoch

@@ -72,6 +72,18 @@ def test_a_scan_leaves_the_cache_empty_and_a_second_scan_fills_it(tmp_path: Path
     assert cache.stats.hits - hits == 16
 
 
+def test_clear_forgets_which_chunks_were_read_wholly(tmp_path: Path) -> None:
+    # After clear() the cache is as new: a scan again leaves it empty.
+    cache = ChunkCache(1 << 20, scan_resistant=True)
+    z = _array(tmp_path, cache)
+    z[:]
+    cache.clear()
+    z[:]
+    assert cache.stats.entries == 0
+    z[:]
+    assert cache.stats.entries == 16
+
+
 def test_a_chunk_read_in_part_is_cached_at_once(tmp_path: Path) -> None:
     cache = ChunkCache(1 << 20, scan_resistant=True)
     z = _array(tmp_path, cache)
