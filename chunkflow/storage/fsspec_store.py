@@ -27,6 +27,7 @@ from chunkflow.storage.fsspec_ranges import (
     version_token,
 )
 from chunkflow.storage.keys import normalize_key, slice_bounds
+from chunkflow.storage.local import TMP_SUFFIX, write_atomically
 from chunkflow.storage.process_local import reference
 from chunkflow.storage.ranges import ByteRangeReader
 from chunkflow.storage.references import held_keys, references_token, target_protocols
@@ -89,9 +90,10 @@ class FsspecStore(Store):
     in one session: such stores are read-only, unless the zip mode is set
     (``storage_options={"zip": {"mode": "w"}}``), which gives a write-only store
     finalized by :meth:`close`.  :class:`~chunkflow.storage.ZipStore` reads and
-    writes zip files.  Writes to
-    ``file://`` URLs are not atomic here; :func:`~chunkflow.storage.make_store`
-    sends those to :class:`~chunkflow.storage.LocalStore`.
+    writes zip files.  On fsspec's local file system (``file://`` with
+    ``storage_options``, ``local://``) each value is written to a temporary file
+    that a rename puts in place, as :class:`~chunkflow.storage.LocalStore` does: a
+    reader, or a crash, sees the old value or the new one.
 
     Pickles as ``(url, storage_options, read_only)``.
 
@@ -133,6 +135,8 @@ class FsspecStore(Store):
         # lists "/a" and reference:// lists "a"; "/" as the base would drop the latter.
         self._listed_base = self.fs._strip_protocol(self._base + "k")[:-1]
         self.read_only = read_only
+        # fsspec writes local files in place: a crash would leave part of a value.
+        self._local_files = "::" not in url and get_protocol(url) in ("file", "local")
         #: Every request is a network round trip (see Store.latency_bound).
         self.latency_bound = not NEAR_PROTOCOLS & set(fs_protocols(self.fs))
         if self.merges_ranges:  # references: as far as the farthest file they point into
@@ -381,9 +385,16 @@ class FsspecStore(Store):
 
     def _set(self, key: str, value: bytes | memoryview) -> None:
         with self._translate(key, write=True):
-            self.fs.pipe_file(self._path(key), bytes(value))
+            if self._local_files:
+                write_atomically(self._path(key), value)
+            else:
+                self.fs.pipe_file(self._path(key), bytes(value))
 
     def _set_many(self, items: dict[str, bytes | memoryview]) -> None:
+        if self._local_files:
+            for key, value in items.items():
+                self._set(key, value)
+            return
         first = next(iter(items))
         with self._translate(first, write=True):
             self.fs.pipe({self._path(k): bytes(v) for k, v in items.items()},
@@ -444,7 +455,8 @@ class FsspecStore(Store):
         start = self._listed_base + prefix + "/" if prefix else self._listed_base
         cut = len(self._listed_base)
         # find() on a file returns the file itself: keep only what lies below.
-        return {p[cut:]: info for p, info in found.items() if p.startswith(start)}
+        return {p[cut:]: info for p, info in found.items()
+                if p.startswith(start) and not self._in_flight(p)}
 
     def _list_prefix(self, prefix: str) -> Iterator[str]:
         return iter(list(self._find(prefix)))
@@ -461,13 +473,17 @@ class FsspecStore(Store):
         dirs: list[str] = []
         for entry in entries:
             name = entry["name"].rstrip("/")
-            if name.startswith(start):
+            if name.startswith(start) and not self._in_flight(name):
                 rest = name[len(start) :]
                 (dirs if entry.get("type") == "directory" else keys).append(rest)
         return sorted(keys), sorted(dirs)
 
     def _getsize_prefix(self, prefix: str) -> int:
         return sum(int(info.get("size") or 0) for info in self._find(prefix).values())
+
+    def _in_flight(self, name: str) -> bool:
+        """Whether a listed local file is another writer's temporary file."""
+        return self._local_files and name.endswith(TMP_SUFFIX)
 
 
 async def _gather_bounded(calls: list[Callable[[], Awaitable[Any]]], limit: int) -> list[Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import itertools
@@ -18,7 +19,7 @@ from chunkflow.storage.keys import normalize_prefix, slice_bounds
 from chunkflow.storage.ranges import ByteRangeReader, FileRangeReader
 from chunkflow.storage.replaced import hold, pins_replaced, release
 
-__all__ = ["LocalStore"]
+__all__ = ["LocalStore", "write_atomically"]
 
 # A file that is not there, a folder where a file was expected, or a file where
 # a folder was expected: all mean "no such key".
@@ -130,6 +131,53 @@ def _read_into(fd: int, view: memoryview) -> int:
             break
         got += n
     return got
+
+
+def open_temporary(path: str) -> tuple[str, int]:
+    """A new temporary file beside ``path`` (its parent folders made if missing): its
+    name, which listings skip, and a descriptor open for writing."""
+    tmp = f"{path}.{_tmp_token}{next(_tmp_counter):x}{TMP_SUFFIX}"
+    try:
+        return tmp, os.open(tmp, _WRITE_FLAGS, 0o666)
+    except FileNotFoundError:
+        # Parent folders are created lazily: one failed open is cheaper than a
+        # makedirs call on every write.
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        return tmp, os.open(tmp, _WRITE_FLAGS, 0o666)
+
+
+def write_all(fd: int, value: bytes | memoryview) -> int:
+    """Write all of ``value`` to ``fd``; return the bytes written."""
+    view = memoryview(value).cast("B")
+    nbytes = view.nbytes
+    while view:
+        view = view[os.write(fd, view) :]
+    return nbytes
+
+
+def write_atomically(path: str, value: bytes | memoryview) -> None:
+    """Replace the file at ``path`` with ``value`` in one rename: a reader, or a crash,
+    leaves the old file or the new one, never part of it.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "a", "k")
+    >>> write_atomically(path, b"new")
+    >>> open(path, "rb").read(), os.listdir(os.path.dirname(path))
+    (b'new', ['k'])
+    """
+    tmp, fd = open_temporary(path)
+    try:
+        try:
+            write_all(fd, value)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 class LocalStore(Store):
@@ -335,21 +383,11 @@ class LocalStore(Store):
     def _write_file(self, key: str, value: bytes | memoryview) -> Version | None:
         """Write ``value`` atomically; return the version of the file written."""
         path = self._path(key)  # a link at `path` itself is replaced, never followed
-        tmp = f"{path}.{_tmp_token}{next(_tmp_counter):x}{TMP_SUFFIX}"
-        try:
-            fd = os.open(tmp, _WRITE_FLAGS, 0o666)
-        except FileNotFoundError:
-            # Parent folders are created lazily: one failed open is cheaper
-            # than a makedirs call on every write.
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            path = self._path(key)  # the folders made may pass through a link
-            fd = os.open(tmp, _WRITE_FLAGS, 0o666)
+        tmp, fd = open_temporary(path)
+        path = self._path(key)  # folders made for it may pass through a link
         try:
             try:
-                view = memoryview(value)
-                nbytes = view.nbytes
-                while view:
-                    view = view[os.write(fd, view) :]
+                nbytes = write_all(fd, value)
                 if _STAT_AFTER_REPLACE_BY_FD:
                     self._replace(tmp, path, nbytes)
                     # The descriptor still names the file we wrote, even if another
