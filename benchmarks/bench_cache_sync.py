@@ -136,14 +136,18 @@ def bench_cached_window(folder: Path, data: np.ndarray, repeat: int) -> None:
         np.testing.assert_array_equal(array[region], data[region])  # warm
     assemble = _assembly(data, region)
     np.testing.assert_array_equal(assemble(), data[region])
+    locked = _locked_lru_assembly(data, region)
+    np.testing.assert_array_equal(locked(), data[region])
     copy, floor_name = "numpy copy from memory", "numpy assembly from 4 chunks"
+    lru_name = "+ a locked LRU lookup, in Python"
     times: dict[str, list[float]] = {name: [] for name in readers}
-    times[copy], times[floor_name] = [], []
+    times[copy], times[floor_name], times[lru_name] = [], [], []
     for _ in range(max(repeat, 5)):  # interleaved: noise hits all alike
         for name, array in readers.items():
             times[name].append(per_read(partial(array.__getitem__, region)))
         times[copy].append(per_read(lambda: data[region].copy()))
         times[floor_name].append(per_read(assemble))
+        times[lru_name].append(per_read(locked))
     base = statistics.median(times[copy])
     floor = statistics.median(times[floor_name])
     for name, values in times.items():
@@ -174,6 +178,42 @@ def _assembly(data: np.ndarray, region: tuple[slice, slice]):
     def assemble() -> np.ndarray:
         out = np.empty(shape, data.dtype)
         for where, chunk, inside in parts:
+            out[where] = chunk[inside]
+        return out
+
+    return assemble
+
+
+def _locked_lru_assembly(data: np.ndarray, region: tuple[slice, slice]):
+    """The assembly floor plus the least a thread-safe LRU cache written in Python
+    does per read: one lock, and a lookup and a recency bump per chunk (an
+    ``OrderedDict``'s C ``move_to_end``), with no freshness or shape checks."""
+    from collections import OrderedDict
+    from threading import Lock
+
+    rows, cols = region
+    plan, entries = [], OrderedDict()
+    for r in range(rows.start // CHUNKS[0], (rows.stop - 1) // CHUNKS[0] + 1):
+        for c in range(cols.start // CHUNKS[1], (cols.stop - 1) // CHUNKS[1] + 1):
+            top, left = r * CHUNKS[0], c * CHUNKS[1]
+            key = f"window.zarr/c/{r}/{c}"
+            entries[key] = data[top:top + CHUNKS[0], left:left + CHUNKS[1]].copy()
+            y0, y1 = max(rows.start, top), min(rows.stop, top + CHUNKS[0])
+            x0, x1 = max(cols.start, left), min(cols.stop, left + CHUNKS[1])
+            plan.append((key, (slice(y0 - rows.start, y1 - rows.start),
+                               slice(x0 - cols.start, x1 - cols.start)),
+                         (slice(y0 - top, y1 - top), slice(x0 - left, x1 - left))))
+    shape = (rows.stop - rows.start, cols.stop - cols.start)
+    lock = Lock()
+
+    def assemble() -> np.ndarray:
+        with lock:
+            found = []
+            for key, _, _ in plan:
+                entries.move_to_end(key)
+                found.append(entries[key])
+        out = np.empty(shape, data.dtype)
+        for chunk, (_, where, inside) in zip(found, plan):
             out[where] = chunk[inside]
         return out
 
