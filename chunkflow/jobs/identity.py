@@ -35,6 +35,7 @@ from dask.base import tokenize
 
 from chunkflow.errors import JobTokenError
 from chunkflow.jobs.job import JobSpec
+from chunkflow.jobs.stored_size import stored_bytes
 from chunkflow.storage import Store
 
 __all__ = ["function_parts", "job_identity", "metadata_part", "source_parts"]
@@ -94,8 +95,9 @@ def _stored(array: Any) -> bool:
 def source_parts(sources: Sequence[Any], out: Any = None) -> dict[str, str]:
     """Per source: its location and metadata, and the total size of its stored keys.
 
-    The size comes from one listing of the source's prefix (a folder walk, or an
-    object-store listing that returns sizes): it sees chunks added, deleted or
+    The size comes from a listing of the source's prefix (a folder walk, or
+    object-store listings that return sizes, split along its folders for large
+    sources: :mod:`chunkflow.jobs.stored_size`): it sees chunks added, deleted or
     rewritten with another size, not a rewrite of the same size. A source that is the
     output itself is compared by location and metadata only (the job changes it). A
     dask array is named by its graph's name (deterministic for arrays built from
@@ -116,7 +118,7 @@ def source_parts(sources: Sequence[Any], out: Any = None) -> dict[str, str]:
         same = _stored(out) and (out.store.identity, out.path) == (source.store.identity,
                                                                    source.path)
         if not same:
-            parts[f"{label} stored bytes"] = str(source.store.getsize_prefix(source.path))
+            parts[f"{label} stored bytes"] = str(stored_bytes(source))
     return parts
 
 
