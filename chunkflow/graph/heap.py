@@ -7,10 +7,10 @@ numpy's histogram loop (half a MiB each, 65536 values at a time) is then mapped,
 page-faulted and unmapped anew, and ``numpy.histogram`` of a 4 MiB float32 block takes
 2.2x its time in a plain process (15 ms against 6.8 ms, measured on this machine with
 the variable alone). While a block is counted, :func:`roomy_heap` raises both
-thresholds (``mallopt``), so the temporaries reuse the same heap memory; when the last
-block of the process is done, it puts the worker's thresholds back and trims the heap
-(``malloc_trim``), as distributed would. Elsewhere (no such variable, not glibc) it
-does nothing.
+thresholds (``mallopt``), so the temporaries reuse the same heap memory; when no block
+of the process has run for :data:`SETTLE_SECONDS`, it puts the worker's thresholds back
+and trims the heap (``malloc_trim``), as distributed would. Elsewhere (no such
+variable, not glibc) it does nothing.
 
 Examples
 --------
@@ -42,8 +42,12 @@ DEFAULT_MMAP_THRESHOLD = 128 * 1024
 # While blocks are counted: larger than any temporary of numpy's histogram loop.
 ROOMY_BYTES = 32 * 2**20
 
+#: Seconds with no block running after which the heap is trimmed.
+SETTLE_SECONDS = 0.5
+
 _lock = threading.Lock()
 _active = [0]
+_raised = [False]  # the thresholds are raised (blocks ran, not settled yet)
 
 
 @cache
@@ -76,16 +80,30 @@ def roomy_heap() -> Iterator[None]:
         return
     with _lock:
         _active[0] += 1
-        if _active[0] == 1:
+        if not _raised[0]:
             libc.mallopt(M_TRIM_THRESHOLD, ROOMY_BYTES)
             libc.mallopt(M_MMAP_THRESHOLD, ROOMY_BYTES)
+            _raised[0] = True
     try:
         yield
     finally:
         with _lock:
             _active[0] -= 1
             if _active[0] == 0:
-                libc.mallopt(M_MMAP_THRESHOLD,
-                             _setting("MALLOC_MMAP_THRESHOLD_", DEFAULT_MMAP_THRESHOLD))
-                libc.mallopt(M_TRIM_THRESHOLD, _setting("MALLOC_TRIM_THRESHOLD_", 65536))
-                libc.malloc_trim(0)
+                # Settled a moment later, not now: a worker's next block most often
+                # starts at once, and a trim between two blocks would hand the
+                # heap back only for the next block to fault it in again.
+                timer = threading.Timer(SETTLE_SECONDS, _settle, (libc,))
+                timer.daemon = True
+                timer.start()
+
+
+def _settle(libc: ctypes.CDLL) -> None:
+    """Put the worker's thresholds back and trim the heap, if no block runs now."""
+    with _lock:
+        if _active[0] or not _raised[0]:
+            return
+        libc.mallopt(M_MMAP_THRESHOLD, _setting("MALLOC_MMAP_THRESHOLD_", DEFAULT_MMAP_THRESHOLD))
+        libc.mallopt(M_TRIM_THRESHOLD, _setting("MALLOC_TRIM_THRESHOLD_", 65536))
+        libc.malloc_trim(0)
+        _raised[0] = False

@@ -31,11 +31,13 @@ from chunkflow.errors import ArgumentTypeError, InvalidArgumentError, LabelError
 from chunkflow.graph.labels.geometry import BlockGrid
 from chunkflow.graph.labels.graph import build_graph
 from chunkflow.graph.labels.output import OutputPlan, plan_output
+from chunkflow.graph.labels.placement import placed
 from chunkflow.graph.labels.plan import LabelJob, Source, label_voxel_bytes, plan_blocks
 from chunkflow.graph.labels.rounds import run_in_rounds
 from chunkflow.graph.labels.structure import normalize_structure
 from chunkflow.graph.read import as_source_array
 from chunkflow.graph.scheduler import compute as run
+from chunkflow.graph.scheduler import scheduler_choice
 from chunkflow.graph.sources import source_locations
 from chunkflow.graph.transactions import (
     check_commit,
@@ -143,6 +145,9 @@ def run_label_job(job: LabelJob, output: OutputPlan, token: str, *, compute: boo
         if output.existing is None and through_forks():  # created on the client, between
             (array, count), = run_in_rounds(graph, key, output, on, progress)
         else:
+            _, client = scheduler_choice(on)
+            if client is not None and not isinstance(client, str):
+                delayed = placed(graph, key, client)  # each block's passes on one worker
             (array, count), = run(delayed, scheduler=on, progress=progress)
     array.forget_cached()  # blocks written by other processes
     return array, count

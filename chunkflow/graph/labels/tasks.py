@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from chunkflow.graph.heap import roomy_heap
 from chunkflow.graph.labels.merge import (
     KeyMap,
     NodeState,
@@ -44,7 +45,8 @@ __all__ = [
 
 def scan(job: LabelJob, index: tuple[int, ...]) -> tuple[Faces, BlockInfo]:
     """The first pass over one block: its faces and its info (nothing is written)."""
-    return job.scan(index)
+    with roomy_heap():  # a block's label temporaries, not mapped anew in a worker
+        return job.scan(index)
 
 
 def pick(pair: tuple[Any, ...], which: int) -> Any:
@@ -146,4 +148,5 @@ def write(job: LabelJob, index: tuple[int, ...], handle: OutputHandle, info: Blo
         handle.write(job.grid.region(index), gather(mapping.astype(handle.dtype), labels))
         return True
 
-    return handle.run(index, job.grid.region(index), run)
+    with roomy_heap():
+        return handle.run(index, job.grid.region(index), run)

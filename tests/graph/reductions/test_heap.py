@@ -15,10 +15,12 @@ from chunkflow.graph import heap
 from chunkflow.graph.heap import roomy_heap
 
 # Minor page faults of 20 histograms of a 4 MiB float32 block, with the body wrapped in
-# roomy_heap or not, in a process started as distributed's nanny starts workers.
+# roomy_heap or not (after the heap settled), in a process started as distributed's
+# nanny starts workers.
 CHILD = textwrap.dedent("""
-    import resource, sys
+    import resource, sys, time
     import numpy as np
+    from chunkflow.graph import heap
     from chunkflow.graph.heap import roomy_heap
     a = np.random.default_rng(0).random(1 << 20, dtype=np.float32)
     expected = np.histogram(a, bins=256, range=(0.0, 1.0))[0]
@@ -33,6 +35,7 @@ CHILD = textwrap.dedent("""
             assert (counts == expected).all()
         return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
     faults(True)
+    time.sleep(heap.SETTLE_SECONDS * 4)  # the heap settled: thresholds back, trimmed
     print(faults(False), faults(True))
 """)
 
@@ -76,3 +79,40 @@ def test_nothing_is_changed_where_the_process_does_not_trim(monkeypatch: pytest.
             assert heap._active == [0]
     finally:
         heap._libc.cache_clear()
+
+
+class _RecordingLibc:
+    """glibc's two calls, recorded."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, int, ...]] = []
+
+    def mallopt(self, param: int, value: int) -> int:
+        self.calls.append(("mallopt", param, value))
+        return 1
+
+    def malloc_trim(self, pad: int) -> int:
+        self.calls.append(("malloc_trim", pad))
+        return 1
+
+
+def test_blocks_back_to_back_keep_the_heap_and_it_is_trimmed_once_idle(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    libc = _RecordingLibc()
+    monkeypatch.setattr(heap, "_libc", lambda: libc)
+    monkeypatch.setattr(heap, "SETTLE_SECONDS", 0.2)
+    monkeypatch.setattr(heap, "_raised", [False])
+    for _ in range(5):  # a worker's blocks one after another
+        with roomy_heap():
+            pass
+    # Raised once, and not trimmed between the blocks: the next one reuses the heap.
+    assert libc.calls == [("mallopt", heap.M_TRIM_THRESHOLD, heap.ROOMY_BYTES),
+                          ("mallopt", heap.M_MMAP_THRESHOLD, heap.ROOMY_BYTES)]
+    for _ in range(100):
+        if heap._raised == [False]:
+            break
+        threading.Event().wait(0.05)
+    assert heap._raised == [False]
+    assert [call[0] for call in libc.calls[2:]] == ["mallopt", "mallopt", "malloc_trim"]
+    assert libc.calls[-3][1:] == (heap.M_MMAP_THRESHOLD, heap.DEFAULT_MMAP_THRESHOLD)

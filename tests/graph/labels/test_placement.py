@@ -1,0 +1,61 @@
+"""On a distributed cluster each block's scan and write run on one worker, so the write
+finds the labels the scan kept; the labels are scipy's either way."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import ndimage
+
+import chunkflow
+from chunkflow.graph.labels.placement import block_of, block_owners
+
+
+@settings(max_examples=200, deadline=None)
+@given(count=st.integers(0, 300),
+       threads=st.dictionaries(st.text("abc", min_size=1, max_size=3), st.integers(0, 8),
+                               min_size=1, max_size=6))
+def test_every_block_has_one_owner_in_runs_by_threads(count: int, threads: dict[str, int]) -> None:
+    blocks = [(i // 7, i % 7) for i in range(count)]
+    owners = block_owners(blocks, threads)
+    assert set(owners) == set(blocks)
+    order = sorted(threads)
+    seen = [order.index(owners[b]) for b in blocks]
+    assert seen == sorted(seen)  # contiguous runs, workers in address order
+    total = sum(max(n, 1) for n in threads.values())
+    for worker in threads:  # each run is its share of the threads, to one block
+        share = count * max(threads[worker], 1) / total
+        assert abs(seen.count(order.index(worker)) - share) <= 1
+
+
+def test_only_scans_and_writes_are_placed() -> None:
+    assert block_of(("chunkflow-label-scan-t", 0, 1)) == (0, 1)
+    assert block_of(("chunkflow-label-write-t", 4)) == (4,)
+    assert block_of(("chunkflow-labelmerge-info-t", 0, 1)) is None
+    assert block_of("chunkflow-labeljob-t") is None
+
+
+def test_each_block_is_scanned_and_written_on_one_worker(tmp_path: Path,
+                                                          cluster_client: Any) -> None:
+    from distributed import get_task_stream
+
+    image = np.random.default_rng(5).random((96, 96)) > 0.55
+    src = chunkflow.array(image, chunks=(16, 16), store=str(tmp_path / "src.zarr"))
+    with get_task_stream(cluster_client) as stream:
+        out, count = chunkflow.label(src, str(tmp_path / "out.zarr"), blocks=(1, 1),
+                                     scheduler=cluster_client)
+    expected, n = ndimage.label(image)
+    assert count == n
+    np.testing.assert_array_equal(out[:], expected)
+    where: dict[tuple[int, ...], set[str]] = {}
+    for task in stream.data:
+        block = block_of(tuple(task["key"]) if isinstance(task["key"], list) else task["key"])
+        if block is not None:
+            where.setdefault(block, set()).add(task["worker"])
+    assert len(where) == 36
+    assert all(len(workers) == 1 for workers in where.values()), where
+    assert len(set().union(*where.values())) == 2  # both workers took blocks
