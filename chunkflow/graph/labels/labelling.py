@@ -16,6 +16,7 @@ Examples
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -28,6 +29,7 @@ from dask.delayed import Delayed
 from chunkflow.api.zarr3 import create_array
 from chunkflow.core.array import Array
 from chunkflow.errors import ArgumentTypeError, InvalidArgumentError, LabelError
+from chunkflow.graph.labels.fusion import FUSE_BLOCKS, fuse_merge
 from chunkflow.graph.labels.geometry import BlockGrid
 from chunkflow.graph.labels.graph import build_graph
 from chunkflow.graph.labels.output import OutputPlan, plan_output
@@ -147,6 +149,8 @@ def run_label_job(job: LabelJob, output: OutputPlan, token: str, *, compute: boo
         else:
             _, client = scheduler_choice(on)
             if client is not None and not isinstance(client, str):
+                if math.prod(job.grid.numblocks) <= FUSE_BLOCKS:
+                    graph = fuse_merge(graph, key)  # one task, not a chain of round trips
                 delayed = placed(graph, key, client)  # each block's passes on one worker
             (array, count), = run(delayed, scheduler=on, progress=progress)
     array.forget_cached()  # blocks written by other processes

@@ -59,3 +59,35 @@ def test_each_block_is_scanned_and_written_on_one_worker(tmp_path: Path,
     assert len(where) == 36
     assert all(len(workers) == 1 for workers in where.values()), where
     assert len(set().union(*where.values())) == 2  # both workers took blocks
+
+
+@settings(max_examples=25, deadline=None)
+@given(shape=st.tuples(st.integers(1, 40), st.integers(1, 40)),
+       block=st.tuples(st.integers(1, 12), st.integers(1, 12)),
+       density=st.floats(0.2, 0.8), seed=st.integers(0, 2**16))
+def test_the_merge_fused_into_one_task_labels_as_scipy(shape: tuple[int, int],
+                                                       block: tuple[int, int],
+                                                       density: float, seed: int) -> None:
+    import dask
+
+    from chunkflow.graph.labels.fusion import fuse_merge
+
+    image = np.random.default_rng(seed).random(shape) > density
+    src = chunkflow.array(image, chunks=block)
+    job = chunkflow.label(src, chunkflow.MemoryStore(), blocks=(1, 1), compute=False)
+    graph = dict(job.__dask_graph__())
+    fused = fuse_merge(graph, job.key)
+    assert len(fused) < len(graph) or len(graph) < 10  # the merge is one task
+    out, count = dask.get(fused, job.key)
+    expected, n = ndimage.label(image)
+    assert count == n
+    np.testing.assert_array_equal(out[:], expected)
+
+
+def test_fill_holes_on_a_cluster_matches_scipy(tmp_path: Path,
+                                                         cluster_client: Any) -> None:
+    image = np.random.default_rng(9).random((64, 64)) > 0.45
+    src = chunkflow.array(image, chunks=(16, 16), store=str(tmp_path / "src.zarr"))
+    filled = chunkflow.ndimage.binary_fill_holes(src, out=str(tmp_path / "filled.zarr"),
+                                                 scheduler=cluster_client)
+    np.testing.assert_array_equal(np.asarray(filled[:]), ndimage.binary_fill_holes(image))
