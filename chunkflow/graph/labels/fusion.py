@@ -32,6 +32,7 @@ from typing import Any
 
 import dask
 from dask.core import get_dependencies
+from dask.typing import Key
 
 __all__ = ["FUSE_BLOCKS", "fuse_merge"]
 
@@ -69,7 +70,7 @@ def _run(graph: _Sealed, inputs: _Sealed, outputs: _Sealed, *values: Any) -> tup
     return tuple(dask.get(local, list(outputs.value)))
 
 
-def _inlined(arg: Any, picks: dict[Hashable, int], fused_key: str) -> Any:
+def _inlined(arg: Any, picks: dict[Key, int], fused_key: str) -> Any:
     """``arg`` with each merged key it reads replaced by a pick from the fused result,
     inline (a pick of its own would be a task: ~5 ms of a worker's time each)."""
     try:
@@ -85,14 +86,14 @@ def _inlined(arg: Any, picks: dict[Hashable, int], fused_key: str) -> Any:
     return arg
 
 
-def fuse_merge(graph: dict[Hashable, Any], key: Hashable) -> dict[Hashable, Any]:
+def fuse_merge(graph: dict[Key, Any], key: Key) -> dict[Key, Any]:
     """``graph`` with its merge tasks replaced by one task, read by the other tasks
     (and ``key``) through picks of its result."""
     merged = {k for k in graph if _name(k).startswith(_PREFIXES)}
     if not merged:
         return graph
-    needed: set[Hashable] = set()
-    inputs: set[Hashable] = set()
+    needed: set[Key] = set()
+    inputs: set[Key] = set()
     for k in graph:
         depends = get_dependencies(graph, k)
         if k in merged:
@@ -101,11 +102,12 @@ def fuse_merge(graph: dict[Hashable, Any], key: Hashable) -> dict[Hashable, Any]
             needed |= depends & merged
     if key in merged:
         needed.add(key)
-    outputs: Sequence[Hashable] = sorted(needed, key=str)
+    outputs: Sequence[Key] = sorted(needed, key=str)
     picks = {k: i for i, k in enumerate(outputs)}
     ordered = sorted(inputs, key=str)
     fused_key = f"chunkflow-labelmerge-fused-{_name(key)}"
-    fused = {k: _inlined(task, picks, fused_key) for k, task in graph.items() if k not in merged}
+    fused: dict[Key, Any] = {k: _inlined(task, picks, fused_key) for k, task in graph.items()
+                             if k not in merged}
     fused[fused_key] = (_run, _Sealed({k: graph[k] for k in merged}), _Sealed(ordered),
                         _Sealed(outputs), *ordered)
     if key in merged:
