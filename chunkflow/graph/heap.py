@@ -29,6 +29,7 @@ import ctypes.util
 import os
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from functools import cache
 
@@ -46,8 +47,11 @@ ROOMY_BYTES = 32 * 2**20
 SETTLE_SECONDS = 0.5
 
 _lock = threading.Lock()
+_changed = threading.Condition(_lock)  # a block ended
 _active = [0]
 _raised = [False]  # the thresholds are raised (blocks ran, not settled yet)
+_last_end = [0.0]  # time.monotonic() when the last block ended
+_settler: list[threading.Thread] = []  # the thread that settles the heap, once started
 
 
 @cache
@@ -84,26 +88,34 @@ def roomy_heap() -> Iterator[None]:
             libc.mallopt(M_TRIM_THRESHOLD, ROOMY_BYTES)
             libc.mallopt(M_MMAP_THRESHOLD, ROOMY_BYTES)
             _raised[0] = True
+            if not _settler:
+                _settler.append(threading.Thread(target=_settle, args=(libc,), daemon=True,
+                                                 name="chunkflow-heap"))
+                _settler[0].start()
     try:
         yield
     finally:
         with _lock:
             _active[0] -= 1
-            if _active[0] == 0:
-                # Settled a moment later, not now: a worker's next block most often
-                # starts at once, and a trim between two blocks would hand the
-                # heap back only for the next block to fault it in again.
-                timer = threading.Timer(SETTLE_SECONDS, _settle, (libc,))
-                timer.daemon = True
-                timer.start()
+            _last_end[0] = time.monotonic()
+            _changed.notify()
 
 
 def _settle(libc: ctypes.CDLL) -> None:
-    """Put the worker's thresholds back and trim the heap, if no block runs now."""
+    """One thread per process: once no block has run for :data:`SETTLE_SECONDS`, put
+    the worker's thresholds back and trim the heap. Not at each block's end: a
+    worker's next block most often starts at once, and a trim between two blocks
+    would hand the heap back only for the next block to fault it in again."""
     with _lock:
-        if _active[0] or not _raised[0]:
-            return
-        libc.mallopt(M_MMAP_THRESHOLD, _setting("MALLOC_MMAP_THRESHOLD_", DEFAULT_MMAP_THRESHOLD))
-        libc.mallopt(M_TRIM_THRESHOLD, _setting("MALLOC_TRIM_THRESHOLD_", 65536))
-        libc.malloc_trim(0)
-        _raised[0] = False
+        while True:
+            while not _raised[0] or _active[0]:
+                _changed.wait()
+            idle = time.monotonic() - _last_end[0]
+            if idle < SETTLE_SECONDS:
+                _changed.wait(SETTLE_SECONDS - idle)
+                continue  # a block may have run meanwhile: look again
+            libc.mallopt(M_MMAP_THRESHOLD,
+                         _setting("MALLOC_MMAP_THRESHOLD_", DEFAULT_MMAP_THRESHOLD))
+            libc.mallopt(M_TRIM_THRESHOLD, _setting("MALLOC_TRIM_THRESHOLD_", 65536))
+            libc.malloc_trim(0)
+            _raised[0] = False

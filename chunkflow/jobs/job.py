@@ -314,8 +314,12 @@ class Job:
         """
         if self.is_done(index):
             return skipped
+        # Here, not at the top: chunkflow.graph imports this module.
+        from chunkflow.graph.heap import roomy_heap
+
         try:
-            result = write()
+            with roomy_heap():  # the block's temporaries, not mapped anew in a worker
+                result = write()
         except Exception as error:
             where = describe() or f"block {index}"
             error.add_note(f"chunkflow job {self.token[:8]} on array {self.path or '/'!r}: "

@@ -45,6 +45,7 @@ from chunkflow.config import byte_count
 from chunkflow.core.array import Array
 from chunkflow.core.group import Group
 from chunkflow.errors import PyramidError
+from chunkflow.graph.heap import roomy_heap
 from chunkflow.graph.memory import default_max_memory
 from chunkflow.graph.pyramid.channels import ImageAttributes, channel_entries
 from chunkflow.graph.pyramid.downsample import (
@@ -101,7 +102,8 @@ DEFAULT_TASK_BYTES = 16 * 2**20
 
 
 def _run_task(plan: PyramidPlan, number: int, index: tuple[int, ...], waited: list[Any]) -> bool:
-    return plan.run(number, index)
+    with roomy_heap():  # a block's temporaries, not mapped anew in a worker
+        return plan.run(number, index)
 
 
 def _finish(plan: PyramidPlan, output: PyramidOutput, image: Group,

@@ -103,6 +103,7 @@ def test_blocks_back_to_back_keep_the_heap_and_it_is_trimmed_once_idle(
     monkeypatch.setattr(heap, "_libc", lambda: libc)
     monkeypatch.setattr(heap, "SETTLE_SECONDS", 0.2)
     monkeypatch.setattr(heap, "_raised", [False])
+    monkeypatch.setattr(heap, "_settler", [])  # a settler of its own, for the fake glibc
     for _ in range(5):  # a worker's blocks one after another
         with roomy_heap():
             pass
