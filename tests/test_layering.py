@@ -5,7 +5,7 @@ The chain (README "Layout", DESIGN.md), leftmost first::
     errors -> config -> metadata -> grid -> indexing -> codecs -> storage -> cache ->
     sync -> engine -> jobs -> core -> api -> graph -> io -> ndimage -> testing -> cli
 
-``buffers`` and ``version`` sit beside ``errors``; the xarray engine beside ``graph``.
+``buffers``, ``heap`` and ``version`` sit beside ``errors``; the xarray engine beside ``graph``.
 The package's own ``__init__`` and the ``chunkflow.reductions`` module, which re-export
 the public names, come after ``testing``; the command line (``cli``, ``__main__``) uses
 them. Every import counts: at module level, inside functions, and under
@@ -28,7 +28,7 @@ import chunkflow
 ROOT = Path(chunkflow.__file__).resolve().parent
 
 CHAIN = [
-    ("errors", "buffers", "version"),
+    ("errors", "buffers", "heap", "version"),
     ("config",),
     ("metadata",),
     ("grid",),

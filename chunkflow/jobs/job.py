@@ -63,6 +63,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from chunkflow.errors import JobMismatchError, ReadOnlyError
+from chunkflow.heap import roomy_heap
 from chunkflow.jobs.records import (
     JOB_ATTRIBUTE,
     ArraySetup,
@@ -314,9 +315,6 @@ class Job:
         """
         if self.is_done(index):
             return skipped
-        # Here, not at the top: chunkflow.graph imports this module.
-        from chunkflow.graph.heap import roomy_heap
-
         try:
             with roomy_heap():  # the block's temporaries, not mapped anew in a worker
                 result = write()

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from chunkflow.graph.heap import roomy_heap
 from chunkflow.graph.labels.merge import (
     KeyMap,
     NodeState,
@@ -31,6 +30,7 @@ from chunkflow.graph.labels.ranks import (
     owned_exposed,
     row_offsets,
 )
+from chunkflow.heap import roomy_heap
 
 if TYPE_CHECKING:
     from chunkflow.graph.labels.output import OutputHandle

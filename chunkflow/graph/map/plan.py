@@ -18,9 +18,9 @@ from chunkflow.core.array import Array
 from chunkflow.engine.pool import serial_io
 from chunkflow.errors import ShapeMismatchError
 from chunkflow.graph.casting import DEFAULT_CASTING, cast_block
-from chunkflow.graph.heap import roomy_heap
 from chunkflow.graph.map.groups import TaskWindows
 from chunkflow.graph.map.halo import read_window, window_boundary
+from chunkflow.heap import roomy_heap
 from chunkflow.jobs import Job, block_keys
 
 __all__ = ["MapPlan"]

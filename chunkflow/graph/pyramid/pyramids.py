@@ -45,7 +45,6 @@ from chunkflow.config import byte_count
 from chunkflow.core.array import Array
 from chunkflow.core.group import Group
 from chunkflow.errors import PyramidError
-from chunkflow.graph.heap import roomy_heap
 from chunkflow.graph.memory import default_max_memory
 from chunkflow.graph.pyramid.channels import ImageAttributes, channel_entries
 from chunkflow.graph.pyramid.downsample import (
@@ -69,6 +68,7 @@ from chunkflow.graph.transactions import (
     through_forks,
     transaction,
 )
+from chunkflow.heap import roomy_heap
 from chunkflow.jobs import (
     Job,
     JobSpec,

@@ -18,7 +18,6 @@ import numpy as np
 
 from chunkflow.config.renames import renamed_parameters
 from chunkflow.errors import InvalidArgumentError
-from chunkflow.graph.heap import roomy_heap
 from chunkflow.graph.reductions.histogram_axes import histogram_along
 from chunkflow.graph.reductions.plan import reduction_input, split_every, split_every_of
 from chunkflow.graph.reductions.tree import gather_tree, tree_reduce
@@ -30,6 +29,7 @@ from chunkflow.graph.reductions.value_counts import (
 )
 from chunkflow.graph.scheduler import ProgressArg, deferred_scheduler
 from chunkflow.graph.scheduler import compute as run
+from chunkflow.heap import roomy_heap
 
 if TYPE_CHECKING:
     from chunkflow.graph.read import BlockChunks

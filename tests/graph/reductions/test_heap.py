@@ -11,8 +11,8 @@ import threading
 import numpy as np
 import pytest
 
-from chunkflow.graph import heap
-from chunkflow.graph.heap import roomy_heap
+from chunkflow import heap
+from chunkflow.heap import roomy_heap
 
 # Minor page faults of 20 histograms of a 4 MiB float32 block, with the body wrapped in
 # roomy_heap or not (after the heap settled), in a process started as distributed's
@@ -20,8 +20,8 @@ from chunkflow.graph.heap import roomy_heap
 CHILD = textwrap.dedent("""
     import resource, sys, time
     import numpy as np
-    from chunkflow.graph import heap
-    from chunkflow.graph.heap import roomy_heap
+    from chunkflow import heap
+    from chunkflow.heap import roomy_heap
     a = np.random.default_rng(0).random(1 << 20, dtype=np.float32)
     expected = np.histogram(a, bins=256, range=(0.0, 1.0))[0]
     def faults(roomy):
