@@ -10,7 +10,7 @@ distributed cluster each step waits for the scheduler and for the data it moves,
 workers: 0.48 s of idle workers in a 3 s job, 323 tasks). For jobs of up to
 :data:`FUSE_BLOCKS` blocks those tasks run as one, the same functions in the same order
 (``dask.get`` inside the task), and the writes read what they need from its result
-inline: 131 tasks, 1.07x the job's time on threads.
+inline: 132 tasks, 1.03x–1.07x the job's time on threads.
 
 Examples
 --------
