@@ -10,6 +10,11 @@ worker, contiguous runs of blocks per worker in proportion to its threads, as
 *loose* restrictions (``allow_other_workers``): when that worker is gone, any
 other runs them (and labels the block again, with the same result).
 
+Restricted tasks never go to a worker that joins later, so blocks are placed only
+where the client's own cluster object shows a fixed set of workers (a ``LocalCluster``,
+any ``SpecCluster``, that is not adapting). On an adaptive cluster, or through a client
+that knows only the scheduler's address, dask places the blocks as before.
+
 Examples
 --------
 >>> workers = {"tcp://a:1": 1, "tcp://b:2": 3}
@@ -28,7 +33,7 @@ from typing import Any
 from dask.delayed import Delayed
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 
-__all__ = ["block_of", "block_owners", "placed"]
+__all__ = ["block_of", "block_owners", "fixed_workers", "placed"]
 
 #: The stages of a block that read it: its scan and its write.
 _PLACED = ("chunkflow-label-scan-", "chunkflow-label-write-")
@@ -58,9 +63,19 @@ def block_owners(blocks: Sequence[tuple[int, ...]],
     return owners
 
 
+def fixed_workers(client: Any) -> bool:
+    """Whether ``client``'s cluster is an object of this process that is not adapting
+    (its workers now are its workers for the job)."""
+    cluster = getattr(client, "cluster", None)
+    return cluster is not None and getattr(cluster, "_adaptive", None) is None
+
+
 def placed(graph: dict[Hashable, Any], key: Hashable, client: Any) -> Delayed:
     """``Delayed(key, graph)`` with each block's scan and write annotated with the
-    worker of :func:`block_owners` (loosely), for ``client``'s workers now."""
+    worker of :func:`block_owners` (loosely), for ``client``'s workers now; as it is
+    unless the cluster's workers are fixed (:func:`fixed_workers`)."""
+    if not fixed_workers(client):
+        return Delayed(key, graph)
     try:
         workers = client.scheduler_info(n_workers=-1)["workers"]  # every worker
     except TypeError:  # distributed before n_workers= lists them all

@@ -91,3 +91,32 @@ def test_fill_holes_on_a_cluster_matches_scipy(tmp_path: Path,
     filled = chunkflow.ndimage.binary_fill_holes(src, out=str(tmp_path / "filled.zarr"),
                                                  scheduler=cluster_client)
     np.testing.assert_array_equal(np.asarray(filled[:]), ndimage.binary_fill_holes(image))
+
+
+class _Client:
+    """What placed() asks of a client: its cluster and its workers."""
+
+    def __init__(self, cluster: Any) -> None:
+        self.cluster = cluster
+
+    def scheduler_info(self, n_workers: int = -1) -> dict[str, Any]:
+        return {"workers": {"tcp://a:1": {"nthreads": 1}, "tcp://b:2": {"nthreads": 1}}}
+
+
+class _Cluster:
+    _adaptive = None
+
+
+def test_blocks_are_placed_only_on_a_fixed_set_of_workers() -> None:
+    from chunkflow.graph.labels.placement import placed
+
+    graph = {("chunkflow-label-scan-t", 0): (abs, -1), ("chunkflow-label-scan-t", 1): (abs, -2),
+             "done": (sum, [("chunkflow-label-scan-t", 0), ("chunkflow-label-scan-t", 1)])}
+    fixed = placed(graph, "done", _Client(_Cluster()))
+    annotations = fixed.__dask_graph__().layers[fixed._layer].annotations
+    assert annotations["workers"](("chunkflow-label-scan-t", 1)) == ["tcp://b:2"]
+    assert annotations["workers"]("done") is None
+    adapting = _Cluster()
+    adapting._adaptive = object()  # cluster.adapt() was called: workers come and go
+    for client in (_Client(adapting), _Client(None)):  # None: a client of an address
+        assert not hasattr(placed(graph, "done", client).__dask_graph__(), "layers")
