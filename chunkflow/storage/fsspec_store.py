@@ -15,6 +15,7 @@ from fsspec.utils import get_protocol
 
 from chunkflow import config
 from chunkflow.errors import KeyIsDirectoryError, KeyNotFoundError, ReadOnlyError
+from chunkflow.storage.atomic_files import TMP_SUFFIX, write_atomically
 from chunkflow.storage.base import Store, Version
 from chunkflow.storage.fsspec_ranges import (
     UNCHECKABLE_PROTOCOLS,
@@ -27,7 +28,6 @@ from chunkflow.storage.fsspec_ranges import (
     version_token,
 )
 from chunkflow.storage.keys import normalize_key, slice_bounds
-from chunkflow.storage.local import TMP_SUFFIX, write_atomically
 from chunkflow.storage.process_local import reference
 from chunkflow.storage.ranges import ByteRangeReader
 from chunkflow.storage.references import held_keys, references_token, target_protocols

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import functools
-import itertools
 import os
 import shutil
 import stat
@@ -14,20 +12,17 @@ from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 from chunkflow.errors import ExternalLinkError, KeyIsDirectoryError, KeyNotFoundError
+from chunkflow.storage.atomic_files import TMP_SUFFIX, open_temporary, write_all
 from chunkflow.storage.base import Store, Version
 from chunkflow.storage.keys import normalize_prefix, slice_bounds
 from chunkflow.storage.ranges import ByteRangeReader, FileRangeReader
 from chunkflow.storage.replaced import hold, pins_replaced, release
 
-__all__ = ["LocalStore", "write_atomically"]
+__all__ = ["TMP_SUFFIX", "LocalStore"]
 
 # A file that is not there, a folder where a file was expected, or a file where
 # a folder was expected: all mean "no such key".
 _MISSING = (FileNotFoundError, IsADirectoryError, NotADirectoryError)
-
-# Temporary files live next to their target (os.replace is only atomic within
-# one file system) and carry this suffix so listings can skip them.
-TMP_SUFFIX = ".chunkflow-tmp"
 
 #: A temporary file unchanged for this long (seconds) is a killed writer's leftover.
 #: A live writer changes its file with every ``os.write`` and renames it right after
@@ -40,26 +35,8 @@ TMP_MAX_AGE = 3600.0
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0)
 # Refuses to open a file that is itself a symbolic link (checked before following one).
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
 
 _T = TypeVar("_T")
-
-# Temporary names: a random token per process (drawn again in a forked child) and a
-# counter, unique across threads (next() on a count is atomic), processes and hosts
-# sharing a network file system, without a getrandom call per write. O_EXCL refuses
-# to open a name that exists all the same.
-_tmp_token = os.urandom(6).hex()
-_tmp_counter = itertools.count()
-
-
-def _new_token() -> None:
-    global _tmp_token, _tmp_counter
-    _tmp_token = os.urandom(6).hex()
-    _tmp_counter = itertools.count()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_new_token)
 
 # Windows cannot rename a file that is still open; POSIX can, and there the version
 # is read from the written file's own descriptor after the rename (see _write_file).
@@ -131,53 +108,6 @@ def _read_into(fd: int, view: memoryview) -> int:
             break
         got += n
     return got
-
-
-def open_temporary(path: str) -> tuple[str, int]:
-    """A new temporary file beside ``path`` (its parent folders made if missing): its
-    name, which listings skip, and a descriptor open for writing."""
-    tmp = f"{path}.{_tmp_token}{next(_tmp_counter):x}{TMP_SUFFIX}"
-    try:
-        return tmp, os.open(tmp, _WRITE_FLAGS, 0o666)
-    except FileNotFoundError:
-        # Parent folders are created lazily: one failed open is cheaper than a
-        # makedirs call on every write.
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        return tmp, os.open(tmp, _WRITE_FLAGS, 0o666)
-
-
-def write_all(fd: int, value: bytes | memoryview) -> int:
-    """Write all of ``value`` to ``fd``; return the bytes written."""
-    view = memoryview(value).cast("B")
-    nbytes = view.nbytes
-    while view:
-        view = view[os.write(fd, view) :]
-    return nbytes
-
-
-def write_atomically(path: str, value: bytes | memoryview) -> None:
-    """Replace the file at ``path`` with ``value`` in one rename: a reader, or a crash,
-    leaves the old file or the new one, never part of it.
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> path = os.path.join(tempfile.mkdtemp(), "a", "k")
-    >>> write_atomically(path, b"new")
-    >>> open(path, "rb").read(), os.listdir(os.path.dirname(path))
-    (b'new', ['k'])
-    """
-    tmp, fd = open_temporary(path)
-    try:
-        try:
-            write_all(fd, value)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 class LocalStore(Store):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from chunkflow.storage import local
+from chunkflow.storage import atomic_files as local
 from chunkflow.storage.local import LocalStore
 
 
