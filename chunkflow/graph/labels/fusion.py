@@ -36,6 +36,8 @@ import dask
 from dask.core import get_dependencies
 from dask.typing import Key
 
+from chunkflow.graph.labels.graph import stage_prefix
+
 __all__ = ["FUSE_BLOCKS", "fuse_merge"]
 
 #: Up to this many blocks the merge runs as one task on a distributed cluster.
@@ -44,7 +46,7 @@ FUSE_BLOCKS = 1024
 #: The merge's stages (see chunkflow.graph.labels.graph): all but the block passes.
 _STAGES = ("faces", "info", "pairs", "up", "down", "hist", "dyadic", "levelsum", "offsets",
            "labelsup", "labelsdown", "total")
-_PREFIXES = tuple(f"chunkflow-labelmerge-{stage}-" for stage in _STAGES)
+_PREFIXES = tuple(map(stage_prefix, _STAGES))
 
 
 class _Sealed:

@@ -59,6 +59,22 @@ def finish(handle: OutputHandle, total: Any, job: LabelJob, *written: bool) -> t
     return handle.array, int(total)
 
 
+#: The stages that read a block (its two passes); every other stage is the merge's.
+BLOCK_STAGES = ("scan", "write")
+
+
+def stage_prefix(stage: str) -> str:
+    """The start of the key names of a stage's tasks (the job's token follows).
+
+    Examples
+    --------
+    >>> stage_prefix("scan"), stage_prefix("up")
+    ('chunkflow-label-scan-', 'chunkflow-labelmerge-up-')
+    """
+    kind = "chunkflow-label" if stage in BLOCK_STAGES else "chunkflow-labelmerge"
+    return f"{kind}-{stage}-"
+
+
 class _Builder:
     """Adds the tasks of one labelling job to a dict graph."""
 
@@ -75,8 +91,7 @@ class _Builder:
             "labelsdown", "write")}
 
     def name(self, stage: str) -> str:
-        prefix = "chunkflow-label" if stage in ("scan", "write") else "chunkflow-labelmerge"
-        return f"{prefix}-{stage}-{self.token}"
+        return f"{stage_prefix(stage)}{self.token}"
 
     def key(self, stage: str, *parts: Any) -> Key:
         """A task's key: the stage's name and the parts (ints, or tuples of them) flat."""

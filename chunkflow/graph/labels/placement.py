@@ -33,10 +33,11 @@ from typing import Any
 from dask.delayed import Delayed
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 
+from chunkflow.graph.labels.graph import BLOCK_STAGES, stage_prefix
+
 __all__ = ["block_of", "block_owners", "fixed_workers", "placed"]
 
-#: The stages of a block that read it: its scan and its write.
-_PLACED = ("chunkflow-label-scan-", "chunkflow-label-write-")
+_PLACED = tuple(map(stage_prefix, BLOCK_STAGES))
 
 
 def block_of(key: Hashable) -> tuple[int, ...] | None:
