@@ -10,12 +10,22 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import time
 
-__all__ = ["TMP_SUFFIX", "open_temporary", "write_all", "write_atomically"]
+__all__ = ["TMP_MAX_AGE", "TMP_SUFFIX", "open_temporary", "remove_if_stale",
+           "remove_stale_below", "write_all", "write_atomically"]
 
 # Temporary files live next to their target (os.replace is only atomic within
 # one file system) and carry this suffix so listings can skip them.
 TMP_SUFFIX = ".chunkflow-tmp"
+
+#: A temporary file unchanged for this long (seconds) is a killed writer's leftover.
+#: A live writer changes its file with every ``os.write`` and renames it right after
+#: the last one; one that stalls longer than this finds its file gone and its write
+#: fails with ``FileNotFoundError`` (nothing is published half-written). Ages compare
+#: the file's mtime with this host's clock: on a network file system, hosts whose clocks
+#: differ by more than this could remove each other's live files.
+TMP_MAX_AGE = 3600.0
 
 _WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
 
@@ -81,3 +91,35 @@ def write_atomically(path: str, value: bytes | memoryview) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def remove_if_stale(path: str, cutoff: float) -> bool:
+    """Unlink ``path`` if it was last changed before ``cutoff`` (a ``time.time()``)."""
+    try:
+        if os.stat(path).st_mtime <= cutoff:
+            os.unlink(path)
+            return True
+    except FileNotFoundError:
+        pass  # renamed by its (live) writer or removed by another cleaner meanwhile
+    return False
+
+
+def remove_stale_below(folder: str, max_age: float = TMP_MAX_AGE) -> int:
+    """Remove the temporary files below ``folder`` unchanged for ``max_age`` seconds
+    (left by writers killed between writing and renaming); return how many.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> open(os.path.join(folder, "k.123" + TMP_SUFFIX), "wb").close()
+    >>> remove_stale_below(folder, max_age=3600), remove_stale_below(folder, max_age=0)
+    (0, 1)
+    """
+    cutoff = time.time() - max_age
+    removed = 0
+    for path, _, names in os.walk(folder):
+        for name in names:
+            if name.endswith(TMP_SUFFIX):
+                removed += remove_if_stale(os.path.join(path, name), cutoff)
+    return removed

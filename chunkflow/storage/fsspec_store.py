@@ -7,15 +7,21 @@ import contextlib
 import functools
 import os
 import re
+import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import Any
 
 import fsspec
 from fsspec.utils import get_protocol
 
-from chunkflow import config
 from chunkflow.errors import KeyIsDirectoryError, KeyNotFoundError, ReadOnlyError
-from chunkflow.storage.atomic_files import TMP_SUFFIX, write_atomically
+from chunkflow.storage.atomic_files import (
+    TMP_MAX_AGE,
+    TMP_SUFFIX,
+    remove_if_stale,
+    remove_stale_below,
+    write_atomically,
+)
 from chunkflow.storage.base import Store, Version
 from chunkflow.storage.fsspec_ranges import (
     UNCHECKABLE_PROTOCOLS,
@@ -27,11 +33,16 @@ from chunkflow.storage.fsspec_ranges import (
     open_fsspec_ranges,
     version_token,
 )
-from chunkflow.storage.keys import normalize_key, slice_bounds
+from chunkflow.storage.keys import normalize_key, normalize_prefix, slice_bounds
 from chunkflow.storage.process_local import reference
 from chunkflow.storage.ranges import ByteRangeReader
 from chunkflow.storage.references import held_keys, references_token, target_protocols
-from chunkflow.storage.retries import raise_request_error, uses_s3fs, with_retry_defaults
+from chunkflow.storage.retries import (
+    raise_request_error,
+    s3_pool_options,
+    uses_s3fs,
+    with_retry_defaults,
+)
 from chunkflow.storage.streams import (
     AsyncKeyStream,
     AsyncPutStream,
@@ -43,34 +54,13 @@ from chunkflow.storage.streams import (
 # FsspecRangeReader, change_token, fs_protocols, is_missing_error and
 # open_fsspec_ranges live in fsspec_ranges; importing them from here still works.
 __all__ = ["GLOB", "NEAR_PROTOCOLS", "FsspecRangeReader", "FsspecStore", "change_token", "fs_protocols",
-           "is_missing_error", "open_fsspec_ranges", "s3_pool_options"]
+           "is_missing_error", "open_fsspec_ranges"]
 
 # fsspec expands glob characters in the path lists given to cat/rm; keys that
 # contain them are fetched one by one instead.
 GLOB = re.compile(r"[*?\[]")
 # File systems whose requests cost no network round trip: every other is latency-bound.
 NEAR_PROTOCOLS = {"file", "local", "memory", "zip", "tar"}
-
-
-def s3_pool_options(options: dict[str, Any]) -> dict[str, Any]:
-    """s3fs ``options`` with a connection pool as large as the requests chunkflow keeps
-    in flight (``chunkflow.io.inflight-requests``), unless the caller chose one.
-
-    botocore's default pool holds 10 connections: a batch of 64 requests then waits
-    for the network about 7 times, not once (measured with 20 ms per request, 64
-    chunks of 512 KiB from moto: 0.39 s with 10 connections, 0.24 s with 64).
-
-    Examples
-    --------
-    >>> with config.set({"chunkflow.io.inflight-requests": 32}):
-    ...     s3_pool_options({"anon": True})
-    {'anon': True, 'config_kwargs': {'max_pool_connections': 32}}
-    >>> s3_pool_options({"config_kwargs": {"max_pool_connections": 8}})
-    {'config_kwargs': {'max_pool_connections': 8}}
-    """
-    chosen = dict(options.get("config_kwargs") or {})
-    chosen.setdefault("max_pool_connections", config.inflight_limits()[0])
-    return {**options, "config_kwargs": chosen}
 
 
 class FsspecStore(Store):
@@ -481,9 +471,24 @@ class FsspecStore(Store):
     def _getsize_prefix(self, prefix: str) -> int:
         return sum(int(info.get("size") or 0) for info in self._find(prefix).values())
 
+    def remove_stale_temporaries(self, prefix: str = "", max_age: float = TMP_MAX_AGE) -> int:
+        """On fsspec's local file system (``file://``, ``local://``), remove temporary
+        files below ``prefix`` unchanged for ``max_age`` seconds, as
+        :meth:`LocalStore.remove_stale_temporaries` does; elsewhere writes leave none.
+        Returns how many were removed."""
+        if self.read_only or not self._local_files:
+            return 0
+        folder = self._path(normalize_prefix(prefix)) if prefix else self.root
+        return remove_stale_below(folder, max_age)
+
     def _in_flight(self, name: str) -> bool:
-        """Whether a listed local file is another writer's temporary file."""
-        return self._local_files and name.endswith(TMP_SUFFIX)
+        """Whether a listed local file is a writer's temporary file; listings remove
+        stale ones (left by a killed writer), as ``LocalStore``'s do."""
+        if not (self._local_files and name.endswith(TMP_SUFFIX)):
+            return False
+        if not self.read_only:
+            remove_if_stale(name, time.time() - TMP_MAX_AGE)
+        return True
 
 
 async def _gather_bounded(calls: list[Callable[[], Awaitable[Any]]], limit: int) -> list[Any]:

@@ -12,7 +12,14 @@ from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 from chunkflow.errors import ExternalLinkError, KeyIsDirectoryError, KeyNotFoundError
-from chunkflow.storage.atomic_files import TMP_SUFFIX, open_temporary, write_all
+from chunkflow.storage.atomic_files import (
+    TMP_MAX_AGE,
+    TMP_SUFFIX,
+    open_temporary,
+    remove_if_stale,
+    remove_stale_below,
+    write_all,
+)
 from chunkflow.storage.base import Store, Version
 from chunkflow.storage.keys import normalize_prefix, slice_bounds
 from chunkflow.storage.ranges import ByteRangeReader, FileRangeReader
@@ -23,14 +30,6 @@ __all__ = ["TMP_SUFFIX", "LocalStore"]
 # A file that is not there, a folder where a file was expected, or a file where
 # a folder was expected: all mean "no such key".
 _MISSING = (FileNotFoundError, IsADirectoryError, NotADirectoryError)
-
-#: A temporary file unchanged for this long (seconds) is a killed writer's leftover.
-#: A live writer changes its file with every ``os.write`` and renames it right after
-#: the last one; one that stalls longer than this finds its file gone and its write
-#: fails with ``FileNotFoundError`` (nothing is published half-written). Ages compare
-#: the file's mtime with this host's clock: on a network file system, hosts whose clocks
-#: differ by more than this could remove each other's live files.
-TMP_MAX_AGE = 3600.0
 
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0)
 # Refuses to open a file that is itself a symbolic link (checked before following one).
@@ -435,7 +434,7 @@ class LocalStore(Store):
         if not entry.name.endswith(TMP_SUFFIX):
             return False
         if not self.read_only:  # cheap: only temporary files pay for a stat
-            _remove_if_stale(entry.path, time.time() - TMP_MAX_AGE)
+            remove_if_stale(entry.path, time.time() - TMP_MAX_AGE)
         return True
 
     def remove_stale_temporaries(self, prefix: str = "", max_age: float = TMP_MAX_AGE) -> int:
@@ -456,24 +455,7 @@ class LocalStore(Store):
         if self.read_only:
             return 0
         folder = self._prefix + normalize_prefix(prefix) if prefix else self.root
-        cutoff = time.time() - max_age
-        removed = 0
-        for path, _, names in os.walk(folder):
-            for name in names:
-                if name.endswith(TMP_SUFFIX):
-                    removed += _remove_if_stale(os.path.join(path, name), cutoff)
-        return removed
-
-
-def _remove_if_stale(path: str, cutoff: float) -> bool:
-    """Unlink ``path`` if it was last changed before ``cutoff`` (a ``time.time()``)."""
-    try:
-        if os.stat(path).st_mtime <= cutoff:
-            os.unlink(path)
-            return True
-    except FileNotFoundError:
-        pass  # renamed by its (live) writer or removed by another cleaner meanwhile
-    return False
+        return remove_stale_below(folder, max_age)
 
 
 def _restore(root: str, read_only: bool, allow_external_links: bool) -> LocalStore:
