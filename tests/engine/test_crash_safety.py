@@ -24,6 +24,7 @@ import chunkflow
 from chunkflow.engine import repair as repair_module
 from chunkflow.storage import LocalStore
 from chunkflow.storage.local import TMP_SUFFIX
+from tests.helpers.temporaries import temporary_file
 from tests.helpers.waiting import wait_until
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
@@ -284,19 +285,11 @@ def test_repair_removes_chunks_outside_the_grid_and_stale_padding(tmp_path: Path
 # -- temporary files --------------------------------------------------------------------
 
 
-def _temporary(folder: Path, name: str, age: float) -> Path:
-    path = folder / f"{name}.0123456789ab{TMP_SUFFIX}"
-    path.write_bytes(b"half a chunk")
-    stamp = time.time() - age
-    os.utime(path, (stamp, stamp))
-    return path
-
-
 def test_repair_removes_old_temporary_files_only(tmp_path: Path) -> None:
     path = tmp_path / "a.zarr"
     _make(path)
-    old = _temporary(path / "c" / "0", "1", age=2 * 3600)
-    live = _temporary(path / "c" / "1", "0", age=5)
+    old = temporary_file(path / "c" / "0", "1", age=2 * 3600)
+    live = temporary_file(path / "c" / "1", "0", age=5)
     assert _open(path).repair().removed_temporaries == 1
     assert not old.exists() and live.exists()
 
@@ -304,13 +297,13 @@ def test_repair_removes_old_temporary_files_only(tmp_path: Path) -> None:
 def test_listing_a_folder_removes_its_old_temporary_files(tmp_path: Path) -> None:
     store = LocalStore(tmp_path / "s")
     store["a/b"] = b"x"
-    old = _temporary(tmp_path / "s" / "a", "c", age=2 * 3600)
-    live = _temporary(tmp_path / "s" / "a", "d", age=0)
+    old = temporary_file(tmp_path / "s" / "a", "c", age=2 * 3600)
+    live = temporary_file(tmp_path / "s" / "a", "d", age=0)
     assert LocalStore(tmp_path / "s", read_only=True).list_dir("a") == (["b"], [])
     assert old.exists()  # a read-only store never deletes
     assert store.list_dir("a") == (["b"], [])
     assert not old.exists() and live.exists()
-    old = _temporary(tmp_path / "s" / "a", "e", age=2 * 3600)
+    old = temporary_file(tmp_path / "s" / "a", "e", age=2 * 3600)
     assert list(store.list_prefix("")) == ["a/b"]
     assert not old.exists() and live.exists()
 

@@ -4,7 +4,6 @@ writes atomically, as LocalStore does: a crash mid-write leaves the old value.""
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +13,7 @@ import chunkflow
 from chunkflow.storage import FsspecStore, make_store
 from chunkflow.storage import local as local_module
 from chunkflow.storage.atomic_files import TMP_MAX_AGE, TMP_SUFFIX
+from tests.helpers.temporaries import temporary_file
 
 
 @pytest.mark.parametrize("scheme", ["file", "local"])
@@ -68,22 +68,14 @@ def test_a_file_url_with_storage_options_writes_arrays_atomically(
     np.testing.assert_array_equal(again[:], np.arange(16, dtype="i2").reshape(4, 4))
 
 
-def _temporary(folder: Path, name: str, age: float) -> Path:
-    path = folder / f"{name}.0123456789ab{TMP_SUFFIX}"
-    path.write_bytes(b"half a chunk")
-    stamp = time.time() - age
-    os.utime(path, (stamp, stamp))
-    return path
-
-
 @pytest.mark.parametrize("listing", ["list_prefix", "list_dir"])
 def test_listings_remove_a_killed_writers_old_temporary_files(tmp_path: Path,
                                                               listing: str) -> None:
     url = f"file://{tmp_path}/a.zarr"
     store = FsspecStore(url)
     store["c/0"] = b"x"
-    old = _temporary(tmp_path / "a.zarr" / "c", "1", age=2 * TMP_MAX_AGE)
-    live = _temporary(tmp_path / "a.zarr" / "c", "2", age=5)
+    old = temporary_file(tmp_path / "a.zarr" / "c", "1", age=2 * TMP_MAX_AGE)
+    live = temporary_file(tmp_path / "a.zarr" / "c", "2", age=5)
     # a read-only store never deletes
     read_only = FsspecStore(url, read_only=True)
     assert list(getattr(read_only, listing)("c" if listing == "list_dir" else "")) \
@@ -98,8 +90,8 @@ def test_repair_of_a_file_url_removes_old_temporary_files_only(tmp_path: Path) -
     z = chunkflow.create_array(url, shape=(4, 4), chunks=(2, 2), dtype="i2",
                                storage_options=options)
     z[:] = 7
-    old = _temporary(tmp_path / "img.zarr" / "c" / "0", "1", age=2 * TMP_MAX_AGE)
-    live = _temporary(tmp_path / "img.zarr" / "c" / "1", "0", age=5)
+    old = temporary_file(tmp_path / "img.zarr" / "c" / "0", "1", age=2 * TMP_MAX_AGE)
+    live = temporary_file(tmp_path / "img.zarr" / "c" / "1", "0", age=5)
     assert z.repair().removed_temporaries == 1
     assert not old.exists() and live.exists()
     np.testing.assert_array_equal(z[:], np.full((4, 4), 7, "i2"))
@@ -109,7 +101,7 @@ def test_only_local_files_have_temporaries_to_remove(tmp_path: Path) -> None:
     assert FsspecStore("memory://tmp-cleanup/a.zarr").remove_stale_temporaries(max_age=0) == 0
     store = FsspecStore(f"local://{tmp_path}/a.zarr")
     store["k"] = b"x"
-    _temporary(tmp_path / "a.zarr", "j", age=5)
+    temporary_file(tmp_path / "a.zarr", "j", age=5)
     assert store.remove_stale_temporaries() == 0
     assert store.remove_stale_temporaries(max_age=0) == 1
     assert sorted(os.listdir(tmp_path / "a.zarr")) == ["k"]
