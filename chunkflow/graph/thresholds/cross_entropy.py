@@ -21,6 +21,10 @@ log mf)`` on the means of the values below and above ``t``.
   default tolerance (half the smallest gap between distinct values) gathers the
   distinct values in a tree: an image with more distinct values than a task's budget
   holds is refused; pass ``tolerance=``.
+- An iteration that goes round in a cycle never ends, in scikit-image as here (a
+  tolerance below the spacing of the image's values: float16 around 6000 moves in
+  steps of 4). It is refused as soon as a threshold comes back, naming the tolerance
+  that ends it.
 
 Examples
 --------
@@ -120,13 +124,20 @@ def _run_values(image: ThresholdInput) -> int:
     return max(LEAF, min(2**24, per_task // (16 * image.x.dtype.itemsize)))
 
 
-def _numpy_means(image: ThresholdInput, runs: da.Array, threshold: Any) -> list[Any]:
+def _run_blocks(runs: da.Array) -> list[Any]:
+    """The blocks of ``runs`` in C order (they are C-order runs of the image), as
+    delayed values. Each step of the iteration reads them again; their graph is
+    optimized once, here, not at every step."""
+    return list(runs.to_delayed().ravel())
+
+
+def _numpy_means(image: ThresholdInput, blocks: list[Any], threshold: Any) -> list[Any]:
     """numpy's means, bit for bit, of the values above ``threshold`` and of the others
     (of all values when ``threshold`` is None), as scikit-image takes them from the
-    whole image: a pass counts each block's values on each side, a second hands over
-    its parts of numpy's pairwise sums (:mod:`~chunkflow.graph.thresholds.pairwise`)."""
+    whole image (``blocks``: C-order runs, see :func:`_run_blocks`): a pass counts each
+    block's values on each side, a second hands over its parts of numpy's pairwise
+    sums (:mod:`~chunkflow.graph.thresholds.pairwise`)."""
     dtype, cast = image.x.dtype, buffered(image.x.dtype)
-    blocks = list(runs.to_delayed().ravel())  # C order: the blocks are C-order runs
     counts = np.array(image.run(*[dask.delayed(_side_counts)(b, threshold) for b in blocks]))
     totals = counts.sum(axis=0)
     starts = np.cumsum(counts, axis=0) - counts
@@ -194,6 +205,30 @@ def _start(initial_guess: Any, low: Any, high_shifted: Any, dtype: np.dtype) -> 
     return dtype.type(start)
 
 
+def _refuse_cycle(visited: set[Any], t_curr: Any, t_next: Any, tolerance: Any,
+                  low: Any) -> None:
+    """Refuse an iteration that has entered a cycle: it would never end.
+
+    Each step's threshold is a function of the last one alone, so a threshold met
+    again repeats the steps since, each of which moved by more than the tolerance:
+    the loop would go round forever (scikit-image's does). Floats have finitely many
+    values, so every iteration that never ends comes here. ``visited`` holds the
+    thresholds stepped from so far (shifted by ``low``, the image's minimum).
+    """
+    if t_next not in visited:
+        visited.add(t_next)
+        return
+    with np.errstate(over="ignore", invalid="ignore"):
+        step = abs(t_next - t_curr)
+        around = sorted({float(t_curr + low), float(t_next + low)})
+    raise InvalidArgumentError(
+        f"threshold_li: the iterations go round in a cycle (through {around[0]!r} and "
+        f"{around[-1]!r}, steps of {float(step)!r}) and never come within "
+        f"tolerance={float(tolerance)!r} (scikit-image's threshold_li loops forever on "
+        f"this image); expected a tolerance of at least the step, such as "
+        f"tolerance={float(step)!r}")
+
+
 def _integer_li(image: ThresholdInput, low: Any, tolerance: Any, initial_guess: Any,
                 callback: Callback) -> Any:
     x = image.x
@@ -210,7 +245,9 @@ def _integer_li(image: ThresholdInput, low: Any, tolerance: Any, initial_guess: 
     if callback is not None:
         callback(t_next + low)
     hist = counts.astype("float32", copy=False)
+    visited: set[Any] = set()
     while abs(t_next - t_curr) > tolerance:
+        _refuse_cycle(visited, t_curr, t_next, tolerance, low)
         t_curr = t_next
         above = centers > t_curr
         mean_fore = np.average(centers[above], weights=hist[above])
@@ -238,17 +275,19 @@ def _float_li(image: ThresholdInput, tolerance: Any, initial_guess: Any,
         shifted = da.where(finite, x - low, np.asarray(np.nan, x.dtype))
     high_shifted = np.asarray(highest, x.dtype)[()] - low
     tolerance = tolerance or _min_gap(shifted, image) / 2
-    runs = c_order_blocks(shifted, _run_values(image))
+    blocks = _run_blocks(c_order_blocks(shifted, _run_values(image)))
     if initial_guess is None:
-        (t_next,) = _numpy_means(image, runs, None)
+        (t_next,) = _numpy_means(image, blocks, None)
     else:
         t_next = _start(initial_guess, low, high_shifted, x.dtype)
     t_curr = -2 * tolerance
     if callback is not None:
         callback(t_next + low)
+    visited: set[Any] = set()
     while abs(t_next - t_curr) > tolerance:
+        _refuse_cycle(visited, t_curr, t_next, tolerance, low)
         t_curr = t_next
-        mean_fore, mean_back = _numpy_means(image, runs, t_curr)
+        mean_fore, mean_back = _numpy_means(image, blocks, t_curr)
         if mean_back == 0.0:
             break
         t_next = (mean_back - mean_fore) / (np.log(mean_back) - np.log(mean_fore))
