@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -165,8 +166,13 @@ def _threshold_of(args: argparse.Namespace, source: chunkflow.Array) -> Any:
     kwargs: dict[str, Any] = _job(args)
     if args.nbins is not None:
         kwargs["nbins"] = args.nbins
-    with waited_for(args.scheduler), naming_source(args.src), refused_as_usage():
-        return func(source, **kwargs)
+    if args.tolerance is not None:
+        kwargs["tolerance"] = args.tolerance
+    try:
+        with waited_for(args.scheduler), naming_source(args.src), refused_as_usage():
+            return func(source, **kwargs)
+    except UsageError as err:  # the library names its keyword; the command, its option
+        raise UsageError(re.sub(r"\btolerance=", "--tolerance ", str(err))) from None
 
 
 def _number(value: Any) -> str:
@@ -179,6 +185,10 @@ def run_threshold(args: argparse.Namespace) -> int:
     if args.dst is None and not args.print:
         raise UsageError("give DST (where the mask SRC > T goes) or --print (the value "
                          "alone), or both")
+    if args.tolerance is not None and (args.method != "li" or not args.tolerance > 0):
+        raise UsageError(f"--tolerance {args.tolerance}: " + (
+            "must be a positive number" if args.method == "li"
+            else f"only threshold_li iterates to a tolerance, not threshold_{args.method}"))
     if args.nbins is not None and (args.method == "li" or args.nbins < 2):
         raise UsageError(f"--nbins {args.nbins}: " + (
             "threshold_li takes no bins (it iterates on the values)" if args.method == "li"
@@ -309,6 +319,10 @@ def _register_threshold(commands: argparse._SubParsersAction,
     parser.add_argument("--nbins", type=int, default=None, metavar="N",
                         help="bins of a float image's histogram (default 256, as "
                              "scikit-image; integer images have a bin per value)")
+    parser.add_argument("--tolerance", type=float, default=None, metavar="T",
+                        help="--method li: stop when a step moves the threshold by T or "
+                             "less (default: half the smallest gap between the image's "
+                             "values, as scikit-image)")
     parser.add_argument("--print", action="store_true",
                         help="print the threshold alone on standard output (for a shell "
                              "variable), instead of the summary line")

@@ -7,6 +7,7 @@ anything is created.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -106,6 +107,46 @@ def test_threshold_without_a_destination_only_prints(image: tuple[Path, np.ndarr
     printed = done(command("threshold", location, "--method", "li", "--print"))
     assert float(printed) == skimage_filters.threshold_li(data)
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def _cycling_li_image() -> np.ndarray:
+    """float16 values whose Li iteration goes round in a cycle with the default
+    tolerance (steps of the spacing of float16 around 6000): scikit-image's never ends."""
+    rng = np.random.default_rng(306)
+    data = (rng.random(8193) ** 3 * 3e4).astype("f2")
+    data[rng.integers(0, data.size, 40)] = rng.choice(
+        np.array([np.nan, np.inf, -np.inf, 0.0], "f2"), 40)
+    return data
+
+
+class _Endless(Exception):
+    pass
+
+
+def _gives_up_after(steps: int) -> Any:
+    """An ``iter_callback`` that stops scikit-image's Li after ``steps`` steps."""
+    count = itertools.count(1)
+
+    def step(_: Any) -> None:
+        if next(count) > steps:
+            raise _Endless
+
+    return step
+
+
+def test_threshold_li_tolerance(tmp_path: Path) -> None:
+    data = _cycling_li_image()
+    with pytest.raises(_Endless):  # the premise: scikit-image would loop forever
+        skimage_filters.threshold_li(data, iter_callback=_gives_up_after(3000))
+    location = tmp_path / "f16.zarr"
+    chunkflow.array(data, chunks=(512,), store=str(location))
+    refused = command("threshold", location, "--method", "li", "--print")
+    assert refused.returncode == 2, refused.stderr
+    assert "cycle" in refused.stderr and "tolerance=" not in refused.stderr  # CLI words
+    suggested = refused.stderr.rstrip().rpartition("--tolerance ")[2]
+    printed = done(command("threshold", location, "--method", "li", "--tolerance",
+                           suggested, "--print"))
+    assert float(printed) == skimage_filters.threshold_li(data, tolerance=float(suggested))
 
 
 @pytest.mark.parametrize("connectivity", [1, 3])
@@ -265,6 +306,9 @@ def _unreadable(tmp_path: Path, dtype: str) -> Path:
     (["threshold", "{bool}"], "give DST"),
     (["threshold", "{bool}", "{out}", "--method", "li", "--nbins", "10"], "--nbins 10"),
     (["threshold", "{bool}", "{out}", "--nbins", "1"], "--nbins 1"),
+    (["threshold", "{bool}", "{out}", "--tolerance", "2"], "only threshold_li iterates"),
+    (["threshold", "{bool}", "{out}", "--method", "li", "--tolerance", "-1"],
+     "--tolerance -1.0: must be a positive number"),
     (["threshold", "{text}", "{out}"], "SRC holds <U1 values"),
     (["fill-holes", "{bool}", "{out}", "--connectivity", "4"], "--connectivity 4"),
     (["fill-holes", "{bool}", "{existing}"], "--overwrite"),
