@@ -3,7 +3,7 @@
 The chain (README "Layout", DESIGN.md), leftmost first::
 
     errors -> config -> metadata -> grid -> indexing -> codecs -> storage -> cache ->
-    sync -> engine -> jobs -> core -> api -> graph -> io -> ndimage -> testing -> cli
+    sync -> jobs -> engine -> core -> api -> graph -> io -> ndimage -> testing -> cli
 
 ``buffers``, ``heap`` and ``version`` sit beside ``errors``; the xarray engine beside ``graph``.
 The package's own ``__init__`` and the ``chunkflow.reductions`` module, which re-export
@@ -37,8 +37,8 @@ CHAIN = [
     ("storage",),
     ("cache",),
     ("sync",),
-    ("engine",),
     ("jobs",),
+    ("engine",),
     ("core",),
     ("api",),
     ("graph", "xarray_backend", "xarray_engine", "xarray"),

@@ -33,9 +33,9 @@ from chunkflow.engine.chunk_writes import write_chunks
 from chunkflow.engine.freshness import serve_hits
 from chunkflow.engine.pool import inflight_window, io_lanes, map_groups, map_sharing
 from chunkflow.engine.shard_reads import ShardReader
-from chunkflow.engine.verify import WRITTEN_KEY
 from chunkflow.errors import ChunkDecodeError, ChunkEncodeError, ChunkTooLargeError
 from chunkflow.indexing import ChunkProjection
+from chunkflow.jobs.written import WRITTEN_KEY
 from chunkflow.storage.coherence import location
 
 _T = TypeVar("_T")

@@ -7,7 +7,7 @@ scheduler):
 - :func:`take_inventory` lists the array's prefix once (streamed) and marks the grid
   cells whose key is stored in a boolean array over the chunk grid (one byte per
   chunk or shard); any other key there that is not a metadata document or
-  chunkflow's bookkeeping (``.chunkflow-job/``, :data:`WRITTEN_KEY`) is
+  chunkflow's bookkeeping (``.chunkflow-job/``, :data:`~chunkflow.jobs.WRITTEN_KEY`) is
   *unexpected*: a chunk key outside the grid, a key of another encoding, a stray
   file. A store that lists nothing at all, not even the metadata document, cannot
   list: the inventory says so, and every key of the grid is then read;
@@ -39,12 +39,9 @@ if TYPE_CHECKING:
     from chunkflow.codecs.sharding import ShardingStage
     from chunkflow.engine.chunk_space import ChunkSpace
 
-__all__ = ["WRITTEN_KEY", "CellResults", "Inventory", "check_cells", "grid_cells",
+__all__ = ["CellResults", "Inventory", "check_cells", "grid_cells",
            "take_inventory"]
 
-#: The key, below an array, listing the chunks the last finished job stored (written
-#: by :mod:`chunkflow.jobs.written`; every chunk deletion through the engine removes it).
-WRITTEN_KEY = ".chunkflow-written"
 #: Names below an array that are no chunk keys and expected there.
 _DOCUMENTS = frozenset({"zarr.json", ".zarray", ".zattrs", ".zgroup", ".zmetadata"})
 #: Keys fetched per store call, in decoded bytes of their chunks.

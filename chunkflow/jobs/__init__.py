@@ -15,8 +15,10 @@
   progress, the chunk keys of a block).
 
 "Job" means the record keeper only; a writer's planned graph is its ``*Plan``
-(``MapPlan``, ``RechunkPlan``, ``PyramidPlan``). The package sits between ``engine``
-and ``core`` in the layering: the arrays of ``core`` say when their job is unfinished.
+(``MapPlan``, ``RechunkPlan``, ``PyramidPlan``). The package sits between ``sync``
+and ``engine`` in the layering (it reads and writes its records through the store
+alone): the engine removes a job's list of written chunks when it deletes one, and
+the arrays of ``core`` say when their job is unfinished.
 """
 
 from chunkflow.jobs.identity import function_parts, job_identity, metadata_part, source_parts

@@ -31,13 +31,14 @@ import json
 import zlib
 from typing import TYPE_CHECKING
 
-from chunkflow.engine.verify import WRITTEN_KEY
-
 if TYPE_CHECKING:
     from chunkflow.storage import Store
 
 __all__ = ["WRITTEN_KEY", "drop_written", "record_written", "written_key", "written_keys"]
 
+#: The key, below an array, listing the chunks the last finished job stored (every
+#: chunk deletion through the engine removes it; ``verify`` reads it).
+WRITTEN_KEY = ".chunkflow-written"
 _FORMAT = "chunkflow-written"
 
 
