@@ -6,12 +6,14 @@ reading that the object is still the one it opened, by what ``fs.info`` says of 
 the bytes themselves (:func:`version_token`: ETags, generations, version ids, MD5
 hashes) also serve as the store's versions, which let a cache prove a copy current
 with a HEAD request instead of fetching the value again. Requests of one call go out
-together, on the file system's event loop (:func:`batch_kwargs`).
+together, on the file system's event loop (:func:`batch_kwargs`), or at most a few at
+once (:func:`gather_bounded`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from chunkflow import config
@@ -22,7 +24,7 @@ if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
 
 __all__ = ["FsspecRangeReader", "batch_kwargs", "change_token", "coalesce", "fs_protocols",
-           "is_missing_error", "open_fsspec_ranges", "split_coalesced", "version_token"]
+           "gather_bounded", "is_missing_error", "open_fsspec_ranges", "split_coalesced", "version_token"]
 
 # Error codes some backends raise (botocore ClientError) instead of FileNotFoundError.
 _MISSING_CODES = {"NoSuchKey", "404", "NotFound", "NoSuchBucket"}
@@ -259,3 +261,15 @@ def open_fsspec_ranges(fs: AbstractFileSystem, path: str, key: str,
     if change_token(info) is None:
         return None
     return FsspecRangeReader(key, fs, path, info, versioned)
+
+
+async def gather_bounded(calls: list[Callable[[], Awaitable[Any]]], limit: int) -> list[Any]:
+    """The results of ``calls`` (coroutine functions), at most ``limit`` running at
+    once, in order; an exception is returned in its place, not raised."""
+    slots = asyncio.Semaphore(limit)
+
+    async def run(call: Callable[[], Awaitable[Any]]) -> Any:
+        async with slots:
+            return await call()
+
+    return await asyncio.gather(*(run(call) for call in calls), return_exceptions=True)

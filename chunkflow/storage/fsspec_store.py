@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import os
 import re
 import time
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import fsspec
@@ -29,6 +28,7 @@ from chunkflow.storage.fsspec_ranges import (
     batch_kwargs,
     change_token,
     fs_protocols,
+    gather_bounded,
     is_missing_error,
     open_fsspec_ranges,
     version_token,
@@ -336,7 +336,7 @@ class FsspecStore(Store):
         from fsspec.asyn import sync
 
         limit = batch_kwargs(self.fs, len(paths))["batch_size"]
-        return sync(self.fs.loop, _gather_bounded,
+        return sync(self.fs.loop, gather_bounded,
                     [functools.partial(self.fs._info, path) for path in paths], limit)
 
     def _get_many_versioned(self, keys: list[str]) -> dict[str, tuple[bytes, Version | None]]:
@@ -489,15 +489,3 @@ class FsspecStore(Store):
         if not self.read_only:
             remove_if_stale(name, time.time() - TMP_MAX_AGE)
         return True
-
-
-async def _gather_bounded(calls: list[Callable[[], Awaitable[Any]]], limit: int) -> list[Any]:
-    """The results of ``calls`` (coroutine functions), at most ``limit`` running at
-    once, in order; an exception is returned in its place, not raised."""
-    slots = asyncio.Semaphore(limit)
-
-    async def run(call: Callable[[], Awaitable[Any]]) -> Any:
-        async with slots:
-            return await call()
-
-    return await asyncio.gather(*(run(call) for call in calls), return_exceptions=True)
