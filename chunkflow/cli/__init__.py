@@ -23,6 +23,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from chunkflow.cli.destination import check_output_location
 from chunkflow.cli.errors import run_guarded
 from chunkflow.cli.parser import build_parser
 
@@ -49,7 +50,13 @@ def main(argv: Sequence[str] | None = None) -> int:
               "(s3://, gs://, ...); no location given here is one", file=sys.stderr)
         return 2
     args.argv = argv  # the command as typed, for the advice after a failure
-    return run_guarded(args.command, args.run, args)
+    return run_guarded(args.command, _checked_run, args)
+
+
+def _checked_run(args: argparse.Namespace) -> int | None:
+    """The command, once its output location is known to hold Zarr nodes only."""
+    check_output_location(args)
+    return args.run(args)
 
 
 def _any_url(args: argparse.Namespace) -> bool:

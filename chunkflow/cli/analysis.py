@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import re
 import shutil
 import tempfile
 import time
@@ -168,11 +167,8 @@ def _threshold_of(args: argparse.Namespace, source: chunkflow.Array) -> Any:
         kwargs["nbins"] = args.nbins
     if args.tolerance is not None:
         kwargs["tolerance"] = args.tolerance
-    try:
-        with waited_for(args.scheduler), naming_source(args.src), refused_as_usage():
-            return func(source, **kwargs)
-    except UsageError as err:  # the library names its keyword; the command, its option
-        raise UsageError(re.sub(r"\btolerance=", "--tolerance ", str(err))) from None
+    with waited_for(args.scheduler), naming_source(args.src), refused_as_usage():
+        return func(source, **kwargs)
 
 
 def _number(value: Any) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import re
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -51,7 +52,8 @@ __all__ = ["check_options", "parse_scale", "parse_units", "register", "run_conve
 _OPTIONS = {"scale=": "--scale ", "scale ": "--scale ", "levels=": "--levels ",
             "channel_names=": "--channel-names ", "zarr_format=": "--zarr-format ",
             "axes: ": "--axes: ", "dataset=": "--dataset ", "chunks=": "--chunks ",
-            "shards=": "--shards "}
+            "shards=": "--shards ", "dtype=": "--dtype ", "offset=": "--offset ",
+            "order=": "--order ", "shape=": "--shape "}
 
 
 def parse_scale(text: str) -> tuple[float, ...] | dict[str, float]:
@@ -131,7 +133,8 @@ def options_named() -> Iterator[None]:
         text = str(err)
         for keyword, option in _OPTIONS.items():
             text = text.replace(keyword, option)
-        raise UsageError(text) from err
+        # "shape=)" became "--shape )": no space before punctuation or a second space
+        raise UsageError(re.sub(r" +([),;:]| )", r"\1", text)) from err
 
 
 def run_convert(args: argparse.Namespace) -> int:
@@ -208,4 +211,4 @@ def register(commands: argparse._SubParsersAction, parents: list[argparse.Argume
     parser.add_argument("--overwrite", action="store_true", help="replace an existing OUT")
     add_resume_option(parser)
     add_compute_options(parser)
-    parser.set_defaults(run=run_convert)
+    parser.set_defaults(run=run_convert, dst_metavar="OUT")

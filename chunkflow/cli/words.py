@@ -12,6 +12,8 @@ Examples
 'exists; pass --overwrite, or --resume'
 >>> in_cli_words("through an intermediate array: pass temp='scratch.zarr'", "rechunk")
 "through an intermediate array: pass --temp 'scratch.zarr'"
+>>> in_cli_words("a cycle, steps of 16.0: pass tolerance=16.0", "threshold")
+'a cycle, steps of 16.0: pass --tolerance 16.0'
 >>> command_line(["filter", "in.zarr", "out dir.zarr", "--median", "3"], add="--resume")
 "chunkflow filter in.zarr 'out dir.zarr' --median 3 --resume"
 """
@@ -39,6 +41,8 @@ _SPELLINGS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"\bchunks=(?=\W|$)", "--chunks"),
         (r"\bshards=(?=\W|$)", "--shards"),
         (r"\bintensity=(?=\W|$)", "--intensity"),
+        (r"\btolerance=(?=[-'\"\w.])", "--tolerance "),
+        (r"\btolerance=", "--tolerance"),
     )
 )
 # "--resume (--resume)" after the rewrite: say it once.

@@ -395,6 +395,13 @@ def _prune_folders(store: Store, path: str, deleted: Iterable[str]) -> None:
 
 
 def _foreign_message(location: Location, what: str, array: bool) -> str:
+    if isinstance(location.store, LocalStore):
+        parts = location.path.split("/") if location.path else []
+        target = os.path.join(location.store.root, *parts)
+        if os.path.isfile(target):  # a file where the node would go: say so plainly
+            return (f"{what}: {target!r} is a file, not a Zarr node. chunkflow replaces "
+                    "Zarr nodes only, never other files; nothing was written or deleted. "
+                    "Choose another location")
     start = len(location.path) + 1 if location.path else 0
     found = location.blocking(array)
     shown = ", ".join(repr(key[start:] or key) for key in found[:SHOWN])

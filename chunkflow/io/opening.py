@@ -83,7 +83,38 @@ def open_source(
     (``dataset=``, or ``file.h5::dataset``), an h5py dataset, a ``.npy`` file, a raw
     file (with ``shape=`` and ``dtype=``), a numpy array or ``memmap``, a Zarr array
     (path, URL, store, chunkflow or zarr-python array), or a reader.
+
+    ``dtype``, ``offset`` and ``order`` describe a raw file, given with ``shape``;
+    any other source has its own, and they are refused there rather than ignored
+    (``dtype="uint8"`` on a uint16 TIFF file would otherwise look like a cast).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> open_source(np.zeros(3, "u2"), dtype="u1")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    chunkflow.errors.InvalidArgumentError: convert: dtype='u1' describes a raw file ... leave dtype= out
     """
+    reader = _reader(source, dataset, stack_axis, shape, dtype, offset, order, storage_options)
+    raw = {name: value for name, value, default in (
+        ("dtype", dtype, None), ("offset", offset, 0), ("order", order, "C"))
+        if value != default}
+    if shape is None and raw:
+        given = ", ".join(f"{name}={value!r}" for name, value in raw.items())
+        what = (f"{os.fspath(source)!r}" if isinstance(source, (str, os.PathLike))
+                else f"the {type(source).__name__}")
+        raise InvalidArgumentError(
+            f"convert: {given} describe{'s' if len(raw) == 1 else ''} a raw file (given "
+            f"with shape=); {what} is read as it is stored ({reader.dtype}, shape "
+            f"{reader.shape}), and convert casts nothing; leave "
+            f"{', '.join(f'{name}=' for name in raw)} out")
+    return reader
+
+
+def _reader(source: Any, dataset: str | None, stack_axis: str, shape: Sequence[int] | None,
+            dtype: Any, offset: int, order: str,
+            storage_options: Mapping[str, Any] | None) -> Reader:
     if isinstance(source, Reader):
         return source
     if isinstance(source, Array):

@@ -558,10 +558,11 @@ def test_a_failed_copy_to_s3_removes_what_it_wrote_there(
     assert "removed the unfinished" in err
     fs.invalidate_cache()
     assert not fs.exists("chunkflow-test/failed.zarr")
-    # A prefix holding other data is refused before anything is written, never removed.
+    # A prefix holding other data is refused before anything is read or written (a usage
+    # error), never removed.
     fs.pipe("chunkflow-test/kept.zarr/notes.txt", b"mine")
     code, _, err = run(capsys, "copy", src, "s3://chunkflow-test/kept.zarr", *flags)
-    assert code == 1 and "'notes.txt'" in err and "removed" not in err
+    assert code == 2 and "'notes.txt'" in err and "removed" not in err
     fs.invalidate_cache()
     assert fs.find("chunkflow-test/kept.zarr") == ["chunkflow-test/kept.zarr/notes.txt"]
     assert fs.cat("chunkflow-test/kept.zarr/notes.txt") == b"mine"

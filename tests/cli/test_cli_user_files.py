@@ -41,8 +41,9 @@ def test_filter_refuses_a_folder_of_user_files(tmp_path: Path, small: Path,
     before = fingerprint(tmp_path)
     done = command("filter", small, mydocs, "--gaussian", "2",
                    *(["--overwrite"] if overwrite else []))
-    # A refusal of what is at DST, as for a DST that holds an array without --overwrite.
-    assert done.returncode == 1, done.stderr
+    # A refusal of what is at DST before any work (a usage error), as for a DST that
+    # holds an array without --overwrite.
+    assert done.returncode == 2, done.stderr
     line = done.stderr.strip()
     assert line.startswith("chunkflow filter: error:") and "\n" not in line
     assert str(mydocs) in line and "'thesis/chapter1.tex'" in line and "'todo.txt'" in line

@@ -100,3 +100,15 @@ def test_options_that_do_not_fit_the_file_exit_2(capsys, tmp_path: Path) -> None
     assert code == 2 and "--channel-names" in err, err
     assert not (tmp_path / "out.zarr").exists()
 
+
+def test_dtype_of_a_raw_file_is_no_cast_of_a_tiff(capsys, tmp_path: Path) -> None:
+    # --dtype uint8 on a uint16 TIFF was ignored: the image came out uint16, silently
+    tifffile.imwrite(tmp_path / "in.tif", _values((4, 20, 20)), photometric="minisblack")
+    code, _, err = run(capsys, "convert", tmp_path / "in.tif", tmp_path / "out.zarr",
+                       "--dtype", "uint8")
+    assert code == 2, err
+    assert "--dtype 'uint8' describes a raw file (given with --shape)" in err
+    assert "(uint16, shape (4, 20, 20))" in err and "leave --dtype out" in err
+    assert "dtype=" not in err  # the command's words, not the library's
+    assert not (tmp_path / "out.zarr").exists()
+

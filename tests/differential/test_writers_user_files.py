@@ -264,8 +264,10 @@ def _filter(root: Path, location: str, overwrite: bool, source: Path) -> None:
         capture_output=True, text=True, timeout=300,
         env={**os.environ, "PYTHONPATH": str(ROOT)})
     if done.returncode:
-        assert done.returncode == 1 and done.stderr.startswith("chunkflow filter: error:")
-        foreign = "not part of a Zarr node" in done.stderr  # refused as the library refuses
+        assert done.stderr.startswith("chunkflow filter: error:"), done.stderr
+        # refused as the library refuses; what is at DST, before any work (exit 2)
+        foreign = "not part of a Zarr node" in done.stderr or "is a file, not" in done.stderr
+        assert done.returncode == 2 if foreign else done.returncode in (1, 2), done.stderr
         raise (ForeignContentError if foreign else ChunkflowError)(done.stderr)
 
 

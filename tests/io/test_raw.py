@@ -62,3 +62,22 @@ def test_maps_of_a_few_slices_at_a_time(tmp_path, monkeypatch, order) -> None:
     reader = MemmapReader(path, shape=values.shape, dtype="u2", offset=5, order=order)
     region = (slice(1, 8), slice(2, 7), slice(0, 6))
     np.testing.assert_array_equal(reader.read(region), values[region])
+
+
+@pytest.mark.parametrize(("given", "says"), [
+    ({"dtype": "u1"}, "dtype='u1' describes a raw file"),
+    ({"offset": 8}, "offset=8 describes a raw file"),
+    ({"order": "F"}, "order='F' describes a raw file"),
+    ({"dtype": "u1", "offset": 8}, "dtype='u1', offset=8 describe a raw file"),
+])
+def test_raw_file_options_on_another_source_are_refused_not_ignored(tmp_path, given,
+                                                                    says) -> None:
+    # dtype="u1" on a uint16 .npy file would look like a cast that never happened
+    values = np.arange(600, dtype="u2").reshape(20, 30)
+    np.save(tmp_path / "v.npy", values)
+    for source in (tmp_path / "v.npy", values):
+        with pytest.raises(InvalidArgumentError, match=says) as refused:
+            chunkflow.convert(source, tmp_path / "o.zarr", **given)
+        assert "(uint16, shape (20, 30))" in str(refused.value)
+        assert "convert casts nothing" in str(refused.value)
+        assert not (tmp_path / "o.zarr").exists()

@@ -1,0 +1,83 @@
+"""Every command that writes DST refuses a DST holding anything but Zarr nodes (a
+user's files, or a file) before it reads a chunk: exit 2, the user's files untouched,
+with or without ``--overwrite`` (which could not help), in the command line's words."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import chunkflow
+from chunkflow.cli import main
+
+# Each command that writes DST, with the arguments it needs besides SRC and DST.
+WRITERS = {
+    "copy": [],
+    "convert": [],
+    "rechunk": ["--chunks", "2,3,3", "--max-memory", "64MiB"],
+    "filter": ["--gaussian", "1"],
+    "threshold": [],
+    "fill-holes": [],
+    "remove-small-objects": ["--max-size", "3"],
+    "remove-small-holes": ["--max-size", "3"],
+    "pyramid": [],
+    "label": [],
+}
+
+
+def _unreadable(tmp_path: Path) -> Path:
+    """An array whose every chunk is garbage: a command that reads one fails with exit
+    code 1, so exit code 2 proves the refusal came first."""
+    location = tmp_path / "garbage.zarr"
+    chunkflow.array(np.ones((4, 6, 6), "u1"), chunks=(2, 3, 3), store=str(location))
+    for path in location.rglob("*"):
+        if path.is_file() and path.name != "zarr.json":
+            path.write_bytes(b"not a chunk")
+    return location
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+@pytest.mark.parametrize("command", sorted(WRITERS))
+def test_a_folder_of_user_files_is_refused_before_any_work(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, command: str,
+        overwrite: bool) -> None:
+    folder = tmp_path / "Documents"
+    (folder / "notes").mkdir(parents=True)
+    (folder / "thesis.txt").write_text("mine")
+    (folder / "notes" / "a.md").write_text("also mine")
+    argv = [command, str(_unreadable(tmp_path)), str(folder), *WRITERS[command], "-q"]
+    code = main(argv + (["--overwrite"] if overwrite else []))
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert code == 2, err
+    name = "OUT" if command == "convert" else "DST"
+    assert err.startswith(f"chunkflow {command}: error: {name}: folder "), err
+    assert "not part of a Zarr node" in err and "nothing was written or deleted" in err
+    assert (folder / "thesis.txt").read_text() == "mine"
+    assert (folder / "notes" / "a.md").read_text() == "also mine"
+    assert sorted(p.name for p in folder.rglob("*")) == ["a.md", "notes", "thesis.txt"]
+
+
+@pytest.mark.parametrize("command", sorted(WRITERS))
+def test_a_file_as_dst_is_refused_as_a_file(capsys: pytest.CaptureFixture[str],
+                                            tmp_path: Path, command: str) -> None:
+    target = tmp_path / "notes.txt"
+    target.write_text("precious")
+    code = main([command, str(_unreadable(tmp_path)), str(target), *WRITERS[command], "-q",
+                 "--overwrite"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "is a file, not a Zarr node" in err
+    assert target.read_text() == "precious"
+
+
+def test_a_zarr_dst_is_still_replaced_with_overwrite(tmp_path: Path) -> None:
+    source = tmp_path / "src.zarr"
+    chunkflow.array(np.arange(24, dtype="u2").reshape(2, 3, 4), chunks=(1, 3, 4),
+                    store=str(source))
+    out = tmp_path / "out.zarr"
+    chunkflow.zeros((5,), chunks=(5,), store=str(out))  # an old output, replaced
+    assert main(["copy", str(source), str(out), "-q", "--overwrite"]) == 0
+    np.testing.assert_array_equal(chunkflow.open_array(str(out), mode="r")[...],
+                                  np.arange(24, dtype="u2").reshape(2, 3, 4))
