@@ -50,12 +50,13 @@ from chunkflow.cli.nodes import create_at, naming_source, open_array_at
 from chunkflow.cli.options import (
     add_casting_option,
     add_compute_options,
+    naming_casting,
     progress_wanted,
     storage_options,
 )
 from chunkflow.cli.resume import add_resume_option, kept_for_resume, resumed_or_created
 from chunkflow.errors import CastingError, MemoryPlanError, MissingDependencyError, UsageError
-from chunkflow.graph.casting import UNSAFE_HINT, check_cast
+from chunkflow.graph.casting import check_cast
 from chunkflow.graph.filters.axes import axis_names, per_axis_sizes
 from chunkflow.graph.map.halo import BOUNDARIES, SCIPY_MODES
 
@@ -229,7 +230,7 @@ def run_filter(args: argparse.Namespace) -> int:
     with kept_for_resume(args):
         target = _create_output(args, source)
         with waited_for(args.scheduler), naming_source(args.src), \
-                naming_filter(kind, size, depth), naming_casting(target.dtype):
+                naming_filter(kind, size, depth), naming_casting(target.dtype, "the filtered values"):
             chunkflow.map_chunks(
                 _filter_in, source, out=target, depth=depth,
                 # scipy pads every pass of a separable filter with cval itself at the
@@ -270,18 +271,6 @@ def naming_filter(kind: str, size: Any, depth: tuple[int, ...]) -> Iterator[None
         halo = depth[0] if len(set(depth)) == 1 else depth
         raise UsageError(f"--{kind} {_shown(size)} needs a halo of {halo} per side, too wide "
                          f"to filter in memory ({err}); choose a smaller --{kind}") from err
-
-
-@contextlib.contextmanager
-def naming_casting(out: np.dtype) -> Iterator[None]:
-    """A value that does not fit the output is ``--dtype``'s: say so, and which option
-    casts anyway."""
-    try:
-        yield
-    except CastingError as err:
-        line = str(err).splitlines()[0].replace(UNSAFE_HINT, "Pass --casting unsafe to cast "
-                                                "anyway, or a --dtype that holds the values")
-        raise CastingError(f"the filtered values do not fit --dtype {out}: {line}") from err
 
 
 def _filter_in(window: np.ndarray, *, kind: str, size: float | tuple[float, ...], work: str,

@@ -15,13 +15,19 @@ Examples
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
+from collections.abc import Iterator
 from typing import Any
+
+import numpy as np
+
+from chunkflow.errors import CastingError
 
 __all__ = [
     "add_casting_option", "add_common_options", "add_compute_options", "add_max_memory_option",
-    "add_scheduler_option", "add_storage_options", "parse_scheduler", "parse_shape",
+    "add_scheduler_option", "add_storage_options", "naming_casting", "parse_scheduler", "parse_shape",
     "parse_size", "parse_storage_option", "progress_wanted", "stderr_is_tty", "storage_options",
 ]
 
@@ -134,6 +140,20 @@ def add_casting_option(parser: argparse.ArgumentParser) -> None:
              "cast anyway, as numpy's astype wraps and truncates; same_kind, safe, equiv, "
              "no: numpy's rules for the pair of dtypes, values unchecked)",
     )
+
+
+@contextlib.contextmanager
+def naming_casting(out: np.dtype, values: str) -> Iterator[None]:
+    """A value that does not fit the output is ``--dtype``'s: say so (``values``: what
+    was cast, "the filtered values"), and which option casts anyway."""
+    from chunkflow.graph.casting import UNSAFE_HINT
+
+    try:
+        yield
+    except CastingError as err:
+        line = str(err).splitlines()[0].replace(UNSAFE_HINT, "Pass --casting unsafe to cast "
+                                                "anyway, or a --dtype that holds the values")
+        raise CastingError(f"{values} do not fit --dtype {out}: {line}") from err
 
 
 def add_compute_options(parser: argparse.ArgumentParser) -> None:

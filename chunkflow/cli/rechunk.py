@@ -26,15 +26,18 @@ from chunkflow.cli.cleanup import waited_for
 from chunkflow.cli.copy import COMPRESSORS, parse_compressor
 from chunkflow.cli.nodes import naming_source, open_array_at
 from chunkflow.cli.options import (
+    add_casting_option,
     add_compute_options,
     add_max_memory_option,
     add_renamed_option,
+    naming_casting,
     parse_shape,
     progress_wanted,
     storage_options,
 )
 from chunkflow.cli.resume import add_resume_option, kept_for_resume
-from chunkflow.errors import MemoryPlanError, UsageError
+from chunkflow.errors import CastingError, MemoryPlanError, UsageError
+from chunkflow.graph.casting import check_cast
 
 __all__ = ["parse_chunks", "parse_region", "register", "run_rechunk"]
 
@@ -82,6 +85,7 @@ def _options_named() -> Iterator[None]:
         raise UsageError(text) from err
 
 
+
 def _layout(array: chunkflow.Array) -> str:
     if array.shards is None:
         return f"chunks {array.chunks}"
@@ -94,12 +98,23 @@ def run_rechunk(args: argparse.Namespace) -> int:
     source = open_array_at(args.src, storage_options(args, args.src), cache=False)
     start = time.perf_counter()
     compressors = args.compressor if hasattr(args, "compressor") else ...
+    try:
+        dtype = np.dtype(args.dtype) if args.dtype else source.dtype
+    except TypeError:
+        raise UsageError(f"--dtype {args.dtype!r} is not a numpy dtype (e.g. uint16, <f4)"
+                         ) from None
+    try:  # the dtypes alone may rule the cast out: before anything is created
+        check_cast(source.dtype, dtype, args.casting, f"--dtype {dtype}")
+    except CastingError as err:
+        raise UsageError(str(err).replace("the result's dtype", "SRC's dtype")
+                         .replace("casting='unsafe'", "--casting unsafe")
+                         .replace("dtype= of the result's kind", "a --dtype of its kind")) from None
     with kept_for_resume(args), waited_for(args.scheduler), naming_source(args.src), \
-            _options_named():
+            _options_named(), naming_casting(dtype, "the values"):
         target = chunkflow.rechunk(
             source, args.chunks, args.dst, max_memory=args.max_memory, temp=args.temp,
             shards=args.shards, zarr_format=args.zarr_format, compressors=compressors,
-            dtype=np.dtype(args.dtype) if args.dtype else None, selection=args.selection,
+            dtype=dtype, casting=args.casting, selection=args.selection,
             overwrite=args.overwrite, scheduler=args.scheduler,
             progress=progress_wanted(args), resume=args.resume, storage_options=options)
     seconds = time.perf_counter() - start
@@ -138,6 +153,7 @@ def register(commands: argparse._SubParsersAction, parents: list[argparse.Argume
                          metavar="NAME[:LEVEL]", help=f"one of {COMPRESSORS} (default: the "
                                                       "source's)")
     rechunk.add_argument("--dtype", help="dtype of DST (default: the source's)")
+    add_casting_option(rechunk)
     rechunk.add_argument("--selection", type=parse_region, metavar="START:STOP,...",
                          help="rechunk only this part of SRC")
     add_renamed_option(rechunk, "--region", "--selection", "selection", type=parse_region)

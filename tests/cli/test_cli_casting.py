@@ -155,3 +155,31 @@ def test_what_the_filters_cannot_write_is_refused_before_anything_is_created(
     line = _refused(chunkflow_command("filter", src, tmp_path / "out.zarr", *argv), 2)
     assert needle in line
     assert not (tmp_path / "out.zarr").exists() and fingerprint(tmp_path) == before
+
+
+# -- chunkflow rechunk --dtype: the same rule, for a copy -------------------------------
+
+
+def test_rechunk_dtype_never_wraps_values(tmp_path: Path, small: tuple[Path, np.ndarray]) -> None:
+    """``rechunk --dtype uint8`` of values up to 13078 wrote them modulo 256, exit 0."""
+    src, data = small
+    before = fingerprint(tmp_path)
+    common = ["--chunks", "20,30", "--max-memory", "64MiB"]
+    done = chunkflow_command("rechunk", src, tmp_path / "r.zarr", *common, "--dtype", "uint8")
+    assert done.returncode == 1, done.stderr
+    line = done.stderr.strip().splitlines()[-1]
+    assert line.startswith("chunkflow rechunk: error: the values do not fit --dtype uint8")
+    assert "out of its range 0..255" in line and "--casting unsafe" in line
+    assert fingerprint(tmp_path) == before  # the unfinished output is removed
+    done = chunkflow_command("rechunk", src, tmp_path / "r.zarr", *common, "--dtype", "uint8",
+                             "--casting", "unsafe")
+    assert done.returncode == 0, done.stderr
+    np.testing.assert_array_equal(chunkflow.open(str(tmp_path / "r.zarr"), mode="r")[:],
+                                  data.astype("u1"))  # numpy's wrap, asked for
+    done = chunkflow_command("rechunk", src, tmp_path / "f.zarr", *common, "--dtype", "float32")
+    assert done.returncode == 0, done.stderr
+    np.testing.assert_array_equal(chunkflow.open(str(tmp_path / "f.zarr"), mode="r")[:],
+                                  data.astype("f4"))
+    done = chunkflow_command("rechunk", src, tmp_path / "s.zarr", *common, "--dtype", "U3")
+    assert done.returncode == 2 and "--casting unsafe" in done.stderr, done.stderr
+    assert not (tmp_path / "s.zarr").exists()

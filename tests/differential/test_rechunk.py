@@ -1,4 +1,6 @@
-"""chunkflow.rechunk against the source's values (numpy's ``astype`` for a new dtype).
+"""chunkflow.rechunk against the source's values (numpy's ``astype`` for a new dtype,
+asked for with ``casting="unsafe"``: the casting rule itself, whose default refuses a
+value that changes, is :mod:`tests.differential.test_casting`'s).
 
 Random arrays of every dtype go to random chunks, shards, formats and dtypes, over a
 random region, under a random ``max_memory``: from budgets that fit one pass, down to
@@ -164,7 +166,7 @@ def _call(case: RechunkCase, source: chunkflow.Array, out: Any, temp: Any,
           max_memory: int | float | None = None) -> chunkflow.Array:
     return chunkflow.rechunk(source, case.chunks, out, max_memory=max_memory or case.max_memory,
                              temp=temp if case.temp else None, shards=case.shards,
-                             zarr_format=case.zarr_format, dtype=case.dtype,
+                             zarr_format=case.zarr_format, dtype=case.dtype, casting="unsafe",
                              selection=case.region, scheduler=case.scheduler)
 
 

@@ -17,6 +17,7 @@ Examples
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -26,7 +27,13 @@ import numpy as np
 from chunkflow.api.hierarchy import open_node
 from chunkflow.api.zarr3 import create_array
 from chunkflow.core.array import Array
-from chunkflow.errors import ArgumentTypeError, ContainsArrayError, InvalidSelectionError
+from chunkflow.errors import (
+    ArgumentTypeError,
+    CastingError,
+    ContainsArrayError,
+    InvalidSelectionError,
+)
+from chunkflow.graph.casting import DEFAULT_CASTING, cast_block
 from chunkflow.graph.write import unit_region
 from chunkflow.storage import Store, make_store
 
@@ -123,7 +130,7 @@ class OutputSpec:
 
 def output_template(source: Array, shape: tuple[int, ...], chunks: tuple[int, ...],
                     shards: Sequence[int] | None, dtype: DTypeLike | None, zarr_format: int | None,
-                    compressors: Any) -> tuple[OutputSpec, Array]:
+                    compressors: Any, casting: str = DEFAULT_CASTING) -> tuple[OutputSpec, Array]:
     """The output's creation arguments and an in-memory array made with them (which
     checks them all, creating nothing where the output goes)."""
     out_dtype = np.dtype(dtype) if dtype is not None else source.dtype
@@ -136,14 +143,44 @@ def output_template(source: Array, shape: tuple[int, ...], chunks: tuple[int, ..
     }
     if shards is not None:
         kwargs["shards"] = tuple(int(s) for s in shards)
-    if source.fill_value is not None:
-        # The source's fill value converted as its values are: a missing source chunk
-        # reads as that, is written as the output's fill value, and reads back equal.
-        kwargs["fill_value"] = np.asarray(source.fill_value, source.dtype).astype(out_dtype)[()]
+    fill = output_fill(source, out_dtype, casting)
+    if fill is not None:
+        kwargs["fill_value"] = fill
     if fmt == 3 and source.zarr_format == 3 and source.dimension_names is not None:
         kwargs["dimension_names"] = source.dimension_names
     spec = OutputSpec(kwargs)
     return spec, spec.create(None, None, overwrite=False)
+
+
+def output_fill(source: Array, dtype: np.dtype, casting: str = DEFAULT_CASTING) -> Any:
+    """The source's fill value converted as its values are (``casting``), or ``None``
+    (the output dtype's default) where it cannot be.
+
+    A missing source chunk reads as the source's fill value and is written as the
+    output's: with the converted value, it stays missing and reads back equal. Every
+    block is written, so any fill value the dtype holds gives the same values; where
+    the conversion would change the value (``same_value``) or fails, the values
+    themselves meet the casting rule in the tasks that write them.
+
+    Examples
+    --------
+    >>> import chunkflow
+    >>> z = chunkflow.full(4, fill_value=300, chunks=2, dtype="u2")
+    >>> int(output_fill(z, np.dtype("u4"))), output_fill(z, np.dtype("u1"))
+    (300, None)
+    >>> int(output_fill(z, np.dtype("u1"), "unsafe"))  # as numpy's astype: 300 wraps
+    44
+    """
+    if source.fill_value is None:
+        return None
+    rule = "same_value" if casting == "same_value" else "unsafe"  # numpy's rules: astype
+    value = np.asarray(source.fill_value, source.dtype).reshape(1)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # numpy's cast warnings: the rule decides
+            return cast_block(value, dtype, rule, "the source's fill value")[0]
+    except (CastingError, ValueError, TypeError, OverflowError):
+        return None
 
 
 def refuse_existing(location: StoreLike, storage_options: Mapping[str, Any] | None) -> None:

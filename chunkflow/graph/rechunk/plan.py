@@ -21,6 +21,7 @@ from dask.base import tokenize
 
 from chunkflow.config import byte_count
 from chunkflow.core.array import Array
+from chunkflow.graph.casting import DEFAULT_CASTING, check_cast, check_casting
 from chunkflow.graph.read import BLOCKS_PER_THREAD, as_source_array
 from chunkflow.graph.rechunk.arrays import (
     OutputSpec,
@@ -78,7 +79,7 @@ def prepare_rechunk(source: ArraySource, chunks: TargetChunks, *,
                     max_memory: int | str, temp: StoreLike | None = None,
                     shards: Sequence[int] | None = None, zarr_format: int | None = None,
                     compressors: Any = ..., dtype: DTypeLike | None = None, selection: Any = None,
-                    scheduler: SchedulerLike = None,
+                    casting: str = DEFAULT_CASTING, scheduler: SchedulerLike = None,
                     storage_options: Mapping[str, Any] | None = None) -> RechunkPlan:
     """Open, check and plan a rechunk, creating nothing (see :func:`rechunk`).
 
@@ -97,8 +98,12 @@ def prepare_rechunk(source: ArraySource, chunks: TargetChunks, *,
         array = array.with_options(cache=False)
     _, offset, shape = source_region(selection, array)
     chunk_shape = target_chunk_shape(chunks, array, shape)
+    # The dtypes alone may rule the cast out: refused before anything is created (the
+    # values are checked by each task, on the block it writes).
+    out_dtype = np.dtype(dtype) if dtype is not None else array.dtype
+    check_cast(array.dtype, out_dtype, check_casting(casting, "rechunk"), "rechunk")
     spec, template = output_template(array, shape, chunk_shape, shards, dtype,
-                                     zarr_format, compressors)
+                                     zarr_format, compressors, casting)
     limit = byte_count("rechunk: max_memory", max_memory)
     aligned = all(o % c == 0 and (o + n) % c == 0
                   for o, n, c in zip(offset, shape, array.chunks))

@@ -39,6 +39,7 @@ from chunkflow.config.renames import renamed_parameters
 from chunkflow.core.array import Array
 from chunkflow.engine.pool import serial_io
 from chunkflow.graph.blocks import dim_blocks
+from chunkflow.graph.casting import DEFAULT_CASTING, cast_block
 from chunkflow.graph.map.tasks import RegionDep
 from chunkflow.graph.rechunk.arrays import Intermediate, TargetChunks
 from chunkflow.graph.rechunk.outputs import open_intermediate, open_output
@@ -63,18 +64,25 @@ __all__ = ["CopyPlan", "RechunkPlan", "prepare_rechunk", "rechunk"]
 @dataclass(frozen=True)
 class CopyPlan:
     """One pass, pickled once into the graph: copy blocks of ``source`` (from
-    ``offset`` on) to the same blocks of ``target``, converting the dtype."""
+    ``offset`` on) to the same blocks of ``target``, cast to its dtype by the
+    ``casting`` rule (:func:`~chunkflow.graph.casting.cast_block`: by default a value
+    the dtype cannot hold fails the task, and nothing of that block is written)."""
 
     source: Array
     target: Array
     offset: tuple[int, ...]
     tracker: Job | None = None  # resume=True: skips recorded blocks, records new ones
+    casting: str = DEFAULT_CASTING
 
     def run(self, region: tuple[slice, ...]) -> None:
         read = tuple(slice(r.start + o, r.stop + o) for r, o in zip(region, self.offset))
         with serial_io():  # dask supplies the parallelism
             block = self.source.get_basic_selection(read)
-            self.target.set_basic_selection(region, block.astype(self.target.dtype, copy=False))
+            where = (f"rechunk: the block for array {self.target.path or '/'!r} in "
+                     f"{self.target.store.identity} ({block_keys(self.target, region)})")
+            cast = cast_block(block, self.target.dtype, self.casting, where,
+                              tuple(s.start for s in region))
+            self.target.set_basic_selection(region, cast)
 
 
 def _copy_block(plan: CopyPlan, located: tuple[tuple[int, ...], tuple[slice, ...]],
@@ -127,6 +135,7 @@ def rechunk(
     zarr_format: int | None = None,
     compressors: Any = ...,
     dtype: DTypeLike | None = None,
+    casting: str = DEFAULT_CASTING,
     selection: Any = None,
     overwrite: bool = False,
     scheduler: SchedulerLike = None,
@@ -166,7 +175,13 @@ def rechunk(
         The output's compressors, as :func:`chunkflow.create_array` takes them
         (default: the source's compressor; ``None`` for none).
     dtype : optional
-        The output's dtype (default: the source's); values convert as ``astype``.
+        The output's dtype (default: the source's).
+    casting : str
+        How values become the output's dtype, as for :func:`chunkflow.map_chunks`
+        (:mod:`chunkflow.graph.casting`): by default (``"same_value"``) a value the dtype
+        cannot hold (uint16 ``300`` into uint8, a fraction into an integer) fails the
+        job with :class:`~chunkflow.CastingError`, naming it and where it lies;
+        ``"unsafe"`` converts as numpy's ``astype`` (wrapping, truncating).
     selection : tuple of slices, optional
         Rechunk only this part of ``source`` (unit steps); the output has its shape.
     overwrite : bool
@@ -204,12 +219,13 @@ def rechunk(
     plan = prepare_rechunk(source, chunks, max_memory=max_memory, temp=temp,
                           shards=shards, zarr_format=zarr_format,
                           compressors=compressors, dtype=dtype, selection=selection,
-                          scheduler=scheduler, storage_options=storage_options)
+                          casting=casting, scheduler=scheduler,
+                          storage_options=storage_options)
     target, tracker = open_output(plan, out, resume=resume, overwrite=overwrite,
                                   job_name=job_name,
                                   storage_options=storage_options)
     trackers: list[Job | None] = [tracker]
-    last = CopyPlan(plan.source, target, plan.offset, tracker)
+    last = CopyPlan(plan.source, target, plan.offset, tracker, casting)
     if plan.choice.intermediate_chunks is None:
         done = _pass_graph(last, plan.choice.passes[0], plan.token, None)
         middle = place = None
@@ -218,7 +234,9 @@ def rechunk(
         place = Intermediate.under(temp, plan.intermediate_name, storage_options)
         middle, first_tracker = open_intermediate(plan, place, resume=resume)
         trackers.insert(0, first_tracker)
-        first = _pass_graph(CopyPlan(plan.source, middle, plan.offset, first_tracker),
+        # The intermediate has the smaller of the two dtypes: the one cast happens in
+        # whichever pass converts, under the same rule.
+        first = _pass_graph(CopyPlan(plan.source, middle, plan.offset, first_tracker, casting),
                             plan.choice.passes[0], f"{plan.token}-1", None)
         last = dataclasses.replace(last, source=middle, offset=(0,) * target.ndim)
         done = _pass_graph(last, plan.choice.passes[1], f"{plan.token}-2", first)
