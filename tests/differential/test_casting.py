@@ -282,6 +282,31 @@ def test_rechunk_casts_as_numpy(case: Case, data: st.DataObject | None) -> None:
         assume(False)
 
 
+def _first_of_each_block(values: np.ndarray, chunks: tuple[int, ...]) -> np.ndarray:
+    grid = tuple(range(0, n, c) for n, c in zip(values.shape, chunks))
+    firsts = np.empty(tuple(len(g) for g in grid), values.dtype)
+    for index in np.ndindex(*firsts.shape):
+        firsts[index] = values[tuple(g[i] for g, i in zip(grid, index))]
+    return firsts
+
+
+@budget(20)
+@given(casting_cases())
+@example((np.array([-8, 3, 300], "i2"), np.dtype("u1"), "same_value", (1,)))
+@example((np.array([-8, 3, 300], "i2"), np.dtype("u1"), "unsafe", (1,)))
+def test_summarize_chunks_casts_as_numpy(case: Case) -> None:
+    """Each block's summary (here its first value) cast to ``dtype`` by the rule."""
+    values, target, casting, chunks = case
+    assume(values.size > 0)  # an empty array is one empty block (dask's grid): no first value
+    source = _source(values, chunks)
+    def first(block: np.ndarray) -> np.ndarray:  # 0-d, in the block's dtype (a str keeps its width)
+        return block.reshape(-1)[:1].reshape(())
+
+    _check(lambda: chunkflow.summarize_chunks(first, source, dtype=target, casting=casting,
+                                              scheduler="sync"),
+           _first_of_each_block(values.astype(source.dtype), chunks), target, casting)
+
+
 @budget(25)
 @given(casting_cases(NUMERIC))
 @example((np.array([1.5, -0.0, np.nan, np.inf]), np.dtype(">i4"), "unsafe", (3,)))

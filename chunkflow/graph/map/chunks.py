@@ -349,13 +349,17 @@ def summarize_chunks(
     constant_value: Any = 0,
     storage_options: Mapping[str, Any] | None = None,
     func_memory_factor: float = 2.0,
+    casting: str = DEFAULT_CASTING,
     **kwargs: Any,
 ) -> Any:
     """One small result per block (a count, a histogram...), gathered over the block grid.
 
     ``func`` is called as in :func:`map_chunks` and returns a scalar or an array of
     ``shape``; the result is a numpy array of shape ``num_blocks + shape`` (or the lazy
-    dask array with ``compute=False``). By default each block is one chunk (shard) of
+    dask array with ``compute=False``), of ``dtype``: each summary is cast by the
+    ``casting`` rule, as :func:`map_chunks` casts (by default a value ``dtype`` cannot
+    hold, such as a negative count into ``uint8``, fails with
+    :class:`~chunkflow.CastingError`). By default each block is one chunk (shard) of
     the first source, the tile a user thinks of; ``blocks=`` groups chunks as in
     :func:`map_chunks`. ``block_info["array_location"]`` tells a block where it lies.
 
@@ -376,9 +380,10 @@ def summarize_chunks(
                                 block_info=block_info, trim=False, max_memory=max_memory,
                                 scheduler=scheduler, storage_options=storage_options,
                                 func_memory_factor=func_memory_factor, kwargs=kwargs,
-                                summary_shape=tuple(shape), what="summarize_chunks")
+                                summary_shape=tuple(shape), what="summarize_chunks",
+                                casting=casting)
     token = tokenize("summary", func, kwargs, plan.sources, plan.depth, boundary,
-                     constant_value, block_info, str(plan.dtype), tuple(shape), tasks.dep)
+                     constant_value, block_info, str(plan.dtype), tuple(shape), tasks.dep, casting)
     graph, name = _graph(plan, tasks.dep, token, tuple(shape))
     ndim = len(tasks.dep.numblocks)
     result = da.Array(graph, name,

@@ -138,7 +138,10 @@ class MapPlan:
                 f"summarize_chunks: {_name(self.func)} returned shape {result.shape} for block "
                 f"{index}; expected {self.summary_shape} (pass shape=)"
             )
-        return result.astype(self.dtype, copy=False).reshape((1,) * len(index) + result.shape)
+        where = f"summarize_chunks: {_name(self.func)} returned the summary of block {index}"
+        cast = cast_block(result, self.dtype, self.casting, where) if result.dtype != self.dtype \
+            else result
+        return cast.reshape((1,) * len(index) + result.shape)
 
 
 def _name(func: Callable[..., Any]) -> str:
