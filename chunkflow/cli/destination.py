@@ -1,12 +1,13 @@
 """The output location of a command, checked before any work.
 
-Every command that writes DST (an array or an OME-Zarr image) replaces Zarr nodes only.
-The library refuses a DST that holds anything else, but only when it comes to create
-the output: after ``threshold`` computed its value, after ``remove-small-objects``
-labelled the whole image. Here the same check (:func:`~chunkflow.core.replacing.
-check_location`) runs before the command starts, and its refusal is a usage error
-(exit 2) in the command's words, with or without ``--overwrite`` (which could not
-help).
+Every command that writes DST (an array or an OME-Zarr image) creates it anew, and
+replaces Zarr nodes only. The library refuses a DST that holds anything else, or that
+is (or overlaps) what the command reads, but only when it comes to create the output:
+after ``threshold`` computed its value, after ``remove-small-objects`` labelled the
+whole image. Here the same checks (:func:`~chunkflow.core.replacing.check_location`,
+:func:`~chunkflow.jobs.overlaps`) run before the command starts, and a refusal is a
+usage error (exit 2) in the command's words, with or without ``--overwrite`` (which
+could not help).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import argparse
 from chunkflow.cli.options import storage_options
 from chunkflow.core.replacing import check_location
 from chunkflow.errors import ForeignContentError, UsageError
+from chunkflow.jobs.overlap import location_of, overlaps
 
 __all__ = ["check_output_location"]
 
@@ -39,6 +41,7 @@ def check_output_location(args: argparse.Namespace) -> None:
     if dst is None:
         return
     name = getattr(args, "dst_metavar", "DST")
+    _refuse_a_source(args, str(dst), name)
     try:
         check_location(str(dst), what=name, array=False,
                        storage_options=storage_options(args, str(dst)))
@@ -46,3 +49,30 @@ def check_output_location(args: argparse.Namespace) -> None:
         raise UsageError(str(err)) from None
     except Exception:  # noqa: BLE001 - not this check's to report (see above)
         return
+
+
+#: The arguments a command reads, by the names its usage line gives them.
+_SOURCES = (("src", "SRC"), ("labels", "LABELS"), ("intensity", "--intensity"))
+
+
+def _refuse_a_source(args: argparse.Namespace, dst: str, name: str) -> None:
+    """Refuse a DST that is, holds or lies in what the command reads: creating it would
+    delete the source before it is read."""
+    out = _location(args, dst)
+    for attribute, label in _SOURCES:
+        source = getattr(args, attribute, None)
+        where = None if source is None or out is None else _location(args, str(source))
+        if where is not None and out is not None and overlaps(out, where):
+            label = "IN" if name == "OUT" and label == "SRC" else label
+            relation = "is" if out == where else "overlaps"
+            raise UsageError(
+                f"{name} {dst!r} {relation} {label} {str(source)!r}: creating {name} there "
+                f"would delete what the command reads before it is read. Nothing was read or "
+                "written; write to another location")
+
+
+def _location(args: argparse.Namespace, where: str) -> str | None:
+    try:
+        return location_of(where, storage_options(args, where))
+    except Exception:  # noqa: BLE001 - cannot be asked yet: the command will say why
+        return None

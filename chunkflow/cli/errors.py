@@ -28,7 +28,12 @@ from typing import Any
 
 # UsageError and MissingDependencyError live in chunkflow.errors (imported here too).
 from chunkflow.cli.words import command_line, in_cli_words
-from chunkflow.errors import ChunkflowError, MissingDependencyError, UsageError
+from chunkflow.errors import (
+    ChunkflowError,
+    MissingDependencyError,
+    OutputIsSourceError,
+    UsageError,
+)
 
 __all__ = ["EXIT_CODES", "MissingDependencyError", "UsageError", "describe", "next_steps",
            "run_guarded"]
@@ -124,8 +129,10 @@ def run_guarded(command: str, run: Callable[[Any], int | None], args: Any) -> in
         if debug:
             traceback.print_exc()
         print(f"{prefix} error: {in_cli_words(describe(err), command)}", file=sys.stderr)
-        # A usage error stays one when a wrapper adds to it (e.g. what was removed).
-        usage = isinstance(err, UsageError) or isinstance(err.__cause__, UsageError)
+        # A usage error stays one when a wrapper adds to it (e.g. what was removed); an
+        # output that is the source is refused before anything is read or written.
+        usage = isinstance(err, (UsageError, OutputIsSourceError)) \
+            or isinstance(err.__cause__, UsageError)
         if usage:
             return EXIT_USAGE
         for line in next_steps(args, interrupted=False):

@@ -12,6 +12,8 @@ Examples
 'exists; pass --overwrite, or --resume'
 >>> in_cli_words("through an intermediate array: pass temp='scratch.zarr'", "rechunk")
 "through an intermediate array: pass --temp 'scratch.zarr'"
+>>> in_cli_words("label: out 'a.zarr' is SRC 'a.zarr' of this job", "label")
+"DST 'a.zarr' is SRC 'a.zarr' of this job"
 >>> in_cli_words("a cycle, steps of 16.0: pass tolerance=16.0", "threshold")
 'a cycle, steps of 16.0: pass --tolerance 16.0'
 >>> command_line(["filter", "in.zarr", "out dir.zarr", "--median", "3"], add="--resume")
@@ -42,6 +44,7 @@ _SPELLINGS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"\bshards=(?=\W|$)", "--shards"),
         (r"\bintensity=(?=\W|$)", "--intensity"),
         (r"\btolerance=(?=[-'\"\w.])", "--tolerance "),
+        (r"^out (?=')", "DST "),  # the writers' out= (an output that is the source)
         (r"\btolerance=", "--tolerance"),
     )
 )

@@ -183,9 +183,9 @@ def test_copy_refuses_to_replace_without_overwrite(
 ) -> None:
     path, data = stored
     code, out, err = run(capsys, "copy", path, path)
-    assert code == 1 and out == ""
+    assert code == 2 and out == ""  # refused before anything is read: a usage error
     # DST is SRC: --overwrite would delete it before it is read, so it is not offered.
-    assert "is SRC" in err and "Nothing was written" in err and "Traceback" not in err
+    assert "is SRC" in err and "Nothing was read or written" in err and "Traceback" not in err
     other = str(Path(path).with_name("other.zarr"))
     assert run(capsys, "copy", path, other)[0] == 0
     code, out, err = run(capsys, "copy", path, other)

@@ -347,7 +347,8 @@ def test_an_output_that_is_the_source_is_refused_and_left_alone(
     location, data = mask
     for name in ("threshold", "fill-holes"):
         code = main([name, str(location), str(location), "--overwrite", "-q"])
-        assert code == 1 and "is SRC" in capsys.readouterr().err  # as chunkflow filter
+        # before the threshold or the fill is computed: a usage error, as chunkflow filter
+        assert code == 2 and "is SRC" in capsys.readouterr().err
         np.testing.assert_array_equal(read(location), data)
 
 

@@ -1,6 +1,7 @@
 """Every command that writes DST refuses a DST holding anything but Zarr nodes (a
-user's files, or a file) before it reads a chunk: exit 2, the user's files untouched,
-with or without ``--overwrite`` (which could not help), in the command line's words."""
+user's files, or a file), or one that is or overlaps SRC, before it reads a chunk:
+exit 2, the user's files and SRC untouched, with or without ``--overwrite`` (which
+could not help), in the command line's words."""
 
 from __future__ import annotations
 
@@ -81,3 +82,28 @@ def test_a_zarr_dst_is_still_replaced_with_overwrite(tmp_path: Path) -> None:
     assert main(["copy", str(source), str(out), "-q", "--overwrite"]) == 0
     np.testing.assert_array_equal(chunkflow.open_array(str(out), mode="r")[...],
                                   np.arange(24, dtype="u2").reshape(2, 3, 4))
+
+
+@pytest.mark.parametrize("command", sorted(WRITERS))
+@pytest.mark.parametrize("inside", [False, True])
+def test_dst_that_is_or_lies_in_src_is_refused_before_any_work(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, command: str,
+        inside: bool) -> None:
+    source = _unreadable(tmp_path)  # a chunk read would fail with exit 1
+    before = sorted(p.name for p in source.rglob("*"))
+    dst = source / "sub" if inside else source
+    code = main([command, str(source), str(dst), *WRITERS[command], "-q", "--overwrite"])
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert code == 2, err
+    src, out = ("IN", "OUT") if command == "convert" else ("SRC", "DST")
+    relation = "overlaps" if inside else "is"
+    assert f"error: {out} {str(dst)!r} {relation} {src} {str(source)!r}" in err, err
+    assert sorted(p.name for p in source.rglob("*")) == before  # nothing written or removed
+
+
+def test_a_link_to_src_is_src(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    source = _unreadable(tmp_path)
+    (tmp_path / "link.zarr").symlink_to(source)
+    code = main(["filter", str(source), str(tmp_path / "link.zarr"), "--gaussian", "1", "-q",
+                 "--overwrite"])
+    assert code == 2 and "is SRC" in capsys.readouterr().err
