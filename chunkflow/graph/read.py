@@ -61,7 +61,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ArraySource", "BlockChunks", "ChunkflowDaskArray", "SelectionDep", "as_source_array",
-    "block_multiples", "to_dask",
+    "block_multiples", "to_dask", "writer_source",
 ]
 
 #: An array to read, as the graph functions accept it: an open :class:`~chunkflow.Array`,
@@ -263,6 +263,24 @@ def block_multiples(array: Array, selection: Selection, blocks: BlockChunks) -> 
             )
         multiples.append(int(k))
     return tuple(multiples)
+
+
+def writer_source(source: ArraySource, storage_options: Mapping[str, Any] | None = None,
+                  **open_kwargs: Any) -> Array:
+    """:func:`as_source_array` for a job that writes: its ``storage_options`` apply to
+    the URLs given (the output's, ``temp``'s, a source's), so an open array source
+    takes none of them, rather than refusing them (``out="s3://..."`` needs them).
+
+    Examples
+    --------
+    >>> import chunkflow
+    >>> z = chunkflow.zeros(4, chunks=2)
+    >>> writer_source(z, {"anon": True}) is z
+    True
+    """
+    if isinstance(source, Array):
+        return source
+    return as_source_array(source, storage_options, **open_kwargs)
 
 
 def as_source_array(source: ArraySource, storage_options: Mapping[str, Any] | None = None,

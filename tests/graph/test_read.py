@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import chunkflow
-from chunkflow.errors import InvalidSelectionError
+from chunkflow.errors import InvalidArgumentError, InvalidSelectionError
 
 pytestmark = pytest.mark.lowest_deps  # also run at the lowest dependency versions
 
@@ -441,3 +441,27 @@ def test_steps_over_chunks_plan_one_block_per_element_none_empty() -> None:
         x = chunkflow.to_dask(z, slice(start, None, step), blocks=(k,))
         assert 0 not in x.chunks[0] and sum(x.chunks[0]) == len(range(*slice(
             start, None, step).indices(size)))
+
+
+def test_storage_options_with_an_open_array(tmp_path) -> None:
+    """A writer's storage_options are its URLs' (out=, temp=): an open array source takes
+    none of them; a reader's (to_dask) would apply to nothing, and are refused."""
+    from scipy import ndimage
+
+    data = np.arange(6 * 8, dtype="u2").reshape(6, 8)
+    z = chunkflow.array(data, chunks=(2, 4))
+    options = {"auto_mkdir": True}
+    url = f"file://{tmp_path}/new"
+    np.testing.assert_array_equal(
+        chunkflow.rechunk(z, (3, 8), f"{url}/r.zarr", max_memory="1 MiB",
+                          storage_options=options)[...], data)
+    np.testing.assert_array_equal(
+        chunkflow.map_chunks(np.sqrt, z, out=f"{url}/m.zarr", dtype="f8",
+                             storage_options=options)[...], np.sqrt(data).astype("f8"))
+    mask = chunkflow.array(data % 3 == 0, chunks=(2, 4))
+    labels, count = chunkflow.label(mask, out=f"{url}/l.zarr", storage_options=options)
+    expected, expected_count = ndimage.label(data % 3 == 0)
+    assert count == expected_count
+    np.testing.assert_array_equal(labels[...], expected)
+    with pytest.raises(InvalidArgumentError, match="not to an open chunkflow.Array"):
+        chunkflow.to_dask(z, storage_options=options)

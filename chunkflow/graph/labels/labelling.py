@@ -37,7 +37,7 @@ from chunkflow.graph.labels.placement import placed
 from chunkflow.graph.labels.plan import LabelJob, Source, label_voxel_bytes, plan_blocks
 from chunkflow.graph.labels.rounds import run_in_rounds
 from chunkflow.graph.labels.structure import normalize_structure
-from chunkflow.graph.read import as_source_array
+from chunkflow.graph.read import writer_source
 from chunkflow.graph.scheduler import compute as run
 from chunkflow.graph.scheduler import scheduler_choice
 from chunkflow.graph.sources import source_locations
@@ -75,8 +75,8 @@ def open_source(source: ArraySource | da.Array | ArrayLike,
         if not isinstance(source, (Array, str, os.PathLike, Store, Mapping)):
             # Copied here: storage_options are the output URL's then, not the source's.
             source, storage_options = in_memory(source, what), None
-        array = as_source_array(source, storage_options,
-                                **({} if isinstance(source, Array) else {"cache": False}))
+        array = writer_source(source, storage_options,
+                              **({} if isinstance(source, Array) else {"cache": False}))
         if array.options.cache is None:
             array = array.with_options(cache=False)
         found = Source(array=array)

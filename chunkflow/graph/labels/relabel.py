@@ -34,7 +34,7 @@ from chunkflow.errors import MemoryPlanError
 from chunkflow.graph.labels.labelling import in_memory
 from chunkflow.graph.map import map_chunks
 from chunkflow.graph.memory import task_max_memory
-from chunkflow.graph.read import as_source_array
+from chunkflow.graph.read import writer_source
 from chunkflow.graph.reductions.plan import reduction_input, split_every
 from chunkflow.graph.scheduler import compute as run
 from chunkflow.storage import MemoryStore, Store
@@ -51,9 +51,8 @@ def image_source(source: Any, storage_options: Mapping[str, Any] | None, what: s
     """``source`` as a chunkflow array: an open array, a path, URL or store (opened
     read-only), or anything ``numpy.asarray`` takes (copied into memory)."""
     if isinstance(source, (Array, str, os.PathLike, Store, Mapping)):
-        array = as_source_array(source, storage_options,
-                                **({} if isinstance(source, Array) else {"cache": False}))
-        return array
+        return writer_source(source, storage_options,
+                             **({} if isinstance(source, Array) else {"cache": False}))
     return in_memory(source, what)
 
 

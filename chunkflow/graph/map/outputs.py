@@ -27,7 +27,7 @@ from chunkflow.errors import (
     ReadOnlyError,
     ShapeMismatchError,
 )
-from chunkflow.graph.read import as_source_array
+from chunkflow.graph.read import writer_source
 from chunkflow.jobs import array_location, check_not_source, job_status, location_of, quiet_open
 from chunkflow.storage import Store
 
@@ -52,8 +52,8 @@ def open_sources(sources: Sequence[ArraySource],
     # folder-to-folder filter without making it faster (8192^2 uint16, 512^2 chunks:
     # 1.36 s either way, 154 vs 293 MB). An Array opened with its own cache
     # (cache=True or a ChunkCache) still reads through it.
-    arrays = tuple(_uncached(as_source_array(s, storage_options, **({} if isinstance(s, Array)
-                                                                    else {"cache": False})))
+    arrays = tuple(_uncached(writer_source(s, storage_options, **({} if isinstance(s, Array)
+                                                                  else {"cache": False})))
                    for s in sources)
     shape = arrays[0].shape
     for i, array in enumerate(arrays[1:], start=1):

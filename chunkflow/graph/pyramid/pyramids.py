@@ -58,7 +58,7 @@ from chunkflow.graph.pyramid.frame import Frame, PerAxis, image_multiscales, res
 from chunkflow.graph.pyramid.geometry import PyramidGeometry, plan_geometry, resolve_factors
 from chunkflow.graph.pyramid.output import PyramidOutput, codec_kwargs, plan_output
 from chunkflow.graph.pyramid.plan import PyramidPlan
-from chunkflow.graph.read import BLOCKS_PER_THREAD, as_source_array
+from chunkflow.graph.read import BLOCKS_PER_THREAD, writer_source
 from chunkflow.graph.scheduler import ProgressArg, worker_threads
 from chunkflow.graph.scheduler import compute as run
 from chunkflow.graph.transactions import (
@@ -258,9 +258,7 @@ def pyramid(
     refuse_deferred_commit(commit, compute, "pyramid")
     out = output_location(out)  # a zarr-python Store as chunkflow's Store over it
     check_commit(out, commit, "pyramid")
-    # storage_options apply to the URLs given: an open array source takes none.
-    array = (source if isinstance(source, Array)
-             else as_source_array(source, storage_options, cache=False))
+    array = writer_source(source, storage_options, cache=False)
     method = method or ("mode" if labels is not None else "mean")
     where = f"pyramid of {array.path or '/'!r}"
     check_method(method, array.dtype, where)

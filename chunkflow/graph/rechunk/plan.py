@@ -22,7 +22,7 @@ from dask.base import tokenize
 from chunkflow.config import byte_count
 from chunkflow.core.array import Array
 from chunkflow.graph.casting import DEFAULT_CASTING, check_cast, check_casting
-from chunkflow.graph.read import BLOCKS_PER_THREAD, as_source_array
+from chunkflow.graph.read import BLOCKS_PER_THREAD, writer_source
 from chunkflow.graph.rechunk.arrays import (
     OutputSpec,
     TargetChunks,
@@ -92,8 +92,8 @@ def prepare_rechunk(source: ArraySource, chunks: TargetChunks, *,
     >>> plan.choice.intermediate_chunks, plan.choice.task_memory <= 16 * 2**20
     ((8, 64, 512), True)
     """
-    array = as_source_array(source, storage_options,
-                            **({} if isinstance(source, Array) else {"cache": False}))
+    array = writer_source(source, storage_options,
+                          **({} if isinstance(source, Array) else {"cache": False}))
     if array.options.cache is None:
         array = array.with_options(cache=False)
     _, offset, shape = source_region(selection, array)
