@@ -54,6 +54,7 @@ __all__ = [
     "Output",
     "axes_of",
     "box_reach",
+    "check_origin",
     "depth_on",
     "finish",
     "job_options",
@@ -188,6 +189,31 @@ def box_reach(shape: Sequence[int], origin: Any) -> int:
     """
     origins = [abs(int(o)) for o in per_axis(origin, max(len(shape), 1))]
     return reach([max(shape, default=1)], [max(origins, default=0)])[0]
+
+
+def check_origin(what: str, shape: Sequence[int], origin: Any) -> None:
+    """Refuse an ``origin`` that moves a structure of ``shape`` off its own centre
+    element, by scipy's rule for its filters (``-(n // 2) <= origin <= (n - 1) // 2``
+    per axis). scipy's binary_erosion does not check it and reads outside its buffers
+    (a crash; scipy issue 22533), so the binary operations check it first.
+
+    Examples
+    --------
+    >>> check_origin("binary_erosion", (3, 2), (1, -1))
+    >>> check_origin("binary_erosion", (1, 2), (0, -2))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    chunkflow.errors.InvalidArgumentError: binary_erosion: origin=(0, -2) is invalid on axis 1 ...to 0
+    """
+    origins = per_axis(origin, len(shape))
+    if len(origins) != len(shape):
+        return  # scipy's own refusal (a sequence of the wrong length) says it
+    for axis, (size, shift) in enumerate(zip(shape, origins)):
+        low, high = -(int(size) // 2), (int(size) - 1) // 2
+        if not low <= int(shift) <= high:
+            raise InvalidArgumentError(
+                f"{what}: origin={origin!r} is invalid on axis {axis} of the structure of "
+                f"shape {tuple(shape)}: expected {low} to {high}")
 
 
 def depth_on(ndim: int, axes: Sequence[int], per: Sequence[int]) -> tuple[int, ...]:

@@ -32,6 +32,7 @@ from chunkflow.graph.filters import filter_windows, line_passes
 from chunkflow.ndimage.arguments import (
     axes_of,
     box_reach,
+    check_origin,
     depth_on,
     finish,
     job_options,
@@ -62,17 +63,22 @@ def _binary_job(what: str, input: Any, structure: Any, iterations: int, mask: An
             "bounds; pass a number of iterations >= 1 (binary_fill_holes fills holes)")
     image = open_input(what, input, options)
     resolved = resolve_output(what, output, image.shape, options)
+    on = axes_of(axes, image.ndim)
+    shape = np.shape(structure) if structure is not None else (3,) * len(on)
+    check_origin(what, shape, origin)
+    # scipy's changed-pixel path (brute_force=False, iterations > 1) writes outside its
+    # buffers when the structure is large against the array (scipy issue 11400, open in
+    # 1.17: a 4x3x3 structure over a 2x4x4 window corrupted the heap). Brute force
+    # gives the same result ("a memory condition", in scipy's words).
     call: dict[str, Any] = dict(structure=structure, iterations=int(iterations),
                                 border_value=border_value, origin=origin,
-                                brute_force=brute_force, axes=axes)
+                                brute_force=bool(brute_force) or int(iterations) > 1, axes=axes)
     func = getattr(ndimage, what)
     if mask is not None:
         mask_array = open_input(what, mask, options)
         probe(func, image.dtype, image.ndim, **call, output=resolved.dtype,
               mask=np.zeros((3,) * mask_array.ndim, mask_array.dtype))
     dtype = probe(func, image.dtype, image.ndim, **call, output=resolved.dtype)
-    on = axes_of(axes, image.ndim)
-    shape = np.shape(structure) if structure is not None else (3,) * len(on)
     depth = depth_on(image.ndim, on,
                      [stages * int(iterations) * box_reach(shape, origin)] * len(on))
     kwargs = {**call, "output": dtype}
