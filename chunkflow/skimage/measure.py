@@ -97,9 +97,10 @@ def label(label_image: Any, background: Any = None, return_num: bool = False,
                             resume=resume, job_name=job_name, overwrite=overwrite,
                             storage_options=storage_options, connectivity=steps,
                             background=0 if background is None else background)
-    if labels.ndim == 3 and labels.shape[-1] == 1 and count > 1:
+    if labels.ndim == 3 and labels.shape[-1] == 1 and count > 1 and array.dtype != bool:
         # scikit-image numbers a 3-D image whose last axis has one voxel by first voxel
-        # in Fortran order (its labelling drops that axis and scans the transpose).
+        # in Fortran order (its labelling drops that axis and scans the transpose). Not
+        # a boolean image: scikit-image labels those with scipy.ndimage.label, in C order.
         ranks = fortran_ranks(labels, count, scheduler=scheduler, progress=progress)
         labels = map_values(labels, np.arange(1, count + 1), ranks.astype(labels.dtype),
                             labels, overwrite=True, scheduler=scheduler, progress=progress,

@@ -64,6 +64,8 @@ def check_label(data: np.ndarray, chunks: Any, background: Any, connectivity: An
 @example((np.array([False]), (1,)), None, None, "sync")
 # scikit-image numbers a 3-D image with a last axis of 1 in Fortran order.
 @example((np.array([[[0], [0], [1]], [[1], [0], [0]]], "i1"), (1, 1, 1)), None, None, "sync")
+# ... but a boolean one through scipy.ndimage.label, in C order (found by the long profile)
+@example((np.array([[[0], [0], [1]], [[1], [0], [0]]], bool), (1, 1, 1)), None, None, "sync")
 def test_label(labels: tuple[np.ndarray, Any], background: Any, connectivity: Any,
                scheduler: str) -> None:
     data, chunks = labels
