@@ -23,13 +23,17 @@ from typing import Any
 import numpy as np
 from scipy import ndimage as scipy_ndimage
 
+from chunkflow.config.resources import physical_memory
 from chunkflow.core.array import Array
-from chunkflow.errors import ArgumentTypeError, InvalidArgumentError
+from chunkflow.errors import ArgumentTypeError, InvalidArgumentError, MemoryPlanError
 from chunkflow.graph.filters import open_image
 from chunkflow.graph.label_statistics import Groups, label_table
 from chunkflow.graph.labels import label as label_job
 from chunkflow.ndimage.arguments import job_options
 from chunkflow.storage import MemoryStore
+
+#: Bytes of one entry of find_objects' list (a pointer; None or a tuple of slices).
+_SLOT_BYTES = 8
 
 __all__ = ["find_objects", "label"]
 
@@ -82,6 +86,18 @@ def label(input: Any, structure: Any = None, output: Any = None, **job: Any) -> 
     return count
 
 
+def _refuse_a_huge_answer(max_label: int) -> None:
+    """scipy's answer has a slot per label value up to ``max_label``: a label of 10**12
+    would ask for terabytes (scipy tries, and the kernel kills the process). Refused
+    when the list alone would take a quarter of this machine's memory."""
+    if max_label * _SLOT_BYTES > physical_memory() // 4:
+        raise MemoryPlanError(
+            f"find_objects: the answer has a slot per label value up to {max_label:,}, "
+            f"about {max_label * _SLOT_BYTES / 2**30:,.1f} GiB as a list, more than a quarter "
+            "of this machine's memory; number the objects 1, 2, ... first "
+            "(chunkflow.skimage.segmentation.relabel_sequential), or pass max_label=")
+
+
 def find_objects(input: Any, max_label: int = 0, **job: Any) -> list[Any]:
     """scipy.ndimage.find_objects over chunked arrays: for labels 1 to ``max_label``
     (default: the largest label) the slices of its bounding box, or ``None``.
@@ -113,6 +129,7 @@ def find_objects(input: Any, max_label: int = 0, **job: Any) -> list[Any]:
             raise InvalidArgumentError("find_objects: the array is empty (scipy: zero-size "
                                        "array to reduction operation maximum)")
         max_label = int(keys[-1])
+    _refuse_a_huge_answer(int(max_label))
     found: list[Any] = [None] * max(int(max_label), 0)
     for key, low, high in zip(keys, table["bbox_min"], table["bbox_max"]):
         if 1 <= key <= max_label:

@@ -54,3 +54,13 @@ def test_medians_of_many_labels_bit_for_bit() -> None:
                          chunkflow.array(labels, chunks=(13, 17)), index)
     expected = scipy_ndimage.median(values, labels, index)
     np.testing.assert_array_equal(np.asarray(got).view("u8"), np.asarray(expected).view("u8"))
+
+
+@pytest.mark.parametrize("max_label", [0, 10**15])
+def test_find_objects_refuses_an_answer_larger_than_memory(max_label: int) -> None:
+    """A label value of 2**40 makes scipy's answer a list of 2**40 slots (scipy tries, and
+    the kernel kills the process): refused up front, naming it and what to do."""
+    z = chunkflow.array(np.array([0, 2**40, 3], "u8"), chunks=(2,))
+    with pytest.raises(MemoryError, match="slot per label value up to .*relabel_sequential"):
+        ndimage.find_objects(z, max_label)
+    assert ndimage.find_objects(z, 3) == scipy_ndimage.find_objects(np.array([0, 2**40, 3]), 3)
