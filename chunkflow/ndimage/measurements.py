@@ -26,6 +26,7 @@ Examples
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -372,11 +373,15 @@ def median(input: Any, labels: Any = None, index: Any = None, **job: Any) -> Any
     >>> import numpy as np
     >>> median(np.array([5, 3, 9, 1, 4]), np.array([1, 1, 1, 2, 2]), [1, 2, 7]).tolist()
     [5.0, 2.5, 3.0]
+    >>> float(median(np.array([5, 3, 9, 1])))  # no labels: every element
+    4.0
     """
     state = _Job("median", input, labels, index, job)
     dtype = state.image.dtype
     if state.single:
-        count = int(state.table({"count"}, values=False)["count"][0])
+        # Without labels every element counts; with them, the label table says how many.
+        count = (math.prod(state.image.shape) if state.labels is None
+                 else int(state.table({"count"}, values=False)["count"][0]))
         if count == 0:
             return np.median(np.zeros(0, dtype))
         ranks = [count // 2 - 1, count // 2] if count % 2 == 0 else [(count - 1) // 2]
