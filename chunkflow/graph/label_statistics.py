@@ -142,7 +142,7 @@ def block_table(values: np.ndarray | None, labels: np.ndarray | None, start: Seq
     if "sum" in stats and vals is not None:
         table["sum"] = (np.bincount(slots, weights=vals, minlength=rows)
                         if groups.kind == "labels"
-                        else np.asarray([vals.sum(dtype=groups.sum_dtype)]))
+                        else np.asarray([vals.sum(dtype=groups.sum_dtype or _partial(vals.dtype))]))
     if "centered" in stats and vals is not None and groups.means is not None:
         means = groups.means
         if groups.kind == "labels":
@@ -169,6 +169,13 @@ def block_table(values: np.ndarray | None, labels: np.ndarray | None, start: Seq
     if "histogram" in stats and vals is not None and groups.edges is not None:
         table["histogram"] = _histogram(vals, slots, rows, groups.edges)
     return table
+
+
+def _partial(dtype: np.dtype) -> Any:
+    """The dtype a block's part of one group's sum is kept in: float32 for float16, as
+    numpy's own pairwise sum accumulates float16 (a running total in float16 overflows
+    to inf, and inf - inf is NaN, where numpy's sum is finite); numpy's otherwise."""
+    return np.float32 if dtype == np.float16 else None
 
 
 def _weighted_sum(weights: np.ndarray, slots: np.ndarray, rows: int, groups: Groups) -> np.ndarray:

@@ -124,11 +124,17 @@ def _pick(column: np.ndarray, rows: np.ndarray, absent: Any = 0) -> np.ndarray:
     return taken
 
 
+def _one_sum(job: _Job, table: dict[str, np.ndarray]) -> Any:
+    """The sum of the one group, in ``numpy.sum``'s dtype as scipy takes it (float16
+    parts are kept wider until here: numpy accumulates them in float32)."""
+    return table["sum"][0].astype(np.zeros(1, job.image.dtype).sum().dtype)
+
+
 def _sums(job: _Job) -> tuple[Any, Any]:
     """scipy's ``_stats``: (count, sum) per group."""
     table = job.table({"count", "sum"})
     if job.single:
-        return table["count"][0], table["sum"][0]
+        return table["count"][0], _one_sum(job, table)
     rows = job.rows(table["key"])
     return _pick(table["count"], rows), _pick(table["sum"], rows)
 
@@ -189,7 +195,7 @@ def _variance(job: _Job) -> Any:
     with np.errstate(invalid="ignore", divide="ignore"):
         if job.single:
             mean_dtype = np.mean(np.zeros(1, job.image.dtype)).dtype
-            means = np.asarray([first["sum"][0] / first["count"][0]]).astype(mean_dtype)
+            means = np.asarray([_one_sum(job, first) / first["count"][0]]).astype(mean_dtype)
             second = label_table(job.image, job.labels, Groups(
                 job.kind, job.index if job.kind == "equal" else None, means=means),
                 {"centered"}, **job.run)
@@ -319,7 +325,7 @@ def center_of_mass(input: Any, labels: Any = None, index: Any = None, **job: Any
     table = state.table({"count", "sum", "weighted"})
     with np.errstate(invalid="ignore", divide="ignore"):
         if state.single:
-            return tuple(table["weighted"][0] / table["sum"][0])
+            return tuple(table["weighted"][0] / _one_sum(state, table))
         rows = state.rows(table["key"])
         results = _pick(table["weighted"], rows) / _pick(table["sum"], rows)[..., None]
         return [tuple(v) for v in results.reshape(-1, state.image.ndim)]
@@ -399,8 +405,9 @@ def median(input: Any, labels: Any = None, index: Any = None, **job: Any) -> Any
     first = table["min"][0] if len(keys) else np.zeros((), dtype)
     low = np.full(rows.shape, first, dtype)
     high = low.copy()
-    at = np.searchsorted(wanted, rows[rows >= 0])
-    low[rows >= 0], high[rows >= 0] = middle[at, 0], middle[at, 1]
+    if len(wanted):  # none of the labels asked for may be present
+        at = np.searchsorted(wanted, rows[rows >= 0])
+        low[rows >= 0], high[rows >= 0] = middle[at, 0], middle[at, 1]
     if dtype.kind in "biu":  # scipy: no integer overflow, no boolean addition
         return (low.astype("d") + high.astype("d")) / 2.0
     return (low + high) / 2.0
