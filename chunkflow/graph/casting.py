@@ -193,6 +193,8 @@ def _numpy_same_value(values: np.ndarray, out: np.dtype) -> np.ndarray | None:
     native = out.newbyteorder("=")
     if not values.dtype.isnative:
         values = values.astype(values.dtype.newbyteorder("="))
+    if values.dtype == np.float16:  # numpy 2.4 refuses float16 -0.0 into integers
+        values = values.astype(np.float32)  # exact: float32 holds every float16
     try:
         result = values.astype(native, casting="same_value")
     except ValueError:
@@ -227,7 +229,10 @@ def changed_values(values: np.ndarray, out: np.dtype) -> np.ndarray:
             changed |= np.isinf(values.astype(out)) & np.isfinite(values)
         elif source.kind in "fc":  # a float into an integer
             low, high = _float_bounds(out)
-            changed |= ~((values >= low) & (values < high)) | (np.trunc(values) != values)
+            # isfinite too: a bound the float type cannot hold becomes inf in the
+            # comparison (-2**31 is -inf in float16), which -inf would then pass
+            changed |= ~(np.isfinite(values) & (values >= low) & (values < high)) \
+                | (np.trunc(values) != values)
         else:
             changed |= _out_of_range(values, out)
     return changed
@@ -235,7 +240,8 @@ def changed_values(values: np.ndarray, out: np.dtype) -> np.ndarray:
 
 def _float_bounds(out: np.dtype) -> tuple[float, float]:
     """``[low, high)`` of an integer dtype as floats: both are powers of two (or 0), so
-    every float type holds them exactly (or as inf, which is right too)."""
+    every float type holds them exactly, or as an infinity (then only finite values
+    must be checked against it)."""
     info = np.iinfo(out)
     return float(info.min), float(info.max) + 1.0
 

@@ -179,8 +179,8 @@ def output_fill(source: Array, dtype: np.dtype, casting: str = DEFAULT_CASTING) 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # numpy's cast warnings: the rule decides
             return cast_block(value, dtype, rule, "the source's fill value")[0]
-    except (CastingError, ValueError, TypeError, OverflowError):
-        return None
+    except (CastingError, ValueError, TypeError, OverflowError, RuntimeError):
+        return None  # numpy's own refusals (NaT into a 1-character string: RuntimeError)
 
 
 def refuse_existing(location: StoreLike, storage_options: Mapping[str, Any] | None) -> None:
