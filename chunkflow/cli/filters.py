@@ -52,11 +52,11 @@ from chunkflow.cli.options import (
     add_compute_options,
     naming_casting,
     progress_wanted,
+    refuse_uncastable,
     storage_options,
 )
 from chunkflow.cli.resume import add_resume_option, kept_for_resume, resumed_or_created
-from chunkflow.errors import CastingError, MemoryPlanError, MissingDependencyError, UsageError
-from chunkflow.graph.casting import check_cast
+from chunkflow.errors import MemoryPlanError, MissingDependencyError, UsageError
 from chunkflow.graph.filters.axes import axis_names, per_axis_sizes
 from chunkflow.graph.map.halo import BOUNDARIES, SCIPY_MODES
 
@@ -207,11 +207,7 @@ def check_filter_dtypes(kind: str, source: np.dtype, out: np.dtype, casting: str
     if kind == "median" and source.kind == "c":
         raise UsageError(f"--median: scipy's median_filter does not take complex values "
                          f"(SRC is {source}); filter the real and imaginary parts apart")
-    try:
-        check_cast(work_dtype(kind, source), out, casting, f"--{kind}")
-    except CastingError as err:
-        raise UsageError(f"{err}".replace("casting='unsafe'", "--casting unsafe")
-                         .replace("dtype= of the result's kind", "a --dtype of its kind")) from None
+    refuse_uncastable(work_dtype(kind, source), out, casting, f"--{kind}")
 
 
 def run_filter(args: argparse.Namespace) -> int:

@@ -23,12 +23,24 @@ from typing import Any
 
 import numpy as np
 
-from chunkflow.errors import CastingError
+from chunkflow.errors import CastingError, UsageError
 
 __all__ = [
-    "add_casting_option", "add_common_options", "add_compute_options", "add_max_memory_option",
-    "add_scheduler_option", "add_storage_options", "naming_casting", "parse_scheduler", "parse_shape",
-    "parse_size", "parse_storage_option", "progress_wanted", "stderr_is_tty", "storage_options",
+    "add_casting_option",
+    "add_common_options",
+    "add_compute_options",
+    "add_max_memory_option",
+    "add_scheduler_option",
+    "add_storage_options",
+    "naming_casting",
+    "parse_scheduler",
+    "parse_shape",
+    "parse_size",
+    "parse_storage_option",
+    "progress_wanted",
+    "refuse_uncastable",
+    "stderr_is_tty",
+    "storage_options",
 ]
 
 _LOCAL_SCHEDULERS = ("threads", "processes", "sync")
@@ -140,6 +152,22 @@ def add_casting_option(parser: argparse.ArgumentParser) -> None:
              "cast anyway, as numpy's astype wraps and truncates; same_kind, safe, equiv, "
              "no: numpy's rules for the pair of dtypes, values unchecked)",
     )
+
+
+def refuse_uncastable(result: np.dtype, out: np.dtype, casting: str, where: str,
+                      result_name: str = "the result's dtype") -> None:
+    """Refuse, before anything is created, a ``--dtype`` the dtypes alone rule out
+    under ``--casting`` (a usage error in the command's words); ``result_name`` says
+    what is cast ("SRC's dtype" for a copy)."""
+    from chunkflow.graph.casting import check_cast
+
+    try:
+        check_cast(result, out, casting, where)
+    except CastingError as err:
+        raise UsageError(str(err).replace("the result's dtype", result_name)
+                         .replace("casting='unsafe'", "--casting unsafe")
+                         .replace("dtype= of the result's kind", "a --dtype of its kind")
+                         ) from None
 
 
 @contextlib.contextmanager

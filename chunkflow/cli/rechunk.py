@@ -33,11 +33,11 @@ from chunkflow.cli.options import (
     naming_casting,
     parse_shape,
     progress_wanted,
+    refuse_uncastable,
     storage_options,
 )
 from chunkflow.cli.resume import add_resume_option, kept_for_resume
-from chunkflow.errors import CastingError, MemoryPlanError, UsageError
-from chunkflow.graph.casting import check_cast
+from chunkflow.errors import MemoryPlanError, UsageError
 
 __all__ = ["parse_chunks", "parse_region", "register", "run_rechunk"]
 
@@ -103,12 +103,7 @@ def run_rechunk(args: argparse.Namespace) -> int:
     except TypeError:
         raise UsageError(f"--dtype {args.dtype!r} is not a numpy dtype (e.g. uint16, <f4)"
                          ) from None
-    try:  # the dtypes alone may rule the cast out: before anything is created
-        check_cast(source.dtype, dtype, args.casting, f"--dtype {dtype}")
-    except CastingError as err:
-        raise UsageError(str(err).replace("the result's dtype", "SRC's dtype")
-                         .replace("casting='unsafe'", "--casting unsafe")
-                         .replace("dtype= of the result's kind", "a --dtype of its kind")) from None
+    refuse_uncastable(source.dtype, dtype, args.casting, f"--dtype {dtype}", "SRC's dtype")
     with kept_for_resume(args), waited_for(args.scheduler), naming_source(args.src), \
             _options_named(), naming_casting(dtype, "the values"):
         target = chunkflow.rechunk(

@@ -78,11 +78,12 @@ class CopyPlan:
         read = tuple(slice(r.start + o, r.stop + o) for r, o in zip(region, self.offset))
         with serial_io():  # dask supplies the parallelism
             block = self.source.get_basic_selection(read)
-            where = (f"rechunk: the block for array {self.target.path or '/'!r} in "
-                     f"{self.target.store.identity} ({block_keys(self.target, region)})")
-            cast = cast_block(block, self.target.dtype, self.casting, where,
-                              tuple(s.start for s in region))
-            self.target.set_basic_selection(region, cast)
+            if block.dtype != self.target.dtype:  # the message's keys only when casting
+                where = (f"rechunk: the block for array {self.target.path or '/'!r} in "
+                         f"{self.target.store.identity} ({block_keys(self.target, region)})")
+                block = cast_block(block, self.target.dtype, self.casting, where,
+                                   tuple(s.start for s in region))
+            self.target.set_basic_selection(region, block)
 
 
 def _copy_block(plan: CopyPlan, located: tuple[tuple[int, ...], tuple[slice, ...]],
