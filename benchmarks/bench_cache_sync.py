@@ -14,6 +14,9 @@ Cases:
    microseconds per read (median [range]) beside a numpy copy of the same window from
    memory, and beside the floor of any cache of decoded chunks: a new array filled
    from the 4 chunks in memory, one numpy assignment each (no lookup, no indexing).
+   Read again with nothing else touching the cache, chunkflow copies the window it
+   kept; a fourth row reads two such windows in turn, so that every read looks its
+   chunks up and assembles them (the general hit path).
    ``--window-only`` runs just this case.
 3. The same 8192x8192 data written from dask (threaded scheduler) in blocks of
    1500x1500 into 1024x1024 chunks of an array with a ``ThreadSynchronizer``, against
@@ -134,17 +137,29 @@ def bench_cached_window(folder: Path, data: np.ndarray, repeat: int) -> None:
     }
     for array in readers.values():
         np.testing.assert_array_equal(array[region], data[region])  # warm
+    # Two windows in turn: each read changes the cache (its chunks become the most
+    # recent), so no read finds its window kept.
+    other = (slice(corner + 1, corner + WINDOW + 1), region[1])
+    in_turn = readers["chunkflow, default cache"]
+    np.testing.assert_array_equal(in_turn[other], data[other])
+    turns = [region, other]
+
+    def two_windows() -> None:
+        in_turn[turns[0]]
+        turns.reverse()
     assemble = _assembly(data, region)
     np.testing.assert_array_equal(assemble(), data[region])
     locked = _locked_lru_assembly(data, region)
     np.testing.assert_array_equal(locked(), data[region])
     copy, floor_name = "numpy copy from memory", "numpy assembly from 4 chunks"
     lru_name = "+ a locked LRU lookup, in Python"
+    turns_name = "chunkflow, two windows in turn"
     times: dict[str, list[float]] = {name: [] for name in readers}
-    times[copy], times[floor_name], times[lru_name] = [], [], []
+    times[turns_name], times[copy], times[floor_name], times[lru_name] = [], [], [], []
     for _ in range(max(repeat, 5)):  # interleaved: noise hits all alike
         for name, array in readers.items():
             times[name].append(per_read(partial(array.__getitem__, region)))
+        times[turns_name].append(per_read(two_windows))
         times[copy].append(per_read(lambda: data[region].copy()))
         times[floor_name].append(per_read(assemble))
         times[lru_name].append(per_read(locked))

@@ -93,6 +93,10 @@ class ChunkCache:
         self._count_lock = threading.Lock()
         self._hits = self._misses = self._evictions = self._compressed_hits = 0
         self._rechecks = self._stale = self._refused = 0
+        # Changes of what is cached or of its recency, counted under the count lock;
+        # a result kept with the count it was made at holds while the count does.
+        self._generation = 0
+        self._unchanged: tuple[object, int, object] | None = None
         # Invalidation log for tickets: location -> (latest epoch, the one before).
         self._epoch = 0
         self._floor = 0  # tickets below this are refused
@@ -114,6 +118,12 @@ class ChunkCache:
         with self._count_lock:
             self._evictions += 1
 
+    def _changed(self) -> None:
+        """Count a change (after making it): results kept until now no longer hold."""
+        with self._count_lock:
+            self._generation += 1
+            self._unchanged = None
+
     # -- lookups -----------------------------------------------------------------------
 
     def lookup(self, keys: Sequence[CacheKey]) -> dict[CacheKey, CachedChunk]:
@@ -127,6 +137,28 @@ class ChunkCache:
         >>> entry.chunk, entry.version
         (array([0, 1]), 'v1')
         """
+        return self.lookup_stamped(keys)[0]
+
+    def lookup_stamped(
+        self, keys: Sequence[CacheKey]
+    ) -> tuple[dict[CacheKey, CachedChunk], int | None]:
+        """:meth:`lookup`, and a stamp of the cache's state right after it: ``None``
+        when another change landed during the lookup.
+
+        A lookup is a change too (it makes its entries the most recent), so a stamp one
+        above the stamp of the previous lookup of the same keys means that nothing else
+        touched the cache in between. A result derived from the entries found may be
+        kept with :meth:`keep_unchanged` for as long as the cache stays at the stamp.
+
+        Examples
+        --------
+        >>> cache = ChunkCache(1 << 10)
+        >>> cache.put("s/a/0", np.arange(2))
+        >>> first = cache.lookup_stamped(["s/a/0"])[1]
+        >>> cache.lookup_stamped(["s/a/0"])[1] == first + 1
+        True
+        """
+        before = self._generation  # read first: a change landing from now on shows
         tiers = self._tiers
         fast = tiers.fast
         try:
@@ -155,7 +187,47 @@ class ChunkCache:
             self._hits += len(found)
             self._compressed_hits += compressed
             self._misses += len(keys) - len(found)
-        return found
+            unchanged = self._generation == before
+            self._generation += 1
+            self._unchanged = None
+            stamp = self._generation if unchanged else None
+        return found, stamp
+
+    def keep_unchanged(self, owner: object, stamp: int, result: object) -> None:
+        """Keep ``result`` for ``owner`` while the cache stays at ``stamp`` (one result
+        per cache: the next change or lookup drops it).
+
+        Examples
+        --------
+        >>> cache = ChunkCache(1 << 10)
+        >>> cache.put("s/a/0", np.arange(2))
+        >>> stamp = cache.lookup_stamped(["s/a/0"])[1]
+        >>> cache.keep_unchanged("reader", stamp, "its result")
+        >>> cache.unchanged("reader")
+        'its result'
+        >>> cache.discard("s/a/9")  # any change, even of another chunk
+        >>> cache.unchanged("reader") is None
+        True
+        """
+        with self._count_lock:
+            if self._generation == stamp:
+                self._unchanged = (owner, stamp, result)
+
+    def unchanged(self, owner: object) -> object | None:
+        """The result ``owner`` kept, if the cache has not changed since (else ``None``).
+
+        Counts no hit: the caller counts what the result stands for
+        (:meth:`count_hits`).
+        """
+        kept = self._unchanged
+        if kept is None or kept[0] is not owner or kept[1] != self._generation:
+            return None
+        return kept[2]
+
+    def count_hits(self, count: int) -> None:
+        """Count ``count`` hits served from a result kept with :meth:`keep_unchanged`."""
+        with self._count_lock:
+            self._hits += count
 
     def get(self, key: CacheKey) -> np.ndarray | None:
         """The cached chunk, read-only, or ``None``; counts a hit or a miss.
@@ -284,17 +356,20 @@ class ChunkCache:
         entry = CachedChunk(chunk, version, time.monotonic())
         tiers = self._tiers
         too_big = chunk_weight(key, entry) > self.max_bytes
-        with self._lock:
-            changes = key if parent is None else parent
-            if too_big or (ticket is not None and self._outdated(changes, ticket, written)):
-                self._discard(tiers, key)
-                if not too_big:
-                    with self._count_lock:
-                        self._refused += 1
-                return
-            if parent is not None:
-                self._name_child(key, parent, tiers)
-            tiers.data[key] = entry  # zict evicts (or moves down) what no longer fits
+        try:
+            with self._lock:
+                changes = key if parent is None else parent
+                if too_big or (ticket is not None and self._outdated(changes, ticket, written)):
+                    self._discard(tiers, key)
+                    if not too_big:
+                        with self._count_lock:
+                            self._refused += 1
+                    return
+                if parent is not None:
+                    self._name_child(key, parent, tiers)
+                tiers.data[key] = entry  # zict evicts (or moves down) what no longer fits
+        finally:
+            self._changed()
 
     def _name_child(self, key: CacheKey, parent: CacheKey, tiers: Tiers) -> None:
         """Record ``key`` as a child of ``parent`` (under the lock, before inserting)."""
@@ -336,6 +411,7 @@ class ChunkCache:
                 if key in families:
                     for child in families.pop_children(key):
                         self._discard(tiers, child)
+            self._changed()
 
     def invalidate_prefix(self, prefix: str) -> None:
         """Drop every key starting with ``prefix``; refuse every put fetched before."""
@@ -346,6 +422,7 @@ class ChunkCache:
             tiers = self._tiers
             for key in keys_starting_with(tiers, prefix):
                 self._discard(tiers, key)
+            self._changed()
 
     @staticmethod
     def _discard(tiers: Tiers, key: Hashable) -> None:
@@ -379,12 +456,14 @@ class ChunkCache:
                 with self._lock:
                     for child in families.pop_children(key):
                         self._discard(tiers, child)
+        self._changed()
 
     def discard_prefix(self, prefix: str) -> None:
         """Forget every chunk whose location starts with ``prefix``."""
         tiers = self._tiers
         for key in keys_starting_with(tiers, prefix):
             self._discard(tiers, key)
+        self._changed()
 
     def discard_array(self, identity: str, path: str) -> None:
         """Forget every chunk of the array at ``path`` in the store named ``identity``.
@@ -411,6 +490,7 @@ class ChunkCache:
             self._log.clear()
             self._families.clear()
             self._tiers = self._rebuilt(self.max_bytes, self.compressed_max_bytes)
+            self._changed()
 
     def resize(self, max_bytes: int, compressed_bytes: int | None = None) -> None:
         """Change the budgets, evicting (oldest first) down to them right away.
@@ -446,6 +526,7 @@ class ChunkCache:
                 new.data[key] = entry  # what no longer fits is evicted (and counted) here
             else:
                 self._count_eviction(key, entry)
+        self._changed()
 
     # -- counters ----------------------------------------------------------------------
 

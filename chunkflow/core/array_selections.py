@@ -139,9 +139,8 @@ class ArraySelections:
 
     def _read(self, indexer: Indexer,
               projections: list[ChunkProjection] | None = None) -> np.ndarray:
-        buffer = np.empty(indexer.shape, dtype=self.dtype)
-        self._io.read(list(indexer) if projections is None else projections, buffer)
-        return indexer.result(buffer)
+        return indexer.result(self._io.read_new(
+            list(indexer) if projections is None else projections, indexer.shape, self.dtype))
 
     def _get(self, indexer: Indexer, fields: Fields = None, out: Any = None,
              projections: list[ChunkProjection] | None = None) -> np.ndarray:

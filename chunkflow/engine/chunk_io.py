@@ -30,11 +30,12 @@ from chunkflow.buffers import scratch_buffer
 from chunkflow.cache import ChunkCache, discard_everywhere
 from chunkflow.engine.chunk_space import ChunkSpace
 from chunkflow.engine.chunk_writes import write_chunks
-from chunkflow.engine.freshness import serve_hits
+from chunkflow.engine.freshness import serve_hits, unchanged_window
 from chunkflow.engine.pool import inflight_window, io_lanes, map_groups, map_sharing
 from chunkflow.engine.shard_reads import ShardReader
 from chunkflow.errors import ChunkDecodeError, ChunkEncodeError, ChunkTooLargeError
 from chunkflow.indexing import ChunkProjection
+from chunkflow.indexing.plans import KeptProjections
 from chunkflow.jobs.written import WRITTEN_KEY
 from chunkflow.storage.coherence import location
 
@@ -206,6 +207,25 @@ class ChunkIO(ChunkSpace):
         ``fresh`` bypasses the cache (a locked read-modify-write must see the store).
         """
         cache, policy = (None, False) if fresh else self.options.resolve_read(self.store)
+        self._read(projections, out, cache, policy)
+
+    def read_new(self, projections: Sequence[ChunkProjection], shape: tuple[int, ...],
+                 dtype: np.dtype) -> np.ndarray:
+        """A new array of ``shape`` and ``dtype`` filled from the chunks named by ``projections``
+        (which tile it): a copy of the window a cache kept, when it kept this one
+        (see :func:`~chunkflow.engine.freshness.serve_hits`)."""
+        cache, policy = self.options.resolve_read(self.store)
+        if cache is not None and self.shards is None \
+                and isinstance(projections, KeptProjections):
+            window = unchanged_window(self, cache, projections, shape, policy)
+            if window is not None:  # of this handle: assembled in its dtype
+                return window
+        out = np.empty(shape, dtype=dtype)
+        self._read(projections, out, cache, policy)
+        return out
+
+    def _read(self, projections: Sequence[ChunkProjection], out: np.ndarray,
+              cache: ChunkCache | None, policy: bool | str | float) -> None:
         keep: _Keep | None = None
         if self.shards is not None:
             projections = self.shards.read(projections, out, cache)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
 
@@ -34,7 +34,10 @@ if TYPE_CHECKING:
     from chunkflow.grid import RegularChunkGrid
     from chunkflow.storage import Store
 
-__all__ = ["current_copies", "recheck", "recheck_threshold", "serve_hits"]
+__all__ = [
+    "UNCHANGED_MAX_BYTES", "current_copies", "recheck", "recheck_threshold", "serve_hits",
+    "unchanged_window",
+]
 
 
 def recheck_threshold(policy: bool | str | float, opened_at: float) -> float:
@@ -67,9 +70,16 @@ def serve_hits(
     A hit costs one cache lookup (one lock for all the chunks), a comparison of when
     the entry was last proven current with the policy's threshold, and the copy. The
     chunks' keys of a kept plan (a window read again) are derived once.
+
+    A kept plan that the cache served wholly twice in a row, with nothing else
+    touching the cache in between, keeps what it assembled (a window of at most
+    :data:`UNCHANGED_MAX_BYTES`) for as long as the cache stays untouched: reading it
+    again (:func:`unchanged_window`) is then one copy, and leaves the cache exactly as
+    a lookup would (its chunks are already the most recent, in this order).
     """
     keyed, locations = _keys_of(io, projections)
-    found = cache.lookup(locations)
+    kept = projections if isinstance(projections, KeptProjections) else None
+    found, stamp = cache.lookup_stamped(locations)
     if not found:
         return projections
     if policy is None:
@@ -86,6 +96,11 @@ def serve_hits(
                 break  # the general way below (copying again what was copied is harmless)
             out[proj.out_selection] = chunk[proj.chunk_selection]
         else:
+            if kept is not None and stamp is not None:
+                last, kept.stamp = kept.stamp, stamp
+                if last is not None and stamp == last + 1:  # twice in a row: keep it
+                    _keep_window(io, cache, kept, out, stamp,
+                                 [found[loc] for loc in locations])
             return ()
     due = [(key, loc) for key, loc in keyed if loc in found and found[loc].checked < threshold]
     if due:
@@ -104,6 +119,38 @@ def serve_hits(
         else:
             out[proj.out_selection] = chunk[proj.chunk_selection]
     return misses
+
+
+#: The largest window a cache keeps assembled (one per cache, while it is untouched):
+#: past this, a read is dominated by its copy, and the window would only take memory.
+UNCHANGED_MAX_BYTES = 1 << 20
+
+
+def unchanged_window(io: ChunkSpace, cache: ChunkCache, projections: KeptProjections,
+                     shape: tuple[int, ...], policy: bool | str | float) -> np.ndarray | None:
+    """A copy of the window read through ``projections`` that ``cache`` kept, if it
+    has not changed since and ``policy`` still takes the chunks it came from as
+    current; else ``None`` (read the general way: :func:`serve_hits`)."""
+    kept = cache.unchanged(projections)
+    if kept is None:
+        return None
+    owner, oldest, window = cast("tuple[ChunkSpace, float, np.ndarray]", kept)
+    if owner is not io or window.shape != shape \
+            or oldest < recheck_threshold(policy, io.opened_at):
+        return None  # another handle's, or a chunk is due for a recheck
+    cache.count_hits(len(projections))
+    return window.copy()
+
+
+def _keep_window(io: ChunkSpace, cache: ChunkCache, projections: KeptProjections,
+                 out: np.ndarray, stamp: int, entries: list[CachedChunk]) -> None:
+    """Keep the window ``out`` assembled from ``entries`` (found at ``stamp``), if it
+    is small enough, with when the oldest of them was last proven current."""
+    if out.nbytes <= UNCHANGED_MAX_BYTES:
+        window = out.copy()
+        window.flags.writeable = False
+        oldest = min(entry.checked for entry in entries)
+        cache.keep_unchanged(projections, stamp, (io, oldest, window))
 
 
 def _keys_of(io: ChunkSpace,

@@ -63,20 +63,23 @@ class KeptProjections(list[ChunkProjection]):
     reading the same window again derives nothing.
 
     ``derived`` is ``None`` until set; whoever sets it stores its own identity with it
-    and checks it before use (another handle's keys are not this one's).
+    and checks it before use (another handle's keys are not this one's). ``stamp`` is
+    the same layer's record of the cache's state after the last read that the cache
+    served wholly (see :meth:`chunkflow.cache.ChunkCache.lookup_stamped`).
 
     Examples
     --------
     >>> kept = KeptProjections([])
-    >>> kept.derived is None
-    True
+    >>> kept.derived is None, kept.stamp is None
+    (True, True)
     """
 
-    __slots__ = ("derived",)
+    __slots__ = ("derived", "stamp")
 
     def __init__(self, projections: Iterable[ChunkProjection]) -> None:
         super().__init__(projections)
         self.derived: object = None
+        self.stamp: int | None = None
 
 
 class BasicPlans:
