@@ -202,6 +202,8 @@ def _compare(name: str, got: Any, expected: Any, image: np.ndarray, single: bool
           (1, 1), "sync"))  # integers' variances are rounded too
 @example(("maximum", np.arange(130.0), (np.arange(130) % 3 == 0).astype("i1") * 127,
           [0, 127, 5], (40,), "sync"))  # scipy overflows int8 labels of 127 (labels.max() + 2)
+@example(("minimum", np.arange(300.0), (np.arange(300) % 3 == 0).astype("u1") * 255,
+          [0, 255, 5], (40,), "sync"))  # ... and uint8 labels of 255 (an IndexError)
 # Found by the long profile: a median without labels failed (an AssertionError).
 @example(("median", np.array([False]), None, None, (1,), "sync"))
 @example(("median", np.array([3.0, 1.0, 2.0, 7.0, np.nan]), None, None, (2,), "threads"))
@@ -233,11 +235,17 @@ def _oracle(name: str, image: np.ndarray, labels: Any, index: Any) -> Any:
     """scipy's result, or the error it raises."""
     try:
         return _scipy(name, image, labels, index)
-    except ValueError as error:
-        if "negative dimensions" not in str(error) or labels is None:
+    except (ValueError, IndexError, TypeError) as error:
+        if not _top_label_wraps(labels):
             return error
-        # scipy's labels.max() + 2 overflows int8 labels holding 127: its result on the
-        # same labels widened, which chunkflow gives on the narrow ones.
+        # scipy's labels.max() + 2 wraps round in narrow labels holding their dtype's
+        # largest values (int8 127: "negative dimensions"; uint8 255: an IndexError):
+        # its result on the same labels widened, which chunkflow gives on the narrow ones.
         return _scipy(name, image, labels.astype(np.int64), index)
-    except (IndexError, TypeError) as error:
-        return error
+
+
+def _top_label_wraps(labels: Any) -> bool:
+    """Whether ``labels.max() + 2`` wraps round in the labels' own integer dtype."""
+    if not isinstance(labels, np.ndarray) or labels.dtype.kind not in "iu" or not labels.size:
+        return False
+    return int(labels.max()) + 2 > np.iinfo(labels.dtype).max
