@@ -26,9 +26,11 @@ from collections.abc import Hashable, Iterable, Sequence
 import numpy as np
 
 from chunkflow.cache.admission import WholeReads
+from chunkflow.cache.changes import Changes
 from chunkflow.cache.everywhere import discard_everywhere, register
 from chunkflow.cache.families import Families
 from chunkflow.cache.stats import CacheStats
+from chunkflow.cache.tickets import InvalidationLog
 from chunkflow.cache.tiers import (
     CachedChunk,
     Tiers,
@@ -45,11 +47,6 @@ __all__ = ["CacheKey", "CacheStats", "CachedChunk", "ChunkCache", "discard_every
 
 CacheKey = str
 """A chunk's location: ``store.identity + "/" + chunk key``."""
-
-#: Locations whose latest invalidations are remembered per cache. Past this many, the
-#: log is cleared and every ticket issued before is refused (safe, and rare).
-_LOG_ENTRIES = 16384
-
 
 class ChunkCache:
     """Decoded chunks under a byte budget, least recently used evicted first.
@@ -74,6 +71,12 @@ class ChunkCache:
         The process-wide cache is; a cache made by hand caches every chunk it is
         given, unless asked.
 
+    Attributes
+    ----------
+    changes : Changes
+        The count of the cache's changes and lookups, and the one result kept while it
+        stays (see :mod:`chunkflow.cache.changes`).
+
     Examples
     --------
     >>> cache = ChunkCache(max_bytes=1000)
@@ -93,14 +96,9 @@ class ChunkCache:
         self._count_lock = threading.Lock()
         self._hits = self._misses = self._evictions = self._compressed_hits = 0
         self._rechecks = self._stale = self._refused = 0
-        # Changes of what is cached or of its recency, counted under the count lock;
-        # a result kept with the count it was made at holds while the count does.
-        self._generation = 0
-        self._unchanged: tuple[object, int, object] | None = None
+        self.changes = Changes()
         # Invalidation log for tickets: location -> (latest epoch, the one before).
-        self._epoch = 0
-        self._floor = 0  # tickets below this are refused
-        self._log: dict[Hashable, tuple[int, int]] = {}
+        self._tickets = InvalidationLog()
         # Inner chunks cached on their own, by the shard they were decoded from: an
         # invalidation of the shard drops them all.
         self._families = Families()
@@ -117,12 +115,6 @@ class ChunkCache:
     def _count_eviction(self, key: object, value: object) -> None:
         with self._count_lock:
             self._evictions += 1
-
-    def _changed(self) -> None:
-        """Count a change (after making it): results kept until now no longer hold."""
-        with self._count_lock:
-            self._generation += 1
-            self._unchanged = None
 
     # -- lookups -----------------------------------------------------------------------
 
@@ -148,7 +140,7 @@ class ChunkCache:
         A lookup is a change too (it makes its entries the most recent), so a stamp one
         above the stamp of the previous lookup of the same keys means that nothing else
         touched the cache in between. A result derived from the entries found may be
-        kept with :meth:`keep_unchanged` for as long as the cache stays at the stamp.
+        kept in :attr:`changes` for as long as the cache stays at the stamp.
 
         Examples
         --------
@@ -158,7 +150,7 @@ class ChunkCache:
         >>> cache.lookup_stamped(["s/a/0"])[1] == first + 1
         True
         """
-        before = self._generation  # read first: a change landing from now on shows
+        before = self.changes.count  # read first: a change landing from now on shows
         tiers = self._tiers
         fast = tiers.fast
         try:
@@ -187,45 +179,10 @@ class ChunkCache:
             self._hits += len(found)
             self._compressed_hits += compressed
             self._misses += len(keys) - len(found)
-            unchanged = self._generation == before
-            self._generation += 1
-            self._unchanged = None
-            stamp = self._generation if unchanged else None
-        return found, stamp
-
-    def keep_unchanged(self, owner: object, stamp: int, result: object) -> None:
-        """Keep ``result`` for ``owner`` while the cache stays at ``stamp`` (one result
-        per cache: the next change or lookup drops it).
-
-        Examples
-        --------
-        >>> cache = ChunkCache(1 << 10)
-        >>> cache.put("s/a/0", np.arange(2))
-        >>> stamp = cache.lookup_stamped(["s/a/0"])[1]
-        >>> cache.keep_unchanged("reader", stamp, "its result")
-        >>> cache.unchanged("reader")
-        'its result'
-        >>> cache.discard("s/a/9")  # any change, even of another chunk
-        >>> cache.unchanged("reader") is None
-        True
-        """
-        with self._count_lock:
-            if self._generation == stamp:
-                self._unchanged = (owner, stamp, result)
-
-    def unchanged(self, owner: object) -> object | None:
-        """The result ``owner`` kept, if the cache has not changed since (else ``None``).
-
-        Counts no hit: the caller counts what the result stands for
-        (:meth:`count_hits`).
-        """
-        kept = self._unchanged
-        if kept is None or kept[0] is not owner or kept[1] != self._generation:
-            return None
-        return kept[2]
+        return found, self.changes.after_lookup(before)
 
     def count_hits(self, count: int) -> None:
-        """Count ``count`` hits served from a result kept with :meth:`keep_unchanged`."""
+        """Count ``count`` hits served from a result kept in :attr:`changes`."""
         with self._count_lock:
             self._hits += count
 
@@ -295,7 +252,7 @@ class ChunkCache:
         A put with a ticket is refused when its location was invalidated after the
         ticket was taken: the copy may predate that change.
         """
-        return self._epoch
+        return self._tickets.ticket()
 
     def put(
         self,
@@ -359,7 +316,8 @@ class ChunkCache:
         try:
             with self._lock:
                 changes = key if parent is None else parent
-                if too_big or (ticket is not None and self._outdated(changes, ticket, written)):
+                if too_big or (ticket is not None
+                               and self._tickets.outdated(changes, ticket, written)):
                     self._discard(tiers, key)
                     if not too_big:
                         with self._count_lock:
@@ -369,7 +327,7 @@ class ChunkCache:
                     self._name_child(key, parent, tiers)
                 tiers.data[key] = entry  # zict evicts (or moves down) what no longer fits
         finally:
-            self._changed()
+            self.changes.changed()
 
     def _name_child(self, key: CacheKey, parent: CacheKey, tiers: Tiers) -> None:
         """Record ``key`` as a child of ``parent`` (under the lock, before inserting)."""
@@ -379,10 +337,6 @@ class ChunkCache:
         if len(families) > 2 * len(tiers.data) + 1024:
             families.prune(lambda name: name in tiers.data)
         families.add(key, parent)
-
-    def _outdated(self, key: CacheKey, ticket: int, written: bool) -> bool:
-        latest, before = self._log.get(key, (0, 0))
-        return ticket < self._floor or (before if written else latest) > ticket
 
     # -- invalidation and discards -----------------------------------------------------
 
@@ -399,30 +353,23 @@ class ChunkCache:
         """
         keys = list(keys)
         with self._lock:
-            self._epoch += 1
-            epoch, log, tiers = self._epoch, self._log, self._tiers
-            if len(log) + len(keys) > _LOG_ENTRIES:
-                log.clear()
-                self._floor = epoch
-            families = self._families
+            self._tickets.record(keys)
+            tiers, families = self._tiers, self._families
             for key in keys:
-                log[key] = (epoch, log.get(key, (0, 0))[0])
                 self._discard(tiers, key)
                 if key in families:
                     for child in families.pop_children(key):
                         self._discard(tiers, child)
-            self._changed()
+            self.changes.changed()
 
     def invalidate_prefix(self, prefix: str) -> None:
         """Drop every key starting with ``prefix``; refuse every put fetched before."""
         with self._lock:
-            self._epoch += 1
-            self._floor = self._epoch
-            self._log.clear()
+            self._tickets.record_all()
             tiers = self._tiers
             for key in keys_starting_with(tiers, prefix):
                 self._discard(tiers, key)
-            self._changed()
+            self.changes.changed()
 
     @staticmethod
     def _discard(tiers: Tiers, key: Hashable) -> None:
@@ -456,14 +403,14 @@ class ChunkCache:
                 with self._lock:
                     for child in families.pop_children(key):
                         self._discard(tiers, child)
-        self._changed()
+        self.changes.changed()
 
     def discard_prefix(self, prefix: str) -> None:
         """Forget every chunk whose location starts with ``prefix``."""
         tiers = self._tiers
         for key in keys_starting_with(tiers, prefix):
             self._discard(tiers, key)
-        self._changed()
+        self.changes.changed()
 
     def discard_array(self, identity: str, path: str) -> None:
         """Forget every chunk of the array at ``path`` in the store named ``identity``.
@@ -485,12 +432,10 @@ class ChunkCache:
         if self._whole is not None:
             self._whole.clear()
         with self._lock:
-            self._epoch += 1
-            self._floor = self._epoch
-            self._log.clear()
+            self._tickets.record_all()
             self._families.clear()
             self._tiers = self._rebuilt(self.max_bytes, self.compressed_max_bytes)
-            self._changed()
+            self.changes.changed()
 
     def resize(self, max_bytes: int, compressed_bytes: int | None = None) -> None:
         """Change the budgets, evicting (oldest first) down to them right away.
@@ -526,7 +471,7 @@ class ChunkCache:
                 new.data[key] = entry  # what no longer fits is evicted (and counted) here
             else:
                 self._count_eviction(key, entry)
-        self._changed()
+        self.changes.changed()
 
     # -- counters ----------------------------------------------------------------------
 

@@ -131,7 +131,7 @@ def unchanged_window(io: ChunkSpace, cache: ChunkCache, projections: KeptProject
     """A copy of the window read through ``projections`` that ``cache`` kept, if it
     has not changed since and ``policy`` still takes the chunks it came from as
     current; else ``None`` (read the general way: :func:`serve_hits`)."""
-    kept = cache.unchanged(projections)
+    kept = cache.changes.kept(projections)
     if kept is None:
         return None
     owner, oldest, window = cast("tuple[ChunkSpace, float, np.ndarray]", kept)
@@ -150,7 +150,7 @@ def _keep_window(io: ChunkSpace, cache: ChunkCache, projections: KeptProjections
         window = out.copy()
         window.flags.writeable = False
         oldest = min(entry.checked for entry in entries)
-        cache.keep_unchanged(projections, stamp, (io, oldest, window))
+        cache.changes.keep(projections, stamp, (io, oldest, window))
 
 
 def _keys_of(io: ChunkSpace,

@@ -36,7 +36,7 @@ def _kept_window_cache() -> tuple[ChunkCache, object]:
     for _ in range(3):  # a miss, a hit, a second hit in a row: the window is kept
         z[WINDOW]
     owner = z._plans.kept(WINDOW, z._io.grid)[1]
-    assert cache.unchanged(owner) is not None
+    assert cache.changes.kept(owner) is not None
     return cache, owner
 
 
@@ -60,7 +60,7 @@ CHANGES: dict[str, Callable[[ChunkCache], None]] = {
 def test_every_change_and_every_lookup_drops_the_kept_window(change: str) -> None:
     cache, owner = _kept_window_cache()
     CHANGES[change](cache)
-    assert cache.unchanged(owner) is None
+    assert cache.changes.kept(owner) is None
 
 
 def test_a_change_landing_during_a_lookup_gives_no_stamp() -> None:
@@ -79,8 +79,8 @@ def test_a_change_landing_during_a_lookup_gives_no_stamp() -> None:
     assert "s/c/0" in found and stamp is None
     fast.get_all_or_nothing = real  # type: ignore[method-assign]
     stamp = cache.lookup_stamped(["s/c/0"])[1]
-    cache.keep_unchanged("reader", stamp - 1, "outdated")  # a stamp the cache has left
-    assert cache.unchanged("reader") is None
+    cache.changes.keep("reader", stamp - 1, "outdated")  # a stamp the cache has left
+    assert cache.changes.kept("reader") is None
 
 
 def test_a_kept_window_is_a_private_copy_and_reads_return_new_arrays() -> None:
@@ -107,7 +107,7 @@ def test_a_kept_window_follows_the_recheck_policy(tmp_path: Path,
     z = chunkflow.open(path, mode="r", cache=cache, recheck_cached_data=0.2)
     for _ in range(3):
         np.testing.assert_array_equal(z[WINDOW], data[WINDOW])
-    assert cache.unchanged(z._plans.kept(WINDOW, z._io.grid)[1]) is not None
+    assert cache.changes.kept(z._plans.kept(WINDOW, z._io.grid)[1]) is not None
     # Another process rewrites a chunk: new bytes behind the caches' back.
     (tmp_path / "a.zarr" / "c" / "1" / "0").write_bytes(changed)
     time.sleep(0.3)  # the policy's 0.2 s pass: every cached chunk is due again
