@@ -13,13 +13,14 @@ could not help).
 from __future__ import annotations
 
 import argparse
+import os
 
 from chunkflow.cli.options import storage_options
 from chunkflow.core.replacing import check_location
 from chunkflow.errors import ForeignContentError, UsageError
 from chunkflow.jobs.overlap import location_of, overlaps
 
-__all__ = ["check_output_location"]
+__all__ = ["check_output_location", "check_table_location"]
 
 
 def check_output_location(args: argparse.Namespace) -> None:
@@ -51,6 +52,27 @@ def check_output_location(args: argparse.Namespace) -> None:
         return
 
 
+def check_table_location(args: argparse.Namespace, output: str) -> None:
+    """Refuse a table ``output`` in what the command reads, or named as Zarr metadata.
+
+    A table written there would replace a chunk or the metadata of an array being read
+    (``--output labels.zarr/zarr.json --overwrite`` made the labels unreadable).
+
+    Examples
+    --------
+    >>> check_table_location(argparse.Namespace(labels="cells.zarr"), "cells.zarr/t.csv")
+    Traceback (most recent call last):
+    chunkflow.errors.UsageError: --output 'cells.zarr/t.csv' lies in LABELS 'cells.zarr': \
+writing --output there would change what the command reads. Nothing was read or \
+written; write to another location
+    """
+    if os.path.basename(output) == "zarr.json":
+        raise UsageError(
+            f"--output {output!r}: zarr.json is the name of Zarr metadata, never a table's; "
+            "nothing was read or written. Name the table otherwise, e.g. table.json")
+    _refuse_a_source(args, output, "--output")
+
+
 #: The arguments a command reads, by the names its usage line gives them.
 _SOURCES = (("src", "SRC"), ("labels", "LABELS"), ("intensity", "--intensity"))
 
@@ -64,11 +86,16 @@ def _refuse_a_source(args: argparse.Namespace, dst: str, name: str) -> None:
         where = None if source is None or out is None else _location(args, str(source))
         if where is not None and out is not None and overlaps(out, where):
             label = "IN" if name == "OUT" and label == "SRC" else label
-            relation = "is" if out == where else "overlaps"
+            if name == "--output":  # a table: a file, never a Zarr node
+                effect = f"writing {name} there would change what the command reads"
+                relation = "lies in"
+            else:
+                effect = (f"creating {name} there would delete what the command reads "
+                          "before it is read")
+                relation = "is" if out == where else "overlaps"
             raise UsageError(
-                f"{name} {dst!r} {relation} {label} {str(source)!r}: creating {name} there "
-                f"would delete what the command reads before it is read. Nothing was read or "
-                "written; write to another location")
+                f"{name} {dst!r} {relation} {label} {str(source)!r}: {effect}. Nothing was "
+                "read or written; write to another location")
 
 
 def _location(args: argparse.Namespace, where: str) -> str | None:

@@ -33,6 +33,7 @@ import numpy as np
 
 import chunkflow
 from chunkflow.cli.cleanup import waited_for
+from chunkflow.cli.destination import check_table_location
 from chunkflow.cli.label import labels_refused
 from chunkflow.cli.nodes import naming_source, open_array_at
 from chunkflow.cli.options import (
@@ -71,6 +72,7 @@ def run_measure(args: argparse.Namespace) -> int:
     place (:func:`~chunkflow.cli.tables.check_table_output`), the property names, and
     that LABELS holds integers.
     """
+    check_table_location(args, args.output)
     writer = check_table_output(args.output, overwrite=args.overwrite)
     check_property_names(args.properties, args.intensity is not None)
     labels = open_array_at(args.labels, storage_options(args, args.labels), cache=False)

@@ -107,3 +107,30 @@ def test_a_link_to_src_is_src(capsys: pytest.CaptureFixture[str], tmp_path: Path
     code = main(["filter", str(source), str(tmp_path / "link.zarr"), "--gaussian", "1", "-q",
                  "--overwrite"])
     assert code == 2 and "is SRC" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("where", ["zarr.json", "t.csv", "c/t.csv", "zarr.json@intensity",
+                                   "t.json@intensity", "zarr.json@elsewhere"])
+def test_a_table_in_what_measure_reads_or_named_zarr_json_is_refused(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, where: str) -> None:
+    """``--output labels.zarr/zarr.json --overwrite`` replaced the labels' metadata
+    with the table: the labels were lost. Refused before any work, with --overwrite."""
+    labels = _unreadable(tmp_path)  # reading a chunk would fail with exit 1
+    intensity = tmp_path / "image.zarr"
+    chunkflow.array(np.ones((4, 6, 6), "u1"), chunks=(2, 3, 3), store=str(intensity))
+    other = tmp_path / "other.zarr"
+    chunkflow.array(np.ones((2,), "u1"), chunks=(2,), store=str(other))
+    name, _, node = where.partition("@")
+    folder = {"": labels, "intensity": intensity, "elsewhere": other}[node]
+    output = folder / name
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    code = main(["measure", str(labels), "--intensity", str(intensity), "--output",
+                 str(output), "--overwrite", "-q"])
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert code == 2, err
+    if name == "zarr.json":
+        assert "zarr.json is the name of Zarr metadata" in err, err
+    else:
+        label = "--intensity" if node else "LABELS"
+        assert f"--output {str(output)!r} lies in {label} {str(folder)!r}" in err, err
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
