@@ -307,6 +307,11 @@ def _check(case: MapCase, store: Any = None, out_store: Any = None) -> None:
         eps = np.finfo(want.real.dtype if want.dtype.kind == "c" else want.dtype).eps
         np.testing.assert_allclose(got, want, rtol=0, atol=64 * eps * scale)
         return
+    if case.filter.name in ORDER and want.dtype.kind == "f":
+        # An order statistic picks one of equal values, and -0.0 == 0.0: which zero
+        # scipy returns depends on the length of the line it sorts (median_filter of
+        # [0, 0, 0, -0.0] ends in +0.0 on the whole array, -0.0 on its last two).
+        got, want = got + want.dtype.type(0), want + want.dtype.type(0)  # -0.0 + 0 is +0.0
     _same_bits(got, want)
 
 
@@ -321,6 +326,10 @@ _INF_NAN[4, 4, 4:] = np.inf, np.nan
 
 @budget(200)
 @given(case=map_cases())
+# Found by the long profile: which zero scipy's median of {0, -0.0} returns depends on
+# the length of the array it filters.
+@example(case=MapCase(_spec(np.array([0.0, 0.0, 0.0, -0.0], "f2"), (1,), zarr_format=2),
+                      Filter("median_filter", {"size": [3]}, (1,)), "reflect", "reflect", 0))
 # Issue 34, defect 8: uint8 Gaussian with boundary="constant" was off by one at the
 # borders (the halo held the filtered constant where scipy pads each pass with cval).
 @example(case=MapCase(_spec(_U8, (4, 3)), Filter("gaussian_filter", {"sigma": 1.0}, (4, 4)),
