@@ -28,7 +28,7 @@ from chunkflow.cli.options import (
 )
 from chunkflow.errors import MemoryPlanError, UsageError
 
-__all__ = ["OPS", "parse_percentile", "register", "run_reduce", "text_histogram"]
+__all__ = ["OPS", "parse_percentile", "parse_range", "register", "run_reduce", "text_histogram"]
 
 OPS = ("mean", "std", "min", "max", "sum", "histogram")
 DEFAULT_OPS = ("mean", "std", "min", "max")
@@ -98,7 +98,8 @@ def _print_reductions(args: argparse.Namespace, source: chunkflow.Array, ops: li
     if order:
         _print_order_statistics(args, source, order, progress)
     if "histogram" in ops:
-        counts, edges = chunkflow.histogram(source, bins=args.bins, max_memory=args.max_memory,
+        counts, edges = chunkflow.histogram(source, bins=args.bins, range=args.range,
+                                            max_memory=args.max_memory,
                                             scheduler=args.scheduler, progress=progress)
         print(f"histogram of {args.path} ({int(counts.sum())} values, {args.bins} bins):")
         print(text_histogram(counts, edges))
@@ -123,6 +124,29 @@ def _memory_refused() -> Iterator[None]:
         yield
     except MemoryPlanError as err:
         raise UsageError(str(err)) from err  # in CLI words at run_guarded
+
+
+def parse_range(text: str) -> tuple[float, float]:
+    """``LOW,HIGH``: the histogram's range, as numpy's ``range=`` (values outside it
+    are not counted, NaN neither).
+
+    Examples
+    --------
+    >>> parse_range("0,4095.5")
+    (0.0, 4095.5)
+    >>> parse_range("5,1")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: '5,1' is not LOW,HIGH: two finite numbers, LOW below HIGH
+    """
+    parts = text.split(",")
+    try:
+        low, high = (float(part) for part in parts)
+    except ValueError:
+        low = high = float("nan")
+    if not (np.isfinite(low) and np.isfinite(high) and low < high):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not LOW,HIGH: two finite numbers, LOW below HIGH")
+    return low, high
 
 
 def _positive_int(text: str) -> int:
@@ -154,6 +178,10 @@ def register(commands: argparse._SubParsersAction, parents: list[argparse.Argume
                              "numpy.percentile's linear method)")
     parser.add_argument("--bins", type=_positive_int, default=20,
                         help="histogram bins (default: 20)")
+    parser.add_argument("--range", type=parse_range, default=None, metavar="LOW,HIGH",
+                        help="the histogram's range (default: the values' minimum and "
+                             "maximum; needed when the array holds NaN or inf). A "
+                             "negative LOW is written --range=-1,7")
     add_max_memory_option(
         parser, help="what one task may use, e.g. '512 MiB' (default: a worker's memory "
                      "less the chunk cache, shared by its threads)")

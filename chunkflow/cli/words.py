@@ -16,6 +16,8 @@ Examples
 "DST 'a.zarr' is SRC 'a.zarr' of this job"
 >>> in_cli_words("a cycle, steps of 16.0: pass tolerance=16.0", "threshold")
 'a cycle, steps of 16.0: pass --tolerance 16.0'
+>>> in_cli_words("histogram: [nan, nan] is not finite; pass range=", "reduce")
+'histogram: [nan, nan] is not finite; pass --range LOW,HIGH'
 >>> command_line(["filter", "in.zarr", "out dir.zarr", "--median", "3"], add="--resume")
 "chunkflow filter in.zarr 'out dir.zarr' --median 3 --resume"
 """
@@ -46,6 +48,7 @@ _SPELLINGS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"\btolerance=(?=[-'\"\w.])", "--tolerance "),
         (r"^out (?=')", "DST "),  # the writers' out= (an output that is the source)
         (r"\btolerance=", "--tolerance"),
+        (r"\bpass range=$", "pass --range LOW,HIGH"),  # a histogram's range
     )
 )
 # "--resume (--resume)" after the rewrite: say it once.

@@ -459,6 +459,25 @@ def test_reduce_histogram_is_a_text_plot(capsys: pytest.CaptureFixture[str],
     assert longest.endswith("#" * 40)
 
 
+def test_reduce_histogram_of_nan_asks_for_range_in_cli_words(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    data = np.array([[1, 2, np.nan], [4, -0.0, 6]], "f4")
+    path = str(tmp_path / "nan.zarr")
+    chunkflow.array(data, chunks=(1, 2), store=path)
+    code, out, err = run(capsys, "reduce", path, "--op", "histogram", "--bins", "3")
+    assert code == 1 and out == ""
+    assert_one_line(err, "not finite", "pass --range LOW,HIGH")
+    code, out, _ = run(capsys, "reduce", path, "--op", "histogram", "--bins", "3",
+                       "--range=-1,7")
+    assert code == 0
+    counts, _ = np.histogram(data, bins=3, range=(-1, 7))  # NaN is not counted
+    rows = [line for line in out.splitlines() if line.startswith("[")]
+    assert [int(row.split()[-2]) for row in rows] == counts.tolist()
+    for bad in ("5,1", "0,inf", "1", "a,b"):
+        code, _, err = run(capsys, "reduce", path, "--op", "histogram", f"--range={bad}")
+        assert code == 2 and "is not LOW,HIGH" in err
+
+
 # -- errors ----------------------------------------------------------------------------
 
 
