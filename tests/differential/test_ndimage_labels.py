@@ -204,6 +204,8 @@ def _compare(name: str, got: Any, expected: Any, image: np.ndarray, single: bool
           [0, 127, 5], (40,), "sync"))  # scipy overflows int8 labels of 127 (labels.max() + 2)
 @example(("minimum", np.arange(300.0), (np.arange(300) % 3 == 0).astype("u1") * 255,
           [0, 255, 5], (40,), "sync"))  # ... and uint8 labels of 255 (an IndexError)
+@example(("maximum", np.array([False]), np.array([127], "i1"), 0, (1,), "sync"))  # and an
+# absent label: scipy's error on the widened labels too (a maximum of no values)
 # Found by the long profile: a median without labels failed (an AssertionError).
 @example(("median", np.array([False]), None, None, (1,), "sync"))
 @example(("median", np.array([3.0, 1.0, 2.0, 7.0, np.nan]), None, None, (2,), "threads"))
@@ -240,8 +242,12 @@ def _oracle(name: str, image: np.ndarray, labels: Any, index: Any) -> Any:
             return error
         # scipy's labels.max() + 2 wraps round in narrow labels holding their dtype's
         # largest values (int8 127: "negative dimensions"; uint8 255: an IndexError):
-        # its result on the same labels widened, which chunkflow gives on the narrow ones.
-        return _scipy(name, image, labels.astype(np.int64), index)
+        # its answer on the same labels widened (a result, or the error it raises for
+        # other reasons), which chunkflow gives on the narrow ones.
+        try:
+            return _scipy(name, image, labels.astype(np.int64), index)
+        except (ValueError, IndexError, TypeError) as widened:
+            return widened
 
 
 def _top_label_wraps(labels: Any) -> bool:
