@@ -145,8 +145,10 @@ def unchanged_window(io: ChunkSpace, cache: ChunkCache, projections: KeptProject
 def _keep_window(io: ChunkSpace, cache: ChunkCache, projections: KeptProjections,
                  out: np.ndarray, stamp: int, entries: list[CachedChunk]) -> None:
     """Keep the window ``out`` assembled from ``entries`` (found at ``stamp``), if it
-    is small enough, with when the oldest of them was last proven current."""
-    if out.nbytes <= UNCHANGED_MAX_BYTES:
+    is small enough, with when the oldest of them was last proven current. Only a
+    window in the chunks' own dtype is kept: every read of the handle is in it, so a
+    kept window never needs a cast (nor a check of its dtype when it is read)."""
+    if out.nbytes <= UNCHANGED_MAX_BYTES and out.dtype == io.pipeline.dtype:
         window = out.copy()
         window.flags.writeable = False
         oldest = min(entry.checked for entry in entries)
